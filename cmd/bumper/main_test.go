@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "no args prints help", args: nil, wantCode: 0, wantStdout: "Usage: bumper <command>"},
+		{name: "help", args: []string{"help"}, wantCode: 0, wantStdout: "version"},
+		{name: "version", args: []string{"version"}, wantCode: 0, wantStdout: "bumper dev"},
+		{name: "version with extra args", args: []string{"version", "x"}, wantCode: 2, wantStderr: "takes no arguments"},
+		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
+		{name: "help for unknown command", args: []string{"help", "frobnicate"}, wantCode: 2, wantStderr: "unknown command"},
+		{name: "bad flag", args: []string{"version", "--nope"}, wantCode: 2, wantStderr: "bumper help version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Fatalf("exit code = %d, want %d; stderr: %s", code, tt.wantCode, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.wantStdout) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
