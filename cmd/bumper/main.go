@@ -30,7 +30,9 @@ var errUsage = errors.New("usage error")
 
 func commands() map[string]command {
 	return map[string]command{
-		"version": {summary: "print the version of this build", run: runVersion},
+		"version":  {summary: "print the version of this build", run: runVersion},
+		"emulator": {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", run: runEmulator},
+		"image":    {summary: "build a sandbox VM image (kernel, initramfs, rootfs)", run: runImage},
 	}
 }
 

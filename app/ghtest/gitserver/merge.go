@@ -1,0 +1,59 @@
+package gitserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrConflict: the two commits do not merge cleanly.
+var ErrConflict = errors.New("merge conflict")
+
+// Merge makes a merge commit of head into branch, as GitHub's "Create a merge commit"
+// does, and moves branch to it. The merge is computed without a work tree
+// (`git merge-tree --write-tree`, git 2.38 or later); conflicts give ErrConflict and
+// leave the branch where it was. author is also the committer.
+func (s *Server) Merge(ctx context.Context, owner, repo, branch, head, message string, author Signature) (string, error) {
+	dir, err := s.openRepo(owner, repo)
+	if err != nil {
+		return "", err
+	}
+	if err := checkBranch(branch); err != nil {
+		return "", err
+	}
+	if err := checkOID("head", head); err != nil {
+		return "", err
+	}
+	if err := author.check("author"); err != nil {
+		return "", err
+	}
+	unlock := s.lock(owner, repo)
+	defer unlock()
+	ref := "refs/heads/" + branch
+	base, exists, err := s.readRef(ctx, dir, ref)
+	if err != nil {
+		return "", err
+	}
+	if !exists {
+		return "", fmt.Errorf("%w: %s", ErrRefNotFound, ref)
+	}
+	out, err := s.run(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", base, head)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", fmt.Errorf("%w: %s into %s", ErrConflict, head, branch)
+		}
+		return "", fmt.Errorf("failed to merge %s into %s: %w", head, branch, err)
+	}
+	tree := string(bytes.TrimSpace(bytes.SplitN(out, []byte("\n"), 2)[0]))
+	sigEnv := append(author.env("AUTHOR"), author.env("COMMITTER")...)
+	commit, err := s.run(ctx, dir, []byte(message), sigEnv, "commit-tree", tree, "-p", base, "-p", head)
+	if err != nil {
+		return "", fmt.Errorf("failed to create the merge commit: %w", err)
+	}
+	sha := string(bytes.TrimSpace(commit))
+	if err := s.swapRef(ctx, dir, ref, sha, base); err != nil {
+		return "", err
+	}
+	return sha, nil
+}

@@ -1,0 +1,187 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// assemble makes rootfs.ext4 from the cached tree plus the agent, and writes the image
+// directory and its index entry.
+func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles, tree string, installed []Package, agentSum string, p progress) (*Image, error) {
+	work, err := os.MkdirTemp(filepath.Join(cfg.CacheDir, "tmp"), "assemble-")
+	if err != nil {
+		return nil, fmt.Errorf("failed to create a work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	stage, err := os.MkdirTemp(cfg.OutDir, ".build-")
+	if err != nil {
+		return nil, fmt.Errorf("failed to create a staging directory in %s: %w", cfg.OutDir, err)
+	}
+	defer os.RemoveAll(stage)
+	// QEMU runs unprivileged and must read the image.
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to set the image directory's permissions: %w", err)
+	}
+
+	done := p.step(ctx, "assemble rootfs")
+	root := filepath.Join(work, "root")
+	// Hard links: the copy costs no data, and only new files are added to it, so the
+	// cached tree is never changed.
+	if _, err := runCmd(ctx, "", nil, "cp", "-al", tree, root); err != nil {
+		return nil, fmt.Errorf("failed to stage the rootfs: %w", err)
+	}
+	agentDst := filepath.Join(root, filepath.FromSlash(AgentPath))
+	if err := os.MkdirAll(filepath.Dir(agentDst), 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create %s: %w", filepath.Dir(AgentPath), err)
+	}
+	if err := copyFile(cfg.AgentBinary, agentDst, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to install the agent: %w", err)
+	}
+	used, inodes, err := treeUsage(root)
+	if err != nil {
+		return nil, err
+	}
+	// Metadata (inode tables, bitmaps, directories) needs about a tenth more than the
+	// data; 64 MiB more covers the fixed overhead of a small tree.
+	size := (used+used/10+cfg.Headroom+(1<<20)-1)>>20<<20 + 64<<20
+	rootfs := filepath.Join(stage, RootfsFile)
+	uuid := key[0:8] + "-" + key[8:12] + "-" + key[12:16] + "-" + key[16:20] + "-" + key[20:32]
+	// A UUID, hash seed and creation time derived from the inputs keep the superblock
+	// the same across rebuilds (file times still differ).
+	_, err = runCmd(ctx, "", []string{"E2FSPROGS_FAKE_TIME=1"}, "mkfs.ext4", "-q", "-F",
+		"-t", "ext4", "-d", root, "-L", "bumper-root", "-U", uuid, "-E", "hash_seed="+uuid,
+		"-O", "^has_journal", "-m", "0", "-N", fmt.Sprint(inodes*2+65536),
+		rootfs, fmt.Sprintf("%dk", size>>10))
+	if err != nil {
+		return nil, fmt.Errorf("failed to make the root filesystem: %w", err)
+	}
+	done(fmt.Sprintf("%d MB used, %d MB file system", used>>20, size>>20))
+
+	done = p.step(ctx, "write manifest")
+	for _, f := range []string{KernelFile, InitrdFile} {
+		if err := linkOrCopy(filepath.Join(boot.dir, f), filepath.Join(stage, f)); err != nil {
+			return nil, err
+		}
+	}
+	rootSum, rootSize, err := hashFile(rootfs)
+	if err != nil {
+		return nil, err
+	}
+	m := Manifest{
+		Schema:   SchemaVersion,
+		Created:  time.Now().UTC().Truncate(time.Second),
+		Kernel:   boot.Kernel,
+		Initrd:   boot.Initrd,
+		Rootfs:   Rootfs{SHA256: rootSum, SizeBytes: rootSize, Format: "raw"},
+		Agent:    Agent{Path: AgentPath, SHA256: agentSum},
+		Packages: installed,
+		Suite:    cfg.Suite,
+		Mirror:   cfg.Mirror,
+		Cmdline:  BaseCmdline,
+	}
+	if m.Digest, err = m.computeDigest(); err != nil {
+		return nil, err
+	}
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode the manifest: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(stage, ManifestFile), append(raw, '\n')); err != nil {
+		return nil, err
+	}
+	final := filepath.Join(cfg.OutDir, digestHex(m.Digest))
+	im := &Image{dir: final, manifest: m}
+	// An intact directory with the same digest holds identical files: keep it.
+	if existing, err := Load(final); err == nil {
+		im = existing
+	} else {
+		if err := os.RemoveAll(final); err != nil {
+			return nil, fmt.Errorf("failed to replace the incomplete image %s: %w", final, err)
+		}
+		if err := os.Rename(stage, final); err != nil {
+			return nil, fmt.Errorf("failed to move the image into place: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.OutDir, ".index"), 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create the image index: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(cfg.OutDir, ".index", key), []byte(digestHex(m.Digest)+"\n")); err != nil {
+		return nil, err
+	}
+	done(m.Digest)
+	return im, nil
+}
+
+// emptyTmp removes everything inside the cache's work directory.
+func emptyTmp(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("failed to list %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if err := removeTree(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("failed to clean the cache's work directory: %w", err)
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// linkOrCopy hard-links src to dst, copying when they are on different file systems.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	if err := copyFile(src, dst, 0o644); err != nil {
+		return fmt.Errorf("failed to copy %s into the image: %w", filepath.Base(src), err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it over path.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+// Package imagetest gives tests a real sandbox image from a cache shared by every test on
+// the machine, so the slow debootstrap runs once per machine rather than once per test.
+package imagetest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/bumperdev/bumper/sandbox/image"
+)
+
+// CacheEnv names the environment variable holding the shared test cache directory.
+const CacheEnv = "BUMPER_TEST_IMAGE_CACHE"
+
+// DefaultCacheDir is the shared test cache when CacheEnv is unset.
+const DefaultCacheDir = "/var/tmp/bumper-test-cache"
+
+// CacheDir returns the shared test cache directory.
+func CacheDir() string {
+	if d := os.Getenv(CacheEnv); d != "" {
+		return d
+	}
+	return DefaultCacheDir
+}
+
+// SkipUnlessCanBuild skips the test, saying why, when this machine cannot build images.
+func SkipUnlessCanBuild(t testing.TB) {
+	t.Helper()
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("sandbox images are built on linux/amd64 hosts, this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("building a sandbox image needs root (debootstrap); run the tests as root")
+	}
+	for _, bin := range []string{"debootstrap", "apt-get", "apt-cache", "dpkg-deb", "mkfs.ext4", "go"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("building a sandbox image needs %s, which is not installed", bin)
+		}
+	}
+}
+
+// AgentBinary builds the bumper binary of the module under test, static, into a
+// temporary directory, and returns its path.
+func AgentBinary(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bumper")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/bumperdev/bumper/cmd/bumper")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("failed to build the bumper binary for the guest agent: %v\n%s", err, b)
+	}
+	return out
+}
+
+// Image returns an image with the current bumper binary as its agent and the given extra
+// packages, built in (or reused from) the shared test cache. It skips when the machine
+// cannot build images. Build progress goes to the test log.
+func Image(t testing.TB, packages ...string) *image.Image {
+	t.Helper()
+	SkipUnlessCanBuild(t)
+	im, err := image.Build(context.Background(), image.BuildConfig{
+		CacheDir:    CacheDir(),
+		Packages:    packages,
+		AgentBinary: AgentBinary(t),
+		Progress:    testWriter{t},
+	})
+	if err != nil {
+		t.Fatalf("failed to build the test image: %v", err)
+	}
+	now := time.Now()
+	if err := os.Chtimes(im.Dir(), now, now); err != nil {
+		t.Fatalf("failed to mark the test image as used: %v", err)
+	}
+	prune(t, filepath.Dir(im.Dir()), now.Add(-PruneAfter))
+	return im
+}
+
+// PruneAfter is how long an image in the shared test cache may go unused before Image
+// deletes it. Every test run with a changed agent makes a new image (about 250 MB on
+// disk), so without pruning the cache grows with every edit.
+const PruneAfter = 24 * time.Hour
+
+// prune removes image directories in imagesDir last used (directory mtime) before cutoff.
+func prune(t testing.TB, imagesDir string, cutoff time.Time) {
+	t.Helper()
+	entries, err := os.ReadDir(imagesDir)
+	if err != nil {
+		t.Fatalf("failed to list the test images: %v", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || len(e.Name()) != 64 {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(imagesDir, e.Name())); err != nil {
+			t.Logf("failed to prune the test image %s: %v", e.Name(), err)
+		}
+	}
+}
+
+// testWriter sends progress lines to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", p)
+	return len(p), nil
+}
