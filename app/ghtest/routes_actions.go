@@ -183,14 +183,10 @@ func (e *Emulator) listRuns(w http.ResponseWriter, r *http.Request, c *call) {
 		list = append(list, run)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID > list[j].ID })
-	lo, hi, err := page(w, r, e.baseURL, len(list))
+	out, err := pageOf(e, w, r, list, func(run *workflowRun) obj { return e.renderRun(c.repo, run) })
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	out := []obj{}
-	for _, run := range list[lo:hi] {
-		out = append(out, e.renderRun(c.repo, run))
 	}
 	writeJSON(w, http.StatusOK, obj{"total_count": len(list), "workflow_runs": out})
 }

@@ -22,16 +22,7 @@ func (e *Emulator) sortedInstallations() []*installation {
 
 func (e *Emulator) listInstallations(w http.ResponseWriter, r *http.Request, c *call) {
 	all := e.sortedInstallations()
-	lo, hi, err := page(w, r, e.baseURL, len(all))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []obj{}
-	for _, in := range all[lo:hi] {
-		out = append(out, e.renderInstallation(in))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(e, w, r, all, func(in *installation) obj { return e.renderInstallation(in) })
 }
 
 func (e *Emulator) installationParam(c *call) *installation {
@@ -152,14 +143,10 @@ func (e *Emulator) pruneTokens() {
 func (e *Emulator) listInstallationRepos(w http.ResponseWriter, r *http.Request, c *call) {
 	t := c.who.token
 	repos := e.sortedRepos(func(rp *repo) bool { return e.tokenCovers(t, rp) })
-	lo, hi, err := page(w, r, e.baseURL, len(repos))
+	list, err := pageOf(e, w, r, repos, func(rp *repo) obj { return e.renderRepo(rp) })
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	list := []obj{}
-	for _, rp := range repos[lo:hi] {
-		list = append(list, e.renderRepo(rp))
 	}
 	sel := "selected"
 	if e.st.Installations[t.InstallationID].AllRepos && t.RepoIDs == nil {

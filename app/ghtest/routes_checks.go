@@ -234,14 +234,10 @@ func (e *Emulator) listCheckRunsForRef(w http.ResponseWriter, r *http.Request, c
 		}
 		list = kept
 	}
-	lo, hi, err := page(w, r, e.baseURL, len(list))
+	out, err := pageOf(e, w, r, list, func(cr *checkRun) obj { return e.renderCheckRun(c.repo, cr) })
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	out := []obj{}
-	for _, cr := range list[lo:hi] {
-		out = append(out, e.renderCheckRun(c.repo, cr))
 	}
 	writeJSON(w, http.StatusOK, obj{"total_count": len(list), "check_runs": out})
 }

@@ -45,16 +45,7 @@ func (e *Emulator) listComments(w http.ResponseWriter, r *http.Request, c *call)
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	lo, hi, err := page(w, r, e.baseURL, len(list))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []obj{}
-	for _, cm := range list[lo:hi] {
-		out = append(out, e.renderComment(c.repo, cm))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(e, w, r, list, func(cm *comment) obj { return e.renderComment(c.repo, cm) })
 }
 
 func commentBody(r *http.Request) (string, error) {

@@ -44,16 +44,7 @@ func (e *Emulator) listMatchingRefs(w http.ResponseWriter, r *http.Request, c *c
 		}
 	}
 	sort.Strings(names)
-	lo, hi, err := page(w, r, e.baseURL, len(names))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []obj{}
-	for _, n := range names[lo:hi] {
-		out = append(out, e.renderRef(c.repo, n, refs[n]))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(e, w, r, names, func(n string) obj { return e.renderRef(c.repo, n, refs[n]) })
 }
 
 // refIsProtected reports whether a write to ref is refused by branch protection for

@@ -39,16 +39,7 @@ func (e *Emulator) listDeliveries(w http.ResponseWriter, r *http.Request, c *cal
 			list = append(list, d)
 		}
 	}
-	lo, hi, err := page(w, r, e.baseURL, len(list))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []obj{}
-	for _, d := range list[lo:hi] {
-		out = append(out, e.renderDelivery(d, false))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(e, w, r, list, func(d *delivery) obj { return e.renderDelivery(d, false) })
 }
 
 func (e *Emulator) deliveryParam(c *call) *delivery {

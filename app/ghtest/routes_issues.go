@@ -22,12 +22,9 @@ func (c *call) issue() (*issue, error) {
 
 func (e *Emulator) listIssues(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
-	if state != "open" && state != "closed" && state != "all" {
-		writeError(w, errValidation("Issue", "state", "invalid", "state must be open, closed or all"))
+	state, err := stateFilter(r, "Issue")
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	var wantLabels []string
@@ -84,16 +81,7 @@ func (e *Emulator) listIssues(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		return !less
 	})
-	lo, hi, err := page(w, r, e.baseURL, len(list))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []obj{}
-	for _, is := range list[lo:hi] {
-		out = append(out, e.renderIssue(c.repo, is))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(e, w, r, list, func(is *issue) obj { return e.renderIssue(c.repo, is) })
 }
 
 func (e *Emulator) getIssue(w http.ResponseWriter, r *http.Request, c *call) {

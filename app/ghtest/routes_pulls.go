@@ -139,12 +139,9 @@ func (e *Emulator) renderPull(rp *repo, is *issue, p *pull) obj {
 
 func (e *Emulator) listPulls(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
-	if state != "open" && state != "closed" && state != "all" {
-		writeError(w, errValidation("PullRequest", "state", "invalid", "state must be open, closed or all"))
+	state, err := stateFilter(r, "PullRequest")
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	head := q.Get("head")
@@ -169,16 +166,7 @@ func (e *Emulator) listPulls(w http.ResponseWriter, r *http.Request, c *call) {
 	if q.Get("direction") == "asc" {
 		sort.Ints(nums)
 	}
-	lo, hi, err := page(w, r, e.baseURL, len(nums))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []obj{}
-	for _, n := range nums[lo:hi] {
-		out = append(out, e.renderPull(c.repo, c.repo.Issues[n], c.repo.Pulls[n]))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(e, w, r, nums, func(n int) obj { return e.renderPull(c.repo, c.repo.Issues[n], c.repo.Pulls[n]) })
 }
 
 func (e *Emulator) createPull(w http.ResponseWriter, r *http.Request, c *call) {

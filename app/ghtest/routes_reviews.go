@@ -36,16 +36,7 @@ func (e *Emulator) listReviews(w http.ResponseWriter, r *http.Request, c *call) 
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	lo, hi, err := page(w, r, e.baseURL, len(list))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	out := []obj{}
-	for _, rv := range list[lo:hi] {
-		out = append(out, e.renderReview(c.repo, rv))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(e, w, r, list, func(rv *review) obj { return e.renderReview(c.repo, rv) })
 }
 
 var reviewStates = map[string]string{"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED", "": "PENDING"}

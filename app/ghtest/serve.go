@@ -254,3 +254,38 @@ func page(w http.ResponseWriter, r *http.Request, base string, n int) (int, int,
 }
 
 func (e *Emulator) timestamp() time.Time { return e.now().UTC().Truncate(time.Second) }
+
+// pageOf renders one page of items (see page); the caller wraps or writes the result.
+func pageOf[T any](e *Emulator, w http.ResponseWriter, r *http.Request, items []T, render func(T) obj) ([]obj, error) {
+	lo, hi, err := page(w, r, e.baseURL, len(items))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]obj, 0, hi-lo)
+	for _, it := range items[lo:hi] {
+		out = append(out, render(it))
+	}
+	return out, nil
+}
+
+// writeList answers a list route with one page of items.
+func writeList[T any](e *Emulator, w http.ResponseWriter, r *http.Request, items []T, render func(T) obj) {
+	out, err := pageOf(e, w, r, items, render)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// stateFilter reads the state query parameter of issue and pull request lists.
+func stateFilter(r *http.Request, resource string) (string, error) {
+	state := r.URL.Query().Get("state")
+	switch state {
+	case "":
+		return "open", nil
+	case "open", "closed", "all":
+		return state, nil
+	}
+	return "", errValidation(resource, "state", "invalid", "state must be open, closed or all")
+}
