@@ -33,6 +33,8 @@ func commands() map[string]command {
 		"version":  {summary: "print the version of this build", run: runVersion},
 		"emulator": {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", run: runEmulator},
 		"image":    {summary: "build a sandbox VM image (kernel, initramfs, rootfs)", run: runImage},
+		"firewall": {summary: "run the default-deny egress proxy with gateways and audit log", run: runFirewall},
+		"audit":    {summary: "verify a firewall audit log: bumper audit verify FILE", run: runAudit},
 	}
 }
 

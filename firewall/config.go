@@ -1,0 +1,110 @@
+package firewall
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Environment variables that carry secrets when the config names no file for them.
+const (
+	EnvGitHubToken  = "BUMPER_GITHUB_TOKEN"
+	EnvAnthropicKey = "BUMPER_ANTHROPIC_KEY"
+	EnvOpenAIKey    = "BUMPER_OPENAI_KEY"
+)
+
+// Config is the firewall's YAML configuration. Secrets are never written in it: they
+// come from files it names or from environment variables.
+type Config struct {
+	Listen  string            `yaml:"listen"`
+	Audit   string            `yaml:"audit"`
+	Allow   []string          `yaml:"allow"`
+	Deny    []string          `yaml:"deny"`
+	Resolve map[string]string `yaml:"resolve"`
+	Limits  Limits            `yaml:"limits"`
+	Gateway GatewayConfig     `yaml:"gateways"`
+	Budget  BudgetConfig      `yaml:"budget"`
+}
+
+// Limits bound what one client may hold. Zero values take the defaults.
+type Limits struct {
+	MaxHeaderBytes    int           `yaml:"max_header_bytes"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	MaxConnDuration   time.Duration `yaml:"max_conn_duration"`
+	DialTimeout       time.Duration `yaml:"dial_timeout"`
+	MaxConnsPerClient int           `yaml:"max_conns_per_client"`
+	DNSCacheTTL       time.Duration `yaml:"dns_cache_ttl"`
+}
+
+// GatewayConfig configures the gateways; an empty base URL turns that gateway off.
+type GatewayConfig struct {
+	GitBase          string   `yaml:"git_base"`
+	GitHubAPIBase    string   `yaml:"github_api_base"`
+	AnthropicBase    string   `yaml:"anthropic_base"`
+	OpenAIBase       string   `yaml:"openai_base"`
+	APIAllow         []string `yaml:"api_allow"`
+	PushRef          string   `yaml:"push_ref"`
+	CAFile           string   `yaml:"ca_file"`
+	TokenFile        string   `yaml:"token_file"`
+	AnthropicKeyFile string   `yaml:"anthropic_key_file"`
+	OpenAIKeyFile    string   `yaml:"openai_key_file"`
+}
+
+// BudgetConfig caps the run's model spending.
+type BudgetConfig struct {
+	USD        float64 `yaml:"usd"`         // 0: metered, not capped
+	PricesFile string  `yaml:"prices_file"` // empty: the table built into this binary
+}
+
+// LoadConfig reads a config file strictly: unknown keys and wrong types are errors that
+// name the line.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read firewall config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// An empty file (io.EOF) means all defaults.
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("failed to parse firewall config %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// ParseResolve parses `HOST:IP` (IPv6 as `HOST:[IP]` or `HOST:IP`).
+func ParseResolve(s string) (string, netip.Addr, error) {
+	host, ip, ok := strings.Cut(s, ":")
+	if !ok || host == "" || ip == "" {
+		return "", netip.Addr{}, fmt.Errorf("--resolve %q: want HOST:IP, for example allowed.test:127.0.0.2", s)
+	}
+	a, err := netip.ParseAddr(strings.Trim(ip, "[]"))
+	if err != nil || a.Zone() != "" {
+		return "", netip.Addr{}, fmt.Errorf("--resolve %q: %q is not an IP address", s, ip)
+	}
+	return host, a.Unmap(), nil
+}
+
+// readSecret takes a secret from a file (trimmed) or, failing that, the environment.
+func readSecret(file, env string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("failed to read secret file: %w", err)
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", fmt.Errorf("secret file %s is empty", file)
+		}
+		return s, nil
+	}
+	return os.Getenv(env), nil
+}

@@ -1,0 +1,186 @@
+// Package gateway holds the reverse proxies the VM reaches on the firewall's listener in
+// plain HTTP: /git/ (the git host), /api/github/ (the GitHub API), /anthropic/ and
+// /openai/ (model APIs). Each strips whatever credential the client sent and adds the
+// real one for its own upstream only; the VM never holds a real secret.
+package gateway
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/meter"
+)
+
+// Route prefixes on the listener.
+const (
+	PrefixGit       = "/git/"
+	PrefixGitHubAPI = "/api/github/"
+	PrefixAnthropic = "/anthropic/"
+	PrefixOpenAI    = "/openai/"
+)
+
+// Config is what the gateways need. A gateway whose base URL is empty is off, and its
+// prefix answers 404 saying so.
+type Config struct {
+	GitBase       string // e.g. https://github.com
+	GitHubAPIBase string // e.g. https://api.github.com
+	AnthropicBase string // e.g. https://api.anthropic.com
+	OpenAIBase    string // e.g. https://api.openai.com
+
+	Token        string // GitHub installation token (git and API)
+	AnthropicKey string
+	OpenAIKey    string
+
+	// APIAllow, when not empty, limits /api/github/ to these "METHOD /path" rules; a
+	// path segment "*" matches one segment, a final "**" matches the rest.
+	APIAllow []string
+	// PushRef is the only ref receive-pack may update (refs/heads/bumper/<issue>-<attempt>).
+	// Empty: every push is refused.
+	PushRef string
+	// CAFile, when set, replaces the system roots for upstream TLS (tests, private hosts).
+	CAFile string
+
+	Meter *meter.Meter // meters /anthropic/ and /openai/; nil: no metering, no cap
+	Audit *audit.Log
+}
+
+// Gateway serves the gateway routes. It implements http.Handler.
+type Gateway struct {
+	cfg       Config
+	git       *upstream
+	api       *upstream
+	anthropic *upstream
+	openai    *upstream
+	apiRules  []apiRule
+	transport *http.Transport
+}
+
+type upstream struct {
+	name string
+	base *url.URL
+}
+
+// New checks cfg and builds the gateways.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Audit == nil {
+		return nil, errors.New("failed to create gateways: an audit log is required")
+	}
+	g := &Gateway{cfg: cfg}
+	var err error
+	if g.git, err = parseBase("git", cfg.GitBase, cfg.Token, "token"); err != nil {
+		return nil, err
+	}
+	if g.api, err = parseBase("github-api", cfg.GitHubAPIBase, cfg.Token, "token"); err != nil {
+		return nil, err
+	}
+	if g.anthropic, err = parseBase("anthropic", cfg.AnthropicBase, cfg.AnthropicKey, "anthropic key"); err != nil {
+		return nil, err
+	}
+	if g.openai, err = parseBase("openai", cfg.OpenAIBase, cfg.OpenAIKey, "openai key"); err != nil {
+		return nil, err
+	}
+	for _, r := range cfg.APIAllow {
+		rule, err := parseAPIRule(r)
+		if err != nil {
+			return nil, err
+		}
+		g.apiRules = append(g.apiRules, rule)
+	}
+	if cfg.PushRef != "" && !strings.HasPrefix(cfg.PushRef, "refs/heads/") {
+		return nil, fmt.Errorf("failed to create gateways: push ref %q must be a full branch ref (refs/heads/...)", cfg.PushRef)
+	}
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("failed to read CA file %s: no PEM certificate in it", cfg.CAFile)
+		}
+		tlsConf.RootCAs = pool
+	}
+	g.transport = &http.Transport{
+		TLSClientConfig:       tlsConf,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 10 * time.Minute, // model calls think for a long time
+		Proxy:                 nil,              // never through another proxy: the token goes direct
+	}
+	return g, nil
+}
+
+func parseBase(name, base, secret, secretName string) (*upstream, error) {
+	if base == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+		return nil, fmt.Errorf("failed to configure gateway %s: base URL %q must be http(s)://host[/path] without user or query", name, base)
+	}
+	if secret == "" {
+		return nil, fmt.Errorf("failed to configure gateway %s: a base URL is set but no %s", name, secretName)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return &upstream{name: name, base: u}, nil
+}
+
+// Close releases idle upstream connections.
+func (g *Gateway) Close() { g.transport.CloseIdleConnections() }
+
+// ServeHTTP routes a request to its gateway.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := g.cfg.Audit.Err(); err != nil {
+		// Fail closed: a call that cannot be recorded is not made.
+		http.Error(w, "bumper firewall: Service Unavailable: the firewall's audit log is failing; nothing is forwarded", http.StatusServiceUnavailable)
+		return
+	}
+	path := r.URL.EscapedPath()
+	if msg := checkPath(path); msg != "" {
+		g.refuse(w, r, "gateway", http.StatusBadRequest, msg)
+		return
+	}
+	switch {
+	case strings.HasPrefix(path, PrefixGit):
+		g.serveGit(w, r, strings.TrimPrefix(path, "/git"))
+	case strings.HasPrefix(path, PrefixGitHubAPI):
+		g.serveAPI(w, r, strings.TrimPrefix(path, "/api/github"))
+	case strings.HasPrefix(path, PrefixAnthropic):
+		g.serveModel(w, r, g.anthropic, "anthropic", strings.TrimPrefix(path, "/anthropic"))
+	case strings.HasPrefix(path, PrefixOpenAI):
+		g.serveModel(w, r, g.openai, "openai", strings.TrimPrefix(path, "/openai"))
+	default:
+		g.refuse(w, r, "gateway", http.StatusNotFound, "no gateway serves this path (gateways: /git/, /api/github/, /anthropic/, /openai/)")
+	}
+}
+
+// checkPath refuses paths whose meaning could change between here and the upstream:
+// dot segments, encoded slashes or dots, backslashes, empty segments.
+func checkPath(p string) string {
+	lower := strings.ToLower(p)
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return "path must start with /"
+	case strings.Contains(lower, "%2f"), strings.Contains(lower, "%5c"), strings.Contains(lower, "%2e"), strings.Contains(p, "\\"):
+		return "encoded '/', '\\' or '.' in the path is refused"
+	case strings.Contains(p, "//"):
+		return "empty path segment is refused"
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return "'.' and '..' path segments are refused"
+		}
+	}
+	return ""
+}

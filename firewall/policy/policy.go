@@ -1,0 +1,290 @@
+// Package policy decides, without touching the network, whether the firewall may reach a
+// host name and port, and whether an address a name resolved to may be dialled.
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Mode is how the client asked to reach a host; it selects the default port.
+type Mode int
+
+const (
+	// Connect is an HTTP CONNECT tunnel; an entry without ports allows 443.
+	Connect Mode = iota
+	// Plain is an absolute-URI HTTP request; an entry without ports allows 80.
+	Plain
+)
+
+// Default ports for entries that list none.
+const (
+	DefaultConnectPort = 443
+	DefaultPlainPort   = 80
+)
+
+// maxHostLen is the DNS limit for a name in text form (without the trailing dot).
+const maxHostLen = 253
+
+// Decision is the outcome of one check; Reason says why, for the client and the audit log.
+type Decision struct {
+	Allowed bool
+	Reason  string
+}
+
+func allow(reason string) Decision { return Decision{Allowed: true, Reason: reason} }
+
+func deny(format string, args ...any) Decision {
+	return Decision{Reason: fmt.Sprintf(format, args...)}
+}
+
+// entry is one allow or deny pattern: an exact name, a `*.suffix`, or an IP literal.
+type entry struct {
+	text     string // as written, for reasons
+	allowed  string // the reason given when this entry allows a request
+	name     string // exact name, or the suffix with its leading dot for wildcards
+	wildcard bool
+	addr     netip.Addr // valid for IP-literal entries
+	ports    []uint16   // nil: the mode's default
+}
+
+// Policy is an allowlist with an optional deny list. The zero value denies everything.
+type Policy struct {
+	allow []entry
+	deny  []entry
+	exact map[string]int // exact allow names → index in allow, for the common case
+}
+
+// New builds a policy. Entries are `name`, `*.suffix`, an IP literal (`203.0.113.7`,
+// `[2001:db8::1]`), each optionally followed by `:port[,port...]`. Deny entries are checked
+// first; their ports, if given, limit the deny to those ports.
+func New(allowList, denyList []string) (*Policy, error) {
+	p := &Policy{exact: map[string]int{}}
+	for _, s := range allowList {
+		e, err := parseEntry(s)
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse allow entry %q: %w", s, err)
+		}
+		if !e.wildcard && !e.addr.IsValid() {
+			if _, dup := p.exact[e.name]; !dup {
+				p.exact[e.name] = len(p.allow)
+			}
+		}
+		p.allow = append(p.allow, e)
+	}
+	for _, s := range denyList {
+		e, err := parseEntry(s)
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse deny entry %q: %w", s, err)
+		}
+		p.deny = append(p.deny, e)
+	}
+	return p, nil
+}
+
+func parseEntry(s string) (entry, error) {
+	e := entry{text: s, allowed: "allowed by " + s}
+	hostPart, portPart, err := splitEntry(strings.TrimSpace(s))
+	if err != nil {
+		return e, err
+	}
+	if portPart != "" {
+		for _, ps := range strings.Split(portPart, ",") {
+			n, err := strconv.ParseUint(ps, 10, 16)
+			if err != nil || n == 0 {
+				return e, fmt.Errorf("port %q is not a number from 1 to 65535", ps)
+			}
+			e.ports = append(e.ports, uint16(n))
+		}
+	}
+	if a, err := netip.ParseAddr(strings.Trim(hostPart, "[]")); err == nil {
+		if a.Zone() != "" {
+			return e, fmt.Errorf("IP entries may not carry a zone id")
+		}
+		e.addr = a.Unmap()
+		return e, nil
+	}
+	if rest, ok := strings.CutPrefix(hostPart, "*."); ok {
+		e.wildcard = true
+		hostPart = rest
+	}
+	name, err := NormalizeName(hostPart)
+	if err != nil {
+		return e, err
+	}
+	if _, isIP := ParseIPLiteral(name); isIP {
+		return e, fmt.Errorf("write IP entries in canonical form (for example 192.0.2.1)")
+	}
+	if e.wildcard {
+		e.name = "." + name
+	} else {
+		e.name = name
+	}
+	return e, nil
+}
+
+// splitEntry separates `host:ports`; bare IPv6 entries must be bracketed to carry ports.
+func splitEntry(s string) (host, ports string, err error) {
+	if s == "" {
+		return "", "", fmt.Errorf("empty entry")
+	}
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return "", "", fmt.Errorf("missing ']' in IPv6 entry")
+		}
+		host, rest := s[:end+1], s[end+1:]
+		if rest == "" {
+			return host, "", nil
+		}
+		if !strings.HasPrefix(rest, ":") {
+			return "", "", fmt.Errorf("unexpected %q after ']'", rest)
+		}
+		return host, rest[1:], nil
+	}
+	if strings.Count(s, ":") > 1 {
+		return s, "", nil // a bare IPv6 address
+	}
+	host, ports, _ = strings.Cut(s, ":")
+	return host, ports, nil
+}
+
+func (e *entry) matchesName(name string) bool {
+	if e.addr.IsValid() {
+		return false
+	}
+	if e.wildcard {
+		return len(name) > len(e.name) && strings.HasSuffix(name, e.name)
+	}
+	return name == e.name
+}
+
+func (e *entry) allowsPort(port uint16, mode Mode) bool {
+	if e.ports == nil {
+		return port == defaultPort(mode)
+	}
+	for _, p := range e.ports {
+		if p == port {
+			return true
+		}
+	}
+	return false
+}
+
+// denies reports whether a deny entry covers port: without ports it covers all of them.
+func (e *entry) denies(port uint16) bool {
+	if e.ports == nil {
+		return true
+	}
+	for _, p := range e.ports {
+		if p == port {
+			return true
+		}
+	}
+	return false
+}
+
+func defaultPort(m Mode) uint16 {
+	if m == Connect {
+		return DefaultConnectPort
+	}
+	return DefaultPlainPort
+}
+
+// Target is a host the policy accepted: a normalised name, or an IP literal that was
+// explicitly allowed (then Addr is valid and no lookup is needed).
+type Target struct {
+	Name string
+	Addr netip.Addr
+	Port uint16
+}
+
+// CheckHost decides whether host:port may be reached in mode. host is what the client
+// sent (URL host or CONNECT authority, brackets allowed for IPv6).
+func (p *Policy) CheckHost(host string, port uint16, mode Mode) (Target, Decision) {
+	if port == 0 {
+		return Target{}, deny("port 0 is not a valid destination port")
+	}
+	if strings.HasPrefix(host, "[") || strings.IndexByte(host, ':') >= 0 || strings.IndexByte(host, '%') >= 0 {
+		return p.checkIPv6Literal(host, port, mode)
+	}
+	name, err := NormalizeName(host)
+	if err != nil {
+		return Target{}, deny("host %q refused: %v", clip(host), err)
+	}
+	if a, isIP := ParseIPLiteral(name); isIP {
+		if !a.IsValid() {
+			return Target{}, deny("host %q looks like an IPv4 address but is not a valid one", name)
+		}
+		if a.String() != name {
+			return Target{}, deny("IP literal %q in a non-canonical form (%s) is refused", name, a)
+		}
+		return p.checkAddrLiteral(a, port, mode)
+	}
+	t := Target{Name: name, Port: port}
+	for i := range p.deny {
+		if e := &p.deny[i]; e.matchesName(name) && e.denies(port) {
+			return t, deny("host %q is on the deny list (%s)", name, e.text)
+		}
+	}
+	if i, ok := p.exact[name]; ok && p.allow[i].allowsPort(port, mode) {
+		return t, allow(p.allow[i].allowed)
+	}
+	nameMatched := ""
+	for i := range p.allow {
+		e := &p.allow[i]
+		if !e.matchesName(name) {
+			continue
+		}
+		if e.allowsPort(port, mode) {
+			return t, allow(e.allowed)
+		}
+		nameMatched = e.text
+	}
+	if nameMatched != "" {
+		return t, deny("port %d is not allowed for %q (entry %s)", port, name, nameMatched)
+	}
+	return t, deny("host %q is not on the allowlist", name)
+}
+
+func (p *Policy) checkIPv6Literal(host string, port uint16, mode Mode) (Target, Decision) {
+	inner := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.IndexByte(inner, '%') >= 0 {
+		return Target{}, deny("IP literal %q with a zone id is refused", clip(host))
+	}
+	a, err := netip.ParseAddr(inner)
+	if err != nil || !a.Is6() {
+		return Target{}, deny("host %q is neither a valid name nor a valid IPv6 literal", clip(host))
+	}
+	return p.checkAddrLiteral(a, port, mode)
+}
+
+func (p *Policy) checkAddrLiteral(a netip.Addr, port uint16, mode Mode) (Target, Decision) {
+	t := Target{Addr: a, Port: port}
+	key := a.Unmap()
+	for i := range p.deny {
+		if e := &p.deny[i]; e.addr == key && e.denies(port) {
+			return t, deny("IP literal %s is on the deny list", a)
+		}
+	}
+	for i := range p.allow {
+		if e := &p.allow[i]; e.addr == key {
+			if e.allowsPort(port, mode) {
+				return t, allow("IP literal allowed by " + e.text)
+			}
+			return t, deny("port %d is not allowed for IP literal %s", port, a)
+		}
+	}
+	return t, deny("IP literal %s is refused: only names on the allowlist may be reached (list the address to allow it)", a)
+}
+
+// clip keeps reasons short when a client sends an enormous host.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
