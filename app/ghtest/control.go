@@ -204,6 +204,6 @@ func (e *Emulator) RerequestCheckRun(owner, repoName string, id int64, by string
 	if by == "" {
 		by = rp.Owner
 	}
-	e.emit("check_run", "rerequested", rp, by, obj{"check_run": e.renderCheckRun(rp, rp.CheckRuns[id])})
+	e.emit("check_run", "rerequested", rp, by, obj{"check_run": e.hookCheckRun(rp, rp.CheckRuns[id])})
 	return nil
 }

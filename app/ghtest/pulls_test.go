@@ -66,6 +66,9 @@ func TestPullRequestReviewChecksAndMerge(t *testing.T) {
 		if err != nil || done.GetStatus() != "completed" || done.CompletedAt == nil {
 			t.Fatalf("update check run = %+v, %v", done, err)
 		}
+		if err := e.RerequestCheckRun(org, repo, cr.GetID(), ghtest.DefaultMaintainer); err != nil {
+			t.Fatalf("rerequest: %v", err)
+		}
 		runs, _, err := maint.Checks.ListCheckRunsForRef(ctx, org, repo, head, nil)
 		if err != nil || runs.GetTotal() != 1 || runs.CheckRuns[0].GetConclusion() != "success" {
 			t.Fatalf("check runs = %+v, %v", runs, err)

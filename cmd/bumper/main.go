@@ -31,6 +31,7 @@ var errUsage = errors.New("usage error")
 func commands() map[string]command {
 	return map[string]command{
 		"version":  {summary: "print the version of this build", run: runVersion},
+		"serve":    {summary: "run the GitHub App: webhooks, dispatch, token exchange (--config FILE)", run: runServe},
 		"emulator": {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", run: runEmulator},
 		"image":    {summary: "build a sandbox VM image (kernel, initramfs, rootfs)", run: runImage},
 		"firewall": {summary: "run the default-deny egress proxy with gateways and audit log", run: runFirewall},

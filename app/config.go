@@ -1,0 +1,210 @@
+// Package app is Bumper's GitHub App, the control plane: configuration, server wiring,
+// and the HTTP surface (webhooks, token exchange, run call-backs, health).
+package app
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"gopkg.in/yaml.v3"
+)
+
+// EnvPrefix starts every environment override: BUMPER_GITHUB_APP_WEBHOOK_SECRET,
+// BUMPER_GITHUB_APP_PRIVATE_KEY, BUMPER_RUN_TOKEN_KEY, BUMPER_ADDRESS, ...
+const EnvPrefix = "BUMPER_"
+
+// Config is `bumper serve`'s configuration file.
+type Config struct {
+	// GitHub is go-githubapp's configuration: API URLs and the App's credentials.
+	GitHub githubapp.Config `yaml:"github"`
+	Server ServerConfig     `yaml:"server"`
+	Bumper BumperConfig     `yaml:"bumper"`
+	Log    LogConfig        `yaml:"log"`
+}
+
+// ServerConfig is the HTTP side.
+type ServerConfig struct {
+	Address         string        `yaml:"address"`
+	WebhookPath     string        `yaml:"webhook_path"`
+	Workers         int           `yaml:"workers"`
+	QueueSize       int           `yaml:"queue_size"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// BumperConfig is the App's own behaviour.
+type BumperConfig struct {
+	// PrivateKeyFile holds the App's private key when github.app.private_key is empty.
+	PrivateKeyFile   string            `yaml:"private_key_file"`
+	TriggerLabel     string            `yaml:"trigger_label"`
+	Workflow         string            `yaml:"workflow"`
+	TokenPermissions map[string]string `yaml:"token_permissions"`
+	OIDCIssuer       string            `yaml:"oidc_issuer"`
+	// RunTokenKey signs run tokens: hex or base64 of at least 32 bytes. Replicas must
+	// share it.
+	RunTokenKey string `yaml:"run_token_key"`
+}
+
+// LogConfig sets the log level and format.
+type LogConfig struct {
+	Level string `yaml:"level"`
+	Text  bool   `yaml:"text"`
+}
+
+// DefaultTokenPermissions are what a run's installation token may do.
+func DefaultTokenPermissions() map[string]string {
+	return map[string]string{"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write"}
+}
+
+// allowedTokenPermissions are the permissions a run token may be given at all: never
+// administration, secrets, workflows or actions.
+var allowedTokenPermissions = map[string]bool{"contents": true, "pull_requests": true, "issues": true,
+	"checks": true, "statuses": true, "metadata": true}
+
+// DefaultConfig is the configuration before the file and the environment apply.
+func DefaultConfig() Config {
+	var c Config
+	c.GitHub.WebURL = "https://github.com"
+	c.GitHub.V3APIURL = "https://api.github.com/"
+	c.GitHub.V4APIURL = "https://api.github.com/graphql"
+	c.Server = ServerConfig{Address: "127.0.0.1:8080", WebhookPath: "/api/github/hook", Workers: 8,
+		QueueSize: 256, ShutdownTimeout: 30 * time.Second}
+	c.Bumper = BumperConfig{TriggerLabel: "agent:implement", Workflow: "bumper-run.yml",
+		TokenPermissions: DefaultTokenPermissions(), OIDCIssuer: "https://token.actions.githubusercontent.com"}
+	c.Log = LogConfig{Level: "info"}
+	return c
+}
+
+// LoadConfig reads the file strictly (unknown keys are errors), applies the environment
+// overrides and checks the result.
+func LoadConfig(path string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("failed to read the configuration: %w", err)
+	}
+	return ParseConfig(raw, os.LookupEnv)
+}
+
+// ParseConfig is LoadConfig on bytes, with the environment given as a lookup function.
+func ParseConfig(raw []byte, env func(string) (string, bool)) (Config, error) {
+	c := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("failed to parse the configuration: %w", err)
+	}
+	c.applyEnv(env)
+	if c.GitHub.App.PrivateKey == "" && c.Bumper.PrivateKeyFile != "" {
+		key, err := os.ReadFile(c.Bumper.PrivateKeyFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("failed to read bumper.private_key_file: %w", err)
+		}
+		c.GitHub.App.PrivateKey = string(key)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (c *Config) applyEnv(env func(string) (string, bool)) {
+	str := func(name string, dst *string) {
+		if v, ok := env(EnvPrefix + name); ok {
+			*dst = v
+		}
+	}
+	str("GITHUB_WEB_URL", &c.GitHub.WebURL)
+	str("GITHUB_V3_API_URL", &c.GitHub.V3APIURL)
+	str("GITHUB_V4_API_URL", &c.GitHub.V4APIURL)
+	str("GITHUB_APP_WEBHOOK_SECRET", &c.GitHub.App.WebhookSecret)
+	str("GITHUB_APP_PRIVATE_KEY", &c.GitHub.App.PrivateKey)
+	if v, ok := env(EnvPrefix + "GITHUB_APP_INTEGRATION_ID"); ok {
+		var id int64
+		if _, err := fmt.Sscan(v, &id); err == nil {
+			c.GitHub.App.IntegrationID = id
+		} else {
+			c.GitHub.App.IntegrationID = -1 // reported by Validate
+		}
+	}
+	str("ADDRESS", &c.Server.Address)
+	str("OIDC_ISSUER", &c.Bumper.OIDCIssuer)
+	str("RUN_TOKEN_KEY", &c.Bumper.RunTokenKey)
+	str("PRIVATE_KEY_FILE", &c.Bumper.PrivateKeyFile)
+	str("LOG_LEVEL", &c.Log.Level)
+}
+
+// Validate checks the configuration and says what to fix.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.GitHub.App.IntegrationID <= 0 {
+		bad("github.app.integration_id must be the App's ID (a positive number)")
+	}
+	if c.GitHub.App.WebhookSecret == "" {
+		bad("github.app.webhook_secret is required: webhooks are only accepted when signed")
+	}
+	if !strings.Contains(c.GitHub.App.PrivateKey, "PRIVATE KEY") {
+		bad("the App's private key is missing: set github.app.private_key (PEM) or bumper.private_key_file")
+	}
+	if !strings.HasSuffix(c.GitHub.V3APIURL, "/") {
+		bad("github.v3_api_url %q must end with '/'", c.GitHub.V3APIURL)
+	}
+	if c.Server.Address == "" || !strings.HasPrefix(c.Server.WebhookPath, "/") {
+		bad("server.address and server.webhook_path (starting with '/') are required")
+	}
+	if c.Server.Workers < 1 || c.Server.QueueSize < 0 {
+		bad("server.workers must be 1 or more and server.queue_size 0 or more")
+	}
+	if c.Bumper.Workflow == "" || strings.Contains(c.Bumper.Workflow, "/") {
+		bad("bumper.workflow %q must be a file name under .github/workflows", c.Bumper.Workflow)
+	}
+	if c.Bumper.TriggerLabel == "" {
+		bad("bumper.trigger_label is required")
+	}
+	if c.Bumper.OIDCIssuer == "" {
+		bad("bumper.oidc_issuer is required")
+	}
+	if len(c.Bumper.TokenPermissions) == 0 {
+		bad("bumper.token_permissions must name at least one permission")
+	}
+	for k, v := range c.Bumper.TokenPermissions {
+		if !allowedTokenPermissions[k] {
+			bad("bumper.token_permissions: %q may not be given to a run (allowed: contents, pull_requests, issues, checks, statuses, metadata)", k)
+		}
+		if v != "read" && v != "write" {
+			bad("bumper.token_permissions.%s is %q; use read or write", k, v)
+		}
+	}
+	if _, err := c.RunTokenKeyBytes(); err != nil {
+		bad("bumper.run_token_key: %v", err)
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		bad("log.level: %v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// RunTokenKeyBytes decodes the run token key (hex, else base64).
+func (c *Config) RunTokenKeyBytes() ([]byte, error) {
+	s := strings.TrimSpace(c.Bumper.RunTokenKey)
+	if s == "" {
+		return nil, errors.New("required: at least 32 random bytes, hex or base64 (openssl rand -hex 32); set it in the file or BUMPER_RUN_TOKEN_KEY")
+	}
+	key, err := hex.DecodeString(s)
+	if err != nil {
+		if key, err = base64.StdEncoding.DecodeString(s); err != nil {
+			return nil, errors.New("not hex or base64")
+		}
+	}
+	if len(key) < 32 {
+		return nil, fmt.Errorf("%d bytes; use at least 32", len(key))
+	}
+	return key, nil
+}

@@ -1,0 +1,78 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testKeyPEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"
+
+func TestExampleConfigParses(t *testing.T) {
+	raw, err := os.ReadFile("config.example.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(keyFile, []byte(testKeyPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"BUMPER_RUN_TOKEN_KEY": strings.Repeat("ab", 32), "BUMPER_PRIVATE_KEY_FILE": keyFile}
+	c, err := ParseConfig(raw, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("the example does not parse: %v", err)
+	}
+	if c.GitHub.App.IntegrationID != 4242 || c.Bumper.Workflow != "bumper-run.yml" || c.GitHub.App.PrivateKey != testKeyPEM {
+		t.Fatalf("parsed %+v", c)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	base := "github:\n  app:\n    integration_id: 7\n    webhook_secret: s\n    private_key: |\n      -----BEGIN RSA PRIVATE KEY-----\n      x\n      -----END RSA PRIVATE KEY-----\nbumper:\n  run_token_key: " + strings.Repeat("cd", 32) + "\n"
+	tests := []struct {
+		name, yaml string
+		env        map[string]string
+		wantErr    string
+		check      func(t *testing.T, c Config)
+	}{
+		{"minimal gets defaults", base, nil, "", func(t *testing.T, c Config) {
+			if c.Server.Address != "127.0.0.1:8080" || c.Bumper.TriggerLabel != "agent:implement" || len(c.Bumper.TokenPermissions) != 4 {
+				t.Fatalf("defaults: %+v", c)
+			}
+		}},
+		{"environment overrides", base, map[string]string{"BUMPER_GITHUB_APP_WEBHOOK_SECRET": "from-env",
+			"BUMPER_GITHUB_APP_INTEGRATION_ID": "99", "BUMPER_ADDRESS": ":9999"}, "", func(t *testing.T, c Config) {
+			if c.GitHub.App.WebhookSecret != "from-env" || c.GitHub.App.IntegrationID != 99 || c.Server.Address != ":9999" {
+				t.Fatalf("env not applied: %+v", c)
+			}
+		}},
+		{"unknown key", base + "bumper_typo: 1\n", nil, "field bumper_typo not found", nil},
+		{"nested unknown key", strings.Replace(base, "bumper:\n", "bumper:\n  workflw: x.yml\n", 1), nil, "field workflw not found", nil},
+		{"no secret", strings.Replace(base, "webhook_secret: s", "webhook_secret: \"\"", 1), nil, "webhook_secret is required", nil},
+		{"bad app id from env", base, map[string]string{"BUMPER_GITHUB_APP_INTEGRATION_ID": "x"}, "integration_id", nil},
+		{"short run key", strings.Replace(base, strings.Repeat("cd", 32), "abcd", 1), nil, "use at least 32", nil},
+		{"no run key", strings.Replace(base, "  run_token_key: "+strings.Repeat("cd", 32)+"\n", "", 1), nil, "openssl rand", nil},
+		{"forbidden token permission", base + "  token_permissions: {administration: write}\n", nil, "may not be given to a run", nil},
+		{"bad permission level", base + "  token_permissions: {contents: admin}\n", nil, "use read or write", nil},
+		{"workflow path", base + "  workflow: ../evil.yml\n", nil, "must be a file name", nil},
+		{"api url without slash", base, map[string]string{"BUMPER_GITHUB_V3_API_URL": "https://ghe.example/api/v3"}, "must end with '/'", nil},
+		{"bad log level", base + "log: {level: loud}\n", nil, "log.level", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte(tt.yaml), func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/app/ghtest/gitserver"
+	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/wire"
+)
+
+// runnerToken fetches a run's OIDC token the way a runner does, from
+// ACTIONS_ID_TOKEN_REQUEST_URL with ACTIONS_ID_TOKEN_REQUEST_TOKEN.
+func (h *harness) runnerToken(run ghtest.RunInfo) string {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, run.OIDCRequestURL+"?audience="+wire.OIDCAudience, nil)
+	req.Header.Set("Authorization", "Bearer "+run.OIDCRequestToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Value string `json:"value"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Value == "" {
+		h.t.Fatalf("no ID token (status %d): %v", resp.StatusCode, err)
+	}
+	return out.Value
+}
+
+// post sends a JSON body to serve and returns the status and body.
+func (h *harness) post(method, path, bearer string, body any) (int, []byte) {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, h.hs.URL+path, rd)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+func (h *harness) exchange(req wire.ExchangeRequest) (int, wire.ExchangeResponse, string) {
+	h.t.Helper()
+	code, body := h.post(http.MethodPost, wire.PathTokenExchange, "", req)
+	var resp wire.ExchangeResponse
+	if code == http.StatusOK {
+		if err := json.Unmarshal(body, &resp); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return code, resp, string(body)
+}
+
+// approved labels and approves a fresh issue and returns its number and run.
+func (h *harness) approved() (int, ghtest.RunInfo) {
+	h.t.Helper()
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	h.expectState(n, ledger.Running)
+	runs := h.runs()
+	return n, runs[len(runs)-1]
+}
+
+func exchangeRequest(h *harness, run ghtest.RunInfo, tok string) wire.ExchangeRequest {
+	at, _ := strconv.Atoi(run.Inputs["attempt"])
+	return wire.ExchangeRequest{OIDCToken: tok, Nonce: run.Inputs["nonce"], WorkItem: run.Inputs["work_item"], Attempt: at}
+}
+
+func TestTokenExchange(t *testing.T) {
+	h := newHarness(t, nil)
+	n, run := h.approved()
+	repo := ghtest.DefaultOrg + "/" + ghtest.DefaultRepo
+	wf := repo + "/.github/workflows/" + ghtest.DefaultWorkflow + "@refs/heads/main"
+	mint := func(c ghtest.OIDCClaims) string {
+		if c.Audience == "" {
+			c.Audience = wire.OIDCAudience
+		}
+		if c.Ref == "" {
+			c.Ref = "refs/heads/main"
+		}
+		if c.RunID == "" {
+			c.RunID = strconv.FormatInt(run.ID, 10)
+		}
+		tok, err := h.e.MintOIDCToken(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	refusals := []struct {
+		name string
+		req  func() wire.ExchangeRequest
+		want string
+	}{
+		{"wrong repository", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: "acme/other", WorkflowRef: "acme/other/.github/workflows/bumper-run.yml@refs/heads/main"}))
+		}, "not acme/widgets"},
+		{"wrong workflow", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: repo + "/.github/workflows/ci.yml@refs/heads/main"}))
+		}, "not Bumper's runner workflow"},
+		{"wrong ref", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf, Ref: "refs/heads/evil"}))
+		}, "refs/heads/evil"},
+		{"expired", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf,
+				IssuedAt: time.Now().Add(-time.Hour), TTL: 5 * time.Minute}))
+		}, "expired"},
+		{"wrong audience", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Audience: "sts.amazonaws.com", Repository: repo, WorkflowRef: wf}))
+		}, "audience"},
+		{"wrong nonce", func() wire.ExchangeRequest {
+			r := exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf}))
+			r.Nonce = strings.Repeat("0", 64)
+			return r
+		}, "nonce does not match"},
+		{"other run", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf, RunID: "1"}))
+		}, "not the run dispatched"},
+		{"wrong attempt", func() wire.ExchangeRequest {
+			r := exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf}))
+			r.Attempt = 2
+			return r
+		}, "not the current attempt"},
+		{"no token", func() wire.ExchangeRequest { return exchangeRequest(h, run, "") }, "no OIDC token"},
+	}
+	for _, tt := range refusals {
+		t.Run("refused: "+tt.name, func(t *testing.T) {
+			code, _, body := h.exchange(tt.req())
+			if code != http.StatusForbidden || !strings.Contains(body, tt.want) {
+				t.Fatalf("status %d body %s, want 403 containing %q", code, body, tt.want)
+			}
+			audited := false
+			for _, line := range strings.Split(h.logs.String(), "\n") {
+				if strings.Contains(line, `"audit":"refused"`) && strings.Contains(line, jsonString(tt.want)) {
+					audited = true
+				}
+			}
+			if !audited {
+				t.Fatalf("no audit line for the refusal %q", tt.want)
+			}
+		})
+	}
+	var granted wire.ExchangeResponse
+	t.Run("happy path", func(t *testing.T) {
+		code, resp, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+		if code != http.StatusOK {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		if resp.WorkItem != fmt.Sprintf("%s#%d", repo, n) || resp.Attempt != 1 || resp.Stage != "implement" ||
+			resp.RunToken == "" || resp.Permissions["contents"] != "write" || len(resp.Permissions) != 4 {
+			t.Fatalf("response %+v", resp)
+		}
+		if d := time.Until(resp.RunTokenExpiresAt); d < 29*time.Minute || d > 31*time.Minute {
+			t.Fatalf("run token lives %v", d)
+		}
+		// The installation token works, for this repository only.
+		c := gogithub.NewClient(nil).WithAuthToken(resp.InstallationToken)
+		c.BaseURL = mustURL(h.e.BaseURL() + "/")
+		if _, _, err := c.Repositories.Get(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo); err != nil {
+			t.Fatalf("the minted token cannot read the repository: %v", err)
+		}
+		if r := h.record(n); !r.Attempts[0].NonceUsed {
+			t.Fatal("the record does not mark the nonce used")
+		}
+		granted = resp
+	})
+	t.Run("replay refused", func(t *testing.T) {
+		code, _, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+		if code != http.StatusForbidden || !strings.Contains(body, "already used") {
+			t.Fatalf("status %d body %s", code, body)
+		}
+	})
+	t.Run("call-backs need the run token", func(t *testing.T) {
+		for _, bearer := range []string{"", "not-a-token", h.runnerToken(run)} {
+			if code, body := h.post(http.MethodGet, wire.PathShouldStop, bearer, nil); code != http.StatusForbidden {
+				t.Fatalf("bearer %.10q: status %d %s", bearer, code, body)
+			}
+		}
+		code, body := h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)
+		if code != http.StatusOK || !strings.Contains(string(body), `"stop":false`) {
+			t.Fatalf("should-stop: %d %s", code, body)
+		}
+	})
+	t.Run("progress, evidence and verdict move the item", func(t *testing.T) {
+		steps := []struct {
+			path string
+			body any
+			want ledger.State
+			code int
+		}{
+			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: 9}, ledger.Running, http.StatusForbidden},
+			{wire.PathProgress, wire.Progress{State: "verifying"}, ledger.Verifying, http.StatusNoContent},
+			{wire.PathEvidence, wire.Evidence{Digest: "sha256:abc", CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusNoContent},
+			{wire.PathVerdict, wire.Verdict{Verdict: "approve", Confidence: 0.9}, ledger.Verifying, http.StatusForbidden},
+			{wire.PathProgress, wire.Progress{State: "reviewing"}, ledger.Reviewing, http.StatusNoContent},
+			{wire.PathVerdict, wire.Verdict{Verdict: "lgtm"}, ledger.Reviewing, http.StatusForbidden},
+			{wire.PathVerdict, wire.Verdict{Verdict: "request_changes", Confidence: 0.7}, ledger.InReview, http.StatusNoContent},
+		}
+		for i, st := range steps {
+			code, body := h.post(http.MethodPost, st.path, granted.RunToken, st.body)
+			if code != st.code {
+				t.Fatalf("step %d %s: status %d %s, want %d", i, st.path, code, body, st.code)
+			}
+			h.settle()
+			h.expectState(n, st.want)
+		}
+		r := h.record(n)
+		if r.Attempts[0].EvidenceDigest != "sha256:abc" || r.AuditHead != "sha256:head" {
+			t.Fatalf("evidence not recorded: %+v", r)
+		}
+		code, body := h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)
+		if code != http.StatusOK || !strings.Contains(string(body), `"stop":true`) {
+			t.Fatalf("should-stop after in-review: %d %s", code, body)
+		}
+	})
+}
+
+// TestBaseMovedVoidsApproval: the base branch moves between /approve and the token
+// exchange; the exchange is refused and the item goes back to awaiting approval.
+func TestBaseMovedVoidsApproval(t *testing.T) {
+	h := newHarness(t, nil)
+	n, run := h.approved()
+	refs, err := h.e.Git().Refs(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Git().CommitFiles(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "main", refs["refs/heads/main"],
+		map[string][]byte{"NEWS": []byte("moved\n")}, "Move main", gitserver.Signature{Name: "M", Email: "m@example.test"}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code != http.StatusForbidden || !strings.Contains(body, "base branch main moved") {
+		t.Fatalf("status %d body %s", code, body)
+	}
+	h.settle()
+	r := h.expectState(n, ledger.AwaitingApproval)
+	if r.ActiveApproval() != nil || r.Attempts[0].Outcome != "voided" {
+		t.Fatalf("record %+v", r)
+	}
+	replies := h.botReplies(n)
+	if len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "no longer holds") {
+		t.Fatalf("bot did not say why: %q", replies)
+	}
+}
+
+// jsonString is s as it appears inside a JSON string.
+func jsonString(s string) string {
+	raw, _ := json.Marshal(s)
+	return string(raw[1 : len(raw)-1])
+}
+
+// TestExchangeNotInstalled: a valid OIDC token from a repository the App is not
+// installed on is refused, not an error.
+func TestExchangeNotInstalled(t *testing.T) {
+	seed := ghtest.DefaultSeed()
+	seed.Organizations = append(seed.Organizations, "elsewhere")
+	seed.Repositories = append(seed.Repositories, ghtest.SeedRepository{Owner: "elsewhere", Name: "tool",
+		DefaultBranch: "main", Files: map[string]string{"README.md": "# tool\n"}})
+	h := newHarness(t, seed)
+	tok, err := h.e.MintOIDCToken(ghtest.OIDCClaims{Audience: wire.OIDCAudience, Repository: "elsewhere/tool",
+		WorkflowRef: "elsewhere/tool/.github/workflows/bumper-run.yml@refs/heads/main", Ref: "refs/heads/main", RunID: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := h.exchange(wire.ExchangeRequest{OIDCToken: tok, Nonce: "n", WorkItem: "elsewhere/tool#1", Attempt: 1})
+	if code != http.StatusForbidden || !strings.Contains(body, "not installed") {
+		t.Fatalf("status %d body %s", code, body)
+	}
+}

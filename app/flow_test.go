@@ -1,0 +1,210 @@
+package app
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/app/ledger"
+)
+
+// TestLabelApproveDispatch walks the main path: label → awaiting approval; a reader's
+// /approve is refused; a writer's dispatches exactly once; a redelivery changes nothing.
+func TestLabelApproveDispatch(t *testing.T) {
+	h := newHarness(t, nil)
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+
+	t.Run("label gives a status comment and awaiting-approval", func(t *testing.T) {
+		h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+		r := h.expectState(n, ledger.AwaitingApproval)
+		if r.Requester != ghtest.DefaultMaintainer || r.SpecRevision != ledger.SpecRevision("Make widgets 4", "The widget count should be 4.") {
+			t.Fatalf("record %+v", r)
+		}
+		if len(r.BaseCommit) != 40 || r.BaseBranch != "main" || r.Revision < 1 {
+			t.Fatalf("record base %q@%q revision %d", r.BaseBranch, r.BaseCommit, r.Revision)
+		}
+	})
+	t.Run("labelling twice gives one work item", func(t *testing.T) {
+		before := h.record(n).Revision
+		if _, err := h.user(ghtest.DefaultMaintainer).Issues.RemoveLabelForIssue(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n, "agent:implement"); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		h.expectState(n, ledger.Stopped)
+		h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+		r := h.expectState(n, ledger.AwaitingApproval)
+		h.label(ghtest.DefaultMaintainer, n, "agent:implement") // already there: GitHub sends nothing new
+		if after := h.record(n); after.Revision != r.Revision || r.Revision <= before {
+			t.Fatalf("revisions %d → %d → %d", before, r.Revision, after.Revision)
+		}
+	})
+	t.Run("reader's approve is refused", func(t *testing.T) {
+		h.comment(ghtest.DefaultReader, n, "/approve")
+		h.expectState(n, ledger.AwaitingApproval)
+		if runs := h.runs(); len(runs) != 0 {
+			t.Fatalf("%d runs dispatched after a reader's /approve", len(runs))
+		}
+		replies := h.botReplies(n)
+		if len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "Sorry @reader") {
+			t.Fatalf("no polite refusal: %q", replies)
+		}
+	})
+	t.Run("writer's approve dispatches once", func(t *testing.T) {
+		h.comment(ghtest.DefaultMaintainer, n, "/approve")
+		r := h.expectState(n, ledger.Running)
+		runs := h.runs()
+		if len(runs) != 1 {
+			t.Fatalf("%d runs, want 1", len(runs))
+		}
+		in := runs[0].Inputs
+		if in["work_item"] != "acme/widgets#1" || in["attempt"] != "1" || in["stage"] != "implement" || len(in["nonce"]) != 64 {
+			t.Fatalf("inputs %v", in)
+		}
+		a := r.ActiveApproval()
+		if a == nil || a.By != ghtest.DefaultMaintainer || len(r.Attempts) != 1 || r.Attempts[0].RunID != runs[0].ID {
+			t.Fatalf("record %+v", r)
+		}
+		if runs[0].WorkflowPath != ".github/workflows/bumper-run.yml" {
+			t.Fatalf("workflow %s", runs[0].WorkflowPath)
+		}
+	})
+	t.Run("second approve on the same revision does not dispatch", func(t *testing.T) {
+		h.comment(ghtest.DefaultMaintainer, n, "/approve")
+		if runs := h.runs(); len(runs) != 1 {
+			t.Fatalf("%d runs, want 1", len(runs))
+		}
+	})
+	t.Run("redelivered webhooks change nothing", func(t *testing.T) {
+		before := h.record(n)
+		app := h.appClient()
+		ds, _, err := app.Apps.ListHookDeliveries(h.ctx, &gogithub.ListCursorOptions{PerPage: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		redelivered := 0
+		for _, d := range ds {
+			if d.GetEvent() == "issue_comment" || d.GetEvent() == "issues" {
+				var accepted *gogithub.AcceptedError
+				if _, _, err := app.Apps.RedeliverHookDelivery(h.ctx, d.GetID()); err != nil && !errors.As(err, &accepted) {
+					t.Fatal(err)
+				}
+				redelivered++
+			}
+		}
+		if redelivered < 4 {
+			t.Fatalf("only %d deliveries to redeliver", redelivered)
+		}
+		h.settle()
+		after := h.expectState(n, ledger.Running)
+		if after.Revision != before.Revision || len(h.runs()) != 1 {
+			t.Fatalf("redelivery changed the record (revision %d → %d) or dispatched (%d runs)", before.Revision, after.Revision, len(h.runs()))
+		}
+	})
+	t.Run("run failure moves to failed and retry asks again", func(t *testing.T) {
+		run := h.runs()[0]
+		if err := h.e.UpdateRun(ghtest.DefaultOrg, ghtest.DefaultRepo, run.ID, ghtest.RunUpdate{Status: "in_progress", RunnerName: "runner-7"}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		if r := h.expectState(n, ledger.Running); r.Attempts[0].Runner != "runner-7" {
+			t.Fatalf("runner %q", r.Attempts[0].Runner)
+		}
+		if err := h.e.UpdateRun(ghtest.DefaultOrg, ghtest.DefaultRepo, run.ID, ghtest.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		r := h.expectState(n, ledger.Failed)
+		if !strings.Contains(r.Reason, "1 of 3 attempts") || r.Attempts[0].Outcome != "failure" {
+			t.Fatalf("reason %q outcome %q", r.Reason, r.Attempts[0].Outcome)
+		}
+		h.comment(ghtest.DefaultMaintainer, n, "/retry")
+		h.expectState(n, ledger.AwaitingApproval)
+		h.comment(ghtest.DefaultMaintainer, n, "/approve")
+		r = h.expectState(n, ledger.Running)
+		if len(h.runs()) != 2 || len(r.Attempts) != 2 {
+			t.Fatalf("%d runs, %d attempts after retry", len(h.runs()), len(r.Attempts))
+		}
+	})
+}
+
+// TestEditAfterApprovalVoids: an edit to the issue after /approve voids the approval,
+// the bot says so, and the item is back to awaiting approval.
+func TestEditAfterApprovalVoids(t *testing.T) {
+	h := newHarness(t, nil)
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	h.expectState(n, ledger.Running)
+	h.editIssue(n, "The widget count should be 5, and delete the tests.")
+	r := h.expectState(n, ledger.AwaitingApproval)
+	if r.ActiveApproval() != nil || r.Approvals[0].Voided == "" || r.Attempts[0].Outcome != "voided" {
+		t.Fatalf("approval not voided: %+v", r)
+	}
+	replies := h.botReplies(n)
+	if len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "no longer holds") {
+		t.Fatalf("the bot did not say the approval was voided: %q", replies)
+	}
+	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	if r := h.expectState(n, ledger.Running); len(r.Attempts) != 2 || r.Attempts[1].Revision == r.Attempts[0].Revision {
+		t.Fatalf("re-approval did not dispatch a new revision: %+v", r.Attempts)
+	}
+}
+
+// TestCommands covers help, status, stop, the bot ignoring itself, and the
+// approver-differs rule.
+func TestCommands(t *testing.T) {
+	seed := ghtest.DefaultSeed()
+	seed.Users = append(seed.Users, ghtest.SeedUser{Login: "second", Name: "Second Writer", Email: "second@example.test"})
+	seed.Repositories[0].Collaborators["second"] = "write"
+	seed.Repositories[0].Files[".github/bumper.yml"] = "version: 1\napprovers:\n  distinct_from_requester: true\n"
+	h := newHarness(t, seed)
+	n := h.openIssue("Tidy", "Tidy the README.")
+	tests := []struct {
+		name, who, body, reply string
+		state                  ledger.State
+	}{
+		{"no work item yet", ghtest.DefaultMaintainer, "/status", "no Bumper work item", ""},
+		{"unknown command gets help", ghtest.DefaultMaintainer, "/merge", "Bumper understands", ""},
+		{"bumper gets help", ghtest.DefaultMaintainer, "/bumper", "Bumper understands", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.comment(tt.who, n, tt.body)
+			replies := h.botReplies(n)
+			if len(replies) == 0 || !strings.Contains(replies[len(replies)-1], tt.reply) {
+				t.Fatalf("reply %q, want one containing %q", replies, tt.reply)
+			}
+		})
+	}
+	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+	steps := []struct {
+		name, who, body, reply string
+		state                  ledger.State
+	}{
+		{"requester cannot approve own request", ghtest.DefaultMaintainer, "/approve", "second person", ledger.AwaitingApproval},
+		{"status", ghtest.DefaultMaintainer, "/status", "state: `awaiting-approval`", ledger.AwaitingApproval},
+		{"another writer approves", "second", "/approve", "", ledger.Running},
+		{"stop", ghtest.DefaultMaintainer, "/stop", "", ledger.Stopped},
+		{"stop again", ghtest.DefaultMaintainer, "/stop", "Nothing to stop", ledger.Stopped},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			before := len(h.botReplies(n))
+			h.comment(st.who, n, st.body)
+			h.expectState(n, st.state)
+			replies := h.botReplies(n)
+			if st.reply == "" {
+				if len(replies) != before {
+					t.Fatalf("unexpected reply %q", replies[len(replies)-1])
+				}
+				return
+			}
+			if len(replies) == before || !strings.Contains(replies[len(replies)-1], st.reply) {
+				t.Fatalf("replies %q, want one containing %q", replies, st.reply)
+			}
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the version of the machine record this code writes. Decoding accepts
+// only versions it knows.
+const SchemaVersion = 1
+
+// Record is the machine record of one work item, kept in the issue's status comment.
+type Record struct {
+	Schema     int    `json:"schema"`
+	Revision   int64  `json:"revision"` // incremented on every write
+	Repository string `json:"repository"`
+	Issue      int    `json:"issue"`
+	State      State  `json:"state"`
+	Requester  string `json:"requester"`
+	// SpecRevision is the hash of the issue's title and body (see SpecRevision).
+	SpecRevision string `json:"spec_revision"`
+	BaseBranch   string `json:"base_branch"`
+	BaseCommit   string `json:"base_commit"`
+	// PlanRevision is the hash of the plan the plan run posted; empty without plans.
+	PlanRevision  string     `json:"plan_revision,omitempty"`
+	PolicyVersion string     `json:"policy_version"`
+	Approvals     []Approval `json:"approvals"`
+	Attempts      []Attempt  `json:"attempts"`
+	PullRequest   int        `json:"pull_request,omitempty"`
+	AuditHead     string     `json:"audit_head,omitempty"`
+	// Reason says why the item is failed, stopped, in error or was sent back.
+	Reason    string    `json:"reason,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Deliveries are the last webhook deliveries that changed the record, so a delivery
+	// redelivered after a restart (when the in-memory index is empty) changes nothing.
+	Deliveries []string `json:"deliveries,omitempty"`
+}
+
+// maxDeliveries bounds Deliveries.
+const maxDeliveries = 16
+
+// Handled reports whether a delivery already changed the record.
+func (r *Record) Handled(delivery string) bool {
+	for _, d := range r.Deliveries {
+		if d == delivery && d != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// NoteDelivery remembers that a delivery changed the record.
+func (r *Record) NoteDelivery(delivery string) {
+	if delivery == "" || r.Handled(delivery) {
+		return
+	}
+	r.Deliveries = append(r.Deliveries, delivery)
+	if n := len(r.Deliveries); n > maxDeliveries {
+		r.Deliveries = append([]string(nil), r.Deliveries[n-maxDeliveries:]...)
+	}
+}
+
+// Approval is one /approve that the App accepted.
+type Approval struct {
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	Revision  string    `json:"revision"` // the ApprovalRevision it authorizes
+	CommentID int64     `json:"comment_id"`
+	// Voided says why the approval no longer holds; empty while it does.
+	Voided string `json:"voided,omitempty"`
+}
+
+// Attempt is one dispatched run of the work item.
+type Attempt struct {
+	Number int    `json:"number"`
+	Stage  string `json:"stage"` // plan, implement, fix, review
+	// Revision is the approval revision the run was dispatched for.
+	Revision string `json:"revision"`
+	// NonceHash is the SHA-256 of the single-use nonce; the nonce itself is never stored.
+	NonceHash      string    `json:"nonce_hash"`
+	NonceUsed      bool      `json:"nonce_used,omitempty"`
+	RunID          int64     `json:"run_id,omitempty"`
+	Runner         string    `json:"runner,omitempty"`
+	ImageDigest    string    `json:"image_digest,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
+	EndedAt        time.Time `json:"ended_at,omitzero"`
+	Outcome        string    `json:"outcome,omitempty"`
+	CostMicroUSD   int64     `json:"cost_micro_usd,omitempty"`
+	EvidenceDigest string    `json:"evidence_digest,omitempty"`
+}
+
+// ID names a work item: "owner/repo#issue".
+func ID(repository string, issue int) string { return fmt.Sprintf("%s#%d", repository, issue) }
+
+// ID is the work item's name.
+func (r *Record) ID() string { return ID(r.Repository, r.Issue) }
+
+// SpecRevision is the hash of what the requester asked for. Title and body are
+// length-prefixed so that moving text between them changes the hash.
+func SpecRevision(title, body string) string {
+	body = normalizeNewlines(body)
+	h := sha256.New()
+	fmt.Fprintf(h, "title %d\n%s\nbody %d\n%s", len(title), title, len(body), body)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ApprovalRevision is what an /approve binds to: the spec, the plan, the base commit
+// and the repository's policy. A change to any of them voids the approval.
+func (r *Record) ApprovalRevision() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "spec %s\nplan %s\nbase %s\npolicy %s\n", r.SpecRevision, r.PlanRevision, r.BaseCommit, r.PolicyVersion)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// normalizeNewlines keeps a browser's CRLF from voiding an approval on a no-op edit.
+func normalizeNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+
+// ActiveApproval is the approval that holds for the current revision, if any.
+func (r *Record) ActiveApproval() *Approval {
+	rev := r.ApprovalRevision()
+	for i := len(r.Approvals) - 1; i >= 0; i-- {
+		a := &r.Approvals[i]
+		if a.Voided == "" && a.Revision == rev {
+			return a
+		}
+	}
+	return nil
+}
+
+// VoidApprovals marks every holding approval void with the reason and reports whether
+// any was.
+func (r *Record) VoidApprovals(reason string) bool {
+	voided := false
+	for i := range r.Approvals {
+		if r.Approvals[i].Voided == "" {
+			r.Approvals[i].Voided = reason
+			voided = true
+		}
+	}
+	return voided
+}
+
+// CurrentAttempt is the latest attempt, or nil before the first dispatch.
+func (r *Record) CurrentAttempt() *Attempt {
+	if len(r.Attempts) == 0 {
+		return nil
+	}
+	return &r.Attempts[len(r.Attempts)-1]
+}
+
+// AttemptsOfStage counts the attempts of one stage: the bound on attempts applies to
+// implementation runs, not to plans.
+func (r *Record) AttemptsOfStage(stage string) int {
+	n := 0
+	for _, a := range r.Attempts {
+		if a.Stage == stage {
+			n++
+		}
+	}
+	return n
+}
+
+// MoveTo changes the state through the transition table and records the reason.
+func (r *Record) MoveTo(to State, reason string) error {
+	if err := Transition(r.State, to); err != nil {
+		return fmt.Errorf("failed to move %s: %w", r.ID(), err)
+	}
+	r.State, r.Reason = to, reason
+	return nil
+}
+
+// Clone returns a deep copy, so callers can change a record and keep the original
+// until the write to GitHub succeeds.
+func (r *Record) Clone() *Record {
+	c := *r
+	c.Approvals = slices.Clone(r.Approvals)
+	c.Attempts = slices.Clone(r.Attempts)
+	c.Deliveries = slices.Clone(r.Deliveries)
+	return &c
+}

@@ -1,0 +1,121 @@
+package app
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/app/ghtest/gitserver"
+	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/wire"
+)
+
+// TestPullRequestLifecycle: the work branch's pull request is recorded when opened;
+// closing the issue meanwhile defers to it; Re-run on its check is /retry; closing it
+// unmerged stops the work item.
+func TestPullRequestLifecycle(t *testing.T) {
+	h := newHarness(t, nil)
+	n, run := h.approved()
+	code, resp, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code != http.StatusOK {
+		t.Fatalf("exchange: %d %s", code, body)
+	}
+	for _, st := range []string{"verifying", "reviewing"} {
+		if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: st}); code != http.StatusNoContent {
+			t.Fatalf("%s: %d %s", st, code, body)
+		}
+	}
+	if code, body := h.post(http.MethodPost, wire.PathVerdict, resp.RunToken, wire.Verdict{Verdict: "comment", Confidence: 0.6}); code != http.StatusNoContent {
+		t.Fatalf("verdict: %d %s", code, body)
+	}
+	refs, err := h.e.Git().Refs(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.Git().UpdateRef(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "refs/heads/bumper/1-1", refs["refs/heads/main"], ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Git().CommitFiles(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "bumper/1-1", refs["refs/heads/main"],
+		map[string][]byte{"widgets.sh": []byte("#!/bin/sh\necho 4\n")}, "Count to 4", gitserver.Signature{Name: "Bumper", Email: "bumper@example.test"}); err != nil {
+		t.Fatal(err)
+	}
+	maint := h.user(ghtest.DefaultMaintainer)
+	pr, _, err := maint.PullRequests.Create(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, &gogithub.NewPullRequest{
+		Title: gogithub.String("Count to 4"), Head: gogithub.String("bumper/1-1"), Base: gogithub.String("main"),
+		Body: gogithub.String("Fixes #1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if r := h.expectState(n, ledger.InReview); r.PullRequest != pr.GetNumber() {
+		t.Fatalf("pull request %d recorded, want %d", r.PullRequest, pr.GetNumber())
+	}
+	if _, _, err := maint.Issues.Edit(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n, &gogithub.IssueRequest{State: gogithub.String("closed")}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	h.expectState(n, ledger.InReview)
+
+	// Re-run on a check of the pull request is /retry, under the same rules. The
+	// emulator's check_run "rerequested" body does not match GitHub's webhook schema yet
+	// (details_url null, check_suite summary incomplete), so the webhook is signed and
+	// posted here, shaped as GitHub sends it.
+	h.comment(ghtest.DefaultMaintainer, n, "/stop")
+	h.expectState(n, ledger.Stopped)
+	h.rerequest(pr.GetNumber(), ghtest.DefaultReader)
+	h.expectState(n, ledger.Stopped)
+	if replies := h.botReplies(n); len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "Sorry @reader") {
+		t.Fatalf("no refusal for a reader's Re-run: %q", replies)
+	}
+	h.rerequest(pr.GetNumber(), ghtest.DefaultMaintainer)
+	h.expectState(n, ledger.AwaitingApproval)
+
+	if _, _, err := maint.PullRequests.Edit(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, pr.GetNumber(), &gogithub.PullRequest{State: gogithub.String("closed")}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if r := h.expectState(n, ledger.Stopped); r.Reason == "" {
+		t.Fatal("no reason for the stop")
+	}
+}
+
+// rerequest delivers a signed check_run "rerequested" webhook for a check of the pull
+// request, as GitHub does when someone presses Re-run.
+func (h *harness) rerequest(pr int, by string) {
+	h.t.Helper()
+	payload := map[string]any{
+		"action": "rerequested",
+		"check_run": map[string]any{"id": 1, "name": "bumper/verdict", "status": "completed", "conclusion": "failure",
+			"pull_requests": []map[string]any{{"number": pr}}},
+		"repository":   map[string]any{"name": ghtest.DefaultRepo, "full_name": ghtest.DefaultOrg + "/" + ghtest.DefaultRepo, "default_branch": "main", "owner": map[string]any{"login": ghtest.DefaultOrg}},
+		"installation": map[string]any{"id": h.e.InstallationID(ghtest.DefaultOrg)},
+		"sender":       map[string]any{"login": by, "type": "User"},
+	}
+	raw, _ := json.Marshal(payload)
+	mac := hmac.New(sha256.New, []byte(testSecret))
+	mac.Write(raw)
+	req, _ := http.NewRequest(http.MethodPost, h.hs.URL+h.cfg.Server.WebhookPath, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "check_run")
+	req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("rerequest-%d-%s-%d", pr, by, time.Now().UnixNano()))
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		h.t.Fatalf("check_run webhook answered %d", resp.StatusCode)
+	}
+	h.settle()
+}

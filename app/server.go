@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gregjones/httpcache"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
+
+	ghadapter "github.com/bumperdev/bumper/app/github"
+	"github.com/bumperdev/bumper/app/handler"
+	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/tokenexchange"
+	"github.com/bumperdev/bumper/app/workitem"
+)
+
+// Log keys of the server's own lines.
+const (
+	LogKeyAddress      = "address"
+	LogKeyItems        = "items"
+	LogKeyRepositories = "repositories"
+	LogKeyUntrusted    = "untrusted"
+)
+
+// Options are what tests and benchmarks change beyond the configuration.
+type Options struct {
+	// Transport carries every request to GitHub (below the cache); nil: the default.
+	Transport http.RoundTripper
+	// HTTPClient fetches the OIDC issuer's discovery document and keys; nil: default.
+	HTTPClient *http.Client
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// OnHandled, when set, learns how long each webhook's handling took (from the
+	// worker picking it up to the handler's return), for figures.
+	OnHandled func(event string, elapsed time.Duration)
+}
+
+// Server is `bumper serve`: the webhook route, the runner endpoints and /healthz.
+type Server struct {
+	cfg     Config
+	svc     *workitem.Service
+	sched   *trackingScheduler
+	handler http.Handler
+}
+
+// New wires the App: client creator, ledger index, domain service, handlers, token
+// exchange. It contacts the OIDC issuer (discovery), nothing else.
+func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	clientOpts := []githubapp.ClientOption{
+		githubapp.WithClientUserAgent("bumper"),
+		githubapp.WithClientTimeout(30 * time.Second),
+		// Always revalidate: every read is a conditional request, and 304s do not
+		// count against the rate limit.
+		githubapp.WithClientCaching(true, func() httpcache.Cache { return httpcache.NewMemoryCache() }),
+		githubapp.WithClientMiddleware(githubapp.ClientLogging(zerolog.DebugLevel)),
+	}
+	if opts.Transport != nil {
+		clientOpts = append(clientOpts, githubapp.WithTransport(opts.Transport))
+	}
+	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub, clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the GitHub client creator: %w", err)
+	}
+	idx, err := ledger.NewIndex()
+	if err != nil {
+		return nil, err
+	}
+	key, err := cfg.RunTokenKeyBytes()
+	if err != nil {
+		return nil, err
+	}
+	runTokens, err := tokenexchange.NewRunTokens(key, opts.Now)
+	if err != nil {
+		return nil, err
+	}
+	conn := ghadapter.NewConnector(cc)
+	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
+		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
+		RunTokens: runTokens, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := tokenexchange.NewVerifier(ctx, cfg.Bumper.OIDCIssuer, opts.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	sched := newTrackingScheduler(cfg.Server.QueueSize, cfg.Server.Workers, opts.OnHandled,
+		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
+			zerolog.Ctx(ctx).Error().Err(err).Str(githubapp.LogKeyEventType, d.EventType).
+				Str(githubapp.LogKeyDeliveryID, d.DeliveryID).Msg("failed to handle a webhook; GitHub's redelivery will retry it")
+		}))
+	hooks := githubapp.NewEventDispatcher(handler.All(handler.Base{Service: svc, Connector: conn}),
+		cfg.GitHub.App.WebhookSecret, githubapp.WithScheduler(sched))
+
+	mux := http.NewServeMux()
+	mux.Handle("POST "+cfg.Server.WebhookPath, hooks)
+	tokenexchange.NewHandler(verifier, runTokens, svc).Register(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "ok %d work items\n", idx.Len())
+	})
+	return &Server{cfg: cfg, svc: svc, sched: sched, handler: withLogger(zerolog.Ctx(ctx), mux)}, nil
+}
+
+// withLogger gives every request the server's logger, so handlers log through
+// zerolog.Ctx with the webhook's keys added by go-githubapp.
+func withLogger(log *zerolog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(log.WithContext(r.Context())))
+	})
+}
+
+// Handler is the server's HTTP surface.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Service is the domain service (tests inspect its index).
+func (s *Server) Service() *workitem.Service { return s.svc }
+
+// Rebuild fills the ledger index from GitHub.
+func (s *Server) Rebuild(ctx context.Context) (workitem.RebuildStats, error) {
+	return s.svc.Rebuild(ctx)
+}
+
+// Drain waits until every accepted webhook was handled.
+func (s *Server) Drain(ctx context.Context) error { return s.sched.wait(ctx) }
+
+// Run rebuilds the index, serves until ctx ends, then shuts down gracefully: no new
+// requests, and the accepted webhooks are handled before it returns.
+func (s *Server) Run(ctx context.Context) error {
+	log := zerolog.Ctx(ctx)
+	st, err := s.Rebuild(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to rebuild the ledger from GitHub: %w", err)
+	}
+	log.Info().Int(LogKeyItems, st.Items).Int(LogKeyRepositories, st.Repositories).Int(LogKeyUntrusted, st.Untrusted).Msg("ledger rebuilt")
+	ln, err := net.Listen("tcp", s.cfg.Server.Address)
+	if err != nil {
+		return fmt.Errorf("failed to listen on %s: %w", s.cfg.Server.Address, err)
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info().Str(LogKeyAddress, ln.Addr().String()).Msg("bumper serve is listening")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("failed to serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout)
+	defer cancel()
+	log.Info().Msg("shutting down: finishing the accepted webhooks")
+	err = srv.Shutdown(sctx)
+	if dErr := s.Drain(sctx); dErr != nil {
+		err = errors.Join(err, fmt.Errorf("failed to finish the accepted webhooks: %w", dErr))
+	}
+	return err
+}
+
+func parseLevel(s string) (zerolog.Level, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(s))
+	if err != nil || s == "" {
+		return zerolog.InfoLevel, fmt.Errorf("unknown level %q; use debug, info, warn or error", s)
+	}
+	return lvl, nil
+}
+
+// Logger builds the process logger the configuration asks for.
+func (c *Config) Logger(w interface{ Write([]byte) (int, error) }) zerolog.Logger {
+	lvl, _ := parseLevel(c.Log.Level)
+	if c.Log.Text {
+		return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true}).Level(lvl).With().Timestamp().Logger()
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}

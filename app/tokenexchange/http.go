@@ -1,0 +1,188 @@
+package tokenexchange
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/app/wire"
+)
+
+// Log keys of the audit lines.
+const (
+	LogKeyAudit      = "audit"
+	LogKeyEndpoint   = "endpoint"
+	LogKeyRepository = "repository"
+	LogKeyRunID      = "run_id"
+	LogKeyWorkItem   = "work_item"
+	LogKeyReason     = "reason"
+	LogKeyAttempt    = "attempt"
+)
+
+// maxBody bounds request bodies; call-backs are small.
+const maxBody = 1 << 20
+
+// Refusal refuses a runner's request: it is answered 403 and audited.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return "refused: " + r.Reason }
+
+// Refuse builds a Refusal.
+func Refuse(format string, args ...any) error { return &Refusal{Reason: fmt.Sprintf(format, args...)} }
+
+// Ledger is what the endpoints act on: the App's work items.
+type Ledger interface {
+	Exchange(ctx context.Context, id Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error)
+	Progress(ctx context.Context, c wire.RunClaims, p wire.Progress) error
+	Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error
+	Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error
+	ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error)
+}
+
+// Handler serves the token exchange and the run call-backs.
+type Handler struct {
+	verifier *Verifier
+	tokens   *RunTokens
+	ledger   Ledger
+}
+
+// NewHandler wires the endpoints.
+func NewHandler(v *Verifier, t *RunTokens, l Ledger) *Handler {
+	return &Handler{verifier: v, tokens: t, ledger: l}
+}
+
+// Register adds the endpoints to mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+wire.PathTokenExchange, h.exchange)
+	mux.HandleFunc("POST "+wire.PathProgress, h.callback(func(ctx context.Context, c wire.RunClaims, body []byte) (any, error) {
+		var p wire.Progress
+		if err := decode(body, &p); err != nil {
+			return nil, err
+		}
+		return nil, h.ledger.Progress(ctx, c, p)
+	}))
+	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(func(ctx context.Context, c wire.RunClaims, body []byte) (any, error) {
+		var e wire.Evidence
+		if err := decode(body, &e); err != nil {
+			return nil, err
+		}
+		return nil, h.ledger.Evidence(ctx, c, e)
+	}))
+	mux.HandleFunc("POST "+wire.PathVerdict, h.callback(func(ctx context.Context, c wire.RunClaims, body []byte) (any, error) {
+		var v wire.Verdict
+		if err := decode(body, &v); err != nil {
+			return nil, err
+		}
+		return nil, h.ledger.Verdict(ctx, c, v)
+	}))
+	mux.HandleFunc("GET "+wire.PathShouldStop, h.callback(func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
+		return h.ledger.ShouldStop(ctx, c)
+	}))
+}
+
+// errBadRequest marks a body that does not parse.
+var errBadRequest = errors.New("bad request")
+
+func decode(body []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	return nil
+}
+
+func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	log := zerolog.Ctx(ctx).With().Str(LogKeyEndpoint, wire.PathTokenExchange).Logger()
+	ctx = log.WithContext(ctx)
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		writeError(ctx, w, http.StatusBadRequest, "failed to read the request body")
+		return
+	}
+	var req wire.ExchangeRequest
+	if err := decode(body, &req); err != nil {
+		writeError(ctx, w, http.StatusBadRequest, err.Error()+"; send {\"oidc_token\", \"nonce\", \"work_item\", \"attempt\"}")
+		return
+	}
+	id, err := h.verifier.Verify(ctx, req.OIDCToken)
+	if err != nil {
+		h.refuse(ctx, w, req.WorkItem, "", err.Error())
+		return
+	}
+	resp, err := h.ledger.Exchange(ctx, id, req)
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref):
+		h.refuse(ctx, w, req.WorkItem, id.RunID, ref.Reason)
+		return
+	case err != nil:
+		log.Error().Err(err).Msg("token exchange failed")
+		writeError(ctx, w, http.StatusInternalServerError, "the token exchange failed; try again")
+		return
+	}
+	log.Info().Str(LogKeyAudit, "token-exchange-granted").Str(LogKeyWorkItem, resp.WorkItem).
+		Str(LogKeyRunID, id.RunID).Int(LogKeyAttempt, resp.Attempt).Msg("granted run credentials")
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID, reason string) {
+	zerolog.Ctx(ctx).Warn().Str(LogKeyAudit, "refused").Str(LogKeyWorkItem, item).
+		Str(LogKeyRunID, runID).Str(LogKeyReason, reason).Msg("refused a runner request")
+	writeError(ctx, w, http.StatusForbidden, reason)
+}
+
+func (h *Handler) callback(fn func(ctx context.Context, c wire.RunClaims, body []byte) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		log := zerolog.Ctx(ctx).With().Str(LogKeyEndpoint, r.URL.Path).Logger()
+		ctx = log.WithContext(ctx)
+		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			h.refuse(ctx, w, "", "", "a run token is required (Authorization: Bearer <run token>)")
+			return
+		}
+		claims, err := h.tokens.Verify(raw)
+		if err != nil {
+			h.refuse(ctx, w, "", "", err.Error())
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			writeError(ctx, w, http.StatusBadRequest, "failed to read the request body")
+			return
+		}
+		out, err := fn(ctx, claims, body)
+		var ref *Refusal
+		switch {
+		case errors.As(err, &ref):
+			h.refuse(ctx, w, claims.WorkItem, "", ref.Reason)
+		case errors.Is(err, errBadRequest):
+			writeError(ctx, w, http.StatusBadRequest, err.Error())
+		case err != nil:
+			log.Error().Err(err).Msg("run call-back failed")
+			writeError(ctx, w, http.StatusInternalServerError, "the call-back failed; try again")
+		case out == nil:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			writeJSON(w, http.StatusOK, out)
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(_ context.Context, w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, wire.Error{Error: msg})
+}

@@ -1,0 +1,63 @@
+package tokenexchange
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/bumperdev/bumper/app/wire"
+)
+
+// RunTokenTTL is how long a run token is valid.
+const RunTokenTTL = 30 * time.Minute
+
+// runTokenIssuer is the "iss" of run tokens; they are only ever checked by the App.
+const runTokenIssuer = "bumper-app"
+
+// RunTokens signs and checks run tokens (HS256 with the App's secret key).
+type RunTokens struct {
+	key []byte
+	now func() time.Time
+}
+
+// NewRunTokens returns a signer for the key, which must be at least 32 bytes.
+func NewRunTokens(key []byte, now func() time.Time) (*RunTokens, error) {
+	if len(key) < 32 {
+		return nil, fmt.Errorf("the run token key is %d bytes; use at least 32 random bytes", len(key))
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &RunTokens{key: append([]byte(nil), key...), now: now}, nil
+}
+
+// Sign mints a run token for the claims, valid for RunTokenTTL.
+func (t *RunTokens) Sign(c wire.RunClaims) (string, time.Time, error) {
+	now := t.now()
+	exp := now.Add(RunTokenTTL)
+	c.RegisteredClaims = jwt.RegisteredClaims{Issuer: runTokenIssuer, Subject: c.WorkItem,
+		Audience: jwt.ClaimStrings{runTokenIssuer}, IssuedAt: jwt.NewNumericDate(now),
+		NotBefore: jwt.NewNumericDate(now.Add(-5 * time.Second)), ExpiresAt: jwt.NewNumericDate(exp)}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.key)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("failed to sign the run token: %w", err)
+	}
+	return s, exp, nil
+}
+
+// Verify checks a run token's signature, algorithm, issuer and expiry.
+func (t *RunTokens) Verify(raw string) (wire.RunClaims, error) {
+	var c wire.RunClaims
+	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return t.key, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithIssuer(runTokenIssuer),
+		jwt.WithAudience(runTokenIssuer), jwt.WithExpirationRequired(), jwt.WithTimeFunc(t.now))
+	if err != nil {
+		return wire.RunClaims{}, fmt.Errorf("invalid run token: %w", err)
+	}
+	if c.WorkItem == "" || c.Attempt < 1 || c.Revision == "" {
+		return wire.RunClaims{}, errors.New("invalid run token: it names no work item, attempt or revision")
+	}
+	return c, nil
+}

@@ -1,0 +1,93 @@
+// Package wire holds the types the App and the runner side exchange over HTTP: the token
+// exchange and the run call-backs. It imports nothing of the App so the runner can share
+// it.
+package wire
+
+import (
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Paths of the App's runner-facing endpoints.
+const (
+	PathTokenExchange = "/api/v1/token"
+	PathProgress      = "/api/v1/run/progress"
+	PathEvidence      = "/api/v1/run/evidence"
+	PathVerdict       = "/api/v1/run/verdict"
+	PathShouldStop    = "/api/v1/run/should-stop"
+)
+
+// OIDCAudience is the audience a runner asks GitHub's OIDC issuer for.
+const OIDCAudience = "bumper"
+
+// ExchangeRequest is what a runner presents: its Actions OIDC token and the nonce it
+// was dispatched with (the workflow input).
+type ExchangeRequest struct {
+	OIDCToken string `json:"oidc_token"`
+	Nonce     string `json:"nonce"`
+	WorkItem  string `json:"work_item"` // owner/repo#issue, from the workflow input
+	Attempt   int    `json:"attempt"`
+}
+
+// ExchangeResponse carries the run's credentials. The installation token is for the
+// host-side proxy only; it never enters the VM.
+type ExchangeResponse struct {
+	InstallationToken string            `json:"installation_token"`
+	TokenExpiresAt    time.Time         `json:"token_expires_at"`
+	Permissions       map[string]string `json:"permissions"`
+	Repository        string            `json:"repository"`
+	RunToken          string            `json:"run_token"`
+	RunTokenExpiresAt time.Time         `json:"run_token_expires_at"`
+	WorkItem          string            `json:"work_item"`
+	Revision          string            `json:"revision"`
+	Attempt           int               `json:"attempt"`
+	Stage             string            `json:"stage"`
+	BaseCommit        string            `json:"base_commit"`
+}
+
+// RunClaims are the claims of a run token.
+type RunClaims struct {
+	WorkItem string   `json:"work_item"`
+	Revision string   `json:"revision"`
+	Attempt  int      `json:"attempt"`
+	Stage    string   `json:"stage"`
+	Scope    []string `json:"scope"`
+	jwt.RegisteredClaims
+}
+
+// Progress reports that a run reached a step. State is one of verifying, reviewing,
+// in-review (with PullRequest) or, for plan runs, awaiting-approval (with Plan).
+type Progress struct {
+	State       string `json:"state"`
+	Message     string `json:"message,omitempty"`
+	PullRequest int    `json:"pull_request,omitempty"`
+	Plan        string `json:"plan,omitempty"`
+}
+
+// Evidence reports the evidence bundle of an attempt.
+type Evidence struct {
+	Digest       string `json:"digest"`
+	ImageDigest  string `json:"image_digest,omitempty"`
+	CostMicroUSD int64  `json:"cost_micro_usd,omitempty"`
+	AuditHead    string `json:"audit_head,omitempty"`
+	PullRequest  int    `json:"pull_request,omitempty"`
+}
+
+// Verdict reports the reviewer run's typed verdict.
+type Verdict struct {
+	Verdict    string  `json:"verdict"` // approve, request_changes, comment
+	Confidence float64 `json:"confidence"`
+	Summary    string  `json:"summary"`
+}
+
+// ShouldStop answers a run asking whether to stop.
+type ShouldStop struct {
+	Stop   bool   `json:"stop"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Error is the body of every refusal.
+type Error struct {
+	Error string `json:"error"`
+}

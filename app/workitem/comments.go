@@ -1,0 +1,142 @@
+package workitem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/app/command"
+	"github.com/bumperdev/bumper/app/ledger"
+)
+
+// CommentEvent is an issue_comment "created" webhook, translated. Edited comments never
+// reach the service: an edit must not approve.
+type CommentEvent struct {
+	Delivery   string
+	Repo       Repo
+	Issue      Issue // as the payload has it: current title and body
+	CommentID  int64
+	Author     string
+	AuthorType string
+	Body       string
+}
+
+// HandleComment runs the command a comment gives, if any.
+func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent) error {
+	cmd, ok := command.Parse(ev.Body)
+	if !ok {
+		return nil
+	}
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(ev.Author, bot) {
+		return nil
+	}
+	repo, n := ev.Repo.FullName, ev.Issue.Number
+	defer s.lock(ledger.ID(repo, n))()
+	it, err := s.loadIssue(ctx, gh, ev.Repo, ev.Issue)
+	if errors.Is(err, errUntrusted) {
+		return s.markUntrusted(ctx, gh, ev.Repo, ev.Issue, it.commentID, err, "")
+	}
+	if err != nil {
+		return err
+	}
+	if it != nil && it.stored.Handled(ev.Delivery) {
+		return nil
+	}
+	pol, err := s.policy(ctx, gh, repo)
+	if err != nil {
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Bumper cannot act: the repository's configuration is invalid (%v).", err))
+	}
+	if ok, why, err := s.allowed(ctx, gh, repo, ev.Author, ev.AuthorType, pol); err != nil {
+		return err
+	} else if !ok {
+		if authBot(why) {
+			// Bots get no reply: two bots must not talk to each other forever.
+			return nil
+		}
+		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Author).Str(LogKeyCommand, cmd.Name).Str(LogKeyReason, why).Msg("refused a command")
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Sorry @%s, only %s can give Bumper commands here; %s. Nothing was changed.",
+			ev.Author, who(pol), why))
+	}
+	if cmd.Kind == command.Help || cmd.Kind == command.Unknown {
+		return s.reply(ctx, gh, repo, n, command.HelpText)
+	}
+	if it == nil {
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("There is no Bumper work item on this issue. Label it `%s` to start one.", s.opts.TriggerLabel))
+	}
+	switch cmd.Kind {
+	case command.Approve:
+		return s.approve(ctx, gh, it, ev, pol)
+	case command.Stop:
+		if it.rec.State.Terminal() {
+			return s.reply(ctx, gh, repo, n, fmt.Sprintf("Nothing to stop: the work item is %s.", it.rec.State))
+		}
+		return s.stop(ctx, gh, it, fmt.Sprintf("@%s asked to stop", ev.Author), ev.Delivery)
+	case command.Retry:
+		return s.retry(ctx, gh, it, ev.Author, ev.Delivery, pol)
+	case command.Status:
+		return s.reply(ctx, gh, repo, n, ledger.Summary(it.rec))
+	}
+	return nil
+}
+
+func authBot(why string) bool { return strings.HasPrefix(why, "bots ") }
+
+// approve binds an approval to the current revision and dispatches the run.
+func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEvent, pol Policy) error {
+	repo, n, rec := it.repo.FullName, it.rec.Issue, it.rec
+	if rec.State != ledger.AwaitingApproval {
+		msg := fmt.Sprintf("Nothing to approve: the work item is %s.", rec.State)
+		if rec.State.Active() && rec.ActiveApproval() != nil {
+			msg = fmt.Sprintf("Already approved: attempt %d is %s.", len(rec.Attempts), rec.State)
+		}
+		return s.reply(ctx, gh, repo, n, msg)
+	}
+	if pol.Approvers.DistinctFromRequester && strings.EqualFold(ev.Author, rec.Requester) {
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Sorry @%s, this repository asks for a second person: the requester cannot approve their own request. Nothing was changed.", ev.Author))
+	}
+	if used := rec.AttemptsOfStage(StageImplement); used >= pol.Bounds.Attempts {
+		if err := s.move(ctx, it, ledger.Failed, fmt.Sprintf("all %d attempts are used", pol.Bounds.Attempts)); err != nil {
+			return err
+		}
+		return s.save(ctx, gh, it, ev.Delivery)
+	}
+	// Approve what the approver sees now: the payload's text and the branch's head.
+	rec.SpecRevision = ledger.SpecRevision(ev.Issue.Title, ev.Issue.Body)
+	head, err := gh.BranchHead(ctx, repo, rec.BaseBranch)
+	if err != nil {
+		return fmt.Errorf("failed to read the head of %s: %w", rec.BaseBranch, err)
+	}
+	rec.BaseCommit, rec.PolicyVersion = head, pol.Revision
+	rec.Approvals = append(rec.Approvals, ledger.Approval{By: ev.Author, At: s.now().UTC(),
+		Revision: rec.ApprovalRevision(), CommentID: ev.CommentID})
+	if err := s.move(ctx, it, ledger.Running, fmt.Sprintf("approved by @%s", ev.Author)); err != nil {
+		return err
+	}
+	if err := s.dispatch(ctx, gh, it, StageImplement); err != nil {
+		return err
+	}
+	return s.save(ctx, gh, it, ev.Delivery)
+}
+
+// retry asks for approval again after a failed or stopped run, within the bound.
+func (s *Service) retry(ctx context.Context, gh GitHub, it *item, by, delivery string, pol Policy) error {
+	repo, n, rec := it.repo.FullName, it.rec.Issue, it.rec
+	if rec.State != ledger.Failed && rec.State != ledger.Stopped {
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Nothing to retry: the work item is %s.", rec.State))
+	}
+	if used := rec.AttemptsOfStage(StageImplement); used >= pol.Bounds.Attempts {
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Cannot retry: all %d attempts allowed by %s are used.", pol.Bounds.Attempts, PolicyPath))
+	}
+	rec.VoidApprovals("a retry asks for a new approval")
+	if err := s.move(ctx, it, ledger.AwaitingApproval, fmt.Sprintf("@%s asked for a retry", by)); err != nil {
+		return err
+	}
+	return s.save(ctx, gh, it, delivery)
+}

@@ -1,0 +1,108 @@
+package workitem
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/app/ledger"
+)
+
+// The stages a run is dispatched for (the workflow's `stage` input).
+const (
+	StagePlan      = "plan"
+	StageImplement = "implement"
+	StageFix       = "fix"
+	StageReview    = "review"
+)
+
+// DispatchRefPrefix holds the refs that make dispatches exactly-once.
+const DispatchRefPrefix = "refs/bumper/dispatch/"
+
+// ExchangeRefPrefix holds the refs that make each nonce single-use across replicas.
+const ExchangeRefPrefix = "refs/bumper/exchange/"
+
+// ErrDispatchedElsewhere means another replica (or an earlier life of this one) already
+// made this dispatch; the caller stands down and leaves the record to it.
+var ErrDispatchedElsewhere = errors.New("this dispatch was already made")
+
+// dispatchedElsewhere names the work item whose dispatch was made elsewhere.
+type dispatchedElsewhere struct{ item string }
+
+func (e *dispatchedElsewhere) Error() string {
+	return fmt.Sprintf("%s: %v", e.item, ErrDispatchedElsewhere)
+}
+
+func (e *dispatchedElsewhere) Unwrap() error { return ErrDispatchedElsewhere }
+
+// Stale drops from the index the work item an ErrDispatchedElsewhere names, so the next
+// event reads its record from GitHub again instead of acting on this replica's old copy.
+func (s *Service) Stale(ctx context.Context, err error) {
+	var de *dispatchedElsewhere
+	if errors.As(err, &de) {
+		s.idx.Delete(de.item)
+		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, de.item).Msg("another replica moved the work item; reloading it next time")
+	}
+}
+
+// DispatchKey names one dispatch: the work item's issue, the approval revision and the
+// attempt. The same key is never dispatched twice.
+func DispatchKey(issue int, revision string, attempt int) string {
+	rev := strings.TrimPrefix(revision, "sha256:")
+	return fmt.Sprintf("%d-%s-%d", issue, rev, attempt)
+}
+
+// dispatch starts the next attempt's run. The dispatch ref is created first: only the
+// caller that creates it dispatches.
+func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage string) error {
+	rec := it.rec
+	n := len(rec.Attempts) + 1
+	rev := rec.ApprovalRevision()
+	key := DispatchKey(rec.Issue, rev, n)
+	created, err := gh.CreateRef(ctx, it.repo.FullName, DispatchRefPrefix+key, rec.BaseCommit)
+	if err != nil {
+		return fmt.Errorf("failed to claim dispatch %s: %w", key, err)
+	}
+	if !created {
+		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Str(LogKeyDispatch, key).Msg("dispatch already made; standing down")
+		return &dispatchedElsewhere{item: rec.ID()}
+	}
+	nonce, err := newNonce()
+	if err != nil {
+		return err
+	}
+	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: hashNonce(nonce), StartedAt: s.now().UTC()}
+	inputs := map[string]string{"work_item": rec.ID(), "attempt": strconv.Itoa(n), "nonce": nonce, "stage": stage}
+	runID, err := gh.Dispatch(ctx, it.repo.FullName, s.opts.Workflow, rec.BaseBranch, inputs)
+	if err != nil {
+		// The ref is taken, so this attempt number is spent: record it as failed so that
+		// /retry dispatches a new one.
+		att.Outcome, att.EndedAt = "dispatch-failed", s.now().UTC()
+		rec.Attempts = append(rec.Attempts, att)
+		reason := fmt.Sprintf("the dispatch of %s failed: %v", s.opts.Workflow, err)
+		if mErr := s.move(ctx, it, ledger.Failed, reason); mErr != nil {
+			return errors.Join(err, mErr)
+		}
+		zerolog.Ctx(ctx).Error().Err(err).Str(LogKeyWorkItem, rec.ID()).Msg("dispatch failed")
+		return nil
+	}
+	att.RunID = runID
+	rec.Attempts = append(rec.Attempts, att)
+	if err := s.idx.PutDispatch(ledger.Dispatch{Key: key, ItemID: rec.ID(), RunID: runID}); err != nil {
+		return err
+	}
+	zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Int(LogKeyAttempt, n).Int64(LogKeyRunID, runID).
+		Str(LogKeyStage, stage).Msg("dispatched a run")
+	return nil
+}
+
+func hashNonce(nonce string) string {
+	sum := sha256.Sum256([]byte(nonce))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

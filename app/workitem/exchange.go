@@ -1,0 +1,290 @@
+package workitem
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/tokenexchange"
+	"github.com/bumperdev/bumper/app/wire"
+)
+
+// RunTokenSigner signs run tokens.
+type RunTokenSigner interface {
+	Sign(c wire.RunClaims) (string, time.Time, error)
+}
+
+// planPermissions are a plan run's: it reads the code and reports through call-backs.
+var planPermissions = map[string]string{"contents": "read"}
+
+// ParseWorkItem splits "owner/repo#issue".
+func ParseWorkItem(s string) (repo string, issue int, err error) {
+	repo, num, ok := strings.Cut(s, "#")
+	n, convErr := strconv.Atoi(num)
+	owner, name, slash := strings.Cut(repo, "/")
+	if !ok || convErr != nil || n < 1 || !slash || owner == "" || name == "" || strings.Contains(name, "/") {
+		return "", 0, fmt.Errorf("work item %q: want owner/repo#issue", s)
+	}
+	return repo, n, nil
+}
+
+// Exchange checks a runner's verified identity and nonce against the work item and
+// hands out the run's credentials. Every refusal is a tokenexchange.Refusal.
+func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error) {
+	var none wire.ExchangeResponse
+	repo, n, err := ParseWorkItem(req.WorkItem)
+	if err != nil {
+		return none, tokenexchange.Refuse("%v", err)
+	}
+	if !strings.EqualFold(id.Repository, repo) {
+		return none, tokenexchange.Refuse("the OIDC token is for repository %s, not %s", id.Repository, repo)
+	}
+	if id.EventName != "" && id.EventName != "workflow_dispatch" {
+		return none, tokenexchange.Refuse("the run was triggered by %s, not by Bumper's workflow_dispatch", id.EventName)
+	}
+	gh, err := s.opts.Connector.ForRepository(ctx, repo)
+	if errors.Is(err, ErrNotFound) {
+		return none, tokenexchange.Refuse("the App is not installed on %s", repo)
+	}
+	if err != nil {
+		return none, fmt.Errorf("failed to reach the installation of %s: %w", repo, err)
+	}
+	defer s.lock(ledger.ID(repo, n))()
+	it, err := s.load(ctx, gh, Repo{FullName: repo}, n)
+	if err != nil {
+		return none, err
+	}
+	if it == nil {
+		return none, tokenexchange.Refuse("%s has no work item", req.WorkItem)
+	}
+	rec := it.rec
+	it.repo.DefaultBranch = rec.BaseBranch
+	wantWF := fmt.Sprintf("%s/.github/workflows/%s@refs/heads/%s", rec.Repository, s.opts.Workflow, rec.BaseBranch)
+	if !strings.EqualFold(id.WorkflowRef, wantWF) {
+		return none, tokenexchange.Refuse("the run's workflow is %s, not Bumper's runner workflow %s", id.WorkflowRef, wantWF)
+	}
+	if id.Ref != "refs/heads/"+rec.BaseBranch {
+		return none, tokenexchange.Refuse("the run's ref is %s, not refs/heads/%s", id.Ref, rec.BaseBranch)
+	}
+	att := rec.CurrentAttempt()
+	if att == nil || att.Number != req.Attempt {
+		return none, tokenexchange.Refuse("attempt %d is not the current attempt of %s", req.Attempt, rec.ID())
+	}
+	if subtle.ConstantTimeCompare([]byte(hashNonce(req.Nonce)), []byte(att.NonceHash)) != 1 {
+		return none, tokenexchange.Refuse("the nonce does not match attempt %d's", att.Number)
+	}
+	if att.NonceUsed {
+		return none, tokenexchange.Refuse("the nonce of attempt %d was already used", att.Number)
+	}
+	if strconv.FormatInt(att.RunID, 10) != id.RunID {
+		return none, tokenexchange.Refuse("run %s is not the run dispatched for attempt %d", id.RunID, att.Number)
+	}
+	perms := s.opts.TokenPermissions
+	switch {
+	case att.Stage == StagePlan && rec.State == ledger.Planning:
+		perms = planPermissions
+	case att.Stage != StagePlan && rec.State == ledger.Running:
+		if a := rec.ActiveApproval(); a == nil || att.Revision != rec.ApprovalRevision() {
+			return none, tokenexchange.Refuse("attempt %d's approval no longer holds", att.Number)
+		}
+	default:
+		return none, tokenexchange.Refuse("%s is %s; no run may start", rec.ID(), rec.State)
+	}
+	// Approved is not authorized until now: the base must still be what was approved.
+	head, err := gh.BranchHead(ctx, repo, rec.BaseBranch)
+	if err != nil {
+		return none, fmt.Errorf("failed to read the head of %s: %w", rec.BaseBranch, err)
+	}
+	if head != rec.BaseCommit {
+		return none, s.baseMoved(ctx, gh, it, head)
+	}
+	key := DispatchKey(rec.Issue, att.Revision, att.Number)
+	created, err := gh.CreateRef(ctx, repo, ExchangeRefPrefix+key, rec.BaseCommit)
+	if err != nil {
+		return none, fmt.Errorf("failed to claim the nonce of %s: %w", key, err)
+	}
+	if !created {
+		return none, tokenexchange.Refuse("the nonce of attempt %d was already used", att.Number)
+	}
+	att.NonceUsed = true
+	if err := s.save(ctx, gh, it, ""); err != nil {
+		return none, err
+	}
+	tok, tokExp, err := gh.RepoToken(ctx, repo, perms)
+	if err != nil {
+		return none, fmt.Errorf("failed to mint the installation token of %s: %w", rec.ID(), err)
+	}
+	runTok, runExp, err := s.opts.RunTokens.Sign(wire.RunClaims{WorkItem: rec.ID(), Revision: att.Revision,
+		Attempt: att.Number, Stage: att.Stage, Scope: []string{"progress", "evidence", "verdict", "should-stop"}})
+	if err != nil {
+		return none, err
+	}
+	return wire.ExchangeResponse{InstallationToken: tok, TokenExpiresAt: tokExp, Permissions: perms,
+		Repository: rec.Repository, RunToken: runTok, RunTokenExpiresAt: runExp, WorkItem: rec.ID(),
+		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit}, nil
+}
+
+// baseMoved voids the approval of a run whose base branch moved before it started.
+func (s *Service) baseMoved(ctx context.Context, gh GitHub, it *item, head string) error {
+	rec := it.rec
+	reason := fmt.Sprintf("the base branch %s moved from %.12s to %.12s after approval", rec.BaseBranch, rec.BaseCommit, head)
+	rec.VoidApprovals(reason)
+	if a := rec.CurrentAttempt(); a != nil {
+		a.Outcome, a.EndedAt = "voided", s.now().UTC()
+	}
+	rec.BaseCommit = head
+	if rec.State == ledger.Running {
+		if err := s.move(ctx, it, ledger.AwaitingApproval, reason); err != nil {
+			return err
+		}
+	}
+	if err := s.save(ctx, gh, it, ""); err != nil {
+		return err
+	}
+	if err := s.reply(ctx, gh, it.repo.FullName, rec.Issue, "The approval no longer holds: "+reason+
+		". A maintainer can comment `/approve` to authorize a run on the new base."); err != nil {
+		return err
+	}
+	return tokenexchange.Refuse("%s", reason)
+}
+
+// current loads the work item a run token names and checks the token is for its
+// current attempt.
+func (s *Service) current(ctx context.Context, c wire.RunClaims) (GitHub, *item, error) {
+	repo, n, err := ParseWorkItem(c.WorkItem)
+	if err != nil {
+		return nil, nil, tokenexchange.Refuse("%v", err)
+	}
+	gh, err := s.opts.Connector.ForRepository(ctx, repo)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, tokenexchange.Refuse("the App is not installed on %s", repo)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to reach the installation of %s: %w", repo, err)
+	}
+	it, err := s.load(ctx, gh, Repo{FullName: repo}, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if it == nil {
+		return nil, nil, tokenexchange.Refuse("%s has no work item", c.WorkItem)
+	}
+	it.repo.DefaultBranch = it.rec.BaseBranch
+	att := it.rec.CurrentAttempt()
+	if att == nil || att.Number != c.Attempt || att.Revision != c.Revision || !att.NonceUsed {
+		return nil, nil, tokenexchange.Refuse("attempt %d is not the current run of %s", c.Attempt, c.WorkItem)
+	}
+	return gh, it, nil
+}
+
+// Progress moves the work item as its run reports steps.
+func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progress) error {
+	defer s.lock(c.WorkItem)()
+	gh, it, err := s.current(ctx, c)
+	if err != nil {
+		return err
+	}
+	to, err := ledger.ParseState(p.State)
+	if err != nil {
+		return tokenexchange.Refuse("%v", err)
+	}
+	rec := it.rec
+	switch {
+	case c.Stage == StagePlan && to == ledger.AwaitingApproval:
+		if strings.TrimSpace(p.Plan) == "" {
+			return tokenexchange.Refuse("a plan run must post its plan")
+		}
+		sum := sha256.Sum256([]byte(p.Plan))
+		rec.PlanRevision = "sha256:" + hex.EncodeToString(sum[:])[:16]
+	case c.Stage != StagePlan && (to == ledger.Verifying || to == ledger.Reviewing):
+	case c.Stage != StagePlan && to == ledger.InReview:
+		if p.PullRequest < 1 {
+			return tokenexchange.Refuse("in-review needs the pull request number")
+		}
+		rec.PullRequest = p.PullRequest
+	default:
+		return tokenexchange.Refuse("a %s run cannot report %s", c.Stage, p.State)
+	}
+	if err := ledger.Transition(rec.State, to); err != nil {
+		return tokenexchange.Refuse("%v", err)
+	}
+	if err := s.move(ctx, it, to, p.Message); err != nil {
+		return err
+	}
+	if err := s.save(ctx, gh, it, ""); err != nil {
+		return err
+	}
+	if to == ledger.AwaitingApproval {
+		return s.reply(ctx, gh, rec.Repository, rec.Issue, fmt.Sprintf("### Plan (revision `%s`)\n\n%s\n\n"+
+			"A maintainer can comment `/approve` to authorize a run of this plan.", rec.PlanRevision, p.Plan))
+	}
+	return nil
+}
+
+// Evidence records an attempt's evidence bundle digest and figures.
+func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error {
+	if !strings.HasPrefix(e.Digest, "sha256:") {
+		return tokenexchange.Refuse("evidence digest %q: want sha256:<hex>", e.Digest)
+	}
+	defer s.lock(c.WorkItem)()
+	gh, it, err := s.current(ctx, c)
+	if err != nil {
+		return err
+	}
+	att := it.rec.CurrentAttempt()
+	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
+	if e.AuditHead != "" {
+		it.rec.AuditHead = e.AuditHead
+	}
+	if e.PullRequest > 0 {
+		it.rec.PullRequest = e.PullRequest
+	}
+	return s.save(ctx, gh, it, "")
+}
+
+// Verdict takes the reviewer run's verdict and hands the pull request to humans.
+func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error {
+	switch v.Verdict {
+	case "approve", "request_changes", "comment":
+	default:
+		return tokenexchange.Refuse("verdict %q: want approve, request_changes or comment", v.Verdict)
+	}
+	if v.Confidence < 0 || v.Confidence > 1 {
+		return tokenexchange.Refuse("confidence %v: want 0 to 1", v.Confidence)
+	}
+	defer s.lock(c.WorkItem)()
+	gh, it, err := s.current(ctx, c)
+	if err != nil {
+		return err
+	}
+	if it.rec.State != ledger.Reviewing {
+		return tokenexchange.Refuse("%s is %s, not reviewing", c.WorkItem, it.rec.State)
+	}
+	if err := s.move(ctx, it, ledger.InReview, fmt.Sprintf("reviewer verdict: %s (confidence %.2f)", v.Verdict, v.Confidence)); err != nil {
+		return err
+	}
+	return s.save(ctx, gh, it, "")
+}
+
+// ShouldStop tells a run whether to stop: yes once its work item left the active states
+// or moved on to another attempt.
+func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error) {
+	_, it, err := s.current(ctx, c)
+	if err != nil {
+		if _, ok := err.(*tokenexchange.Refusal); ok {
+			return wire.ShouldStop{Stop: true, Reason: err.Error()}, nil
+		}
+		return wire.ShouldStop{}, err
+	}
+	if !it.rec.State.Active() {
+		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("the work item is %s", it.rec.State)}, nil
+	}
+	return wire.ShouldStop{}, nil
+}

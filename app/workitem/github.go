@@ -1,0 +1,78 @@
+// Package workitem is the App's domain logic: what a label, a comment, an edit or a
+// run's progress does to a work item. It works against the small GitHub interface
+// below (app/github adapts go-github to it) and keeps the ledger on the issue.
+package workitem
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Issue is what the App needs to know about an issue.
+type Issue struct {
+	Number int
+	Title  string
+	Body   string
+	Open   bool
+	Labels []string
+	Author string
+	// Comments is the comment count as a webhook payload gives it; -1 when unknown.
+	// Zero lets the App skip listing comments: there can be no status comment.
+	Comments int
+}
+
+// Comment is an issue comment.
+type Comment struct {
+	ID     int64
+	Author string
+	Body   string
+}
+
+// Repo names a repository and its default branch, as webhook payloads carry them.
+type Repo struct {
+	FullName      string // owner/name
+	DefaultBranch string
+}
+
+// ErrNotFound is returned by GitHub implementations when the object does not exist.
+var ErrNotFound = errors.New("not found on GitHub")
+
+// GitHub is the part of GitHub's API one installation gives the App. Every method names
+// the repository as "owner/name".
+type GitHub interface {
+	// Permission is the user's level on the repository (admin, maintain, write, triage,
+	// read, none).
+	Permission(ctx context.Context, repo, user string) (string, error)
+	// File reads a file at the default branch; ErrNotFound when absent.
+	File(ctx context.Context, repo, path string) ([]byte, error)
+	// BranchHead is the commit a branch points at.
+	BranchHead(ctx context.Context, repo, branch string) (string, error)
+	Issue(ctx context.Context, repo string, number int) (Issue, error)
+	// IssuesWithLabel lists every issue (open or closed) carrying the label.
+	IssuesWithLabel(ctx context.Context, repo, label string) ([]Issue, error)
+	Comments(ctx context.Context, repo string, issue int) ([]Comment, error)
+	CreateComment(ctx context.Context, repo string, issue int, body string) (int64, error)
+	EditComment(ctx context.Context, repo string, id int64, body string) error
+	AddLabel(ctx context.Context, repo string, issue int, label string) error
+	// RemoveLabel succeeds when the label is already absent.
+	RemoveLabel(ctx context.Context, repo string, issue int, label string) error
+	// CreateRef creates a ref at sha and reports false, without error, when it already
+	// exists: GitHub's one atomic create-if-absent.
+	CreateRef(ctx context.Context, repo, ref, sha string) (bool, error)
+	// Dispatch starts a workflow_dispatch run and returns its run ID.
+	Dispatch(ctx context.Context, repo, workflow, ref string, inputs map[string]string) (int64, error)
+	// RepoToken mints an installation token limited to one repository and permissions.
+	RepoToken(ctx context.Context, repo string, permissions map[string]string) (string, time.Time, error)
+}
+
+// Connector gives the GitHub of an installation, or of the installation that holds a
+// repository.
+type Connector interface {
+	Installation(ctx context.Context, installationID int64) (GitHub, error)
+	ForRepository(ctx context.Context, repo string) (GitHub, error)
+	// Repositories lists every repository of every installation, for the rebuild.
+	Repositories(ctx context.Context) (map[int64][]Repo, error)
+	// BotLogin is the App's own login ("slug[bot]").
+	BotLogin(ctx context.Context) (string, error)
+}

@@ -1,0 +1,93 @@
+package workitem
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/bumperdev/bumper/app/authz"
+)
+
+// PolicyPath is where a repository keeps its Bumper configuration.
+const PolicyPath = ".github/bumper.yml"
+
+// PolicySchema is the version of .github/bumper.yml this code reads.
+const PolicySchema = 1
+
+// Policy is a repository's .github/bumper.yml. The App reads who may approve, plans and
+// bounds; the runner side reads the rest from the same file.
+type Policy struct {
+	Version   int  `yaml:"version"`
+	Plan      bool `yaml:"plan"`
+	Approvers struct {
+		MinPermission         string `yaml:"min_permission"`
+		DistinctFromRequester bool   `yaml:"distinct_from_requester"`
+	} `yaml:"approvers"`
+	AllowedBots []string `yaml:"allowed_bots"`
+	Bounds      struct {
+		Attempts           int           `yaml:"attempts"`
+		VerificationRounds int           `yaml:"verification_rounds"`
+		FixRounds          int           `yaml:"fix_rounds"`
+		WallTime           time.Duration `yaml:"wall_time"`
+		CostPerRunUSD      float64       `yaml:"cost_per_run_usd"`
+		CostPerItemUSD     float64       `yaml:"cost_per_item_usd"`
+	} `yaml:"bounds"`
+	Harness struct {
+		Name    string `yaml:"name"`
+		Version string `yaml:"version"`
+	} `yaml:"harness"`
+	Allowlist    []string `yaml:"allowlist"`
+	Verification []string `yaml:"verification"`
+	Reviewer     *bool    `yaml:"reviewer"`
+
+	// Revision identifies the file's content ("default" when absent); approvals bind to it.
+	Revision string `yaml:"-"`
+}
+
+// DefaultPolicy is what a repository without .github/bumper.yml gets: writers approve,
+// no bots, three attempts, no plan run.
+func DefaultPolicy() Policy {
+	var p Policy
+	p.Version = PolicySchema
+	p.Approvers.MinPermission = "write"
+	p.Bounds.Attempts = 3
+	p.Bounds.VerificationRounds = 2
+	p.Bounds.FixRounds = 2
+	p.Revision = "default"
+	return p
+}
+
+// ParsePolicy reads .github/bumper.yml strictly: an unknown key is an error (a typo in
+// a security setting must not silently fall back to a default).
+func ParsePolicy(raw []byte) (Policy, error) {
+	p := DefaultPolicy()
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+		return Policy{}, fmt.Errorf("failed to parse %s: %w", PolicyPath, err)
+	}
+	if p.Version != PolicySchema {
+		return Policy{}, fmt.Errorf("%s: version %d is not supported; set `version: %d`", PolicyPath, p.Version, PolicySchema)
+	}
+	lvl, err := authz.ParseLevel(p.Approvers.MinPermission)
+	if err != nil {
+		return Policy{}, fmt.Errorf("%s: approvers.min_permission: %w", PolicyPath, err)
+	}
+	p.Approvers.MinPermission = lvl
+	if p.Bounds.Attempts < 1 || p.Bounds.Attempts > 20 {
+		return Policy{}, fmt.Errorf("%s: bounds.attempts is %d; use 1 to 20", PolicyPath, p.Bounds.Attempts)
+	}
+	if p.Bounds.VerificationRounds < 0 || p.Bounds.FixRounds < 0 || p.Bounds.WallTime < 0 ||
+		p.Bounds.CostPerRunUSD < 0 || p.Bounds.CostPerItemUSD < 0 {
+		return Policy{}, fmt.Errorf("%s: bounds must not be negative", PolicyPath)
+	}
+	sum := sha256.Sum256(raw)
+	p.Revision = "sha256:" + hex.EncodeToString(sum[:])[:16]
+	return p, nil
+}

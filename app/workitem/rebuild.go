@@ -1,0 +1,171 @@
+package workitem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/app/ledger"
+)
+
+// RebuildStats says what a rebuild found.
+type RebuildStats struct {
+	Repositories int
+	Items        int
+	Untrusted    int
+}
+
+// Rebuild fills the index from GitHub: every issue of every installed repository that
+// carries a state label, with its status comment. A record that fails to parse or
+// contradicts GitHub is put in the error state, and the bot says why.
+func (s *Service) Rebuild(ctx context.Context) (RebuildStats, error) {
+	var st RebuildStats
+	all, err := s.opts.Connector.Repositories(ctx)
+	if err != nil {
+		return st, fmt.Errorf("failed to list the installed repositories: %w", err)
+	}
+	for inst, repos := range all {
+		gh, err := s.opts.Connector.Installation(ctx, inst)
+		if err != nil {
+			return st, fmt.Errorf("failed to reach installation %d: %w", inst, err)
+		}
+		for _, repo := range repos {
+			n, bad, err := s.RebuildRepository(ctx, gh, repo)
+			if err != nil {
+				return st, err
+			}
+			st.Repositories++
+			st.Items += n
+			st.Untrusted += bad
+		}
+	}
+	return st, nil
+}
+
+// RebuildRepository indexes one repository's work items.
+func (s *Service) RebuildRepository(ctx context.Context, gh GitHub, repo Repo) (items, untrusted int, err error) {
+	seen := map[int]Issue{}
+	for _, state := range ledger.States() {
+		issues, err := gh.IssuesWithLabel(ctx, repo.FullName, state.Label())
+		if err != nil {
+			return 0, 0, fmt.Errorf("failed to list the %s issues of %s: %w", state.Label(), repo.FullName, err)
+		}
+		for _, is := range issues {
+			seen[is.Number] = is
+		}
+	}
+	for _, is := range seen {
+		ok, err := s.rebuildItem(ctx, gh, repo, is)
+		if err != nil {
+			return items, untrusted, err
+		}
+		items++
+		if !ok {
+			untrusted++
+		}
+	}
+	return items, untrusted, nil
+}
+
+// rebuildItem reads and checks one work item; ok is false when it was untrusted.
+func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issue) (bool, error) {
+	id := ledger.ID(repo.FullName, is.Number)
+	defer s.lock(id)()
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return false, err
+	}
+	comments, err := gh.Comments(ctx, repo.FullName, is.Number)
+	if err != nil {
+		return false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
+	}
+	var commentID int64
+	rec, cause := s.checkRecord(repo, is, comments, bot, &commentID)
+	if cause != nil {
+		if rec != nil && rec.State == ledger.Error {
+			// Already in the visible error state: keep it there, quietly.
+			return false, s.idx.Put(rec, commentID)
+		}
+		return false, s.markUntrusted(ctx, gh, repo, is, commentID, cause, "")
+	}
+	if err := s.idx.Put(rec, commentID); err != nil {
+		return false, err
+	}
+	if a := rec.CurrentAttempt(); a != nil && a.RunID != 0 {
+		if err := s.idx.PutDispatch(ledger.Dispatch{Key: DispatchKey(rec.Issue, a.Revision, a.Number),
+			ItemID: id, RunID: a.RunID}); err != nil {
+			return false, err
+		}
+	}
+	zerolog.Ctx(ctx).Debug().Str(LogKeyWorkItem, id).Str(LogKeyState, string(rec.State)).Msg("rebuilt work item")
+	return true, nil
+}
+
+// checkRecord finds the status comment and checks the record against GitHub: exactly one
+// state label matching the record, the bot as the comment's author, and approvals that
+// point at comments their approvers wrote.
+func (s *Service) checkRecord(repo Repo, is Issue, comments []Comment, bot string, commentID *int64) (*ledger.Record, error) {
+	var labels []string
+	for _, l := range is.Labels {
+		if strings.HasPrefix(l, ledger.LabelPrefix) {
+			labels = append(labels, l)
+		}
+	}
+	byID := map[int64]Comment{}
+	var status []Comment
+	for _, c := range comments {
+		byID[c.ID] = c
+		if ledger.IsStatusComment(c.Body) {
+			status = append(status, c)
+		}
+	}
+	var mine []Comment
+	for _, c := range status {
+		if strings.EqualFold(c.Author, bot) {
+			mine = append(mine, c)
+		}
+	}
+	switch {
+	case len(mine) == 0 && len(status) > 0:
+		return nil, fmt.Errorf("the status comment was written by @%s, not by Bumper", status[0].Author)
+	case len(mine) == 0:
+		return nil, errors.New("the issue carries a state label but has no status comment")
+	case len(mine) > 1:
+		*commentID = mine[0].ID
+		return nil, fmt.Errorf("the issue has %d status comments; there must be one", len(mine))
+	}
+	*commentID = mine[0].ID
+	rec, err := ledger.Decode(mine[0].Body)
+	if err != nil {
+		return nil, err
+	}
+	if rec.ID() != ledger.ID(repo.FullName, is.Number) {
+		return nil, fmt.Errorf("the record names %s, not this issue", rec.ID())
+	}
+	if len(labels) != 1 || !strings.EqualFold(labels[0], rec.State.Label()) {
+		return rec, fmt.Errorf("the record says %s but the issue's state labels are %v", rec.State, labels)
+	}
+	for _, a := range rec.Approvals {
+		if a.CommentID == 0 {
+			continue
+		}
+		c, ok := byID[a.CommentID]
+		if !ok || !strings.EqualFold(c.Author, a.By) {
+			return rec, fmt.Errorf("the approval by @%s points at comment %d, which @%s did not write", a.By, a.CommentID, a.By)
+		}
+	}
+	return rec, nil
+}
+
+// ForgetRepository drops a repository's work items from the index (the App was
+// uninstalled from it); GitHub keeps their records.
+func (s *Service) ForgetRepository(repo string) int {
+	recs := s.idx.ByRepository(repo)
+	for _, r := range recs {
+		s.idx.Delete(r.ID())
+	}
+	return len(recs)
+}

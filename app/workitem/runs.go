@@ -1,0 +1,198 @@
+package workitem
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/app/ledger"
+)
+
+// RunEvent is a workflow_run or workflow_job webhook about a run, translated.
+type RunEvent struct {
+	Delivery     string
+	Repo         Repo
+	RunID        int64
+	WorkflowPath string
+	Status       string // queued, in_progress, completed
+	Conclusion   string
+	Runner       string
+}
+
+// HandleRun moves a work item as its run progresses. Runs Bumper did not dispatch (any
+// other workflow, or a run unknown to the ledger) are ignored.
+func (s *Service) HandleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
+	if ev.WorkflowPath != "" && ev.WorkflowPath != ".github/workflows/"+s.opts.Workflow {
+		return nil
+	}
+	id, ok := s.itemByRun(ev.Repo.FullName, ev.RunID)
+	if !ok {
+		return nil
+	}
+	_, numStr, _ := strings.Cut(id, "#")
+	n, _ := strconv.Atoi(numStr)
+	defer s.lock(id)()
+	it, err := s.load(ctx, gh, ev.Repo, n)
+	if err != nil || it == nil {
+		return err
+	}
+	att := it.rec.CurrentAttempt()
+	if att == nil || att.RunID != ev.RunID {
+		// A run of an earlier attempt finishing late changes nothing now.
+		return nil
+	}
+	changed := false
+	if ev.Runner != "" && att.Runner != ev.Runner {
+		att.Runner, changed = ev.Runner, true
+	}
+	if ev.Status == "completed" && att.Outcome == "" {
+		att.Outcome, att.EndedAt, changed = ev.Conclusion, s.now().UTC(), true
+		if err := s.runEnded(ctx, gh, it, att.Number, ev.Conclusion); err != nil {
+			return err
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return s.save(ctx, gh, it, ev.Delivery)
+}
+
+// runEnded decides what a finished run means for its work item.
+func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int, conclusion string) error {
+	rec := it.rec
+	if !rec.State.Active() {
+		return nil
+	}
+	if rec.State == ledger.Planning {
+		if conclusion == "success" && rec.PlanRevision != "" {
+			return nil
+		}
+		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the plan run ended (%s) without posting a plan", conclusion))
+	}
+	pol, err := s.policy(ctx, gh, it.repo.FullName)
+	if err != nil {
+		pol = DefaultPolicy()
+	}
+	used := rec.AttemptsOfStage(StageImplement)
+	reason := fmt.Sprintf("attempt %d ended (%s) before a pull request was ready; %d of %d attempts used", attempt, conclusion, used, pol.Bounds.Attempts)
+	if used >= pol.Bounds.Attempts {
+		reason += "; the attempt bound is reached"
+	} else {
+		reason += "; a maintainer can comment /retry"
+	}
+	zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Int(LogKeyAttempt, attempt).Str(LogKeyConclusion, conclusion).Msg("run ended")
+	return s.move(ctx, it, ledger.Failed, reason)
+}
+
+// itemByRun finds the work item a run belongs to: from the dispatch index, else from
+// the records (after a restart the dispatch index is rebuilt from them).
+func (s *Service) itemByRun(repo string, runID int64) (string, bool) {
+	if d, ok := s.idx.DispatchByRun(runID); ok {
+		return d.ItemID, true
+	}
+	for _, rec := range s.idx.ByRepository(repo) {
+		for _, a := range rec.Attempts {
+			if a.RunID == runID {
+				return rec.ID(), true
+			}
+		}
+	}
+	return "", false
+}
+
+// PullEvent is a pull_request webhook, translated.
+type PullEvent struct {
+	Delivery string
+	Action   string // opened, synchronize, closed
+	Repo     Repo
+	Number   int
+	HeadRef  string // branch name
+	Merged   bool
+	Sender   string
+}
+
+// WorkBranch parses a Bumper work branch name, bumper/<issue>-<attempt>.
+func WorkBranch(ref string) (issue, attempt int, ok bool) {
+	rest, ok := strings.CutPrefix(ref, "bumper/")
+	if !ok {
+		return 0, 0, false
+	}
+	is, at, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	i, err1 := strconv.Atoi(is)
+	a, err2 := strconv.Atoi(at)
+	if err1 != nil || err2 != nil || i < 1 || a < 1 {
+		return 0, 0, false
+	}
+	return i, a, true
+}
+
+// HandlePull follows the pull requests of Bumper's work branches: opening records the
+// PR, merging ends the work item, closing without merge stops it.
+func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error {
+	n, attempt, ok := WorkBranch(ev.HeadRef)
+	if !ok {
+		return nil
+	}
+	defer s.lock(ledger.ID(ev.Repo.FullName, n))()
+	it, err := s.load(ctx, gh, ev.Repo, n)
+	if err != nil || it == nil {
+		return err
+	}
+	if it.stored.Handled(ev.Delivery) || attempt != len(it.rec.Attempts) {
+		return nil
+	}
+	switch ev.Action {
+	case "opened", "reopened":
+		if it.rec.PullRequest == ev.Number {
+			return nil
+		}
+		it.rec.PullRequest = ev.Number
+	case "closed":
+		if it.rec.PullRequest != ev.Number || it.rec.State.Terminal() {
+			return nil
+		}
+		to, reason := ledger.Stopped, fmt.Sprintf("@%s closed pull request #%d without merging", ev.Sender, ev.Number)
+		if ev.Merged {
+			to, reason = ledger.Done, fmt.Sprintf("pull request #%d was merged", ev.Number)
+		}
+		if err := s.move(ctx, it, to, reason); err != nil {
+			return nil
+		}
+	default:
+		// synchronize: new commits on the work branch; the fix rounds are the runner's.
+		zerolog.Ctx(ctx).Debug().Str(LogKeyWorkItem, it.rec.ID()).Str(LogKeyAction, ev.Action).Msg("pull request event needs no change")
+		return nil
+	}
+	return s.save(ctx, gh, it, ev.Delivery)
+}
+
+// CheckRerequest is a check_run "rerequested" webhook: someone pressed Re-run on a
+// check of a Bumper pull request.
+type CheckRerequest struct {
+	Delivery     string
+	Repo         Repo
+	PullRequests []int
+	Sender       string
+	SenderType   string
+}
+
+// HandleCheckRerequest treats Re-run on a failed work item's pull request as /retry,
+// with the same permission check.
+func (s *Service) HandleCheckRerequest(ctx context.Context, gh GitHub, ev CheckRerequest) error {
+	for _, rec := range s.idx.ByRepository(ev.Repo.FullName) {
+		for _, pr := range ev.PullRequests {
+			if rec.PullRequest != pr || pr == 0 {
+				continue
+			}
+			return s.HandleComment(ctx, gh, CommentEvent{Delivery: ev.Delivery, Repo: ev.Repo,
+				Issue: Issue{Number: rec.Issue, Comments: -1}, Author: ev.Sender, AuthorType: ev.SenderType, Body: "/retry"})
+		}
+	}
+	return nil
+}

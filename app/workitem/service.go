@@ -1,0 +1,250 @@
+package workitem
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/app/ledger"
+)
+
+// Log keys of the App's domain logs.
+const (
+	LogKeyWorkItem   = "work_item"
+	LogKeyState      = "state"
+	LogKeyFrom       = "from_state"
+	LogKeyAttempt    = "attempt"
+	LogKeyRunID      = "run_id"
+	LogKeyUser       = "user"
+	LogKeyReason     = "reason"
+	LogKeyStage      = "stage"
+	LogKeyDispatch   = "dispatch"
+	LogKeyConclusion = "conclusion"
+	LogKeyCommand    = "command"
+	LogKeyAction     = "action"
+)
+
+// Options configure a Service.
+type Options struct {
+	Index     *ledger.Index
+	Connector Connector
+	// Workflow is the runner workflow's file name under .github/workflows.
+	Workflow string
+	// TriggerLabel starts a work item when a writer puts it on an issue.
+	TriggerLabel string
+	// TokenPermissions are what a run's installation token may do.
+	TokenPermissions map[string]string
+	// RunTokens signs the run tokens handed out by the token exchange.
+	RunTokens RunTokenSigner
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Service applies GitHub events and runner call-backs to work items.
+type Service struct {
+	opts Options
+	idx  *ledger.Index
+	now  func() time.Time
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+	bot   string
+}
+
+// New checks the options and returns a Service.
+func New(opts Options) (*Service, error) {
+	switch {
+	case opts.Index == nil:
+		return nil, errors.New("workitem: an index is required")
+	case opts.Connector == nil:
+		return nil, errors.New("workitem: a GitHub connector is required")
+	case opts.Workflow == "" || strings.Contains(opts.Workflow, "/"):
+		return nil, fmt.Errorf("workitem: workflow %q must be a file name under .github/workflows", opts.Workflow)
+	case opts.TriggerLabel == "":
+		return nil, errors.New("workitem: a trigger label is required")
+	case opts.RunTokens == nil:
+		return nil, errors.New("workitem: a run token signer is required")
+	case len(opts.TokenPermissions) == 0:
+		return nil, errors.New("workitem: the run token permissions must name at least one permission")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{opts: opts, idx: opts.Index, now: opts.Now, locks: map[string]*sync.Mutex{}}, nil
+}
+
+// Index is the service's ledger index.
+func (s *Service) Index() *ledger.Index { return s.idx }
+
+// botLogin is the App's own login, asked once.
+func (s *Service) botLogin(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bot != "" {
+		return s.bot, nil
+	}
+	login, err := s.opts.Connector.BotLogin(ctx)
+	if err != nil {
+		return "", fmt.Errorf("failed to learn the App's login: %w", err)
+	}
+	s.bot = login
+	return login, nil
+}
+
+// lock serializes the handling of one work item within this process; events for
+// different items run in parallel.
+func (s *Service) lock(id string) func() {
+	s.mu.Lock()
+	l, ok := s.locks[id]
+	if !ok {
+		l = &sync.Mutex{}
+		s.locks[id] = l
+	}
+	s.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// item is a work item loaded for a change: its record as stored, and the copy the
+// handler changes.
+type item struct {
+	repo      Repo
+	commentID int64
+	stored    *ledger.Record // nil for a new item
+	rec       *ledger.Record
+}
+
+// errUntrusted marks a record that failed to parse or contradicts GitHub.
+var errUntrusted = errors.New("untrusted work item record")
+
+// load finds a work item: in the index, or else in the issue's comments. It returns a
+// nil item, without error, when the issue has no work item.
+func (s *Service) load(ctx context.Context, gh GitHub, repo Repo, number int) (*item, error) {
+	return s.loadIssue(ctx, gh, repo, Issue{Number: number, Comments: -1})
+}
+
+// loadIssue is load with what the payload says about the issue.
+func (s *Service) loadIssue(ctx context.Context, gh GitHub, repo Repo, is Issue) (*item, error) {
+	number := is.Number
+	id := ledger.ID(repo.FullName, number)
+	if rec, cid, ok := s.idx.Get(id); ok {
+		return &item{repo: repo, commentID: cid, stored: rec, rec: rec.Clone()}, nil
+	}
+	if is.Comments == 0 {
+		return nil, nil
+	}
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	comments, err := gh.Comments(ctx, repo.FullName, number)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the comments of %s: %w", id, err)
+	}
+	for _, c := range comments {
+		if !ledger.IsStatusComment(c.Body) || !strings.EqualFold(c.Author, bot) {
+			continue
+		}
+		rec, err := ledger.Decode(c.Body)
+		if err != nil {
+			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %v", errUntrusted, err)
+		}
+		if rec.ID() != id {
+			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: the record names %s, not this issue", errUntrusted, rec.ID())
+		}
+		if err := s.idx.Put(rec, c.ID); err != nil {
+			return nil, err
+		}
+		return &item{repo: repo, commentID: c.ID, stored: rec, rec: rec.Clone()}, nil
+	}
+	return nil, nil
+}
+
+// save writes the record to the status comment (creating it on first write), moves the
+// state label, and updates the index. The record's revision counts the writes.
+func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string) error {
+	rec := it.rec
+	rec.Revision++
+	rec.UpdatedAt = s.now().UTC()
+	rec.NoteDelivery(delivery)
+	body, err := ledger.Encode(rec)
+	if err != nil {
+		return err
+	}
+	if it.commentID == 0 {
+		id, err := gh.CreateComment(ctx, it.repo.FullName, rec.Issue, body)
+		if err != nil {
+			return fmt.Errorf("failed to create the status comment of %s: %w", rec.ID(), err)
+		}
+		it.commentID = id
+	} else if err := gh.EditComment(ctx, it.repo.FullName, it.commentID, body); err != nil {
+		return fmt.Errorf("failed to update the status comment of %s: %w", rec.ID(), err)
+	}
+	var from ledger.State
+	if it.stored != nil {
+		from = it.stored.State
+	}
+	if from != rec.State {
+		if err := gh.AddLabel(ctx, it.repo.FullName, rec.Issue, rec.State.Label()); err != nil {
+			return fmt.Errorf("failed to label %s %s: %w", rec.ID(), rec.State.Label(), err)
+		}
+		if from != "" {
+			if err := gh.RemoveLabel(ctx, it.repo.FullName, rec.Issue, from.Label()); err != nil {
+				return fmt.Errorf("failed to remove label %s from %s: %w", from.Label(), rec.ID(), err)
+			}
+		}
+		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Str(LogKeyFrom, string(from)).
+			Str(LogKeyState, string(rec.State)).Str(LogKeyReason, rec.Reason).Msg("work item moved")
+	}
+	if err := s.idx.Put(rec, it.commentID); err != nil {
+		return err
+	}
+	it.stored = rec.Clone()
+	return nil
+}
+
+// move changes the item's state through the transition table; an illegal move is
+// logged and refused.
+func (s *Service) move(ctx context.Context, it *item, to ledger.State, reason string) error {
+	if err := it.rec.MoveTo(to, reason); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str(LogKeyWorkItem, it.rec.ID()).Msg("refused a state change")
+		return err
+	}
+	return nil
+}
+
+// reply posts a comment from the bot on the issue.
+func (s *Service) reply(ctx context.Context, gh GitHub, repo string, issue int, body string) error {
+	if _, err := gh.CreateComment(ctx, repo, issue, body); err != nil {
+		return fmt.Errorf("failed to reply on %s: %w", ledger.ID(repo, issue), err)
+	}
+	return nil
+}
+
+// policy reads the repository's .github/bumper.yml, or the defaults when it is absent.
+// A file that does not parse is an error: the App does not guess at security settings.
+func (s *Service) policy(ctx context.Context, gh GitHub, repo string) (Policy, error) {
+	raw, err := gh.File(ctx, repo, PolicyPath)
+	if errors.Is(err, ErrNotFound) {
+		return DefaultPolicy(), nil
+	}
+	if err != nil {
+		return Policy{}, fmt.Errorf("failed to read %s of %s: %w", PolicyPath, repo, err)
+	}
+	return ParsePolicy(raw)
+}
+
+func newNonce() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("failed to make a nonce: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
