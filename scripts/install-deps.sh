@@ -9,6 +9,6 @@ export DEBIAN_FRONTEND=noninteractive
 # nftables, iproute2: per-run network namespaces and the default-deny firewall.
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-  git ca-certificates make \
+  git ca-certificates make curl python3 \
   qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs xz-utils file \
   nftables iproute2 >/dev/null
