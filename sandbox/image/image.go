@@ -166,6 +166,9 @@ func Load(dir string) (*Image, error) {
 	if base := filepath.Base(filepath.Clean(dir)); "sha256:"+base != m.Digest {
 		return nil, fmt.Errorf("failed to load image %s: directory name %s does not match the digest %s", dir, base, m.Digest)
 	}
+	if alreadyVerified(dir, m.Digest) {
+		return &Image{dir: dir, manifest: m}, nil
+	}
 	checks := []struct{ file, sum string }{
 		{KernelFile, m.Kernel.SHA256},
 		{InitrdFile, m.Initrd.SHA256},
@@ -183,6 +186,7 @@ func Load(dir string) (*Image, error) {
 			return nil, fmt.Errorf("failed to load image %s: %s is %d bytes, the manifest says %d", dir, c.file, size, m.Rootfs.SizeBytes)
 		}
 	}
+	recordVerified(dir, m.Digest)
 	return &Image{dir: dir, manifest: m}, nil
 }
 

@@ -271,3 +271,31 @@ func TestHashFileSparse(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadAfterVerification checks that the verification record only ever skips work:
+// a file changed after a successful Load, even with its modification time restored, is
+// still caught.
+func TestLoadAfterVerification(t *testing.T) {
+	dir, _ := writeFakeImage(t, filepath.Join(t.TempDir(), "images"))
+	if _, err := Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, verifiedFile)); err != nil {
+		t.Fatalf("no verification record after a full Load: %v", err)
+	}
+	if _, err := Load(dir); err != nil {
+		t.Fatalf("second Load: %v", err)
+	}
+	rootfs := filepath.Join(dir, RootfsFile)
+	st, err := os.Stat(rootfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, rootfs, 100, []byte("x"))
+	if err := os.Chtimes(rootfs, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "rootfs.ext4 has SHA-256") {
+		t.Fatalf("Load after a change with the old mtime = %v, want a hash mismatch", err)
+	}
+}

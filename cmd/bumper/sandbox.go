@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/firewall"
+	"github.com/bumperdev/bumper/sandbox"
+	"github.com/bumperdev/bumper/sandbox/image"
+)
+
+func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "run" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			return runSandboxRun(ctx, []string{"-h"}, stdout, stderr)
+		}
+		return fmt.Errorf("%w: want 'bumper sandbox run [flags] -- COMMAND [ARG]...'", errUsage)
+	}
+	return runSandboxRun(ctx, args[1:], stdout, stderr)
+}
+
+func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sandbox run", "[--image DIR] [--allow DOMAIN]... [--resolve HOST:IP]... [--workspace DIR] [--out DIR] [--timeout D] [--cpus N] [--memory SIZE] [--audit FILE] [--cold] -- COMMAND [ARG]...", stderr)
+	imageDir := fs.String("image", "", "image directory (default: build or reuse the default image in --cache)")
+	cache := fs.String("cache", image.DefaultCacheDir, "cache for the default image (when --image is not given) and for warm-start snapshots")
+	var allow, resolve stringList
+	fs.Var(&allow, "allow", "let the command reach DOMAIN through the firewall proxy (repeatable); without any, the VM has no network")
+	fs.Var(&resolve, "resolve", "pin HOST to IP in the proxy's resolver (repeatable)")
+	ws := fs.String("workspace", "", "directory copied into the VM as /workspace")
+	out := fs.String("out", "", "directory that receives the VM's /out")
+	timeout := fs.Duration("timeout", 30*time.Minute, "wall-time limit; the VM is killed when it passes")
+	cpus := fs.Int("cpus", 2, "vCPUs")
+	memory := fs.String("memory", "1G", "guest memory (e.g. 512M, 2G)")
+	disk := fs.String("disk", "", "root disk size, at least the image's; the guest's root filesystem grows to it (default: the image's)")
+	audit := fs.String("audit", "", "firewall audit log (default: a file in the temp directory, printed at the end)")
+	cold := fs.Bool("cold", false, "boot cold instead of restoring a snapshot from CACHE/snapshots (the first warm run of an image makes the snapshot)")
+	accel := fs.String("accel", sandbox.AccelAuto, "accelerator: auto (KVM if a canary boot works, else TCG), kvm or tcg")
+	defaultQEMUUser := ""
+	if os.Geteuid() == 0 {
+		defaultQEMUUser = "nobody"
+	}
+	qemuUser := fs.String("qemu-user", defaultQEMUUser, "user (name or uid[:gid]) QEMU drops to; a dedicated system user is best")
+	verbose := fs.Bool("v", false, "log boot steps to stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return fmt.Errorf("%w: no command: put it after --, e.g. bumper sandbox run -- git --version", errUsage)
+	}
+	memMB, err := sandbox.ParseSize(*memory)
+	if err != nil {
+		return fmt.Errorf("%w: --memory: %v", errUsage, err)
+	}
+	diskMB := 0
+	if *disk != "" {
+		if diskMB, err = sandbox.ParseSize(*disk); err != nil {
+			return fmt.Errorf("%w: --disk: %v", errUsage, err)
+		}
+	}
+	if len(resolve) > 0 && len(allow) == 0 {
+		return fmt.Errorf("%w: --resolve without --allow does nothing: the VM has no network unless something is allowed", errUsage)
+	}
+	level := zerolog.WarnLevel
+	if *verbose {
+		level = zerolog.InfoLevel
+	}
+	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
+
+	im, err := loadOrBuildImage(ctx, *imageDir, *cache, stderr)
+	if err != nil {
+		return err
+	}
+	m := im.Manifest()
+	spec := sandbox.Spec{
+		Config: sandbox.Config{
+			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: m.Cmdline,
+			CPUs: *cpus, MemoryMB: memMB, DiskSizeMB: diskMB, Timeout: *timeout, WorkspaceDir: *ws, Accel: *accel,
+			QEMUUser: *qemuUser,
+		},
+		Argv: argv, OutDir: *out, Stdout: stdout, Stderr: stderr,
+	}
+	if !*cold {
+		spec.Config.SnapshotDir = filepath.Join(*cache, "snapshots")
+	}
+	auditPath := *audit
+	if len(allow) > 0 {
+		if auditPath == "" {
+			auditPath = filepath.Join(os.TempDir(), fmt.Sprintf("bumper-sandbox-audit-%d.jsonl", time.Now().UnixNano()))
+		}
+		spec.StartProxy = firewallStarter(firewall.Flags{Audit: auditPath, Allow: allow, Resolve: resolve})
+	}
+	rep, err := sandbox.Run(ctx, spec)
+	if rep != nil && *verbose {
+		fmt.Fprintf(stderr, "sandbox: accel %s (%s); %s boot (%s); first command after %v; teardown %v\n",
+			rep.Accel.Accel, rep.Accel.Reason, rep.Boot.Mode, rep.Boot.Reason,
+			rep.FirstCommand.Round(time.Millisecond), rep.Teardown.Round(time.Millisecond))
+	}
+	if len(allow) > 0 {
+		fmt.Fprintf(stderr, "sandbox: firewall audit log: %s\n", auditPath)
+	}
+	if rep != nil && !*cold {
+		switch {
+		case rep.SnapshotMade:
+			fmt.Fprintln(stderr, "sandbox: first run of this image and VM shape: made a snapshot, later runs start warm")
+		case rep.Boot.Mode == "cold":
+			fmt.Fprintf(stderr, "sandbox: booted cold: %s\n", rep.Boot.Reason)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Out != nil && len(rep.Out.Skipped) > 0 {
+		fmt.Fprintf(stderr, "sandbox: %d entries of /out refused:\n", len(rep.Out.Skipped))
+		for _, s := range rep.Out.Skipped {
+			fmt.Fprintf(stderr, "  %s\n", s)
+		}
+	}
+	switch {
+	case rep.TimedOut:
+		fmt.Fprintf(stderr, "sandbox: %s\n", rep.Error)
+		return exitError{code: 124}
+	case rep.Error != "":
+		return fmt.Errorf("the command did not run: %s", rep.Error)
+	case rep.OutError != "":
+		fmt.Fprintf(stderr, "sandbox: /out not returned: %s\n", rep.OutError)
+	}
+	if rep.Signal != "" {
+		fmt.Fprintf(stderr, "sandbox: command killed by signal %s\n", rep.Signal)
+		return exitError{code: 128 + 9}
+	}
+	if rep.ExitCode != 0 {
+		return exitError{code: rep.ExitCode}
+	}
+	return nil
+}
+
+func loadOrBuildImage(ctx context.Context, dir, cache string, stderr io.Writer) (*image.Image, error) {
+	if dir != "" {
+		return image.Load(dir)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
+	}
+	return image.Build(ctx, image.BuildConfig{CacheDir: cache, AgentBinary: self, Progress: stderr})
+}
+
+// firewallStarter wires the firewall into the sandbox: the sandbox calls it with the
+// run's host-side address once the network exists.
+func firewallStarter(f firewall.Flags) sandbox.ProxyStarter {
+	return func(ctx context.Context, listen string) (func() error, error) {
+		f.Listen = listen
+		var cfg firewall.Config
+		if err := cfg.Apply(f); err != nil {
+			return nil, err
+		}
+		fctx, cancel := context.WithCancel(ctx)
+		ready := make(chan struct{})
+		errc := make(chan error, 1)
+		go func() { errc <- firewall.Run(fctx, &cfg, func(string) { close(ready) }) }()
+		select {
+		case <-ready:
+		case err := <-errc:
+			cancel()
+			return nil, fmt.Errorf("firewall failed to start: %w", err)
+		}
+		return func() error {
+			cancel()
+			if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("firewall: %w", err)
+			}
+			return nil
+		}, nil
+	}
+}

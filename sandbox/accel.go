@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CanaryTimeout bounds the KVM canary boot. A working KVM boots the kernel to its
+// "no root" panic in well under a second; a broken nested KVM hangs forever.
+const CanaryTimeout = 5 * time.Second
+
+// AccelChoice is the accelerator a machine uses and why.
+type AccelChoice struct {
+	Accel  string `json:"accel"`
+	Reason string `json:"reason"`
+	// BootID ties a cached probe to one host boot: KVM's health does not change within
+	// a boot, but may across them.
+	BootID string `json:"boot_id"`
+}
+
+// ChooseAccel picks KVM or TCG for cfg. With AccelAuto it boots a canary kernel under
+// KVM (cached per host boot in cfg.StateDir) and falls back to TCG when that fails.
+func ChooseAccel(ctx context.Context, cfg Config) AccelChoice {
+	cfg = cfg.withDefaults()
+	switch cfg.Accel {
+	case AccelTCG:
+		return AccelChoice{Accel: AccelTCG, Reason: "TCG requested"}
+	case AccelKVM:
+		return AccelChoice{Accel: AccelKVM, Reason: "KVM requested (no canary)"}
+	}
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return AccelChoice{Accel: AccelTCG, Reason: fmt.Sprintf("/dev/kvm unusable: %v", err)}
+	}
+	f.Close()
+	bootID := hostBootID()
+	cache := filepath.Join(cfg.StateDir, "kvm-probe.json")
+	if b, err := os.ReadFile(cache); err == nil {
+		var c AccelChoice
+		if json.Unmarshal(b, &c) == nil && c.BootID == bootID && bootID != "" {
+			c.Reason += " (cached)"
+			return c
+		}
+	}
+	c := kvmCanary(ctx, cfg)
+	c.BootID = bootID
+	if b, err := json.Marshal(c); err == nil && os.MkdirAll(cfg.StateDir, 0o700) == nil {
+		tmp := cache + ".tmp"
+		if os.WriteFile(tmp, b, 0o600) == nil {
+			_ = os.Rename(tmp, cache)
+		}
+	}
+	return c
+}
+
+// kvmCanary boots the kernel under KVM with no root disk; reaching the kernel's panic
+// (which, with panic=-1 and -no-reboot, ends QEMU) proves guests run.
+func kvmCanary(ctx context.Context, cfg Config) AccelChoice {
+	ctx, cancel := context.WithTimeout(ctx, CanaryTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cfg.QEMU, "-M", "microvm", "-accel", "kvm", "-cpu", kvmCPU,
+		"-m", "256", "-smp", "1", "-kernel", cfg.Kernel,
+		"-append", "console=ttyS0 panic=-1 root=/dev/bumper-canary-none",
+		"-display", "none", "-monitor", "none", "-serial", "stdio", "-nic", "none", "-no-reboot")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return AccelChoice{Accel: AccelTCG, Reason: fmt.Sprintf("KVM canary did not finish booting within %v (nested KVM hangs)", CanaryTimeout)}
+	case err != nil:
+		return AccelChoice{Accel: AccelTCG, Reason: fmt.Sprintf("KVM canary failed: %v: %s", err, lastLine(out.String()))}
+	case !strings.Contains(out.String(), "Kernel panic"):
+		return AccelChoice{Accel: AccelTCG, Reason: "KVM canary exited without the kernel reaching its panic"}
+	}
+	return AccelChoice{Accel: AccelKVM, Reason: "KVM canary booted"}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func hostBootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// hostTSCkHz returns the host CPU frequency in kHz for tsc_early_khz. Without it about
+// one TCG boot in five hangs calibrating the TSC against the PIT.
+func hostTSCkHz() (int, error) {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return 0, fmt.Errorf("failed to read /proc/cpuinfo: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "cpu MHz" {
+			mhz, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || mhz <= 0 {
+				return 0, fmt.Errorf("failed to parse cpu MHz %q", v)
+			}
+			return int(mhz * 1000), nil
+		}
+	}
+	return 0, errors.New("no cpu MHz in /proc/cpuinfo")
+}
+
+// kvmCPU is the CPU model under KVM. Some hosts refuse to pass the
+// IA32_ARCH_CAPABILITIES MSR through and QEMU aborts on `-cpu host` unless it is masked.
+const kvmCPU = "host,-arch-capabilities"

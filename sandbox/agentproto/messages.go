@@ -1,0 +1,147 @@
+package agentproto
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Version is the protocol version the agent announces in Hello.
+const Version = 1
+
+// Hello is the guest's first frame: the agent is up and waits for a Run.
+type Hello struct {
+	Version int `json:"version"`
+}
+
+// Network is the guest's static network configuration. The guest sees fixed addresses
+// on every run (so a snapshot stays valid); the host side maps them to the run's own.
+type Network struct {
+	// Address is the guest's eth0 address with prefix, e.g. "10.0.2.15/24".
+	Address string `json:"address"`
+	// Gateway is the default route's next hop, e.g. "10.0.2.2".
+	Gateway string `json:"gateway"`
+}
+
+// Validate checks that the addresses parse and the gateway is on the guest's subnet.
+func (n *Network) Validate() error {
+	p, err := netip.ParsePrefix(n.Address)
+	if err != nil || !p.Addr().Is4() {
+		return fmt.Errorf("network address %q must be an IPv4 address with prefix, e.g. 10.0.2.15/24", n.Address)
+	}
+	gw, err := netip.ParseAddr(n.Gateway)
+	if err != nil || !p.Contains(gw) {
+		return fmt.Errorf("network gateway %q must be an IPv4 address inside %s", n.Gateway, p.Masked())
+	}
+	return nil
+}
+
+// Run asks the agent to set up the guest and run one command.
+type Run struct {
+	// Argv is the command and its arguments; Argv[0] is looked up in PATH.
+	Argv []string `json:"argv"`
+	// Env holds extra KEY=VALUE entries added to the agent user's base environment.
+	Env []string `json:"env,omitempty"`
+	// Dir is the working directory (default /workspace).
+	Dir string `json:"dir,omitempty"`
+	// ClockUnixNano is the host's wall clock when the frame was sent; the guest sets its
+	// clock to it (a restored snapshot's clock is stale otherwise).
+	ClockUnixNano int64 `json:"clock_unix_nano"`
+	// MaxProcs is the RLIMIT_NPROC for the command's user.
+	MaxProcs uint64 `json:"max_procs"`
+	// Network, when set, brings up eth0; without it the guest has only loopback.
+	Network *Network `json:"network,omitempty"`
+	// Workspace says whether the workspace disk is attached and must be mounted.
+	Workspace bool `json:"workspace"`
+	// OutMaxBytes caps the tar of /out written to the out disk.
+	OutMaxBytes int64 `json:"out_max_bytes"`
+	// GrowRoot asks the agent to grow the root filesystem to its disk, which the host
+	// made larger than the image's template.
+	GrowRoot bool `json:"grow_root,omitempty"`
+}
+
+// Validate checks a Run before the agent acts on it.
+func (r *Run) Validate() error {
+	if len(r.Argv) == 0 || r.Argv[0] == "" {
+		return fmt.Errorf("run request has no command: argv must name a program")
+	}
+	for _, e := range r.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("run request env entry %q must be KEY=VALUE", e)
+		}
+	}
+	if r.MaxProcs == 0 {
+		return fmt.Errorf("run request max_procs must be positive")
+	}
+	if r.OutMaxBytes <= 0 {
+		return fmt.Errorf("run request out_max_bytes must be positive")
+	}
+	if r.Network != nil {
+		if err := r.Network.Validate(); err != nil {
+			return fmt.Errorf("run request: %w", err)
+		}
+	}
+	return nil
+}
+
+// Result reports how the command ended. The host treats every field as untrusted.
+type Result struct {
+	// ExitCode is the command's exit status, or -1 when it was killed by a signal or
+	// never started.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that ended the command, if any.
+	Signal string `json:"signal,omitempty"`
+	// Error says why the command could not be started or set up, if it could not.
+	Error string `json:"error,omitempty"`
+	// OutBytes is the size of the tar written to the out disk (0 when /out was empty).
+	OutBytes int64 `json:"out_bytes"`
+	// OutError says why /out could not be written, if it could not.
+	OutError string `json:"out_error,omitempty"`
+}
+
+// maxText bounds the free-text fields of a Result the host will keep.
+const maxText = 4096
+
+// Validate checks a Result received from a guest.
+func (r *Result) Validate() error {
+	if r.ExitCode < -1 || r.ExitCode > 255 {
+		return fmt.Errorf("guest result exit code %d outside -1..255", r.ExitCode)
+	}
+	if r.OutBytes < 0 {
+		return fmt.Errorf("guest result out_bytes %d is negative", r.OutBytes)
+	}
+	if len(r.Signal) > 32 || len(r.Error) > maxText || len(r.OutError) > maxText {
+		return fmt.Errorf("guest result text fields exceed %d bytes", maxText)
+	}
+	return nil
+}
+
+// Encode marshals v as a frame payload.
+func Encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+// Decode unmarshals a frame payload strictly (unknown fields are an error) and runs the
+// value's Validate method when it has one.
+func Decode(payload []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("failed to decode %T: %w", v, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("failed to decode %T: trailing data after the JSON value", v)
+	}
+	if val, ok := v.(interface{ Validate() error }); ok {
+		if err := val.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package agentproto
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodeRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string
+		wantErr string
+	}{
+		{"valid", `{"argv":["true"],"clock_unix_nano":1,"max_procs":64,"workspace":true,"out_max_bytes":10}`, ""},
+		{"valid with network", `{"argv":["true"],"max_procs":64,"out_max_bytes":10,"network":{"address":"10.0.2.15/24","gateway":"10.0.2.2"}}`, ""},
+		{"no argv", `{"argv":[],"max_procs":64,"out_max_bytes":10}`, "no command"},
+		{"bad env", `{"argv":["true"],"env":["NOEQUALS"],"max_procs":64,"out_max_bytes":10}`, "KEY=VALUE"},
+		{"no proc limit", `{"argv":["true"],"max_procs":0,"out_max_bytes":10}`, "max_procs"},
+		{"no out cap", `{"argv":["true"],"max_procs":1,"out_max_bytes":0}`, "out_max_bytes"},
+		{"unknown field", `{"argv":["true"],"max_procs":1,"out_max_bytes":1,"exec_on_host":"x"}`, "unknown field"},
+		{"gateway off subnet", `{"argv":["true"],"max_procs":1,"out_max_bytes":1,"network":{"address":"10.0.2.15/24","gateway":"10.0.3.2"}}`, "inside 10.0.2.0/24"},
+		{"ipv6 address", `{"argv":["true"],"max_procs":1,"out_max_bytes":1,"network":{"address":"fd00::2/64","gateway":"fd00::1"}}`, "IPv4"},
+		{"trailing data", `{"argv":["true"],"max_procs":1,"out_max_bytes":1} {}`, "trailing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Run
+			err := Decode([]byte(tt.payload), &r)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Decode = %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDecodeResult(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string
+		wantErr bool
+	}{
+		{"exit zero", `{"exit_code":0,"out_bytes":0}`, false},
+		{"signalled", `{"exit_code":-1,"signal":"killed","out_bytes":0}`, false},
+		{"exit too large", `{"exit_code":256,"out_bytes":0}`, true},
+		{"exit too small", `{"exit_code":-2,"out_bytes":0}`, true},
+		{"negative out", `{"exit_code":0,"out_bytes":-5}`, true},
+		{"huge error text", `{"exit_code":1,"error":"` + strings.Repeat("a", maxText+1) + `"}`, true},
+		{"not json", `exit 0`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Result
+			err := Decode([]byte(tt.payload), &r)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Decode = %v, wantErr %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/bumperdev/bumper/sandbox/reaper"
+	"github.com/bumperdev/bumper/sandbox/workspace"
+)
+
+// saveRecord writes the run record so a reaper can clean up if this process dies.
+func (m *Machine) saveRecord() error {
+	return reaper.Write(m.cfg.StateDir, *m.record)
+}
+
+func (m *Machine) start(ctx context.Context) error {
+	var err error
+	if m.record == nil {
+		rec, err := reaper.Own(m.id)
+		if err != nil {
+			return err
+		}
+		m.record = &rec
+	}
+	if m.ownRecord {
+		if err := m.saveRecord(); err != nil {
+			return err
+		}
+		m.pushCleanup("run record", func() error { return reaper.Remove(m.cfg.StateDir, m.id) })
+	}
+	if err := m.step("run directory", func() error {
+		m.runDir, err = os.MkdirTemp(m.cfg.RunDir, "bumper-"+m.id+"-")
+		if err != nil {
+			return fmt.Errorf("failed to create run directory in %s: %w", m.cfg.RunDir, err)
+		}
+		dir := m.runDir
+		m.pushCleanup("run directory", func() error { return os.RemoveAll(dir) })
+		m.record.RunDir = dir
+		return m.saveRecord()
+	}); err != nil {
+		return err
+	}
+	if err := m.step("accelerator", func() error {
+		m.accel = ChooseAccel(ctx, m.cfg)
+		m.log.Info().Str(logKeyAccel, m.accel.Accel).Str(logKeyReason, m.accel.Reason).Msg("accelerator chosen")
+		return nil
+	}); err != nil {
+		return err
+	}
+	layout := qemuLayout{
+		cfg: m.cfg, accel: m.accel.Accel, outDisk: filepath.Join(m.runDir, "out.raw"),
+		agentSock: filepath.Join(m.runDir, "agent.sock"), console: m.ConsolePath(),
+		qmpSock: filepath.Join(m.runDir, "qmp.sock"), fixedDisks: m.cfg.SnapshotDir != "",
+	}
+	if layout.accel == AccelTCG {
+		khz, err := hostTSCkHz()
+		if err != nil {
+			return err
+		}
+		layout.tscKHz = khz
+	}
+	if m.cfg.Network != nil {
+		layout.tapFD, layout.mac = 3, m.cfg.Network.withDefaults().MAC
+	}
+	var backing, backingFormat string
+	if err := m.step("snapshot lookup", func() error {
+		backing, backingFormat = m.cfg.Rootfs, "raw"
+		switch {
+		case m.snapshotTo != "":
+			m.boot = BootInfo{Mode: "snapshot", Reason: "booting to take a snapshot"}
+		case m.cfg.SnapshotDir == "":
+			m.boot = BootInfo{Mode: "cold", Reason: "warm starts not configured"}
+		default:
+			snap, reason := findSnapshot(m.cfg.SnapshotDir, layout)
+			if snap == nil {
+				m.boot = BootInfo{Mode: "cold", Reason: reason}
+				break
+			}
+			m.boot = BootInfo{Mode: "warm", Reason: "restoring snapshot " + snap.Key}
+			backing, backingFormat = snap.rootPath(), "qcow2"
+			layout.incoming = snap.statePath()
+			// The kernel command line must be the one the snapshot booted with.
+			layout.tscKHz = snap.TSCkHz
+		}
+		m.log.Info().Str(logKeyBoot, m.boot.Mode).Str(logKeyReason, m.boot.Reason).Msg("boot mode")
+		return nil
+	}); err != nil {
+		return err
+	}
+	layout.overlay = filepath.Join(m.runDir, "root.qcow2")
+	if m.snapshotTo != "" {
+		layout.overlay = filepath.Join(m.snapshotTo, snapshotRoot)
+	}
+	if err := m.step("overlay", func() error {
+		return createOverlay(ctx, backing, backingFormat, m.cfg.DiskSizeMB, layout.overlay)
+	}); err != nil {
+		return err
+	}
+	if m.cfg.WorkspaceDir != "" || layout.fixedDisks {
+		layout.workspace = filepath.Join(m.runDir, "workspace.ext4")
+		if err := m.step("workspace disk", func() error {
+			switch {
+			case m.cfg.WorkspaceDir == "":
+				return workspace.CreateOutDisk(layout.workspace, int64(m.cfg.WorkspaceDiskMB)<<20)
+			case layout.fixedDisks:
+				return workspace.BuildDiskSized(ctx, m.cfg.WorkspaceDir, layout.workspace, int64(m.cfg.WorkspaceDiskMB)<<20)
+			}
+			return workspace.BuildDisk(ctx, m.cfg.WorkspaceDir, layout.workspace, int64(m.cfg.WorkspaceFreeMB)<<20)
+		}); err != nil {
+			return err
+		}
+	}
+	if err := m.step("out disk", func() error {
+		// A little over the cap so the tar's trailer fits after a maximal archive.
+		return workspace.CreateOutDisk(layout.outDisk, m.cfg.OutMaxBytes+1<<20)
+	}); err != nil {
+		return err
+	}
+	m.layout = layout
+	if err := m.step("qemu", func() error { return m.launch(layout) }); err != nil {
+		return err
+	}
+	return m.step("agent hello", func() error { return m.connect(ctx, layout.agentSock) })
+}
+
+func createOverlay(ctx context.Context, backing, format string, sizeMB int, overlay string) error {
+	args := []string{"create", "-q", "-f", "qcow2", "-b", backing, "-F", format, overlay}
+	if sizeMB > 0 {
+		args = append(args, strconv.Itoa(sizeMB)+"M")
+	}
+	out, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("failed to create the qcow2 overlay (is qemu-utils installed?): %w: %s", err, out)
+	}
+	return nil
+}
+
+func (m *Machine) launch(l qemuLayout) error {
+	var extra []*os.File
+	if n := m.cfg.Network; n != nil {
+		extra = append(extra, n.TAP)
+	}
+	if l.incoming != "" {
+		// QEMU reads the saved state straight from this descriptor: about twice as fast
+		// as the `exec:cat` pipe, and it works for an unprivileged QEMU user too.
+		state, err := os.Open(l.incoming)
+		if err != nil {
+			return fmt.Errorf("failed to open the snapshot state: %w", err)
+		}
+		defer state.Close()
+		extra = append(extra, state)
+		l.incomingFD = 2 + len(extra)
+	}
+	cmd := exec.Command(m.cfg.QEMU, l.args()...)
+	cmd.ExtraFiles = extra
+	cmd.Stdin = nil
+	stderr, err := os.Create(filepath.Join(m.runDir, "qemu.stderr"))
+	if err != nil {
+		return fmt.Errorf("failed to create qemu log: %w", err)
+	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	// Its own process group, so a Ctrl-C at the terminal reaches Bumper, which then
+	// shuts the VM down in order, rather than QEMU directly. Pdeathsig ends QEMU if
+	// Bumper dies; the reaper covers the rest.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cred, err := parseUser(m.cfg.QEMUUser); err != nil {
+		return err
+	} else if cred != nil {
+		cmd.SysProcAttr.Credential = cred
+		for _, d := range []string{m.runDir, m.snapshotTo} {
+			if d == "" {
+				continue
+			}
+			if err := chownAll(d, int(cred.Uid), int(cred.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("failed to start %s: %w", m.cfg.QEMU, err)
+	}
+	m.cmd = cmd
+	m.record.QEMUPID = cmd.Process.Pid
+	if start, err := reaper.ProcessStart(cmd.Process.Pid); err == nil {
+		m.record.QEMUStart = start
+	}
+	m.timer = time.AfterFunc(m.cfg.Timeout, func() {
+		m.mu.Lock()
+		m.timedOut = true
+		m.mu.Unlock()
+		m.log.Warn().Dur(logKeyDuration, m.cfg.Timeout).Msg("wall-time limit reached; killing the VM")
+		m.killProcess()
+	})
+	go m.reap()
+	return m.saveRecord()
+}
+
+// reap waits for QEMU, runs the cleanups and releases Wait.
+func (m *Machine) reap() {
+	err := m.cmd.Wait()
+	m.timer.Stop()
+	// Read QEMU's last words before the cleanups delete the run directory.
+	m.mu.Lock()
+	m.qemuTail = tailFile(filepath.Join(m.runDir, "qemu.stderr"))
+	m.mu.Unlock()
+	close(m.exited)
+	cerr := m.runCleanups()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		// A killed QEMU is how Kill and timeouts work; only report other failures.
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			err = nil
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("qemu failed: %w: %s", err, m.exitTail())
+	}
+	m.finish(errors.Join(err, cerr))
+}
+
+// exitTail returns the end of QEMU's stderr once it has exited.
+func (m *Machine) exitTail() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.qemuTail
+}
+
+func (m *Machine) finish(err error) {
+	m.mu.Lock()
+	m.waitErr = err
+	m.mu.Unlock()
+	close(m.done)
+}

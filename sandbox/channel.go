@@ -1,0 +1,159 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/bumperdev/bumper/sandbox/agentproto"
+	"github.com/bumperdev/bumper/sandbox/workspace"
+)
+
+func (m *Machine) connect(ctx context.Context, sock string) error {
+	ctx, cancel := context.WithTimeout(ctx, BootTimeout)
+	defer cancel()
+	var conn net.Conn
+	for {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			conn = c
+			break
+		}
+		select {
+		case <-m.exited:
+			return fmt.Errorf("qemu exited before the agent channel opened: %s", m.exitTail())
+		case <-ctx.Done():
+			return fmt.Errorf("agent channel did not open: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	m.conn = conn
+	m.pushCleanup("agent channel", func() error {
+		if err := conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	m.r = agentproto.NewReader(conn, agentproto.GuestTypes...)
+	m.w = agentproto.NewWriter(conn)
+	type frameOrErr struct {
+		f   agentproto.Frame
+		err error
+	}
+	got := make(chan frameOrErr, 1)
+	go func() {
+		f, err := m.r.Read()
+		got <- frameOrErr{f, err}
+	}()
+	select {
+	case fe := <-got:
+		if fe.err != nil {
+			// A broken channel usually means QEMU died; say why if it did.
+			select {
+			case <-m.exited:
+				return fmt.Errorf("qemu exited before the agent said hello: %s", m.exitTail())
+			case <-time.After(time.Second):
+			}
+			return fmt.Errorf("failed to read the agent's hello (console: %s): %w", tailFile(m.ConsolePath()), fe.err)
+		}
+		if fe.f.Type != agentproto.TypeHello {
+			return fmt.Errorf("agent sent %s before hello", fe.f.Type)
+		}
+		var h agentproto.Hello
+		if err := agentproto.Decode(fe.f.Payload, &h); err != nil {
+			return err
+		}
+		if h.Version != agentproto.Version {
+			return fmt.Errorf("agent speaks protocol %d, this host %d: rebuild the image with this bumper binary", h.Version, agentproto.Version)
+		}
+		return nil
+	case <-ctx.Done():
+		conn.Close()
+		return fmt.Errorf("agent did not say hello within %v (console: %s): %w", BootTimeout, tailFile(m.ConsolePath()), ctx.Err())
+	}
+}
+
+// Run runs argv in the guest's /workspace as the agent user, streaming its output to
+// stdout and stderr, and returns how it ended. env adds KEY=VALUE entries. A Machine
+// runs one command.
+func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (*Result, error) {
+	if m.w == nil {
+		return nil, errors.New("machine not started: call Start first")
+	}
+	m.mu.Lock()
+	ran := m.ran
+	m.ran = true
+	m.mu.Unlock()
+	if ran {
+		return nil, errors.New("machine already ran its command; a Machine runs one")
+	}
+	req := agentproto.Run{
+		Argv:          argv,
+		Env:           append(m.cfg.Network.proxyEnv(), env...),
+		ClockUnixNano: time.Now().UnixNano(),
+		MaxProcs:      m.cfg.MaxProcs,
+		Workspace:     m.cfg.WorkspaceDir != "",
+		OutMaxBytes:   m.cfg.OutMaxBytes,
+		GrowRoot:      m.cfg.DiskSizeMB > 0,
+	}
+	if n := m.cfg.Network; n != nil {
+		g := n.withDefaults().Guest
+		req.Network = &g
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	payload, err := agentproto.Encode(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.w.Write(agentproto.TypeRun, payload); err != nil {
+		return m.ended(err)
+	}
+	stop := context.AfterFunc(ctx, func() { m.killProcess() })
+	defer stop()
+	for {
+		f, err := m.r.Read()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("run cancelled: %w", ctx.Err())
+			}
+			return m.ended(err)
+		}
+		switch f.Type {
+		case agentproto.TypeStdout:
+			_, _ = stdout.Write(f.Payload)
+		case agentproto.TypeStderr:
+			_, _ = stderr.Write(f.Payload)
+		case agentproto.TypeResult:
+			var res agentproto.Result
+			if err := agentproto.Decode(f.Payload, &res); err != nil {
+				return nil, fmt.Errorf("guest sent an invalid result: %w", err)
+			}
+			return &Result{ExitCode: res.ExitCode, Signal: res.Signal, Error: res.Error, OutError: res.OutError}, nil
+		case agentproto.TypeHello:
+			// The agent repeats hello until it has read the run request.
+		}
+	}
+}
+
+// ended turns a broken channel into a result when the wall-time limit caused it.
+func (m *Machine) ended(err error) (*Result, error) {
+	m.mu.Lock()
+	timedOut := m.timedOut
+	m.mu.Unlock()
+	if timedOut {
+		return &Result{ExitCode: -1, TimedOut: true, Error: fmt.Sprintf("wall-time limit of %v reached; the VM was killed", m.cfg.Timeout)}, nil
+	}
+	return nil, fmt.Errorf("agent channel broke before a result (console: %s): %w", tailFile(m.ConsolePath()), err)
+}
+
+// CollectOut copies what the guest left in /out to dest, treating it as untrusted.
+// Call it after Run returned a result.
+func (m *Machine) CollectOut(dest string) (*workspace.Report, error) {
+	return workspace.Extract(filepath.Join(m.runDir, "out.raw"), dest, workspace.Limits{MaxBytes: m.cfg.OutMaxBytes, MaxFiles: m.cfg.OutMaxFiles})
+}

@@ -1,0 +1,167 @@
+// Package sandbox runs one command in a QEMU microVM: a qcow2 overlay over an image's
+// root filesystem, a workspace disk in, an out disk back, Bumper's guest agent as PID 1
+// talking over virtio-serial, and (optionally) a TAP inside a locked-down network
+// namespace. It never imports the firewall: the caller starts a proxy and hands its
+// address in through Config.Network.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// Accel values for Config.Accel.
+const (
+	AccelAuto = "auto" // KVM when a canary boot proves it works, else TCG
+	AccelKVM  = "kvm"
+	AccelTCG  = "tcg"
+)
+
+// Config describes one VM. Zero values take the defaults documented per field.
+type Config struct {
+	// Kernel, Initrd and Rootfs are the image's vmlinux, initramfs and raw ext4 template
+	// (the template is only ever a read-only backing file).
+	Kernel, Initrd, Rootfs string
+	// Cmdline is the image's kernel command line; the sandbox appends its own arguments.
+	Cmdline string
+	// CPUs is the vCPU count (default 2).
+	CPUs int
+	// MemoryMB is the guest memory (default 1024).
+	MemoryMB int
+	// DiskSizeMB is the root disk's size; 0 keeps the template's (whose free space the
+	// image build sets). A larger size grows the guest's root filesystem at the start of
+	// the run; it bounds how much the command can write outside /workspace.
+	DiskSizeMB int
+	// Timeout is the wall-time limit from Start; when it passes the VM is killed and the
+	// result says so (default 30m).
+	Timeout time.Duration
+	// WorkspaceDir, when set, is copied into an ext4 disk the guest mounts at /workspace.
+	WorkspaceDir string
+	// WorkspaceFreeMB is free space added to the workspace disk (default 1024).
+	WorkspaceFreeMB int
+	// SnapshotDir, when set, enables warm starts: Start restores a snapshot from here
+	// when a valid one matches this configuration (see PrepareSnapshot) and cold-boots
+	// otherwise, saying why. Disks then have fixed sizes so layouts match.
+	SnapshotDir string
+	// WorkspaceDiskMB is the fixed workspace disk size used with SnapshotDir (default
+	// 4096; sparse, so unused space costs nothing).
+	WorkspaceDiskMB int
+	// OutMaxBytes caps what the guest may return from /out (default 256 MiB).
+	OutMaxBytes int64
+	// OutMaxFiles caps the number of entries returned from /out (default 100000).
+	OutMaxFiles int
+	// MaxProcs is the command user's process-count limit (default 512).
+	MaxProcs uint64
+	// Accel is AccelAuto (default), AccelKVM or AccelTCG.
+	Accel string
+	// Network, when set, gives the guest a NIC on a TAP device; nil means no NIC at all.
+	Network *Network
+	// RunDir is where per-run files (overlay, disks, sockets) go (default os.TempDir()).
+	RunDir string
+	// StateDir holds run records for the reaper and the KVM probe cache (default
+	// /run/bumper).
+	StateDir string
+	// QEMU is the qemu-system-x86_64 binary (default from PATH).
+	QEMU string
+	// QEMUUser, when set, is the uid:gid QEMU drops to after opening its devices.
+	QEMUUser string
+}
+
+// withDefaults returns c with zero fields filled in.
+func (c Config) withDefaults() Config {
+	if c.CPUs == 0 {
+		c.CPUs = 2
+	}
+	if c.MemoryMB == 0 {
+		c.MemoryMB = 1024
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Minute
+	}
+	if c.WorkspaceFreeMB == 0 {
+		c.WorkspaceFreeMB = 1024
+	}
+	if c.WorkspaceDiskMB == 0 {
+		c.WorkspaceDiskMB = 4096
+	}
+	if c.OutMaxBytes == 0 {
+		c.OutMaxBytes = 256 << 20
+	}
+	if c.OutMaxFiles == 0 {
+		c.OutMaxFiles = 100000
+	}
+	if c.MaxProcs == 0 {
+		c.MaxProcs = 512
+	}
+	if c.Accel == "" {
+		c.Accel = AccelAuto
+	}
+	if c.RunDir == "" {
+		c.RunDir = os.TempDir()
+	}
+	if c.StateDir == "" {
+		c.StateDir = "/run/bumper"
+	}
+	if c.QEMU == "" {
+		c.QEMU = "qemu-system-x86_64"
+	}
+	return c
+}
+
+// Validate reports every problem with the configuration at once, each saying what to fix.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	for _, f := range []struct{ name, path string }{{"Kernel", c.Kernel}, {"Initrd", c.Initrd}, {"Rootfs", c.Rootfs}} {
+		if f.path == "" {
+			errs = append(errs, fmt.Errorf("%s is empty: point it at the image's file (see bumper image build)", f.name))
+			continue
+		}
+		if info, err := os.Stat(f.path); err != nil || !info.Mode().IsRegular() {
+			errs = append(errs, fmt.Errorf("%s %q is not a readable file: rebuild the image or fix the path", f.name, f.path))
+		}
+	}
+	if c.CPUs < 1 || c.CPUs > 64 {
+		errs = append(errs, fmt.Errorf("CPUs is %d: use 1 to 64", c.CPUs))
+	}
+	if c.MemoryMB < 128 || c.MemoryMB > 256<<10 {
+		errs = append(errs, fmt.Errorf("MemoryMB is %d: use 128 to 262144 (the Debian kernel needs at least 128)", c.MemoryMB))
+	}
+	if c.DiskSizeMB < 0 {
+		errs = append(errs, fmt.Errorf("DiskSizeMB is %d: use 0 (template size) or a positive size", c.DiskSizeMB))
+	} else if info, err := os.Stat(c.Rootfs); err == nil && c.DiskSizeMB > 0 && int64(c.DiskSizeMB)<<20 < info.Size() {
+		errs = append(errs, fmt.Errorf("DiskSizeMB is %d but the image's root filesystem is %d MiB: the disk can only grow; use 0 or at least %d",
+			c.DiskSizeMB, info.Size()>>20, (info.Size()+1<<20-1)>>20))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("Timeout is %v: use a positive duration", c.Timeout))
+	}
+	if c.WorkspaceDir != "" {
+		if info, err := os.Stat(c.WorkspaceDir); err != nil || !info.IsDir() {
+			errs = append(errs, fmt.Errorf("WorkspaceDir %q is not a directory: pass an existing directory or leave it empty", c.WorkspaceDir))
+		}
+	}
+	if c.WorkspaceFreeMB < 0 || c.OutMaxBytes < 0 || c.OutMaxFiles < 0 {
+		errs = append(errs, errors.New("WorkspaceFreeMB, OutMaxBytes and OutMaxFiles must not be negative"))
+	}
+	switch c.Accel {
+	case AccelAuto, AccelKVM, AccelTCG:
+	default:
+		errs = append(errs, fmt.Errorf("Accel is %q: use %q, %q or %q", c.Accel, AccelAuto, AccelKVM, AccelTCG))
+	}
+	if c.Network != nil {
+		if err := c.Network.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := parseUser(c.QEMUUser); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := exec.LookPath(c.QEMU); err != nil {
+		errs = append(errs, fmt.Errorf("QEMU binary %q not found: apt-get install qemu-system-x86", c.QEMU))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,297 @@
+// Package guest is Bumper's agent inside the VM: PID 1 after switch_root. It talks to
+// the host over one virtio-serial port with the agentproto framing, sets the guest up as
+// the host asks (clock, network, workspace), runs one command as the unprivileged agent
+// user, streams its output, writes /out to the out disk as a tar, and powers off.
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/sandbox/agentproto"
+)
+
+// Log keys.
+const (
+	logKeyStep  = "step"
+	logKeyArgv  = "argv"
+	logKeyExit  = "exit_code"
+	logKeyBytes = "bytes"
+
+	logKeyComponent = "component"
+)
+
+// System is what the agent needs from the machine it runs on. The Linux implementation
+// touches the real guest; tests pass a recorder.
+type System interface {
+	// SetClock sets the wall clock.
+	SetClock(t time.Time) error
+	// ConfigureNetwork brings up eth0 with a static address and default route.
+	ConfigureNetwork(n agentproto.Network) error
+	// MountWorkspace mounts the workspace disk at dir, owned by uid:gid.
+	MountWorkspace(dir string, uid, gid int) error
+	// KillUser kills every process left running as uid, and reaps what it can.
+	KillUser(uid int) error
+	// GrowRoot grows the root filesystem to the size of its disk.
+	GrowRoot() error
+}
+
+// Config configures an Agent.
+type Config struct {
+	// Conn is the channel to the host.
+	Conn io.ReadWriter
+	// System is the machine the agent sets up.
+	System System
+	// WorkspaceDir is where the command runs (and the workspace disk is mounted).
+	WorkspaceDir string
+	// OutDir is what the command leaves for the host.
+	OutDir string
+	// OutDevice receives the tar of OutDir (the out disk).
+	OutDevice string
+	// Credential is the user the command runs as; nil runs it as the agent's own user
+	// (tests only).
+	Credential *syscall.Credential
+	// BaseEnv is the command's environment before the host's additions.
+	BaseEnv []string
+	// HelloInterval is how often hello repeats until the host speaks (default 5ms; it
+	// bounds how long a restored VM's host waits, and stops at the first host frame).
+	HelloInterval time.Duration
+	// CommandGrace bounds how long output pipes are drained after the command exits
+	// while a background child still holds them.
+	CommandGrace time.Duration
+}
+
+// Agent serves one host connection.
+type Agent struct {
+	cfg Config
+	r   *agentproto.Reader
+	w   *agentproto.Writer
+}
+
+// New returns an Agent for cfg.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Conn == nil || cfg.System == nil {
+		return nil, errors.New("guest agent needs a host connection and a system")
+	}
+	if cfg.WorkspaceDir == "" || cfg.OutDir == "" || cfg.OutDevice == "" {
+		return nil, errors.New("guest agent needs WorkspaceDir, OutDir and OutDevice")
+	}
+	if cfg.HelloInterval == 0 {
+		cfg.HelloInterval = 5 * time.Millisecond
+	}
+	if cfg.CommandGrace == 0 {
+		cfg.CommandGrace = 2 * time.Second
+	}
+	return &Agent{
+		cfg: cfg,
+		r:   agentproto.NewReader(cfg.Conn, agentproto.HostTypes...),
+		w:   agentproto.NewWriter(cfg.Conn),
+	}, nil
+}
+
+// Serve says hello, handles at most one Run, and returns when the host asks for shutdown
+// or the channel closes. The caller powers off afterwards, whatever Serve returns.
+func (a *Agent) Serve(ctx context.Context) error {
+	log := zerolog.Ctx(ctx)
+	hello, err := agentproto.Encode(agentproto.Hello{Version: agentproto.Version})
+	if err != nil {
+		return err
+	}
+	if err := a.w.Write(agentproto.TypeHello, hello); err != nil {
+		return err
+	}
+	// After a snapshot restore the host's first hello is long gone (it went to the
+	// connection of the VM that was snapshotted), so hello repeats until the host speaks.
+	heard := make(chan struct{})
+	helloDone := make(chan struct{})
+	go func() {
+		defer close(helloDone)
+		t := time.NewTicker(a.cfg.HelloInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-heard:
+				return
+			case <-t.C:
+				if a.w.Write(agentproto.TypeHello, hello) != nil {
+					return
+				}
+			}
+		}
+	}()
+	stopHello := sync.OnceFunc(func() { close(heard); <-helloDone })
+	defer stopHello()
+	ran := false
+	for {
+		f, err := a.r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("failed to read from host: %w", err)
+		}
+		stopHello()
+		switch f.Type {
+		case agentproto.TypeShutdown:
+			log.Info().Str(logKeyStep, "shutdown").Msg("host asked for shutdown")
+			return nil
+		case agentproto.TypeRun:
+			if ran {
+				return errors.New("host sent a second run request; an agent runs one command per boot")
+			}
+			ran = true
+			res := a.handleRun(ctx, f.Payload)
+			payload, err := agentproto.Encode(res)
+			if err != nil {
+				return err
+			}
+			if err := a.w.Write(agentproto.TypeResult, payload); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// handleRun sets the guest up, runs the command and writes /out. Failures become the
+// Result's Error so the host learns why.
+func (a *Agent) handleRun(ctx context.Context, payload []byte) agentproto.Result {
+	log := zerolog.Ctx(ctx)
+	var req agentproto.Run
+	if err := agentproto.Decode(payload, &req); err != nil {
+		return agentproto.Result{ExitCode: -1, Error: err.Error()}
+	}
+	if err := a.cfg.System.SetClock(time.Unix(0, req.ClockUnixNano)); err != nil {
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to set clock: %v", err)}
+	}
+	if req.GrowRoot {
+		if err := a.cfg.System.GrowRoot(); err != nil {
+			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to grow the root filesystem: %v", err)}
+		}
+	}
+	if req.Network != nil {
+		if err := a.cfg.System.ConfigureNetwork(*req.Network); err != nil {
+			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to configure network: %v", err)}
+		}
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if c := a.cfg.Credential; c != nil {
+		uid, gid = int(c.Uid), int(c.Gid)
+	}
+	if req.Workspace {
+		if err := a.cfg.System.MountWorkspace(a.cfg.WorkspaceDir, uid, gid); err != nil {
+			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to mount workspace: %v", err)}
+		}
+	}
+	log.Info().Strs(logKeyArgv, req.Argv).Msg("running command")
+	res := a.runCommand(ctx, &req)
+	if a.cfg.Credential != nil {
+		if err := a.cfg.System.KillUser(uid); err != nil {
+			log.Warn().Err(err).Msg("failed to kill leftover processes")
+		}
+	}
+	log.Info().Int(logKeyExit, res.ExitCode).Msg("command ended")
+	n, err := writeOut(a.cfg.OutDir, a.cfg.OutDevice, req.OutMaxBytes)
+	res.OutBytes = n
+	if err != nil {
+		res.OutError = err.Error()
+	}
+	log.Info().Int64(logKeyBytes, n).Msg("wrote /out")
+	return res
+}
+
+func (a *Agent) runCommand(ctx context.Context, req *agentproto.Run) agentproto.Result {
+	dir := req.Dir
+	if dir == "" {
+		dir = a.cfg.WorkspaceDir
+	}
+	env := append(append([]string{}, a.cfg.BaseEnv...), req.Env...)
+	prog, err := lookPathIn(req.Argv[0], env)
+	if err != nil {
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to run %q: %v", req.Argv[0], err)}
+	}
+	cmd := exec.Command(prog, req.Argv[1:]...)
+	cmd.Args[0] = req.Argv[0]
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdout = &frameWriter{w: a.w, t: agentproto.TypeStdout}
+	cmd.Stderr = &frameWriter{w: a.w, t: agentproto.TypeStderr}
+	cmd.WaitDelay = a.cfg.CommandGrace
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: a.cfg.Credential}
+	if a.cfg.Credential != nil {
+		// RLIMIT_NPROC is enforced only for non-root users, so setting it on the root agent
+		// leaves the agent alone and binds the command it spawns.
+		lim := syscall.Rlimit{Cur: req.MaxProcs, Max: req.MaxProcs}
+		if err := syscall.Setrlimit(rlimitNproc, &lim); err != nil {
+			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to set process limit: %v", err)}
+		}
+	}
+	err = cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return agentproto.Result{ExitCode: 0}
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return agentproto.Result{ExitCode: -1, Signal: ws.Signal().String()}
+		}
+		return agentproto.Result{ExitCode: exitErr.ExitCode()}
+	case errors.Is(err, exec.ErrWaitDelay):
+		return agentproto.Result{ExitCode: cmd.ProcessState.ExitCode()}
+	default:
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to run %q: %v", req.Argv[0], err)}
+	}
+}
+
+// frameWriter turns a byte stream into output frames of at most MaxChunk bytes.
+type frameWriter struct {
+	w *agentproto.Writer
+	t agentproto.Type
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		c := min(len(p), agentproto.MaxChunk)
+		if err := f.w.Write(f.t, p[:c]); err != nil {
+			return n, err
+		}
+		n += c
+		p = p[c:]
+	}
+	return n, nil
+}
+
+// lookPathIn finds name in the PATH of env (the command's environment, not the agent's:
+// PID 1 inherits almost nothing from the initramfs).
+func lookPathIn(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in PATH %q", name, path)
+}

@@ -1,0 +1,5 @@
+package guest
+
+import "golang.org/x/sys/unix"
+
+const rlimitNproc = unix.RLIMIT_NPROC

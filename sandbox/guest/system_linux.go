@@ -1,0 +1,227 @@
+package guest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/bumperdev/bumper/sandbox/agentproto"
+)
+
+// LinuxSystem is the System of a real guest.
+type LinuxSystem struct{}
+
+// baseMounts are the filesystems PID 1 mounts before anything else.
+var baseMounts = []struct {
+	source, target, fstype string
+	flags                  uintptr
+	data                   string
+}{
+	{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+	{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+	{"devtmpfs", "/dev", "devtmpfs", unix.MS_NOSUID, "mode=0755"},
+	{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "gid=5,mode=620,ptmxmode=666"},
+	{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
+	{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
+	{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
+}
+
+// MountBase mounts proc, sys, dev, devpts, shm, tmp and run. A target already mounted
+// (the initramfs may move /dev over) is left as it is.
+func (LinuxSystem) MountBase() error {
+	for _, m := range baseMounts {
+		if err := os.MkdirAll(m.target, 0o755); err != nil {
+			return fmt.Errorf("failed to create %s: %w", m.target, err)
+		}
+		err := unix.Mount(m.source, m.target, m.fstype, m.flags, m.data)
+		if err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("failed to mount %s on %s: %w", m.fstype, m.target, err)
+		}
+	}
+	return nil
+}
+
+// SetClock sets CLOCK_REALTIME.
+func (LinuxSystem) SetClock(t time.Time) error {
+	ts := unix.NsecToTimespec(t.UnixNano())
+	if err := unix.ClockSettime(unix.CLOCK_REALTIME, &ts); err != nil {
+		return fmt.Errorf("failed to set the clock: %w", err)
+	}
+	return nil
+}
+
+// ConfigureNetwork brings up lo and eth0 with a static address and a default route.
+func (LinuxSystem) ConfigureNetwork(n agentproto.Network) error {
+	if err := n.Validate(); err != nil {
+		return err
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("failed to find lo: %w", err)
+	}
+	if err := netlink.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("failed to bring up lo: %w", err)
+	}
+	eth, err := netlink.LinkByName("eth0")
+	if err != nil {
+		return fmt.Errorf("failed to find eth0 (is the VM's NIC attached?): %w", err)
+	}
+	addr, err := netlink.ParseAddr(n.Address)
+	if err != nil {
+		return fmt.Errorf("failed to parse %q: %w", n.Address, err)
+	}
+	if err := netlink.AddrReplace(eth, addr); err != nil {
+		return fmt.Errorf("failed to set %s on eth0: %w", n.Address, err)
+	}
+	if err := netlink.LinkSetUp(eth); err != nil {
+		return fmt.Errorf("failed to bring up eth0: %w", err)
+	}
+	gw := netip.MustParseAddr(n.Gateway)
+	route := &netlink.Route{LinkIndex: eth.Attrs().Index, Gw: net.IP(gw.AsSlice())}
+	if err := netlink.RouteReplace(route); err != nil {
+		return fmt.Errorf("failed to add default route via %s: %w", n.Gateway, err)
+	}
+	return nil
+}
+
+// WorkspaceSerial and OutSerial are the virtio-blk serials the host gives the workspace
+// and out disks; the guest finds them by serial, not by probe order.
+const (
+	RootSerial      = "bumper-root"
+	WorkspaceSerial = "bumper-workspace"
+	OutSerial       = "bumper-out"
+)
+
+// MountWorkspace mounts the workspace disk at dir and gives its files to uid:gid (the
+// host builds it with its own ownership).
+func (LinuxSystem) MountWorkspace(dir string, uid, gid int) error {
+	dev, err := DiskBySerial(WorkspaceSerial)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("failed to create %s: %w", dir, err)
+	}
+	if err := flushBuffers(dev); err != nil {
+		return err
+	}
+	if err := unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("failed to mount %s on %s: %w", dev, dir, err)
+	}
+	// mkfs.ext4 makes lost+found; left there it would show up in `git status`.
+	_ = os.Remove(filepath.Join(dir, "lost+found"))
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("failed to give the workspace to uid %d: %w", uid, err)
+	}
+	return nil
+}
+
+// GrowRoot grows the mounted root ext4 filesystem online to fill its disk.
+func (LinuxSystem) GrowRoot() error {
+	dev, err := DiskBySerial(RootSerial)
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("/usr/sbin/resize2fs", dev).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("resize2fs %s (is e2fsprogs in the image?): %w: %s", dev, err, out)
+	}
+	return nil
+}
+
+// DiskBySerial returns the /dev path of the virtio disk with the given serial.
+func DiskBySerial(serial string) (string, error) {
+	matches, _ := filepath.Glob("/sys/block/vd*/serial")
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err == nil && strings.TrimSpace(string(b)) == serial {
+			return "/dev/" + filepath.Base(filepath.Dir(m)), nil
+		}
+	}
+	return "", fmt.Errorf("no virtio disk with serial %q (the host did not attach it)", serial)
+}
+
+// PortByName returns the /dev path of the virtio-serial port with the given name.
+func PortByName(name string) (string, error) {
+	matches, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return "/dev/" + filepath.Base(filepath.Dir(m)), nil
+		}
+	}
+	return "", fmt.Errorf("no virtio-serial port named %q", name)
+}
+
+// KillUser kills every process owned by uid and reaps the agent's zombie children.
+func (LinuxSystem) KillUser(uid int) error {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("failed to list processes: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat("/proc/"+e.Name(), &st) == nil && int(st.Uid) == uid {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	ReapZombies()
+	return nil
+}
+
+// ReapZombies collects every exited child without blocking. PID 1 inherits orphans, so
+// it must reap them or they pile up.
+func ReapZombies() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// PowerOff syncs the disks and resets the VM. The host always runs QEMU with
+// -no-reboot, so a reset ends it; a real power-off would need ACPI, which a microvm may
+// lack (and without it the kernel halts instead of exiting).
+func PowerOff() error {
+	unix.Sync()
+	return unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
+}
+
+// flushBuffers drops the kernel's cached blocks of dev. After a snapshot restore the disk
+// behind dev is a different file than at boot, and the partition scan's cached first
+// blocks (which hold the ext4 superblock) would be stale.
+func flushBuffers(dev string) error {
+	f, err := os.Open(dev)
+	if err != nil {
+		return fmt.Errorf("failed to open %s: %w", dev, err)
+	}
+	defer f.Close()
+	if err := unix.IoctlSetInt(int(f.Fd()), unix.BLKFLSBUF, 0); err != nil {
+		return fmt.Errorf("failed to flush the cached blocks of %s: %w", dev, err)
+	}
+	return nil
+}

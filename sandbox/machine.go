@@ -1,0 +1,303 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/digitalocean/go-qemu/qmp"
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/sandbox/agentproto"
+	"github.com/bumperdev/bumper/sandbox/reaper"
+)
+
+// Log keys.
+const (
+	logKeyStep     = "step"
+	logKeyDuration = "duration"
+	logKeyAccel    = "accel"
+	logKeyReason   = "reason"
+	logKeyRun      = "run"
+	logKeyCleanup  = "cleanup"
+	logKeyReaped   = "reaped"
+	logKeyBoot     = "boot"
+)
+
+// BootTimeout bounds the time from QEMU's start to the agent's hello.
+const BootTimeout = 60 * time.Second
+
+// ShutdownGrace is how long Shutdown waits for each step (agent power-off, then QEMU's
+// own quit on SIGTERM) before escalating.
+const ShutdownGrace = 3 * time.Second
+
+// ErrStarted is returned by a second Start.
+var ErrStarted = errors.New("machine already started; a Machine boots once")
+
+// Step is one named phase of a boot, with how long it took.
+type Step struct {
+	Name     string
+	Duration time.Duration
+}
+
+// Result is how the command ended.
+type Result struct {
+	// ExitCode is the command's status, -1 when it was killed or never ran.
+	ExitCode int
+	// Signal names the signal that ended the command, if any.
+	Signal string
+	// TimedOut says the wall-time limit killed the VM.
+	TimedOut bool
+	// Error says why the guest could not run the command, if it could not.
+	Error string
+	// OutError says why the guest could not write /out, if it could not.
+	OutError string
+}
+
+// Option adjusts a Machine.
+type Option func(*Machine)
+
+// WithID names the run (default: random); names and paths derive from it.
+func WithID(id string) Option { return func(m *Machine) { m.id = id } }
+
+// withRecord makes the Machine update the caller's run record instead of keeping its
+// own; the caller removes it once everything it made is gone.
+func withRecord(r *reaper.Record) Option {
+	return func(m *Machine) { m.record, m.ownRecord = r, false }
+}
+
+// Machine is one microVM. Start it once, Run one command, then Shutdown or Kill; Wait
+// returns when QEMU has exited and every cleanup has run.
+type Machine struct {
+	cfg   Config
+	id    string
+	log   zerolog.Logger
+	accel AccelChoice
+
+	mu       sync.Mutex
+	started  bool
+	cleanups []cleanup
+	steps    []Step
+	runDir   string
+	cmd      *exec.Cmd
+	conn     net.Conn
+	r        *agentproto.Reader
+	w        *agentproto.Writer
+	timer    *time.Timer
+	timedOut bool
+	ran      bool
+
+	record    *reaper.Record
+	ownRecord bool
+
+	qemuTail   string // the end of QEMU's stderr, kept when it exits
+	layout     qemuLayout
+	boot       BootInfo
+	snapshotTo string // set by TakeSnapshot: the overlay goes here and nothing is restored
+
+	exited  chan struct{} // closed when QEMU has exited
+	done    chan struct{} // closed when cleanups have run too
+	waitErr error
+}
+
+type cleanup struct {
+	name string
+	fn   func() error
+}
+
+// New validates cfg and returns a Machine that has not started.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid sandbox config: %w", err)
+	}
+	m := &Machine{
+		cfg:       cfg.withDefaults(),
+		log:       *zerolog.Ctx(ctx),
+		exited:    make(chan struct{}),
+		done:      make(chan struct{}),
+		ownRecord: true,
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.id == "" {
+		m.id = randomID()
+	}
+	m.log = m.log.With().Str(logKeyRun, m.id).Logger()
+	return m, nil
+}
+
+// ID returns the run's name.
+func (m *Machine) ID() string { return m.id }
+
+// BootInfo says how a machine booted: "cold", "warm" (restored from a snapshot) or
+// "snapshot" (booted to take one), and why.
+type BootInfo struct {
+	Mode   string
+	Reason string
+}
+
+// Boot returns how the machine booted.
+func (m *Machine) Boot() BootInfo { return m.boot }
+
+// Accel returns the accelerator chosen at Start and why.
+func (m *Machine) Accel() AccelChoice { return m.accel }
+
+// Steps returns the boot steps so far with their durations.
+func (m *Machine) Steps() []Step {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Step(nil), m.steps...)
+}
+
+// ConsolePath is the file holding the guest's serial console.
+func (m *Machine) ConsolePath() string { return filepath.Join(m.runDir, "console.log") }
+
+func (m *Machine) step(name string, fn func() error) error {
+	start := time.Now()
+	err := fn()
+	d := time.Since(start)
+	m.mu.Lock()
+	m.steps = append(m.steps, Step{Name: name, Duration: d})
+	m.mu.Unlock()
+	ev := m.log.Info()
+	if err != nil {
+		ev = m.log.Error().Err(err)
+	}
+	ev.Str(logKeyStep, name).Dur(logKeyDuration, d).Msg("boot step")
+	if err != nil {
+		return fmt.Errorf("boot step %q failed: %w", name, err)
+	}
+	return nil
+}
+
+func (m *Machine) pushCleanup(name string, fn func() error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cleanups = append(m.cleanups, cleanup{name, fn})
+}
+
+// runCleanups runs the stack in reverse, once; later calls find it empty.
+func (m *Machine) runCleanups() error {
+	m.mu.Lock()
+	cs := m.cleanups
+	m.cleanups = nil
+	m.mu.Unlock()
+	var errs []error
+	for i := len(cs) - 1; i >= 0; i-- {
+		if err := cs[i].fn(); err != nil {
+			m.log.Warn().Err(err).Str(logKeyCleanup, cs[i].name).Msg("cleanup failed")
+			errs = append(errs, fmt.Errorf("cleanup %s: %w", cs[i].name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start boots the VM and returns once the guest agent has said hello. It may be called
+// once; on failure everything it made is already cleaned up.
+func (m *Machine) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return ErrStarted
+	}
+	m.started = true
+	m.mu.Unlock()
+	if err := m.start(ctx); err != nil {
+		m.killProcess()
+		cerr := m.runCleanups()
+		if m.cmd == nil || m.cmd.Process == nil {
+			m.finish(err)
+		} else {
+			<-m.done
+		}
+		return errors.Join(err, cerr)
+	}
+	return nil
+}
+
+// Shutdown asks the agent to power off, then QEMU to quit, then kills it, waiting
+// ShutdownGrace between steps, and returns when everything is cleaned up.
+func (m *Machine) Shutdown(ctx context.Context) error {
+	if m.cmd == nil {
+		return m.Wait()
+	}
+	if m.w != nil {
+		_ = m.w.Write(agentproto.TypeShutdown, nil)
+	}
+	escalate := []func(){
+		func() {
+			// QMP quit, and SIGTERM (which QEMU also treats as quit) in case QMP is stuck.
+			if err := m.qmpQuit(); err != nil {
+				m.log.Warn().Err(err).Msg("QMP quit failed; sending SIGTERM")
+				_ = m.cmd.Process.Signal(syscall.SIGTERM)
+			}
+		},
+		m.killProcess,
+	}
+	for _, next := range escalate {
+		select {
+		case <-m.exited:
+			return m.Wait()
+		case <-ctx.Done():
+		case <-time.After(ShutdownGrace):
+		}
+		next()
+	}
+	return m.Wait()
+}
+
+// qmpQuit asks QEMU to quit over its QMP socket.
+func (m *Machine) qmpQuit() error {
+	mon, err := qmp.NewSocketMonitor("unix", m.layout.qmpSock, time.Second)
+	if err != nil {
+		return fmt.Errorf("failed to reach QMP: %w", err)
+	}
+	if err := mon.Connect(); err != nil {
+		return fmt.Errorf("failed to connect to QMP: %w", err)
+	}
+	defer mon.Disconnect()
+	if _, err := mon.Run([]byte(`{"execute":"quit"}`)); err != nil {
+		return fmt.Errorf("QMP quit: %w", err)
+	}
+	return nil
+}
+
+// Kill ends QEMU at once and returns when everything is cleaned up.
+func (m *Machine) Kill() error {
+	if m.cmd == nil {
+		return m.Wait()
+	}
+	m.killProcess()
+	return m.Wait()
+}
+
+func (m *Machine) killProcess() {
+	if m.cmd != nil && m.cmd.Process != nil {
+		_ = m.cmd.Process.Kill()
+	}
+}
+
+// Wait blocks until the VM has exited and its cleanups have run; it is safe to call
+// from many goroutines and returns the same error to all.
+func (m *Machine) Wait() error {
+	if !m.isStarted() {
+		return errors.New("machine not started")
+	}
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.waitErr
+}
+
+func (m *Machine) isStarted() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.started
+}

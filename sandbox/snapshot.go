@@ -1,0 +1,227 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/digitalocean/go-qemu/qmp"
+)
+
+// snapshotLayoutVersion changes whenever the device layout or the agent's boot-time
+// behaviour changes in a way that invalidates saved snapshots.
+const snapshotLayoutVersion = 2
+
+// Files of a snapshot directory.
+const (
+	snapshotRoot  = "root.qcow2" // the root disk as it was when the VM was saved
+	snapshotState = "vm.state"   // QEMU's migration stream
+	snapshotMeta  = "meta.json"  // written last: a present meta means complete
+)
+
+type snapshot struct {
+	Key     string    `json:"key"`
+	TSCkHz  int       `json:"tsc_khz"`
+	Created time.Time `json:"created"`
+	dir     string
+}
+
+func (s *snapshot) rootPath() string  { return filepath.Join(s.dir, snapshotRoot) }
+func (s *snapshot) statePath() string { return filepath.Join(s.dir, snapshotState) }
+
+// snapshotKey identifies everything a restore must match: the image files, the VM's
+// shape and the device layout. Run-specific paths are left out (they may differ).
+func snapshotKey(l qemuLayout) (string, error) {
+	ids := map[string]string{}
+	for name, p := range map[string]string{"kernel": l.cfg.Kernel, "initrd": l.cfg.Initrd, "rootfs": l.cfg.Rootfs, "qemu": l.cfg.QEMU} {
+		id, err := fileID(p)
+		if err != nil {
+			return "", err
+		}
+		ids[name] = id
+	}
+	in := struct {
+		Version                int
+		Files                  map[string]string
+		Cmdline                string
+		CPUs, MemoryMB, DiskMB int
+		Accel                  string
+		NIC                    bool
+		MAC                    string
+		WorkspaceMB            int
+		OutBytes               int64
+	}{snapshotLayoutVersion, ids, l.cfg.Cmdline, l.cfg.CPUs, l.cfg.MemoryMB, l.cfg.DiskSizeMB, l.accel,
+		l.tapFD > 0, l.mac, l.cfg.WorkspaceDiskMB, l.cfg.OutMaxBytes}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return "", fmt.Errorf("failed to encode snapshot key: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// fileID names a file's version cheaply: path, size and modification time (images are
+// content-addressed directories, so a changed image is a changed path).
+func fileID(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		if lp, err := exec.LookPath(p); err == nil {
+			p = lp
+		}
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("failed to identify %s for the snapshot key: %w", p, err)
+	}
+	return fmt.Sprintf("%s:%d:%d", p, info.Size(), info.ModTime().UnixNano()), nil
+}
+
+// findSnapshot returns the snapshot matching l, or why there is none. It also makes l
+// use the snapshot's TSC frequency, since the kernel command line must not change.
+func findSnapshot(dir string, l qemuLayout) (*snapshot, string) {
+	key, err := snapshotKey(l)
+	if err != nil {
+		return nil, err.Error()
+	}
+	sd := filepath.Join(dir, key)
+	b, err := os.ReadFile(filepath.Join(sd, snapshotMeta))
+	if err != nil {
+		return nil, fmt.Sprintf("no snapshot for this image and VM shape (key %s); PrepareSnapshot makes one", key)
+	}
+	var s snapshot
+	if err := json.Unmarshal(b, &s); err != nil || s.Key != key {
+		return nil, fmt.Sprintf("snapshot %s is corrupt; delete %s", key, sd)
+	}
+	s.dir = sd
+	for _, f := range []string{s.rootPath(), s.statePath()} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Sprintf("snapshot %s is incomplete (%v); delete %s", key, err, sd)
+		}
+	}
+	return &s, ""
+}
+
+// PrepareSnapshot makes sure a snapshot for cfg exists in cfg.SnapshotDir, booting a VM
+// and saving it once the agent is idle when there is none. It returns whether it made
+// one. cfg.Network, when set, must be a TAP the caller can lend for the few seconds this
+// takes (the run's own TAP works: QEMU releases it on exit).
+func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
+	if cfg.SnapshotDir == "" {
+		return false, errors.New("PrepareSnapshot needs Config.SnapshotDir")
+	}
+	cfg.WorkspaceDir = ""
+	m, err := New(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	// The layout (and so the key) is known only once the accelerator is chosen, so look
+	// for an existing snapshot with a dry layout first.
+	probe := m.cfg
+	choice := ChooseAccel(ctx, probe)
+	l := qemuLayout{cfg: probe, accel: choice.Accel, fixedDisks: true}
+	if probe.Network != nil {
+		l.tapFD, l.mac = 3, probe.Network.withDefaults().MAC
+	}
+	if s, _ := findSnapshot(cfg.SnapshotDir, l); s != nil {
+		return false, nil
+	}
+	key, err := snapshotKey(l)
+	if err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(cfg.SnapshotDir, 0o755); err != nil {
+		return false, fmt.Errorf("failed to create %s: %w", cfg.SnapshotDir, err)
+	}
+	tmp, err := os.MkdirTemp(cfg.SnapshotDir, ".tmp-"+key+"-")
+	if err != nil {
+		return false, fmt.Errorf("failed to create a snapshot directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	// QEMU may run as another user and must reach the overlay it writes here.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return false, fmt.Errorf("failed to open up the snapshot directory: %w", err)
+	}
+	m.snapshotTo = tmp
+	if err := m.Start(ctx); err != nil {
+		return false, fmt.Errorf("failed to boot the VM to snapshot: %w", err)
+	}
+	if err := m.saveState(filepath.Join(tmp, snapshotState)); err != nil {
+		_ = m.Kill()
+		return false, err
+	}
+	if err := m.Wait(); err != nil {
+		return false, fmt.Errorf("the snapshotted VM did not exit cleanly: %w", err)
+	}
+	meta, err := json.Marshal(snapshot{Key: key, TSCkHz: m.layout.tscKHz, Created: time.Now().UTC()})
+	if err != nil {
+		return false, fmt.Errorf("failed to encode snapshot meta: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, snapshotMeta), meta, 0o644); err != nil {
+		return false, fmt.Errorf("failed to write snapshot meta: %w", err)
+	}
+	// The root overlay is now a read-only base for every restore.
+	if err := os.Chmod(filepath.Join(tmp, snapshotRoot), 0o444); err != nil {
+		return false, fmt.Errorf("failed to protect the snapshot's root disk: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(cfg.SnapshotDir, key)); err != nil {
+		if errors.Is(err, os.ErrExist) || strings.Contains(err.Error(), "not empty") {
+			return false, nil // another process made the same snapshot meanwhile
+		}
+		return false, fmt.Errorf("failed to publish snapshot %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// saveState migrates the running VM into file over QMP, waits for completion and makes
+// QEMU quit.
+func (m *Machine) saveState(file string) error {
+	mon, err := qmp.NewSocketMonitor("unix", m.layout.qmpSock, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("failed to reach QEMU's QMP socket: %w", err)
+	}
+	if err := mon.Connect(); err != nil {
+		return fmt.Errorf("failed to connect to QMP: %w", err)
+	}
+	defer mon.Disconnect()
+	cmd, err := json.Marshal(map[string]any{"execute": "migrate", "arguments": map[string]string{"uri": "exec:cat > " + shellQuote(file)}})
+	if err != nil {
+		return fmt.Errorf("failed to encode migrate: %w", err)
+	}
+	if _, err := mon.Run(cmd); err != nil {
+		return fmt.Errorf("failed to start saving the VM: %w", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		raw, err := mon.Run([]byte(`{"execute":"query-migrate"}`))
+		if err != nil {
+			return fmt.Errorf("failed to query the VM save: %w", err)
+		}
+		var resp struct {
+			Return struct {
+				Status    string `json:"status"`
+				ErrorDesc string `json:"error-desc"`
+			} `json:"return"`
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return fmt.Errorf("failed to parse query-migrate: %w", err)
+		}
+		switch resp.Return.Status {
+		case "completed":
+			_, _ = mon.Run([]byte(`{"execute":"quit"}`))
+			return nil
+		case "failed", "cancelled":
+			return fmt.Errorf("saving the VM failed: %s %s", resp.Return.Status, resp.Return.ErrorDesc)
+		}
+		if time.Now().After(deadline) {
+			return errors.New("saving the VM did not finish within 2 minutes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

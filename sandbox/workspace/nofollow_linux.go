@@ -1,0 +1,5 @@
+package workspace
+
+import "syscall"
+
+const noFollow = syscall.O_NOFOLLOW
