@@ -274,3 +274,41 @@ func TestConcurrentCommentsAreConsistent(t *testing.T) {
 		t.Errorf("comment IDs are not unique: %d distinct of %d", len(ids), n)
 	}
 }
+
+func TestReadersMayNotTriage(t *testing.T) {
+	e := emutest.New(t, ghtest.Options{}, emutest.AllowInvalidRequests())
+	ctx := ctxT(t)
+	maint := userClient(t, e, ghtest.DefaultMaintainer)
+	reader := userClient(t, e, ghtest.DefaultReader)
+	mine, _, err := reader.Issues.Create(ctx, org, repo, &github.IssueRequest{Title: github.String("from a reader"),
+		Labels: &[]string{"agent:implement"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mine.Labels) != 0 {
+		t.Errorf("a reader labeled an issue on creation: %v", mine.Labels)
+	}
+	theirs, _, err := maint.Issues.Create(ctx, org, repo, &github.IssueRequest{Title: github.String("from a maintainer")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, resp, err := reader.Issues.Edit(ctx, org, repo, theirs.GetNumber(), &github.IssueRequest{Body: github.String("hijacked")})
+	wantStatus(t, resp, err, http.StatusForbidden)
+	got, _, err := maint.Issues.Get(ctx, org, repo, theirs.GetNumber())
+	if err != nil || got.GetBody() != "" {
+		t.Fatalf("a refused edit changed the issue: %q, %v", got.GetBody(), err)
+	}
+	ed, _, err := reader.Issues.Edit(ctx, org, repo, mine.GetNumber(), &github.IssueRequest{Body: github.String("clearer"),
+		Labels: &[]string{"agent:implement"}})
+	if err != nil || ed.GetBody() != "clearer" || len(ed.Labels) != 0 {
+		t.Fatalf("reader editing own issue = %q %v, %v", ed.GetBody(), ed.Labels, err)
+	}
+	// A refused edit leaves nothing half-written.
+	_, resp, err = maint.Issues.Edit(ctx, org, repo, theirs.GetNumber(), &github.IssueRequest{
+		Title: github.String("renamed"), State: github.String("sideways")})
+	wantStatus(t, resp, err, http.StatusUnprocessableEntity)
+	got, _, _ = maint.Issues.Get(ctx, org, repo, theirs.GetNumber())
+	if got.GetTitle() != "from a maintainer" {
+		t.Errorf("a refused edit renamed the issue to %q", got.GetTitle())
+	}
+}

@@ -93,9 +93,8 @@ func (e *Emulator) getIssue(w http.ResponseWriter, r *http.Request, c *call) {
 	writeJSON(w, http.StatusOK, e.renderIssue(c.repo, is))
 }
 
-// createIssue opens an issue. Labels named in the request are created on the fly only
-// when they exist in the repository already; unknown labels are a 422, like GitHub's
-// behaviour for users without triage permission is not emulated.
+// createIssue opens an issue. Labels it names that the repository lacks are created,
+// as GitHub does for callers allowed to label.
 func (e *Emulator) createIssue(w http.ResponseWriter, r *http.Request, c *call) {
 	var req struct {
 		Title     *string  `json:"title"`
@@ -111,23 +110,29 @@ func (e *Emulator) createIssue(w http.ResponseWriter, r *http.Request, c *call) 
 		writeError(w, errValidation("Issue", "title", "missing_field", "title is required"))
 		return
 	}
-	now := e.timestamp()
-	is := &issue{ID: e.st.nextID(), Number: c.repo.NextNumber, Title: *req.Title, Body: req.Body,
-		User: c.who.actor(), State: "open", CreatedAt: now, UpdatedAt: now, Labels: []string{},
-		Assignees: []string{}}
-	for _, l := range req.Labels {
-		e.ensureLabel(c.repo, l)
-		if !is.hasLabel(key(l)) {
-			is.Labels = append(is.Labels, key(l))
-		}
+	if !e.mayTriage(c) {
+		// GitHub silently drops what a caller without triage access may not set.
+		req.Labels, req.Assignees = nil, nil
 	}
+	assignees := []string{}
 	for _, a := range req.Assignees {
-		if e.st.Users[key(a)] == nil {
+		u := e.st.Users[key(a)]
+		if u == nil {
 			writeError(w, errValidation("Issue", "assignees", "invalid", a+" is not a user"))
 			return
 		}
-		is.Assignees = append(is.Assignees, e.st.Users[key(a)].Login)
+		assignees = append(assignees, u.Login)
 	}
+	for _, l := range req.Labels {
+		if strings.TrimSpace(l) == "" {
+			writeError(w, errValidation("Issue", "labels", "invalid", "label names cannot be blank"))
+			return
+		}
+	}
+	now := e.timestamp()
+	is := &issue{ID: e.st.nextID(), Number: c.repo.NextNumber, Title: *req.Title, Body: req.Body,
+		User: c.who.actor(), State: "open", CreatedAt: now, UpdatedAt: now,
+		Labels: e.labelKeys(c.repo, req.Labels), Assignees: assignees}
 	c.repo.NextNumber++
 	c.repo.Issues[is.Number] = is
 	c.mutated = true
@@ -164,12 +169,26 @@ func (e *Emulator) editIssue(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, err)
 		return
 	}
-	changes := obj{}
-	if req.Title != nil && *req.Title != is.Title {
-		if strings.TrimSpace(*req.Title) == "" {
-			writeError(w, errValidation("Issue", "title", "missing_field", "title cannot be blank"))
+	// Readers may edit only their own issues, and never their labels.
+	if !e.mayTriage(c) {
+		if key(is.User) != key(c.who.actor()) {
+			writeError(w, newError(http.StatusForbidden, "Must have triage access to edit another user's issue."))
 			return
 		}
+		req.Labels = nil
+	}
+	// Everything is checked before anything changes, so a refused edit leaves the issue
+	// as it was.
+	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
+		writeError(w, errValidation("Issue", "title", "missing_field", "title cannot be blank"))
+		return
+	}
+	if req.State != nil && *req.State != "open" && *req.State != "closed" {
+		writeError(w, errValidation("Issue", "state", "invalid", "state must be open or closed"))
+		return
+	}
+	changes := obj{}
+	if req.Title != nil && *req.Title != is.Title {
 		changes["title"] = obj{"from": is.Title}
 		is.Title = *req.Title
 	}
@@ -180,63 +199,28 @@ func (e *Emulator) editIssue(w http.ResponseWriter, r *http.Request, c *call) {
 	action := ""
 	if req.State != nil && *req.State != is.State {
 		now := e.timestamp()
-		switch *req.State {
-		case "closed":
+		if *req.State == "closed" {
 			is.State, is.ClosedAt, is.ClosedBy, action = "closed", &now, c.who.actor(), "closed"
 			is.StateReason = "completed"
 			if req.StateReason != nil {
 				is.StateReason = *req.StateReason
 			}
-		case "open":
+		} else {
 			is.State, is.ClosedAt, is.ClosedBy, is.StateReason, action = "open", nil, "", "reopened", "reopened"
-		default:
-			writeError(w, errValidation("Issue", "state", "invalid", "state must be open or closed"))
-			return
 		}
-	}
-	var labelEvents []struct {
-		action string
-		l      *label
-	}
-	if req.Labels != nil {
-		want := []string{}
-		for _, name := range *req.Labels {
-			l := e.ensureLabel(c.repo, name)
-			if !contains(want, key(l.Name)) {
-				want = append(want, key(l.Name))
-			}
-		}
-		for _, k := range is.Labels {
-			if !contains(want, k) {
-				labelEvents = append(labelEvents, struct {
-					action string
-					l      *label
-				}{"unlabeled", c.repo.Labels[k]})
-			}
-		}
-		for _, k := range want {
-			if !is.hasLabel(k) {
-				labelEvents = append(labelEvents, struct {
-					action string
-					l      *label
-				}{"labeled", c.repo.Labels[k]})
-			}
-		}
-		is.Labels = want
 	}
 	is.UpdatedAt = e.timestamp()
 	c.mutated = true
-	rendered := e.renderIssue(c.repo, is)
 	if len(changes) > 0 {
-		e.emit("issues", "edited", c.repo, c.who.actor(), obj{"issue": rendered, "changes": changes})
+		e.emit("issues", "edited", c.repo, c.who.actor(), obj{"issue": e.renderIssue(c.repo, is), "changes": changes})
 	}
-	for _, le := range labelEvents {
-		e.emitIssueEvent(c.repo, is, le.action, c.who.actor(), obj{"label": e.renderLabel(c.repo, le.l)})
+	if req.Labels != nil {
+		e.replaceLabels(c, is, e.labelKeys(c.repo, *req.Labels))
 	}
 	if action != "" {
 		e.emitIssueEvent(c.repo, is, action, c.who.actor(), obj{})
 	}
-	writeJSON(w, http.StatusOK, rendered)
+	writeJSON(w, http.StatusOK, e.renderIssue(c.repo, is))
 }
 
 func contains(list []string, s string) bool {
@@ -263,4 +247,10 @@ func (e *Emulator) emitIssueEvent(rp *repo, is *issue, action, sender string, ex
 	}
 	body["issue"] = e.renderIssue(rp, is)
 	e.emit("issues", action, rp, sender, body)
+}
+
+// mayTriage reports whether the caller may label and assign: the App (its route check
+// already required issues write) or a user with triage access or more.
+func (e *Emulator) mayTriage(c *call) bool {
+	return c.who.token != nil || roleAtLeast(e.roleOf(c.who.user, c.repo), "triage")
 }

@@ -96,13 +96,25 @@ func (e *Emulator) setIssueLabels(w http.ResponseWriter, r *http.Request, c *cal
 		writeError(w, err)
 		return
 	}
-	want := []string{}
+	e.replaceLabels(c, is, e.labelKeys(c.repo, names))
+	writeJSON(w, http.StatusOK, e.renderLabels(c.repo, is.Labels))
+}
+
+// labelKeys turns label names into the repository's label keys, creating labels on
+// first use and dropping repeats.
+func (e *Emulator) labelKeys(rp *repo, names []string) []string {
+	keys := []string{}
 	for _, n := range names {
-		l := e.ensureLabel(c.repo, n)
-		if !contains(want, key(l.Name)) {
-			want = append(want, key(l.Name))
+		if k := key(e.ensureLabel(rp, n).Name); !contains(keys, k) {
+			keys = append(keys, k)
 		}
 	}
+	return keys
+}
+
+// replaceLabels sets an issue's labels to want, with an unlabeled webhook for each label
+// removed and a labeled one for each added, as GitHub sends them.
+func (e *Emulator) replaceLabels(c *call, is *issue, want []string) {
 	var removed, added []*label
 	for _, k := range is.Labels {
 		if !contains(want, k) {
@@ -117,7 +129,6 @@ func (e *Emulator) setIssueLabels(w http.ResponseWriter, r *http.Request, c *cal
 	is.Labels = want
 	e.labelsChanged(c, is, removed, "unlabeled")
 	e.labelsChanged(c, is, added, "labeled")
-	writeJSON(w, http.StatusOK, e.renderLabels(c.repo, is.Labels))
 }
 
 func (e *Emulator) clearIssueLabels(w http.ResponseWriter, r *http.Request, c *call) {

@@ -258,6 +258,19 @@ func (e *Emulator) editPull(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, err)
 		return
 	}
+	// Checked before anything changes, so a refused edit leaves the pull request as it was.
+	if req.State != nil && *req.State != "open" && *req.State != "closed" {
+		writeError(w, errValidation("PullRequest", "state", "invalid", "state must be open or closed"))
+		return
+	}
+	if req.State != nil && *req.State == "open" && p.Merged {
+		writeError(w, errValidation("PullRequest", "state", "invalid", "a merged pull request cannot be reopened"))
+		return
+	}
+	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
+		writeError(w, errValidation("PullRequest", "title", "missing_field", "title cannot be blank"))
+		return
+	}
 	changes := obj{}
 	if req.Title != nil && *req.Title != is.Title {
 		changes["title"] = obj{"from": is.Title}
@@ -269,19 +282,11 @@ func (e *Emulator) editPull(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	action := ""
 	if req.State != nil && *req.State != is.State {
-		switch *req.State {
-		case "closed":
+		if *req.State == "closed" {
 			now := e.timestamp()
 			is.State, is.ClosedAt, action = "closed", &now, "closed"
-		case "open":
-			if p.Merged {
-				writeError(w, errValidation("PullRequest", "state", "invalid", "a merged pull request cannot be reopened"))
-				return
-			}
+		} else {
 			is.State, is.ClosedAt, action = "open", nil, "reopened"
-		default:
-			writeError(w, errValidation("PullRequest", "state", "invalid", "state must be open or closed"))
-			return
 		}
 	}
 	is.UpdatedAt = e.timestamp()
