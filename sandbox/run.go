@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -50,9 +51,12 @@ type Report struct {
 	SnapshotMade bool
 	// Steps are the boot steps with durations.
 	Steps []Step
-	// FirstCommand is the time from the start of Run (after any snapshot preparation)
-	// to the VM being ready for the command.
-	FirstCommand time.Duration
+	// Ready is the time from the start of Run (after any snapshot preparation) to the
+	// VM's agent being ready for the command.
+	Ready time.Duration
+	// FirstOutput is the time from the same start to the command's first output (or to
+	// its end, if it printed nothing): what a user waits for.
+	FirstOutput time.Duration
 	// Teardown is how long shutdown and cleanup took.
 	Teardown time.Duration
 	// Out says what came back from /out.
@@ -123,8 +127,10 @@ func Run(ctx context.Context, spec Spec) (_ *Report, err error) {
 	if err := m.Start(ctx); err != nil {
 		return nil, err
 	}
-	rep := &Report{Accel: m.Accel(), Boot: m.Boot(), SnapshotMade: snapshotMade, Steps: m.Steps(), FirstCommand: time.Since(start)}
-	res, runErr := m.Run(ctx, spec.Argv, spec.Env, spec.Stdout, spec.Stderr)
+	rep := &Report{Accel: m.Accel(), Boot: m.Boot(), SnapshotMade: snapshotMade, Steps: m.Steps(), Ready: time.Since(start)}
+	first := &firstWrite{}
+	res, runErr := m.Run(ctx, spec.Argv, spec.Env, first.wrap(spec.Stdout), first.wrap(spec.Stderr))
+	rep.FirstOutput = first.since(start)
 	if runErr == nil {
 		rep.Result = *res
 		if spec.OutDir != "" {
@@ -168,3 +174,34 @@ func ParseSize(s string) (int, error) {
 	}
 	return int(mib), nil
 }
+
+// firstWrite notes when the first of the writers it wraps was first written to.
+type firstWrite struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (f *firstWrite) wrap(w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		f.mu.Lock()
+		if f.at.IsZero() && len(p) > 0 {
+			f.at = time.Now()
+		}
+		f.mu.Unlock()
+		return w.Write(p)
+	})
+}
+
+// since is the time from start to the first write, or to now if nothing was written.
+func (f *firstWrite) since(start time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at.IsZero() {
+		return time.Since(start)
+	}
+	return f.at.Sub(start)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

@@ -99,9 +99,9 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	rep, err := sandbox.Run(ctx, spec)
 	if rep != nil && *verbose {
-		fmt.Fprintf(stderr, "sandbox: accel %s (%s); %s boot (%s); first command after %v; teardown %v\n",
+		fmt.Fprintf(stderr, "sandbox: accel %s (%s); %s boot (%s); agent ready after %v, first output after %v; teardown %v\n",
 			rep.Accel.Accel, rep.Accel.Reason, rep.Boot.Mode, rep.Boot.Reason,
-			rep.FirstCommand.Round(time.Millisecond), rep.Teardown.Round(time.Millisecond))
+			rep.Ready.Round(time.Millisecond), rep.FirstOutput.Round(time.Millisecond), rep.Teardown.Round(time.Millisecond))
 	}
 	if len(allow) > 0 {
 		fmt.Fprintf(stderr, "sandbox: firewall audit log: %s\n", auditPath)
