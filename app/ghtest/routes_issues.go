@@ -159,11 +159,8 @@ func (e *Emulator) editIssue(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	var req struct {
-		Title       *string   `json:"title"`
-		Body        *string   `json:"body"`
-		State       *string   `json:"state"`
-		StateReason *string   `json:"state_reason"`
-		Labels      *[]string `json:"labels"`
+		fieldsEdit
+		Labels *[]string `json:"labels"`
 	}
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
@@ -177,40 +174,11 @@ func (e *Emulator) editIssue(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		req.Labels = nil
 	}
-	// Everything is checked before anything changes, so a refused edit leaves the issue
-	// as it was.
-	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
-		writeError(w, errValidation("Issue", "title", "missing_field", "title cannot be blank"))
+	if err := req.check("Issue"); err != nil {
+		writeError(w, err)
 		return
 	}
-	if req.State != nil && *req.State != "open" && *req.State != "closed" {
-		writeError(w, errValidation("Issue", "state", "invalid", "state must be open or closed"))
-		return
-	}
-	changes := obj{}
-	if req.Title != nil && *req.Title != is.Title {
-		changes["title"] = obj{"from": is.Title}
-		is.Title = *req.Title
-	}
-	if req.Body != nil && *req.Body != is.Body {
-		changes["body"] = obj{"from": is.Body}
-		is.Body = *req.Body
-	}
-	action := ""
-	if req.State != nil && *req.State != is.State {
-		now := e.timestamp()
-		if *req.State == "closed" {
-			is.State, is.ClosedAt, is.ClosedBy, action = "closed", &now, c.who.actor(), "closed"
-			is.StateReason = "completed"
-			if req.StateReason != nil {
-				is.StateReason = *req.StateReason
-			}
-		} else {
-			is.State, is.ClosedAt, is.ClosedBy, is.StateReason, action = "open", nil, "", "reopened", "reopened"
-		}
-	}
-	is.UpdatedAt = e.timestamp()
-	c.mutated = true
+	changes, action := e.applyFields(c, is, &req.fieldsEdit)
 	if len(changes) > 0 {
 		e.emit("issues", "edited", c.repo, c.who.actor(), obj{"issue": e.renderIssue(c.repo, is), "changes": changes})
 	}
@@ -221,6 +189,56 @@ func (e *Emulator) editIssue(w http.ResponseWriter, r *http.Request, c *call) {
 		e.emitIssueEvent(c.repo, is, action, c.who.actor(), obj{})
 	}
 	writeJSON(w, http.StatusOK, e.renderIssue(c.repo, is))
+}
+
+// fieldsEdit is the part of an edit that issues and pull requests share.
+type fieldsEdit struct {
+	Title       *string `json:"title"`
+	Body        *string `json:"body"`
+	State       *string `json:"state"`
+	StateReason *string `json:"state_reason"`
+}
+
+// check refuses an edit before anything changes, so a refused edit leaves the issue or
+// pull request as it was.
+func (ed *fieldsEdit) check(resource string) error {
+	if ed.Title != nil && strings.TrimSpace(*ed.Title) == "" {
+		return errValidation(resource, "title", "missing_field", "title cannot be blank")
+	}
+	if ed.State != nil && *ed.State != "open" && *ed.State != "closed" {
+		return errValidation(resource, "state", "invalid", "state must be open or closed")
+	}
+	return nil
+}
+
+// apply changes the issue's title, body and state, and returns the webhook "changes"
+// and the state action ("closed", "reopened" or "").
+func (e *Emulator) applyFields(c *call, is *issue, ed *fieldsEdit) (obj, string) {
+	changes := obj{}
+	if ed.Title != nil && *ed.Title != is.Title {
+		changes["title"] = obj{"from": is.Title}
+		is.Title = *ed.Title
+	}
+	if ed.Body != nil && *ed.Body != is.Body {
+		changes["body"] = obj{"from": is.Body}
+		is.Body = *ed.Body
+	}
+	action := ""
+	if ed.State != nil && *ed.State != is.State {
+		now := e.timestamp()
+		if *ed.State == "closed" {
+			is.State, is.ClosedAt, is.ClosedBy, action = "closed", &now, c.who.actor(), "closed"
+			is.StateReason = "completed"
+			if ed.StateReason != nil {
+				is.StateReason = *ed.StateReason
+			}
+		} else {
+			is.State, is.ClosedAt, is.ClosedBy, is.StateReason, action = "open", nil, "", "reopened", "reopened"
+		}
+	}
+	is.UpdatedAt = e.timestamp()
+	c.mutated = true
+	return changes, action
 }
 
 func contains(list []string, s string) bool {

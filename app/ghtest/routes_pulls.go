@@ -249,48 +249,21 @@ func (e *Emulator) editPull(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, err)
 		return
 	}
-	var req struct {
-		Title *string `json:"title"`
-		Body  *string `json:"body"`
-		State *string `json:"state"`
-	}
+	var req fieldsEdit
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	// Checked before anything changes, so a refused edit leaves the pull request as it was.
-	if req.State != nil && *req.State != "open" && *req.State != "closed" {
-		writeError(w, errValidation("PullRequest", "state", "invalid", "state must be open or closed"))
+	if err := req.check("PullRequest"); err != nil {
+		writeError(w, err)
 		return
 	}
 	if req.State != nil && *req.State == "open" && p.Merged {
 		writeError(w, errValidation("PullRequest", "state", "invalid", "a merged pull request cannot be reopened"))
 		return
 	}
-	if req.Title != nil && strings.TrimSpace(*req.Title) == "" {
-		writeError(w, errValidation("PullRequest", "title", "missing_field", "title cannot be blank"))
-		return
-	}
-	changes := obj{}
-	if req.Title != nil && *req.Title != is.Title {
-		changes["title"] = obj{"from": is.Title}
-		is.Title = *req.Title
-	}
-	if req.Body != nil && *req.Body != is.Body {
-		changes["body"] = obj{"from": is.Body}
-		is.Body = *req.Body
-	}
-	action := ""
-	if req.State != nil && *req.State != is.State {
-		if *req.State == "closed" {
-			now := e.timestamp()
-			is.State, is.ClosedAt, action = "closed", &now, "closed"
-		} else {
-			is.State, is.ClosedAt, action = "open", nil, "reopened"
-		}
-	}
-	is.UpdatedAt = e.timestamp()
-	c.mutated = true
+	req.StateReason = nil // pull requests have no state reason
+	changes, action := e.applyFields(c, is, &req)
 	rendered := e.renderPull(c.repo, is, p)
 	if len(changes) > 0 {
 		e.emit("pull_request", "edited", c.repo, c.who.actor(), obj{"number": p.Number, "pull_request": rendered, "changes": changes})
