@@ -79,15 +79,22 @@ func plan(ctx context.Context, cfg BuildConfig) (BuildConfig, inputs, error) {
 	if err != nil {
 		return cfg, inputs{}, err
 	}
-	records, err := aptShow(ctx, cfg.KernelPackage, busyboxPackage)
-	if err != nil {
-		return cfg, inputs{}, fmt.Errorf("failed to resolve the kernel and busybox packages: %w", err)
+	state := aptState()
+	r, ok := loadResolved(cfg.CacheDir, cfg.KernelPackage, state)
+	if !ok {
+		records, err := aptShow(ctx, cfg.KernelPackage, busyboxPackage)
+		if err != nil {
+			return cfg, inputs{}, fmt.Errorf("failed to resolve the kernel and busybox packages: %w", err)
+		}
+		kernel, err := concreteKernel(ctx, cfg.KernelPackage, records[cfg.KernelPackage])
+		if err != nil {
+			return cfg, inputs{}, err
+		}
+		r = resolved{AptState: state, KernelPackage: cfg.KernelPackage, Kernel: kernel,
+			Busybox: debPackage{Name: busyboxPackage, Version: records[busyboxPackage]["Version"]}}
+		saveResolved(cfg.CacheDir, r)
 	}
-	kernel, err := concreteKernel(ctx, cfg.KernelPackage, records[cfg.KernelPackage])
-	if err != nil {
-		return cfg, inputs{}, err
-	}
-	busybox := debPackage{Name: busyboxPackage, Version: records[busyboxPackage]["Version"]}
+	kernel, busybox := r.Kernel, r.Busybox
 	return cfg, inputs{
 		Recipe: [3]int{bootRecipe, rootfsRecipe, assembleRecipe},
 		Suite:  cfg.Suite, Mirror: cfg.Mirror, Packages: cfg.Packages,

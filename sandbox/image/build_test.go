@@ -194,7 +194,8 @@ func TestBuildCacheHit(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if e.Name() != "images" {
+			// The remembered apt resolution is the one file a hit may leave.
+			if e.Name() != "images" && e.Name() != resolvedFile {
 				t.Errorf("a cache hit created %s in the cache", e.Name())
 			}
 		}
