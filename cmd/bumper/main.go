@@ -99,14 +99,16 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	names := make([]string, 0, len(cmds))
+	width := len("help")
 	for n := range cmds {
 		names = append(names, n)
+		width = max(width, len(n))
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, cmds[n].summary)
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "help", "print this list, or 'bumper help <command>' for one command's flags")
+	fmt.Fprintf(w, "  %-*s  %s\n", width, "help", "print this list, or 'bumper help <command>' for one command's flags")
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting, with a usage
