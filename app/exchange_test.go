@@ -143,6 +143,9 @@ func TestTokenExchange(t *testing.T) {
 			r.Attempt = 2
 			return r
 		}, "not the current attempt"},
+		{"not a dispatched run", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf, EventName: "push"}))
+		}, "not by Bumper's workflow_dispatch"},
 		{"no token", func() wire.ExchangeRequest { return exchangeRequest(h, run, "") }, "no OIDC token"},
 	}
 	for _, tt := range refusals {

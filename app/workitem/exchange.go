@@ -46,8 +46,10 @@ func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req w
 	if !strings.EqualFold(id.Repository, repo) {
 		return none, tokenexchange.Refuse("the OIDC token is for repository %s, not %s", id.Repository, repo)
 	}
-	if id.EventName != "" && id.EventName != "workflow_dispatch" {
-		return none, tokenexchange.Refuse("the run was triggered by %s, not by Bumper's workflow_dispatch", id.EventName)
+	// Fail closed: GitHub always names the triggering event, so a token without one is
+	// not an Actions run Bumper dispatched.
+	if id.EventName != "workflow_dispatch" {
+		return none, tokenexchange.Refuse("the run was triggered by %q, not by Bumper's workflow_dispatch", id.EventName)
 	}
 	gh, err := s.opts.Connector.ForRepository(ctx, repo)
 	if errors.Is(err, ErrNotFound) {
