@@ -7,23 +7,20 @@ import (
 	"testing"
 )
 
-func TestRun(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
-		{name: "no args prints help", args: nil, wantCode: 0, wantStdout: "Usage: bumper <command>"},
-		{name: "help", args: []string{"help"}, wantCode: 0, wantStdout: "version"},
-		{name: "version", args: []string{"version"}, wantCode: 0, wantStdout: "bumper dev"},
-		{name: "version with extra args", args: []string{"version", "x"}, wantCode: 2, wantStderr: "takes no arguments"},
-		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
-		{name: "help for unknown command", args: []string{"help", "frobnicate"}, wantCode: 2, wantStderr: "unknown command"},
-		{name: "bad flag", args: []string{"version", "--nope"}, wantCode: 2, wantStderr: "bumper help version"},
-	}
-	for _, tt := range tests {
+// cliCase is one command line and what it must do.
+type cliCase struct {
+	name       string
+	args       []string
+	wantCode   int
+	wantStdout string
+	wantStderr string
+}
+
+// runCLICases runs each case through run, as the binary would, and checks the exit
+// code and that stdout and stderr contain what is wanted.
+func runCLICases(t *testing.T, cases []cliCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), tt.args, &stdout, &stderr)
@@ -38,4 +35,16 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRun(t *testing.T) {
+	runCLICases(t, []cliCase{
+		{name: "no args prints help", args: nil, wantCode: 0, wantStdout: "Usage: bumper <command>"},
+		{name: "help", args: []string{"help"}, wantCode: 0, wantStdout: "version"},
+		{name: "version", args: []string{"version"}, wantCode: 0, wantStdout: "bumper dev"},
+		{name: "version with extra args", args: []string{"version", "x"}, wantCode: 2, wantStderr: "takes no arguments"},
+		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
+		{name: "help for unknown command", args: []string{"help", "frobnicate"}, wantCode: 2, wantStderr: "unknown command"},
+		{name: "bad flag", args: []string{"version", "--nope"}, wantCode: 2, wantStderr: "bumper help version"},
+	})
 }

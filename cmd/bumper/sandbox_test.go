@@ -2,45 +2,26 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
 
 func TestSandboxUsage(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStderr string
-	}{
-		{"no subcommand", []string{"sandbox"}, 2, "want 'bumper sandbox run"},
-		{"unknown subcommand", []string{"sandbox", "start"}, 2, "want 'bumper sandbox run"},
-		{"help", []string{"sandbox", "--help"}, 0, "--allow"},
-		{"no command", []string{"sandbox", "run", "--image", "/nonexistent"}, 2, "no command"},
-		{"bad memory", []string{"sandbox", "run", "--memory", "lots", "--", "true"}, 2, `size "lots"`},
-		{"bad disk", []string{"sandbox", "run", "--disk", "-1", "--", "true"}, 2, "--disk"},
-		{"resolve without allow", []string{"sandbox", "run", "--resolve", "a.test:127.0.0.1", "--", "true"}, 2, "--resolve without --allow"},
-		{"missing image", []string{"sandbox", "run", "--image", "/nonexistent/image", "--", "true"}, 1, "/nonexistent/image"},
-		{"guest agent on a host", []string{"guest-agent"}, 1, "only as PID 1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), tt.args, &stdout, &stderr)
-			if code != tt.wantCode {
-				t.Fatalf("exit code = %d, want %d; stderr: %s", code, tt.wantCode, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tt.wantStderr) {
-				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
-			}
-		})
-	}
+	runCLICases(t, []cliCase{
+		{name: "no subcommand", args: []string{"sandbox"}, wantCode: 2, wantStderr: "want 'bumper sandbox run"},
+		{name: "unknown subcommand", args: []string{"sandbox", "start"}, wantCode: 2, wantStderr: "want 'bumper sandbox run"},
+		{name: "help", args: []string{"sandbox", "--help"}, wantCode: 0, wantStderr: "--allow"},
+		{name: "no command", args: []string{"sandbox", "run", "--image", "/nonexistent"}, wantCode: 2, wantStderr: "no command"},
+		{name: "bad memory", args: []string{"sandbox", "run", "--memory", "lots", "--", "true"}, wantCode: 2, wantStderr: `size "lots"`},
+		{name: "bad disk", args: []string{"sandbox", "run", "--disk", "-1", "--", "true"}, wantCode: 2, wantStderr: "--disk"},
+		{name: "resolve without allow", args: []string{"sandbox", "run", "--resolve", "a.test:127.0.0.1", "--", "true"}, wantCode: 2, wantStderr: "--resolve without --allow"},
+		{name: "missing image", args: []string{"sandbox", "run", "--image", "/nonexistent/image", "--", "true"}, wantCode: 1, wantStderr: "/nonexistent/image"},
+		{name: "guest agent on a host", args: []string{"guest-agent"}, wantCode: 1, wantStderr: "only as PID 1"},
+	})
 }
 
 // TestSandboxRun runs a command in a real VM through the command line, as a user would.
