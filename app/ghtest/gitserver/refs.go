@@ -116,11 +116,8 @@ func (s *Server) hasObject(ctx context.Context, dir, oid string) (bool, error) {
 // only if it points at oldSHA now (ErrRefNotFound, ErrRefMismatch). newSHA must exist
 // (ErrObjectNotFound).
 func (s *Server) UpdateRef(ctx context.Context, owner, repo, ref, newSHA, oldSHA string) error {
-	dir, err := s.openRepo(owner, repo)
+	dir, err := s.openRef(owner, repo, ref)
 	if err != nil {
-		return err
-	}
-	if err := checkRef(ref); err != nil {
 		return err
 	}
 	if err := checkOID("new object", newSHA); err != nil {
@@ -174,11 +171,8 @@ func (s *Server) swapRef(ctx context.Context, dir, ref, newSHA, oldSHA string) e
 // MoveRef points an existing ref at newSHA, as GitHub's PATCH /git/refs does: unless
 // force is set the move must be a fast forward (ErrNotFastForward).
 func (s *Server) MoveRef(ctx context.Context, owner, repo, ref, newSHA string, force bool) error {
-	dir, err := s.openRepo(owner, repo)
+	dir, err := s.openRef(owner, repo, ref)
 	if err != nil {
-		return err
-	}
-	if err := checkRef(ref); err != nil {
 		return err
 	}
 	if err := checkOID("new object", newSHA); err != nil {
@@ -186,13 +180,12 @@ func (s *Server) MoveRef(ctx context.Context, owner, repo, ref, newSHA string, f
 	}
 	unlock := s.lock(owner, repo)
 	defer unlock()
-	cur, exists, err := s.readRef(ctx, dir, ref)
+	cur, err := s.existingRef(ctx, dir, ref)
 	if err != nil {
 		return err
 	}
-	if !exists {
-		return fmt.Errorf("%w: %s", ErrRefNotFound, ref)
-	}
+	// Checked before the ancestry test, which would fail on a missing object with a
+	// less useful error than ErrObjectNotFound.
 	if ok, err := s.hasObject(ctx, dir, newSHA); err != nil {
 		return err
 	} else if !ok {
@@ -212,21 +205,15 @@ func (s *Server) MoveRef(ctx context.Context, owner, repo, ref, newSHA string, f
 
 // DeleteRef deletes the full ref name (ErrRefNotFound when absent).
 func (s *Server) DeleteRef(ctx context.Context, owner, repo, ref string) error {
-	dir, err := s.openRepo(owner, repo)
+	dir, err := s.openRef(owner, repo, ref)
 	if err != nil {
-		return err
-	}
-	if err := checkRef(ref); err != nil {
 		return err
 	}
 	unlock := s.lock(owner, repo)
 	defer unlock()
-	cur, exists, err := s.readRef(ctx, dir, ref)
+	cur, err := s.existingRef(ctx, dir, ref)
 	if err != nil {
 		return err
-	}
-	if !exists {
-		return fmt.Errorf("%w: %s", ErrRefNotFound, ref)
 	}
 	if _, err := s.run(ctx, dir, nil, nil, "update-ref", "-d", ref, cur); err != nil {
 		return fmt.Errorf("failed to delete %s: %w", ref, err)
@@ -274,4 +261,28 @@ func zeroOID(like string) string {
 		return strings.Repeat("0", len(like))
 	}
 	return strings.Repeat("0", 40)
+}
+
+// openRef is openRepo for a call that names a ref, which must be well formed.
+func (s *Server) openRef(owner, repo, ref string) (string, error) {
+	dir, err := s.openRepo(owner, repo)
+	if err != nil {
+		return "", err
+	}
+	if err := checkRef(ref); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// existingRef reads a ref that must exist (ErrRefNotFound otherwise).
+func (s *Server) existingRef(ctx context.Context, dir, ref string) (string, error) {
+	cur, exists, err := s.readRef(ctx, dir, ref)
+	if err != nil {
+		return "", err
+	}
+	if !exists {
+		return "", fmt.Errorf("%w: %s", ErrRefNotFound, ref)
+	}
+	return cur, nil
 }
