@@ -71,6 +71,10 @@ type Emulator struct {
 	server  *http.Server
 
 	webhookCheck func(event string, body []byte)
+	// commits caches what git said of commits by repository and SHA: commits never
+	// change, and rendering a list of workflow runs or check runs would otherwise start
+	// one git process per item. Guarded by mu.
+	commits map[string]*gitserver.CommitInfo
 }
 
 const (
@@ -83,11 +87,12 @@ const (
 // New creates an emulator, loading the state in opts.StateDir or seeding a new world.
 func New(opts Options) (*Emulator, error) {
 	e := &Emulator{
-		dir:    opts.StateDir,
-		now:    opts.Now,
-		log:    opts.Logger,
-		limit:  opts.RateLimit,
-		limits: map[string]*rateWindow{},
+		dir:     opts.StateDir,
+		now:     opts.Now,
+		log:     opts.Logger,
+		limit:   opts.RateLimit,
+		limits:  map[string]*rateWindow{},
+		commits: map[string]*gitserver.CommitInfo{},
 
 		webhookCheck: opts.WebhookCheck,
 	}

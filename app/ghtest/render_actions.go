@@ -26,7 +26,7 @@ func (e *Emulator) renderMinimalRepo(rp *repo) obj {
 func (e *Emulator) renderRun(rp *repo, run *workflowRun) obj {
 	id := strconv.FormatInt(run.ID, 10)
 	api := e.baseURL + "/repos/" + rp.fullName() + "/actions/runs/" + id
-	ci, err := e.git.Commit(context.Background(), rp.Owner, rp.Name, run.HeadSHA)
+	ci, err := e.commit(context.Background(), rp, run.HeadSHA)
 	headCommit := obj{"id": run.HeadSHA, "tree_id": "", "message": "", "timestamp": ts(run.CreatedAt),
 		"author": obj{"name": "", "email": ""}, "committer": obj{"name": "", "email": ""}}
 	if err == nil {

@@ -124,7 +124,7 @@ func (e *Emulator) createCheckRun(w http.ResponseWriter, r *http.Request, c *cal
 		writeError(w, errValidation("CheckRun", "head_sha", "missing_field", "name and head_sha are required"))
 		return
 	}
-	if _, err := e.git.Commit(r.Context(), c.repo.Owner, c.repo.Name, *req.HeadSHA); err != nil || !isSHA(*req.HeadSHA) {
+	if _, err := e.commit(r.Context(), c.repo, *req.HeadSHA); err != nil || !isSHA(*req.HeadSHA) {
 		writeError(w, errUnprocessable("No commit found for SHA: "+*req.HeadSHA))
 		return
 	}

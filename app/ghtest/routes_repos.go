@@ -36,7 +36,7 @@ func (e *Emulator) resolveRef(ctx context.Context, rp *repo, ref string) (string
 		}
 	}
 	if isSHA(ref) {
-		if _, err := e.git.Commit(ctx, rp.Owner, rp.Name, ref); err == nil {
+		if _, err := e.commit(ctx, rp, ref); err == nil {
 			return ref, true
 		}
 	}
@@ -93,7 +93,7 @@ func (e *Emulator) getCommit(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, errUnprocessable("No commit found for SHA: "+c.params["ref"]))
 		return
 	}
-	ci, err := e.git.Commit(r.Context(), c.repo.Owner, c.repo.Name, sha)
+	ci, err := e.commit(r.Context(), c.repo, sha)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -116,7 +116,7 @@ func (e *Emulator) getBranch(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, newError(http.StatusNotFound, "Branch not found"))
 		return
 	}
-	ci, err := e.git.Commit(r.Context(), c.repo.Owner, c.repo.Name, sha)
+	ci, err := e.commit(r.Context(), c.repo, sha)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -255,4 +255,21 @@ func wrap60(s string) string {
 func isNotFound(err error) bool {
 	return errors.Is(err, gitserver.ErrFileNotFound) || errors.Is(err, gitserver.ErrNotAFile) ||
 		errors.Is(err, gitserver.ErrInvalidName) || errors.Is(err, gitserver.ErrObjectNotFound)
+}
+
+// commit returns what git says of a commit (a SHA, or a ref for a commit not yet
+// cached), from the cache when the SHA was seen before. Callers hold e.mu.
+func (e *Emulator) commit(ctx context.Context, rp *repo, sha string) (*gitserver.CommitInfo, error) {
+	k := key(rp.fullName()) + "@" + sha
+	if ci, ok := e.commits[k]; ok {
+		return ci, nil
+	}
+	ci, err := e.git.Commit(ctx, rp.Owner, rp.Name, sha)
+	if err != nil {
+		return nil, err
+	}
+	if isSHA(sha) {
+		e.commits[k] = ci
+	}
+	return ci, nil
 }
