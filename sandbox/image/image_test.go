@@ -71,7 +71,9 @@ func TestInputKey(t *testing.T) {
 	changed.Packages = []string{"ca-certificates", "git", "nodejs"}
 	newAgent := base
 	newAgent.Agent = "bb"
-	if base.key() != base.key() {
+	same := base
+	same.Packages = append([]string(nil), base.Packages...)
+	if base.key() != same.key() {
 		t.Error("the same inputs gave two keys")
 	}
 	if base.key() == changed.key() {
