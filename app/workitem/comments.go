@@ -53,16 +53,15 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	if err != nil {
 		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Bumper cannot act: the repository's configuration is invalid (%v).", err))
 	}
-	if ok, why, err := s.allowed(ctx, gh, repo, ev.Author, ev.AuthorType, pol); err != nil {
+	if no, err := s.allowed(ctx, gh, repo, ev.Author, ev.AuthorType, pol); err != nil {
 		return err
-	} else if !ok {
-		if authBot(why) {
-			// Bots get no reply: two bots must not talk to each other forever.
+	} else if no != nil {
+		if no.bot {
 			return nil
 		}
-		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Author).Str(LogKeyCommand, cmd.Name).Str(LogKeyReason, why).Msg("refused a command")
+		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Author).Str(LogKeyCommand, cmd.Name).Str(LogKeyReason, no.why).Msg("refused a command")
 		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Sorry @%s, only %s can give Bumper commands here; %s. Nothing was changed.",
-			ev.Author, who(pol), why))
+			ev.Author, who(pol), no.why))
 	}
 	if cmd.Kind == command.Help || cmd.Kind == command.Unknown {
 		return s.reply(ctx, gh, repo, n, command.HelpText)
@@ -85,8 +84,6 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	}
 	return nil
 }
-
-func authBot(why string) bool { return strings.HasPrefix(why, "bots ") }
 
 // approve binds an approval to the current revision and dispatches the run.
 func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEvent, pol Policy) error {

@@ -106,12 +106,12 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
 			fmt.Sprintf("Bumper cannot start: the repository's configuration is invalid (%v). Fix %s and label the issue again.", err, PolicyPath))
 	}
-	if ok, why, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
+	if no, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
 		return err
-	} else if !ok {
-		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Sender).Str(LogKeyReason, why).Msg("refused a labelling")
+	} else if no != nil {
+		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Sender).Str(LogKeyReason, no.why).Msg("refused a labelling")
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
-			fmt.Sprintf("Sorry @%s, Bumper only starts work labelled by %s; %s. Nothing was changed.", ev.Sender, who(pol), why))
+			fmt.Sprintf("Sorry @%s, Bumper only starts work labelled by %s; %s. Nothing was changed.", ev.Sender, who(pol), no.why))
 	}
 	head, err := gh.BranchHead(ctx, ev.Repo.FullName, ev.Repo.DefaultBranch)
 	if err != nil {
@@ -182,23 +182,31 @@ func (s *Service) stop(ctx context.Context, gh GitHub, it *item, reason, deliver
 	return s.save(ctx, gh, it, delivery)
 }
 
-// allowed checks a person (or bot) against the repository's policy.
-func (s *Service) allowed(ctx context.Context, gh GitHub, repo, user, userType string, pol Policy) (bool, string, error) {
+// refusal says why someone may not act. bot marks a refused bot, which gets no reply:
+// two bots must not answer each other forever.
+type refusal struct {
+	why string
+	bot bool
+}
+
+// allowed checks a person (or bot) against the repository's policy; a nil refusal
+// means allowed.
+func (s *Service) allowed(ctx context.Context, gh GitHub, repo, user, userType string, pol Policy) (*refusal, error) {
 	bot, err := s.botLogin(ctx)
 	if err != nil {
-		return false, "", err
+		return nil, err
 	}
 	if authz.IsBot(user, userType) && !authz.BotAllowed(user, bot, pol.AllowedBots) {
-		return false, "bots act only when the repository's configuration names them", nil
+		return &refusal{why: "bots act only when the repository's configuration names them", bot: true}, nil
 	}
 	perm, err := gh.Permission(ctx, repo, user)
 	if err != nil {
-		return false, "", fmt.Errorf("failed to check the permission of %s on %s: %w", user, repo, err)
+		return nil, fmt.Errorf("failed to check the permission of %s on %s: %w", user, repo, err)
 	}
 	if !authz.AtLeast(perm, pol.Approvers.MinPermission) {
-		return false, fmt.Sprintf("your permission on this repository is %s", perm), nil
+		return &refusal{why: fmt.Sprintf("your permission on this repository is %s", perm)}, nil
 	}
-	return true, "", nil
+	return nil, nil
 }
 
 func who(pol Policy) string {
