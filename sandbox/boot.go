@@ -69,7 +69,7 @@ func (m *Machine) start(ctx context.Context) error {
 	if m.cfg.Network != nil {
 		layout.tapFD, layout.mac = 3, m.cfg.Network.withDefaults().MAC
 	}
-	var backing, backingFormat string
+	var backing, backingFormat, template string
 	if err := m.step("snapshot lookup", func() error {
 		backing, backingFormat = m.cfg.Rootfs, "raw"
 		switch {
@@ -84,7 +84,7 @@ func (m *Machine) start(ctx context.Context) error {
 				break
 			}
 			m.boot = BootInfo{Mode: "warm", Reason: "restoring snapshot " + snap.Key}
-			backing, backingFormat = snap.rootPath(), "qcow2"
+			backing, backingFormat, template = snap.rootPath(), "qcow2", snap.overlayPath()
 			layout.incoming = snap.statePath()
 			// The kernel command line must be the one the snapshot booted with.
 			layout.tscKHz = snap.TSCkHz
@@ -99,6 +99,9 @@ func (m *Machine) start(ctx context.Context) error {
 		layout.overlay = filepath.Join(m.snapshotTo, snapshotRoot)
 	}
 	if err := m.step("overlay", func() error {
+		if template != "" {
+			return copyFile(template, layout.overlay)
+		}
 		return createOverlay(ctx, backing, backingFormat, m.cfg.DiskSizeMB, layout.overlay)
 	}); err != nil {
 		return err
@@ -127,7 +130,10 @@ func (m *Machine) start(ctx context.Context) error {
 	if err := m.step("qemu", func() error { return m.launch(layout) }); err != nil {
 		return err
 	}
-	return m.step("agent hello", func() error { return m.connect(ctx, layout.agentSock) })
+	if m.boot.Mode == "warm" {
+		return m.step("agent channel", func() error { return m.connect(ctx, layout.agentSock, false) })
+	}
+	return m.step("agent hello", func() error { return m.connect(ctx, layout.agentSock, true) })
 }
 
 func createOverlay(ctx context.Context, backing, format string, sizeMB int, overlay string) error {
@@ -135,11 +141,34 @@ func createOverlay(ctx context.Context, backing, format string, sizeMB int, over
 	if sizeMB > 0 {
 		args = append(args, strconv.Itoa(sizeMB)+"M")
 	}
+	return qemuImg(ctx, args)
+}
+
+// createOverlayUnsafe creates an overlay of size bytes on a backing file that need not
+// exist yet (qemu-img -u).
+func createOverlayUnsafe(ctx context.Context, backing, format string, size int64, overlay string) error {
+	return qemuImg(ctx, []string{"create", "-q", "-u", "-f", "qcow2", "-b", backing, "-F", format, overlay, strconv.FormatInt(size, 10)})
+}
+
+func qemuImg(ctx context.Context, args []string) error {
 	out, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("failed to create the qcow2 overlay (is qemu-utils installed?): %w: %s", err, out)
 	}
 	return nil
+}
+
+// rootDiskBytes is the virtual size of a run's root disk: the configured size, or the
+// image's.
+func rootDiskBytes(cfg Config) (int64, error) {
+	if cfg.DiskSizeMB > 0 {
+		return int64(cfg.DiskSizeMB) << 20, nil
+	}
+	info, err := os.Stat(cfg.Rootfs)
+	if err != nil {
+		return 0, fmt.Errorf("failed to size the root disk: %w", err)
+	}
+	return info.Size(), nil
 }
 
 func (m *Machine) launch(l qemuLayout) error {

@@ -13,7 +13,10 @@ import (
 	"github.com/bumperdev/bumper/sandbox/workspace"
 )
 
-func (m *Machine) connect(ctx context.Context, sock string) error {
+// connect opens the agent channel. With waitHello it also waits for the agent's hello;
+// a restored agent is known to be idle and reading, so a warm start skips that wait and
+// lets Run send its request at once (the hello is checked when it arrives).
+func (m *Machine) connect(ctx context.Context, sock string, waitHello bool) error {
 	ctx, cancel := context.WithTimeout(ctx, BootTimeout)
 	defer cancel()
 	var conn net.Conn
@@ -28,7 +31,7 @@ func (m *Machine) connect(ctx context.Context, sock string) error {
 			return fmt.Errorf("qemu exited before the agent channel opened: %s", m.exitTail())
 		case <-ctx.Done():
 			return fmt.Errorf("agent channel did not open: %w", ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(time.Millisecond):
 		}
 	}
 	m.conn = conn
@@ -40,6 +43,9 @@ func (m *Machine) connect(ctx context.Context, sock string) error {
 	})
 	m.r = agentproto.NewReader(conn, agentproto.GuestTypes...)
 	m.w = agentproto.NewWriter(conn)
+	if !waitHello {
+		return nil
+	}
 	type frameOrErr struct {
 		f   agentproto.Frame
 		err error
@@ -63,18 +69,67 @@ func (m *Machine) connect(ctx context.Context, sock string) error {
 		if fe.f.Type != agentproto.TypeHello {
 			return fmt.Errorf("agent sent %s before hello", fe.f.Type)
 		}
-		var h agentproto.Hello
-		if err := agentproto.Decode(fe.f.Payload, &h); err != nil {
-			return err
-		}
-		if h.Version != agentproto.Version {
-			return fmt.Errorf("agent speaks protocol %d, this host %d: rebuild the image with this bumper binary", h.Version, agentproto.Version)
-		}
-		return nil
+		return m.hello(fe.f.Payload)
 	case <-ctx.Done():
 		conn.Close()
 		return fmt.Errorf("agent did not say hello within %v (console: %s): %w", BootTimeout, tailFile(m.ConsolePath()), ctx.Err())
 	}
+}
+
+// prepare asks the idle agent to get ready to be snapshotted (drop its caches, run the
+// warm-up commands) and waits for it to say it is done.
+func (m *Machine) prepare(ctx context.Context) error {
+	payload, err := agentproto.Encode(agentproto.Prepare{WarmUp: m.cfg.WarmUp})
+	if err != nil {
+		return err
+	}
+	if err := m.w.Write(agentproto.TypePrepare, payload); err != nil {
+		return fmt.Errorf("failed to ask the agent to prepare the snapshot: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { m.killProcess() })
+	defer stop()
+	for {
+		f, err := m.r.Read()
+		if err != nil {
+			return fmt.Errorf("agent channel broke while preparing the snapshot (console: %s): %w", tailFile(m.ConsolePath()), err)
+		}
+		switch f.Type {
+		case agentproto.TypePrepared:
+			return nil
+		case agentproto.TypeHello:
+			// Repeats sent before the agent read the request.
+		default:
+			return fmt.Errorf("agent sent %s while preparing the snapshot", f.Type)
+		}
+	}
+}
+
+// hello checks the agent's hello and notes when the first one arrived.
+func (m *Machine) hello(payload []byte) error {
+	m.mu.Lock()
+	seen := !m.helloAt.IsZero()
+	m.mu.Unlock()
+	if seen {
+		return nil // the agent repeats hello until it has read a request
+	}
+	var h agentproto.Hello
+	if err := agentproto.Decode(payload, &h); err != nil {
+		return err
+	}
+	if h.Version != agentproto.Version {
+		return fmt.Errorf("agent speaks protocol %d, this host %d: rebuild the image with this bumper binary", h.Version, agentproto.Version)
+	}
+	m.mu.Lock()
+	m.helloAt = time.Now()
+	m.mu.Unlock()
+	return nil
+}
+
+// HelloAt is when the agent's first hello arrived (zero if none has yet).
+func (m *Machine) HelloAt() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.helloAt
 }
 
 // Run runs argv in the guest's /workspace as the agent user, streaming its output to
@@ -136,7 +191,10 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 			}
 			return &Result{ExitCode: res.ExitCode, Signal: res.Signal, Error: res.Error, OutError: res.OutError}, nil
 		case agentproto.TypeHello:
-			// The agent repeats hello until it has read the run request.
+			if err := m.hello(f.Payload); err != nil {
+				_ = m.Kill()
+				return nil, err
+			}
 		}
 	}
 }
@@ -148,6 +206,11 @@ func (m *Machine) ended(err error) (*Result, error) {
 	m.mu.Unlock()
 	if timedOut {
 		return &Result{ExitCode: -1, TimedOut: true, Error: fmt.Sprintf("wall-time limit of %v reached; the VM was killed", m.cfg.Timeout)}, nil
+	}
+	select {
+	case <-m.exited:
+		return nil, fmt.Errorf("agent channel broke before a result; qemu exited: %s (console: %s): %w", m.exitTail(), tailFile(m.ConsolePath()), err)
+	case <-time.After(100 * time.Millisecond):
 	}
 	return nil, fmt.Errorf("agent channel broke before a result (console: %s): %w", tailFile(m.ConsolePath()), err)
 }

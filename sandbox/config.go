@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/bumperdev/bumper/sandbox/agentproto"
 )
 
 // Accel values for Config.Accel.
@@ -46,6 +48,11 @@ type Config struct {
 	// when a valid one matches this configuration (see PrepareSnapshot) and cold-boots
 	// otherwise, saying why. Disks then have fixed sizes so layouts match.
 	SnapshotDir string
+	// WarmUp are the commands a snapshot's agent runs once, as the agent user, before it
+	// is saved, so that what they read (the loader, libc, the locale, the tools and their
+	// directory entries) is in the snapshot's page cache rather than read from disk by
+	// every restored run (default DefaultWarmUp; an empty non-nil slice runs none).
+	WarmUp [][]string
 	// WorkspaceDiskMB is the fixed workspace disk size used with SnapshotDir (default
 	// 4096; sparse, so unused space costs nothing).
 	WorkspaceDiskMB int
@@ -69,6 +76,10 @@ type Config struct {
 	// QEMUUser, when set, is the uid:gid QEMU drops to after opening its devices.
 	QEMUUser string
 }
+
+// DefaultWarmUp covers what most commands start with: the shell, coreutils with the
+// UTF-8 locale, and git.
+var DefaultWarmUp = [][]string{{"sh", "-c", "echo"}, {"echo"}, {"ls", "/"}, {"git", "--version"}}
 
 // withDefaults returns c with zero fields filled in.
 func (c Config) withDefaults() Config {
@@ -95,6 +106,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxProcs == 0 {
 		c.MaxProcs = 512
+	}
+	if c.WarmUp == nil {
+		c.WarmUp = DefaultWarmUp
 	}
 	if c.Accel == "" {
 		c.Accel = AccelAuto
@@ -151,6 +165,9 @@ func (c Config) Validate() error {
 	case AccelAuto, AccelKVM, AccelTCG:
 	default:
 		errs = append(errs, fmt.Errorf("Accel is %q: use %q, %q or %q", c.Accel, AccelAuto, AccelKVM, AccelTCG))
+	}
+	if err := (&agentproto.Prepare{WarmUp: c.WarmUp}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("WarmUp: %w", err))
 	}
 	if c.Network != nil {
 		if err := c.Network.validate(); err != nil {

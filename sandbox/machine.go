@@ -92,6 +92,7 @@ type Machine struct {
 	timer    *time.Timer
 	timedOut bool
 	ran      bool
+	helloAt  time.Time // when the agent's first hello arrived
 
 	record    *reaper.Record
 	ownRecord bool

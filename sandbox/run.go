@@ -131,6 +131,10 @@ func Run(ctx context.Context, spec Spec) (_ *Report, err error) {
 	first := &firstWrite{}
 	res, runErr := m.Run(ctx, spec.Argv, spec.Env, first.wrap(spec.Stdout), first.wrap(spec.Stderr))
 	rep.FirstOutput = first.since(start)
+	if at := m.HelloAt(); !at.IsZero() {
+		// A warm start sends the request before the agent's hello comes in.
+		rep.Ready = at.Sub(start)
+	}
 	if runErr == nil {
 		rep.Result = *res
 		if spec.OutDir != "" {

@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
@@ -16,6 +19,9 @@ func TestWarmStart(t *testing.T) {
 	cfg := testImageConfig(t, im)
 	cfg.SnapshotDir = filepath.Join(t.TempDir(), "snapshots")
 	cfg.WorkspaceDiskMB = 512
+	// A warm-up command that leaves a mark in the guest's tmpfs, which only a VM restored
+	// from the prepared snapshot can see.
+	cfg.WarmUp = append(append([][]string{}, DefaultWarmUp...), []string{"sh", "-c", "echo warmed > /tmp/warm-mark"})
 
 	// Without a snapshot the machine cold-boots and says why.
 	m, err := New(ctx, cfg)
@@ -39,6 +45,7 @@ func TestWarmStart(t *testing.T) {
 	if made, err := PrepareSnapshot(ctx, cfg); err != nil || made {
 		t.Fatalf("second PrepareSnapshot = %v, %v; want the existing one reused", made, err)
 	}
+	checkTemplateOverlay(t, cfg.SnapshotDir)
 
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "in.txt"), []byte("warm input\n"), 0o644); err != nil {
@@ -59,14 +66,23 @@ func TestWarmStart(t *testing.T) {
 			t.Fatalf("restore %d booted %+v, want warm", i, b)
 		}
 		var out, errOut bytes.Buffer
-		res, err := m.Run(ctx, []string{"sh", "-c", "cat in.txt; echo changed > /etc/motd-test 2>/dev/null; date +%Y"}, nil, &out, &errOut)
+		res, err := m.Run(ctx, []string{"sh", "-c", "cat in.txt; cat /tmp/warm-mark; echo changed > /etc/motd-test 2>/dev/null; date +%Y"}, nil, &out, &errOut)
 		if err != nil {
 			t.Fatalf("restore %d Run: %v", i, err)
 		}
-		if res.ExitCode != 0 || !bytes.HasPrefix(out.Bytes(), []byte(want)) {
+		if res.ExitCode != 0 || !bytes.HasPrefix(out.Bytes(), []byte(want+"warmed\n")) {
 			t.Errorf("restore %d: exit %d output %q stderr %q, want %q first", i, res.ExitCode, out.String(), errOut.String(), want)
 		}
 		t.Logf("restore %d steps: %v", i, m.Steps())
+		// A restore copies the snapshot's overlay template and sends its request without
+		// waiting for a hello.
+		var names []string
+		for _, st := range m.Steps() {
+			names = append(names, st.Name)
+		}
+		if !slices.Contains(names, "agent channel") || slices.Contains(names, "agent hello") {
+			t.Errorf("restore %d steps %v, want an agent channel step and no hello wait", i, names)
+		}
 		if err := m.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
@@ -86,5 +102,44 @@ func TestWarmStart(t *testing.T) {
 	}
 	if err := m.Kill(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkTemplateOverlay checks the one snapshot in dir has an overlay template whose
+// backing file is the snapshot's own root disk, at its published path, and which qemu-img
+// finds consistent.
+func checkTemplateOverlay(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("snapshot dir holds %v (%v), want one snapshot", entries, err)
+	}
+	snap := filepath.Join(dir, entries[0].Name())
+	out, err := exec.Command("qemu-img", "info", "--output=json", filepath.Join(snap, snapshotOverlay)).Output()
+	if err != nil {
+		t.Fatalf("qemu-img info of the overlay template: %v", err)
+	}
+	var info struct {
+		Backing     string `json:"full-backing-filename"`
+		VirtualSize int64  `json:"virtual-size"`
+	}
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatal(err)
+	}
+	root, err := exec.Command("qemu-img", "info", "--output=json", filepath.Join(snap, snapshotRoot)).Output()
+	if err != nil {
+		t.Fatalf("qemu-img info of the snapshot root: %v", err)
+	}
+	var rootInfo struct {
+		VirtualSize int64 `json:"virtual-size"`
+	}
+	if err := json.Unmarshal(root, &rootInfo); err != nil {
+		t.Fatal(err)
+	}
+	if info.Backing != filepath.Join(snap, snapshotRoot) || info.VirtualSize != rootInfo.VirtualSize {
+		t.Errorf("overlay template backs on %q with %d bytes, want %q with %d", info.Backing, info.VirtualSize, filepath.Join(snap, snapshotRoot), rootInfo.VirtualSize)
+	}
+	if out, err := exec.Command("qemu-img", "check", filepath.Join(snap, snapshotOverlay)).CombinedOutput(); err != nil {
+		t.Errorf("qemu-img check of the overlay template: %v: %s", err, out)
 	}
 }

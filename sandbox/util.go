@@ -75,3 +75,15 @@ func chownAll(dir string, uid, gid int) error {
 	}
 	return nil
 }
+
+// copyFile copies a small regular file (a template overlay) to a new file dst.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("failed to read %s: %w", src, err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		return fmt.Errorf("failed to write %s: %w", dst, err)
+	}
+	return nil
+}

@@ -33,6 +33,8 @@ const (
 	TypeStderr   Type = 4 // guest→host, raw bytes of the command's stderr
 	TypeResult   Type = 5 // guest→host, JSON Result: the command has ended
 	TypeShutdown Type = 6 // host→guest, empty: sync and power off
+	TypePrepare  Type = 7 // host→guest, JSON Prepare: get ready to be snapshotted
+	TypePrepared Type = 8 // guest→host, empty: prepared, idle, and may be saved now
 )
 
 func (t Type) String() string {
@@ -49,15 +51,19 @@ func (t Type) String() string {
 		return "result"
 	case TypeShutdown:
 		return "shutdown"
+	case TypePrepare:
+		return "prepare"
+	case TypePrepared:
+		return "prepared"
 	}
 	return fmt.Sprintf("type(%d)", byte(t))
 }
 
 // GuestTypes are the frame types the host accepts from a guest.
-var GuestTypes = []Type{TypeHello, TypeStdout, TypeStderr, TypeResult}
+var GuestTypes = []Type{TypeHello, TypeStdout, TypeStderr, TypeResult, TypePrepared}
 
 // HostTypes are the frame types the guest accepts from the host.
-var HostTypes = []Type{TypeRun, TypeShutdown}
+var HostTypes = []Type{TypeRun, TypeShutdown, TypePrepare}
 
 // ErrFrameTooLarge is returned when a frame's declared length exceeds MaxFrameSize.
 var ErrFrameTooLarge = errors.New("frame larger than the protocol maximum")

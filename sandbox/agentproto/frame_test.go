@@ -58,6 +58,8 @@ func TestReadRejects(t *testing.T) {
 		{"huge length", header(0xffffffff, TypeStdout), GuestTypes, ErrFrameTooLarge},
 		{"run frame from guest", append(header(3, TypeRun), '{', '}'), GuestTypes, ErrUnexpectedType},
 		{"result frame to guest", append(header(3, TypeResult), '{', '}'), HostTypes, ErrUnexpectedType},
+		{"prepare frame from guest", append(header(3, TypePrepare), '{', '}'), GuestTypes, ErrUnexpectedType},
+		{"prepared frame to guest", header(1, TypePrepared), HostTypes, ErrUnexpectedType},
 		{"unknown type", header(1, Type(99)), GuestTypes, ErrUnexpectedType},
 		{"truncated payload", append(header(10, TypeStdout), 'a'), GuestTypes, io.ErrUnexpectedEOF},
 		{"truncated header", []byte{0, 0}, GuestTypes, io.ErrUnexpectedEOF},

@@ -101,6 +101,32 @@ type Result struct {
 	OutError string `json:"out_error,omitempty"`
 }
 
+// Prepare asks an idle agent to get ready to be snapshotted: drop the boot's page cache,
+// then run each warm-up command once as the agent user, so that what commands usually
+// need (the loader, libc, the locale, the tools' directory entries) is in the
+// snapshot's page cache and a restored run does not read it from disk under emulation.
+type Prepare struct {
+	// WarmUp are commands run with the base environment in /; their output is discarded
+	// and their failures ignored.
+	WarmUp [][]string `json:"warm_up,omitempty"`
+}
+
+// MaxWarmUp bounds the warm-up commands of a Prepare.
+const MaxWarmUp = 32
+
+// Validate checks a Prepare before the agent acts on it.
+func (p *Prepare) Validate() error {
+	if len(p.WarmUp) > MaxWarmUp {
+		return fmt.Errorf("prepare request has %d warm-up commands, at most %d are allowed", len(p.WarmUp), MaxWarmUp)
+	}
+	for i, argv := range p.WarmUp {
+		if len(argv) == 0 || argv[0] == "" {
+			return fmt.Errorf("prepare request warm-up command %d is empty: it must name a program", i)
+		}
+	}
+	return nil
+}
+
 // maxText bounds the free-text fields of a Result the host will keep.
 const maxText = 4096
 

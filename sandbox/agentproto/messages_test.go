@@ -63,3 +63,33 @@ func TestDecodeResult(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodePrepare(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string
+		wantErr string
+	}{
+		{"valid", `{"warm_up":[["sh","-c","echo"],["git","--version"]]}`, ""},
+		{"no warm-up", `{}`, ""},
+		{"empty command", `{"warm_up":[["echo"],[]]}`, "command 1 is empty"},
+		{"empty program", `{"warm_up":[[""]]}`, "command 0 is empty"},
+		{"too many", `{"warm_up":[` + strings.TrimSuffix(strings.Repeat(`["true"],`, MaxWarmUp+1), ",") + `]}`, "at most"},
+		{"unknown field", `{"warm_up":[],"run_on_host":true}`, "unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p Prepare
+			err := Decode([]byte(tt.payload), &p)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Decode = %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -28,6 +28,7 @@ const (
 	logKeyArgv  = "argv"
 	logKeyExit  = "exit_code"
 	logKeyBytes = "bytes"
+	logKeyCount = "count"
 
 	logKeyComponent = "component"
 )
@@ -45,6 +46,8 @@ type System interface {
 	KillUser(uid int) error
 	// GrowRoot grows the root filesystem to the size of its disk.
 	GrowRoot() error
+	// DropCaches empties the page cache and the directory and inode caches.
+	DropCaches() error
 }
 
 // Config configures an Agent.
@@ -146,6 +149,16 @@ func (a *Agent) Serve(ctx context.Context) error {
 		case agentproto.TypeShutdown:
 			log.Info().Str(logKeyStep, "shutdown").Msg("host asked for shutdown")
 			return nil
+		case agentproto.TypePrepare:
+			if ran {
+				return errors.New("host asked to prepare a snapshot after a run; only an idle agent can be snapshotted")
+			}
+			if err := a.prepare(ctx, f.Payload); err != nil {
+				return err
+			}
+			if err := a.w.Write(agentproto.TypePrepared, nil); err != nil {
+				return err
+			}
 		case agentproto.TypeRun:
 			if ran {
 				return errors.New("host sent a second run request; an agent runs one command per boot")
@@ -215,27 +228,13 @@ func (a *Agent) runCommand(ctx context.Context, req *agentproto.Run) agentproto.
 	if dir == "" {
 		dir = a.cfg.WorkspaceDir
 	}
-	env := append(append([]string{}, a.cfg.BaseEnv...), req.Env...)
-	prog, err := lookPathIn(req.Argv[0], env)
+	cmd, err := a.command(context.Background(), req.Argv, req.Env, dir, req.MaxProcs)
 	if err != nil {
-		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to run %q: %v", req.Argv[0], err)}
+		return agentproto.Result{ExitCode: -1, Error: err.Error()}
 	}
-	cmd := exec.Command(prog, req.Argv[1:]...)
-	cmd.Args[0] = req.Argv[0]
-	cmd.Dir = dir
-	cmd.Env = env
 	cmd.Stdout = &frameWriter{w: a.w, t: agentproto.TypeStdout}
 	cmd.Stderr = &frameWriter{w: a.w, t: agentproto.TypeStderr}
 	cmd.WaitDelay = a.cfg.CommandGrace
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: a.cfg.Credential}
-	if a.cfg.Credential != nil {
-		// RLIMIT_NPROC is enforced only for non-root users, so setting it on the root agent
-		// leaves the agent alone and binds the command it spawns.
-		lim := syscall.Rlimit{Cur: req.MaxProcs, Max: req.MaxProcs}
-		if err := syscall.Setrlimit(rlimitNproc, &lim); err != nil {
-			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to set process limit: %v", err)}
-		}
-	}
 	err = cmd.Run()
 	var exitErr *exec.ExitError
 	switch {
@@ -251,6 +250,66 @@ func (a *Agent) runCommand(ctx context.Context, req *agentproto.Run) agentproto.
 	default:
 		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to run %q: %v", req.Argv[0], err)}
 	}
+}
+
+// command prepares argv to run in dir as the agent user, with env added to the base
+// environment and, when maxProcs is set, a process-count limit.
+func (a *Agent) command(ctx context.Context, argv, env []string, dir string, maxProcs uint64) (*exec.Cmd, error) {
+	env = append(append([]string{}, a.cfg.BaseEnv...), env...)
+	prog, err := lookPathIn(argv[0], env)
+	if err != nil {
+		return nil, fmt.Errorf("failed to run %q: %w", argv[0], err)
+	}
+	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: a.cfg.Credential}
+	if a.cfg.Credential != nil && maxProcs > 0 {
+		// RLIMIT_NPROC is enforced only for non-root users, so setting it on the root agent
+		// leaves the agent alone and binds the command it spawns.
+		lim := syscall.Rlimit{Cur: maxProcs, Max: maxProcs}
+		if err := syscall.Setrlimit(rlimitNproc, &lim); err != nil {
+			return nil, fmt.Errorf("failed to set process limit: %w", err)
+		}
+	}
+	return cmd, nil
+}
+
+// warmUpTimeout bounds each warm-up command of a Prepare.
+const warmUpTimeout = 30 * time.Second
+
+// prepare gets an idle agent ready to be snapshotted (see agentproto.Prepare).
+func (a *Agent) prepare(ctx context.Context, payload []byte) error {
+	log := zerolog.Ctx(ctx)
+	var req agentproto.Prepare
+	if err := agentproto.Decode(payload, &req); err != nil {
+		return err
+	}
+	// With init_on_free=1 on the command line, dropping the boot's caches leaves zeroed
+	// pages, which a snapshot stores as flags instead of contents. A failure costs only
+	// snapshot size.
+	if err := a.cfg.System.DropCaches(); err != nil {
+		log.Warn().Err(err).Msg("failed to drop caches before the snapshot")
+	}
+	for _, argv := range req.WarmUp {
+		wctx, cancel := context.WithTimeout(ctx, warmUpTimeout)
+		cmd, err := a.command(wctx, argv, nil, "/", 0)
+		if err == nil {
+			err = cmd.Run()
+		}
+		cancel()
+		if err != nil {
+			log.Warn().Err(err).Strs(logKeyArgv, argv).Msg("warm-up command failed")
+		}
+	}
+	if c := a.cfg.Credential; c != nil {
+		if err := a.cfg.System.KillUser(int(c.Uid)); err != nil {
+			return fmt.Errorf("failed to end the warm-up's processes: %w", err)
+		}
+	}
+	log.Info().Int(logKeyCount, len(req.WarmUp)).Msg("ready to be snapshotted")
+	return nil
 }
 
 // frameWriter turns a byte stream into output frames of at most MaxChunk bytes.

@@ -21,6 +21,7 @@ type fakeSystem struct {
 	network *agentproto.Network
 	mounted string
 	grown   bool
+	dropped int
 }
 
 func (f *fakeSystem) SetClock(t time.Time) error {
@@ -45,6 +46,13 @@ func (f *fakeSystem) MountWorkspace(dir string, _, _ int) error {
 }
 
 func (f *fakeSystem) KillUser(int) error { return nil }
+
+func (f *fakeSystem) DropCaches() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped++
+	return nil
+}
 
 func (f *fakeSystem) GrowRoot() error {
 	f.mu.Lock()
@@ -345,5 +353,66 @@ func readNonHello(t *testing.T, r *agentproto.Reader) agentproto.Frame {
 		if f.Type != agentproto.TypeHello {
 			return f
 		}
+	}
+}
+
+// TestAgentPrepare checks the snapshot preparation: caches dropped, each warm-up command
+// run once (a failing one does not stop the rest), a hello in answer, and the agent
+// still idle and able to run a command afterwards. Preparing after a run is refused.
+func TestAgentPrepare(t *testing.T) {
+	root := t.TempDir()
+	dev := filepath.Join(root, "out.disk")
+	if err := os.WriteFile(dev, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(root, "warm.log")
+	host, guestEnd := net.Pipe()
+	defer host.Close()
+	sys := &fakeSystem{}
+	a, err := New(Config{Conn: guestEnd, System: sys, WorkspaceDir: root, OutDir: filepath.Join(root, "out"), OutDevice: dev,
+		BaseEnv: []string{"PATH=" + os.Getenv("PATH"), "MARK=" + mark}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(context.Background()) }()
+	r := agentproto.NewReader(host, agentproto.GuestTypes...)
+	w := agentproto.NewWriter(host)
+	if f, err := r.Read(); err != nil || f.Type != agentproto.TypeHello {
+		t.Fatalf("first frame = %v %v, want hello", f.Type, err)
+	}
+	prep, err := agentproto.Encode(agentproto.Prepare{WarmUp: [][]string{
+		{"sh", "-c", `echo one >> "$MARK"`},
+		{"no-such-warm-up-command"},
+		{"sh", "-c", `pwd >> "$MARK"`},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(agentproto.TypePrepare, prep); err != nil {
+		t.Fatal(err)
+	}
+	if f := readNonHello(t, r); f.Type != agentproto.TypePrepared {
+		t.Fatalf("answer to prepare = %v, want prepared", f.Type)
+	}
+	got, err := os.ReadFile(mark)
+	if err != nil || string(got) != "one\n/\n" {
+		t.Errorf("warm-up commands wrote %q (%v), want both to have run once, in /", got, err)
+	}
+	if sys.dropped != 1 {
+		t.Errorf("caches dropped %d times, want 1", sys.dropped)
+	}
+	ok := []byte(`{"argv":["true"],"max_procs":8,"out_max_bytes":4096}`)
+	if err := w.Write(agentproto.TypeRun, ok); err != nil {
+		t.Fatal(err)
+	}
+	if f := readNonHello(t, r); f.Type != agentproto.TypeResult {
+		t.Fatalf("run after prepare got %v, want a result", f.Type)
+	}
+	if err := w.Write(agentproto.TypePrepare, prep); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "after a run") {
+		t.Fatalf("Serve after a prepare following a run = %v, want a refusal", err)
 	}
 }

@@ -51,10 +51,6 @@ func serve(ctx context.Context) error {
 	if err := sys.MountBase(); err != nil {
 		return err
 	}
-	// With init_on_free=1 on the command line, dropping the boot's page cache leaves
-	// zeroed pages, which a snapshot stores as flags instead of contents: smaller
-	// snapshots restore faster. A failure here costs only speed.
-	_ = os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o200)
 	var port string
 	// The port's sysfs entry appears when virtio_console has probed; give it a moment.
 	deadline := time.Now().Add(5 * time.Second)

@@ -147,6 +147,16 @@ func (LinuxSystem) GrowRoot() error {
 	return nil
 }
 
+// DropCaches writes back dirty pages, then drops the page cache and the dentry and inode
+// caches.
+func (LinuxSystem) DropCaches() error {
+	unix.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o200); err != nil {
+		return fmt.Errorf("failed to drop caches: %w", err)
+	}
+	return nil
+}
+
 // DiskBySerial returns the /dev path of the virtio disk with the given serial.
 func DiskBySerial(serial string) (string, error) {
 	matches, _ := filepath.Glob("/sys/block/vd*/serial")
