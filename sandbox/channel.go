@@ -104,13 +104,11 @@ func (m *Machine) prepare(ctx context.Context) error {
 	}
 }
 
-// hello checks the agent's hello and notes when the first one arrived.
+// hello checks the agent's first hello; the agent repeats it until it has read a
+// request.
 func (m *Machine) hello(payload []byte) error {
-	m.mu.Lock()
-	seen := !m.helloAt.IsZero()
-	m.mu.Unlock()
-	if seen {
-		return nil // the agent repeats hello until it has read a request
+	if m.helloSeen {
+		return nil
 	}
 	var h agentproto.Hello
 	if err := agentproto.Decode(payload, &h); err != nil {
@@ -119,17 +117,8 @@ func (m *Machine) hello(payload []byte) error {
 	if h.Version != agentproto.Version {
 		return fmt.Errorf("agent speaks protocol %d, this host %d: rebuild the image with this bumper binary", h.Version, agentproto.Version)
 	}
-	m.mu.Lock()
-	m.helloAt = time.Now()
-	m.mu.Unlock()
+	m.helloSeen = true
 	return nil
-}
-
-// HelloAt is when the agent's first hello arrived (zero if none has yet).
-func (m *Machine) HelloAt() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.helloAt
 }
 
 // Run runs argv in the guest's /workspace as the agent user, streaming its output to

@@ -92,7 +92,9 @@ type Machine struct {
 	timer    *time.Timer
 	timedOut bool
 	ran      bool
-	helloAt  time.Time // when the agent's first hello arrived
+	// helloSeen is set once the agent's hello has been checked; only the goroutine
+	// that reads the channel (Start, then Run) touches it.
+	helloSeen bool
 
 	record    *reaper.Record
 	ownRecord bool

@@ -52,7 +52,8 @@ type Report struct {
 	// Steps are the boot steps with durations.
 	Steps []Step
 	// Ready is the time from the start of Run (after any snapshot preparation) to the
-	// VM's agent being ready for the command.
+	// command being sent: after the agent's hello on a cold boot, as soon as the agent
+	// channel opens on a restore (the request then waits while QEMU loads the state).
 	Ready time.Duration
 	// FirstOutput is the time from the same start to the command's first output (or to
 	// its end, if it printed nothing): what a user waits for.
@@ -131,10 +132,6 @@ func Run(ctx context.Context, spec Spec) (_ *Report, err error) {
 	first := &firstWrite{}
 	res, runErr := m.Run(ctx, spec.Argv, spec.Env, first.wrap(spec.Stdout), first.wrap(spec.Stderr))
 	rep.FirstOutput = first.since(start)
-	if at := m.HelloAt(); !at.IsZero() {
-		// A warm start sends the request before the agent's hello comes in.
-		rep.Ready = at.Sub(start)
-	}
 	if runErr == nil {
 		rep.Result = *res
 		if spec.OutDir != "" {

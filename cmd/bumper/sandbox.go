@@ -99,7 +99,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	rep, err := sandbox.Run(ctx, spec)
 	if rep != nil && *verbose {
-		fmt.Fprintf(stderr, "sandbox: accel %s (%s); %s boot (%s); agent ready after %v, first output after %v; teardown %v\n",
+		fmt.Fprintf(stderr, "sandbox: accel %s (%s); %s boot (%s); command sent after %v, first output after %v; teardown %v\n",
 			rep.Accel.Accel, rep.Accel.Reason, rep.Boot.Mode, rep.Boot.Reason,
 			rep.Ready.Round(time.Millisecond), rep.FirstOutput.Round(time.Millisecond), rep.Teardown.Round(time.Millisecond))
 	}
