@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/digitalocean/go-qemu/qmp"
+
+	"github.com/bumperdev/bumper/internal/cachedir"
 )
 
 // snapshotLayoutVersion changes whenever the device layout or the agent's boot-time
@@ -34,7 +36,10 @@ type snapshot struct {
 	Key     string    `json:"key"`
 	TSCkHz  int       `json:"tsc_khz"`
 	Created time.Time `json:"created"`
-	dir     string
+	// Rootfs is the image root filesystem the snapshot's disk is an overlay on; once it
+	// is gone the snapshot is dead (see PruneSnapshots).
+	Rootfs string `json:"rootfs"`
+	dir    string
 }
 
 func (s *snapshot) rootPath() string    { return filepath.Join(s.dir, snapshotRoot) }
@@ -110,6 +115,8 @@ func findSnapshot(dir string, l qemuLayout) (*snapshot, string) {
 			return nil, fmt.Sprintf("snapshot %s is incomplete (%v); delete %s", key, err, sd)
 		}
 	}
+	// PruneSnapshots keeps what was used lately; failing to say so only risks a re-snapshot.
+	_ = cachedir.MarkUsed(sd)
 	return &s, ""
 }
 
@@ -144,7 +151,7 @@ func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
 	if err := os.MkdirAll(cfg.SnapshotDir, 0o755); err != nil {
 		return false, fmt.Errorf("failed to create %s: %w", cfg.SnapshotDir, err)
 	}
-	tmp, err := os.MkdirTemp(cfg.SnapshotDir, ".tmp-"+key+"-")
+	tmp, err := os.MkdirTemp(cfg.SnapshotDir, snapshotTmpPrefix+key+"-")
 	if err != nil {
 		return false, fmt.Errorf("failed to create a snapshot directory: %w", err)
 	}
@@ -168,7 +175,7 @@ func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
 	if err := m.Wait(); err != nil {
 		return false, fmt.Errorf("the snapshotted VM did not exit cleanly: %w", err)
 	}
-	meta, err := json.Marshal(snapshot{Key: key, TSCkHz: m.layout.tscKHz, Created: time.Now().UTC()})
+	meta, err := json.Marshal(snapshot{Key: key, TSCkHz: m.layout.tscKHz, Created: time.Now().UTC(), Rootfs: m.cfg.Rootfs})
 	if err != nil {
 		return false, fmt.Errorf("failed to encode snapshot meta: %w", err)
 	}
@@ -242,4 +249,31 @@ func (m *Machine) saveState(file string) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// snapshotTmpPrefix starts the name of a snapshot still being made.
+const snapshotTmpPrefix = ".tmp-"
+
+// PruneSnapshots removes from dir the snapshots no run restored since cutoff, those whose
+// image root filesystem is gone (no run can match them again), and snapshots left
+// half-made for over an hour. With dryRun it only reports what it would remove.
+func PruneSnapshots(dir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
+	dead := func(path string) string {
+		b, err := os.ReadFile(filepath.Join(path, snapshotMeta))
+		if err != nil {
+			return "" // an older or foreign entry: only its age decides
+		}
+		var s snapshot
+		if err := json.Unmarshal(b, &s); err != nil || s.Rootfs == "" {
+			return ""
+		}
+		if _, err := os.Stat(s.Rootfs); errors.Is(err, os.ErrNotExist) {
+			return "its image " + filepath.Dir(s.Rootfs) + " is gone"
+		}
+		return ""
+	}
+	out, err := cachedir.Prune(dir, cutoff, dead, dryRun)
+	stale, serr := cachedir.PruneStale(dir, snapshotTmpPrefix, time.Now().Add(-time.Hour), dryRun)
+	left, lerr := cachedir.PruneStale(dir, ".pruning-", time.Now(), dryRun)
+	return append(append(out, stale...), left...), errors.Join(err, serr, lerr)
 }

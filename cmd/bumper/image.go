@@ -2,22 +2,95 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/bumperdev/bumper/internal/cachedir"
+	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
 
 func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "build" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+	if len(args) > 0 {
+		switch args[0] {
+		case "build":
+			return runImageBuild(ctx, args[1:], stdout, stderr)
+		case "prune":
+			return runImagePrune(ctx, args[1:], stdout, stderr)
+		case "-h", "--help", "help":
+			fmt.Fprintln(stderr, "bumper image build [flags]   build a sandbox VM image")
+			fmt.Fprintln(stderr, "bumper image prune [flags]   remove cached images and snapshots nobody used lately")
 			return runImageBuild(ctx, []string{"-h"}, stdout, stderr)
 		}
-		return fmt.Errorf("%w: want 'bumper image build [flags]'", errUsage)
 	}
-	return runImageBuild(ctx, args[1:], stdout, stderr)
+	return fmt.Errorf("%w: want 'bumper image build [flags]' or 'bumper image prune [flags]'", errUsage)
+}
+
+// defaultPruneAge is how long `bumper image prune` keeps unused cache entries.
+const defaultPruneAge = 14 * 24 * time.Hour
+
+func runImagePrune(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("image prune", "[--cache DIR] [--unused-for AGE] [--dry-run]", stderr)
+	cache := fs.String("cache", image.DefaultCacheDir, "the cache to prune (images, boot files, debootstrap trees, snapshots)")
+	age := fs.String("unused-for", "14d", "remove entries no build or run used for this long (e.g. 14d, 36h)")
+	dryRun := fs.Bool("dry-run", false, "only list what would be removed")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: image prune takes no arguments, got %q", errUsage, fs.Args())
+	}
+	d, err := parseAge(*age)
+	if err != nil {
+		return fmt.Errorf("%w: --unused-for: %v", errUsage, err)
+	}
+	removed, err := pruneCache(*cache, time.Now().Add(-d), *dryRun)
+	verb := "removed"
+	if *dryRun {
+		verb = "would remove"
+	}
+	for _, r := range removed {
+		fmt.Fprintf(stdout, "%s %s (%s; %s)\n", verb, r.Path, formatBytes(r.Bytes), r.Why)
+	}
+	fmt.Fprintf(stdout, "%s %d cache entries, %s\n", verb, len(removed), formatBytes(cachedir.Total(removed)))
+	return err
+}
+
+// pruneCache prunes the image cache and the snapshots kept beside it.
+func pruneCache(cache string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
+	removed, err := image.Prune(cache, cutoff, dryRun)
+	snaps, serr := sandbox.PruneSnapshots(filepath.Join(cache, "snapshots"), cutoff, dryRun)
+	return append(removed, snaps...), errors.Join(err, serr)
+}
+
+// parseAge parses a Go duration or a number of days such as 14d.
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not an age: use days (14d) or a duration (36h)", s)
+	}
+	return d, nil
+}
+
+// formatBytes prints a size in MiB or GiB.
+func formatBytes(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -33,7 +33,7 @@ func commands() map[string]command {
 		"version":     {summary: "print the version of this build", run: runVersion},
 		"serve":       {summary: "run the GitHub App: webhooks, dispatch, token exchange (--config FILE)", run: runServe},
 		"emulator":    {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", run: runEmulator},
-		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs)", run: runImage},
+		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs), or prune the image cache", run: runImage},
 		"firewall":    {summary: "run the default-deny egress proxy with gateways and audit log", run: runFirewall},
 		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", run: runAudit},
 		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", run: runGuestAgent},

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/firewall"
+	"github.com/bumperdev/bumper/internal/cachedir"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
@@ -114,6 +115,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 			fmt.Fprintf(stderr, "sandbox: booted cold: %s\n", rep.Boot.Reason)
 		}
 	}
+	autoPrune(*cache, stderr)
 	if err != nil {
 		return err
 	}
@@ -140,6 +142,33 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitError{code: rep.ExitCode}
 	}
 	return nil
+}
+
+// Automatic pruning: at most once a day, a run removes the cache entries nobody used for
+// a month, so that each bumper version's image and snapshots do not stay forever.
+const (
+	autoPruneEvery = 24 * time.Hour
+	autoPruneAge   = 30 * 24 * time.Hour
+	autoPruneStamp = ".last-prune"
+)
+
+// autoPrune prunes the cache when the last automatic prune is over a day old. It never
+// fails the run: problems are reported and left for `bumper image prune`.
+func autoPrune(cache string, stderr io.Writer) {
+	stamp := filepath.Join(cache, autoPruneStamp)
+	if info, err := os.Stat(stamp); err == nil && time.Since(info.ModTime()) < autoPruneEvery {
+		return
+	}
+	if err := os.WriteFile(stamp, nil, 0o644); err != nil {
+		return // a read-only or missing cache has nothing to prune
+	}
+	removed, err := pruneCache(cache, time.Now().Add(-autoPruneAge), false)
+	if len(removed) > 0 {
+		fmt.Fprintf(stderr, "sandbox: pruned %d cache entries unused for 30 days (%s)\n", len(removed), formatBytes(cachedir.Total(removed)))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox: cache pruning failed (run bumper image prune): %v\n", err)
+	}
 }
 
 func loadOrBuildImage(ctx context.Context, dir, cache string, stderr io.Writer) (*image.Image, error) {

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
@@ -37,8 +39,9 @@ func TestSandboxRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
+	cache := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"sandbox", "run", "--cold", "--image", im.Dir(), "--workspace", ws, "--out", out,
+	code := run(t.Context(), []string{"sandbox", "run", "--cold", "--image", im.Dir(), "--cache", cache, "--workspace", ws, "--out", out,
 		"--cpus", "1", "--memory", "512M", "--", "sh", "-c", "cat in.txt; echo result > /out/r.txt; exit 5"}, &stdout, &stderr)
 	if code != 5 {
 		t.Fatalf("exit code = %d, want the command's 5; stderr: %s", code, stderr.String())
@@ -48,5 +51,44 @@ func TestSandboxRun(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "r.txt")); err != nil || string(b) != "result\n" {
 		t.Errorf("out/r.txt = %q, %v; want %q", b, err, "result\n")
+	}
+	if _, err := os.Stat(filepath.Join(cache, autoPruneStamp)); err != nil {
+		t.Errorf("the run did not prune its cache: %v", err)
+	}
+}
+
+// TestAutoPrune checks that a run prunes the cache at most once a day and keeps
+// entries used within the month.
+func TestAutoPrune(t *testing.T) {
+	cache := t.TempDir()
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	stale := filepath.Join(cache, "images", strings.Repeat("d", 64))
+	recent := filepath.Join(cache, "images", strings.Repeat("e", 64))
+	for _, d := range []string{stale, recent} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	autoPrune(cache, &stderr)
+	if _, err := os.Stat(stale); err == nil || !strings.Contains(stderr.String(), "pruned 1 cache entries") {
+		t.Fatalf("first prune left %s (stderr %q), want it removed and said", stale, stderr.String())
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Fatalf("prune removed an entry used lately: %v", err)
+	}
+	// Within a day of the last prune, nothing is pruned.
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	autoPrune(cache, &stderr)
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("a second prune within a day removed %s", stale)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/cachedir"
 )
 
 // bootRecipe changes whenever the way vmlinux and initrd.img are made changes, so cached
@@ -46,6 +48,7 @@ func bootKey(kernel, busybox debPackage) string {
 func buildBoot(ctx context.Context, cacheDir string, kernel, busybox debPackage, p progress) (*bootFiles, error) {
 	final := filepath.Join(cacheDir, "boot", bootKey(kernel, busybox))
 	if bf, err := readBootFiles(final); err == nil {
+		_ = cachedir.MarkUsed(final)
 		p.step(ctx, "kernel and initramfs")("cached")
 		return bf, nil
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/internal/cachedir"
 )
 
 // Build builds the image cfg describes, or returns the existing one when an image from
@@ -26,6 +28,8 @@ func Build(ctx context.Context, cfg BuildConfig) (*Image, error) {
 	done(in.Kernel.Name + " " + in.Kernel.Version)
 
 	if im, err := lookup(cfg.OutDir, key); err == nil {
+		// Prune keeps what was used lately; failing to say so only risks a rebuild.
+		_ = cachedir.MarkUsed(im.Dir())
 		p.step(ctx, "image")("cached, nothing to do")
 		return im, nil
 	}

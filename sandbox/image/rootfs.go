@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/bumperdev/bumper/internal/cachedir"
 )
 
 // rootfsRecipe changes whenever the debootstrap step or the clean-up after it changes,
@@ -50,6 +52,7 @@ func bootstrapRootfs(ctx context.Context, cacheDir, suite, mirror string, packag
 	final := filepath.Join(cacheDir, "rootfs", bootstrapKey(suite, mirror, packages))
 	if raw, err := os.ReadFile(filepath.Join(final, rootfsPackagesFile)); err == nil {
 		if err := json.Unmarshal(raw, &installed); err == nil {
+			_ = cachedir.MarkUsed(final)
 			p.step(ctx, "debootstrap "+suite)("cached")
 			return filepath.Join(final, "tree"), installed, nil
 		}

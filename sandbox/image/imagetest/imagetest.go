@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/cachedir"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
 
@@ -72,11 +73,10 @@ func Image(t testing.TB, packages ...string) *image.Image {
 	if err != nil {
 		t.Fatalf("failed to build the test image: %v", err)
 	}
-	now := time.Now()
-	if err := os.Chtimes(im.Dir(), now, now); err != nil {
-		t.Fatalf("failed to mark the test image as used: %v", err)
+	// Build marked the image as used; images of older agents go after a day.
+	if _, err := cachedir.Prune(filepath.Dir(im.Dir()), time.Now().Add(-PruneAfter), nil, false); err != nil {
+		t.Logf("failed to prune old test images: %v", err)
 	}
-	prune(t, filepath.Dir(im.Dir()), now.Add(-PruneAfter))
 	return im
 }
 
@@ -84,27 +84,6 @@ func Image(t testing.TB, packages ...string) *image.Image {
 // deletes it. Every test run with a changed agent makes a new image (about 250 MB on
 // disk), so without pruning the cache grows with every edit.
 const PruneAfter = 24 * time.Hour
-
-// prune removes image directories in imagesDir last used (directory mtime) before cutoff.
-func prune(t testing.TB, imagesDir string, cutoff time.Time) {
-	t.Helper()
-	entries, err := os.ReadDir(imagesDir)
-	if err != nil {
-		t.Fatalf("failed to list the test images: %v", err)
-	}
-	for _, e := range entries {
-		if !e.IsDir() || len(e.Name()) != 64 {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil || !info.ModTime().Before(cutoff) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(imagesDir, e.Name())); err != nil {
-			t.Logf("failed to prune the test image %s: %v", e.Name(), err)
-		}
-	}
-}
 
 // testWriter sends progress lines to the test log.
 type testWriter struct{ t testing.TB }

@@ -1,0 +1,155 @@
+// Package cachedir keeps Bumper's on-disk caches (images, boot files, debootstrap trees,
+// snapshots) from growing without bound: each entry is a directory whose modification
+// time says when it was last used, and Prune removes the entries nobody used since a
+// cutoff.
+package cachedir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+)
+
+// Removed describes one pruned (or, in a dry run, prunable) cache entry.
+type Removed struct {
+	// Path is the entry's directory.
+	Path string
+	// Bytes is the disk space removing it frees: the allocated blocks of its files that
+	// have no other hard link (images share their kernel and initramfs with the boot
+	// cache, so those are not counted).
+	Bytes int64
+	// LastUsed is the entry's modification time.
+	LastUsed time.Time
+	// Why says why it goes.
+	Why string
+}
+
+// MarkUsed records that the entry dir was used now.
+func MarkUsed(dir string) error {
+	now := time.Now()
+	if err := os.Chtimes(dir, now, now); err != nil {
+		return fmt.Errorf("failed to mark cache entry %s as used: %w", dir, err)
+	}
+	return nil
+}
+
+// Keep decides, for an entry not yet too old, whether it must go anyway; it returns a
+// reason to remove it, or "" to keep it.
+type Keep func(path string) string
+
+// Prune removes the subdirectories of dir last used before cutoff, and those check (if
+// not nil) gives a reason to remove. Entries whose names start with "." are left alone
+// (they are in-progress work or indexes). With dryRun nothing is removed. A missing dir
+// is an empty cache.
+func Prune(dir string, cutoff time.Time, check Keep, dryRun bool) ([]Removed, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to list cache %s: %w", dir, err)
+	}
+	var out []Removed
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || e.Name()[0] == '.' {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		info, err := os.Stat(path)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		why := ""
+		if info.ModTime().Before(cutoff) {
+			why = "unused since " + info.ModTime().UTC().Format(time.RFC3339)
+		} else if check != nil {
+			why = check(path)
+		}
+		if why == "" {
+			continue
+		}
+		r, err := remove(path, info.ModTime(), why, dryRun)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, errors.Join(errs...)
+}
+
+// PruneStale removes the subdirectories of dir whose names start with prefix and that
+// were last modified before cutoff: leftovers of work that died half-way.
+func PruneStale(dir, prefix string, cutoff time.Time, dryRun bool) ([]Removed, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, prefix+"*"))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list %s: %w", dir, err)
+	}
+	var out []Removed
+	var errs []error
+	for _, path := range matches {
+		info, err := os.Stat(path)
+		if err != nil || !info.IsDir() || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		r, err := remove(path, info.ModTime(), "left by an interrupted run", dryRun)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+// remove measures an entry and deletes it unless dryRun. It first renames the entry so
+// that a reader never sees it half-deleted.
+func remove(path string, lastUsed time.Time, why string, dryRun bool) (Removed, error) {
+	r := Removed{Path: path, Bytes: freedBytes(path), LastUsed: lastUsed, Why: why}
+	if dryRun {
+		return r, nil
+	}
+	doomed := filepath.Join(filepath.Dir(path), ".pruning-"+filepath.Base(path))
+	if err := os.Rename(path, doomed); err != nil {
+		return r, fmt.Errorf("failed to prune %s: %w", path, err)
+	}
+	if err := os.RemoveAll(doomed); err != nil {
+		return r, fmt.Errorf("failed to prune %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// freedBytes sums the allocated size of the files under path that have no other link.
+func freedBytes(path string) int64 {
+	var n int64
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && (d.IsDir() || st.Nlink == 1) {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n
+}
+
+// Total is the space the entries free.
+func Total(rs []Removed) int64 {
+	var n int64
+	for _, r := range rs {
+		n += r.Bytes
+	}
+	return n
+}

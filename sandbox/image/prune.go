@@ -1,0 +1,71 @@
+package image
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bumperdev/bumper/internal/cachedir"
+)
+
+// Prune removes from the cache at cacheDir the images, boot files and debootstrap trees
+// that no build or run used since cutoff, index entries of removed images, and leftovers
+// of interrupted work. It holds the cache lock, so no build runs meanwhile. With dryRun
+// it only reports what it would remove.
+func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
+	if _, err := os.Stat(cacheDir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	unlock, err := lockCache(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []cachedir.Removed
+	var errs []error
+	for _, sub := range []string{"images", "boot", "rootfs"} {
+		dir := filepath.Join(cacheDir, sub)
+		rs, err := cachedir.Prune(dir, cutoff, nil, dryRun)
+		out, errs = append(out, rs...), append(errs, err)
+		rs, err = cachedir.PruneStale(dir, ".pruning-", time.Now(), dryRun)
+		out, errs = append(out, rs...), append(errs, err)
+	}
+	if !dryRun {
+		errs = append(errs, pruneIndex(filepath.Join(cacheDir, "images")))
+		// Holding the lock, anything in tmp is from a build that died.
+		if _, err := os.Stat(filepath.Join(cacheDir, "tmp")); err == nil {
+			errs = append(errs, emptyTmp(filepath.Join(cacheDir, "tmp")))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// pruneIndex removes the index entries (input key → image digest) whose image is gone.
+func pruneIndex(imagesDir string) error {
+	index := filepath.Join(imagesDir, ".index")
+	entries, err := os.ReadDir(index)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to list the image index: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		p := filepath.Join(index, e.Name())
+		digest, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(imagesDir, strings.TrimSpace(string(digest)))); errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(p); err != nil {
+				errs = append(errs, fmt.Errorf("failed to remove a stale index entry: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
