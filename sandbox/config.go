@@ -151,7 +151,7 @@ func (c Config) Validate() error {
 			c.DiskSizeMB, info.Size()>>20, (info.Size()+1<<20-1)>>20))
 	}
 	if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("Timeout is %v: use a positive duration", c.Timeout))
+		errs = append(errs, fmt.Errorf("invalid Timeout %v: use a positive duration, or 0 for the default", c.Timeout))
 	}
 	if c.WorkspaceDir != "" {
 		if info, err := os.Stat(c.WorkspaceDir); err != nil || !info.IsDir() {

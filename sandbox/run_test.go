@@ -44,7 +44,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"empty", Config{}, []string{"Kernel is empty", "Initrd is empty", "Rootfs is empty"}},
 		{"missing files", Config{Kernel: dir + "/k", Initrd: dir + "/i", Rootfs: dir + "/r"}, []string{`Kernel "` + dir + `/k" is not a readable file`}},
-		{"bad limits", Config{CPUs: 100, MemoryMB: 64, DiskSizeMB: -1, Timeout: -1}, []string{"CPUs is 100", "MemoryMB is 64", "DiskSizeMB is -1", "Timeout is -1ns"}},
+		{"bad limits", Config{CPUs: 100, MemoryMB: 64, DiskSizeMB: -1, Timeout: -1}, []string{"CPUs is 100", "MemoryMB is 64", "DiskSizeMB is -1", "invalid Timeout -1ns"}},
 		{"bad accel", Config{Accel: "xen"}, []string{`Accel is "xen"`}},
 		{"bad workspace", Config{WorkspaceDir: dir + "/nope"}, []string{"WorkspaceDir"}},
 		{"network without tap", Config{Network: &Network{}}, []string{"Network.TAP is nil"}},

@@ -42,7 +42,7 @@ func (e *Emulator) UpdateRun(owner, repoName string, runID int64, u RunUpdate) e
 		return fmt.Errorf("run %d is already %s; runs only move forward", runID, run.Status)
 	}
 	if u.Status == "completed" && !checkConclusions[u.Conclusion] {
-		return fmt.Errorf("conclusion %q: use success, failure, cancelled, timed_out, ...", u.Conclusion)
+		return fmt.Errorf("conclusion %q: use one of success, failure, neutral, cancelled, skipped, stale, timed_out or action_required", u.Conclusion)
 	}
 	if u.RunnerName != "" {
 		run.RunnerName = u.RunnerName

@@ -32,9 +32,6 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return fmt.Errorf("%w: want 'bumper image build [flags]' or 'bumper image prune [flags]'", errUsage)
 }
 
-// defaultPruneAge is how long `bumper image prune` keeps unused cache entries.
-const defaultPruneAge = 14 * 24 * time.Hour
-
 func runImagePrune(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("image prune", "[--cache DIR] [--unused-for AGE] [--dry-run]", stderr)
 	cache := fs.String("cache", image.DefaultCacheDir, "the cache to prune (images, boot files, debootstrap trees, snapshots)")
