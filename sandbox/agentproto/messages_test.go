@@ -23,19 +23,7 @@ func TestDecodeRun(t *testing.T) {
 		{"trailing data", `{"argv":["true"],"max_procs":1,"out_max_bytes":1} {}`, "trailing"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var r Run
-			err := Decode([]byte(tt.payload), &r)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Decode: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Decode = %v, want error containing %q", err, tt.wantErr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkDecode[Run](t, tt.payload, tt.wantErr) })
 	}
 }
 
@@ -78,18 +66,23 @@ func TestDecodePrepare(t *testing.T) {
 		{"unknown field", `{"warm_up":[],"run_on_host":true}`, "unknown field"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var p Prepare
-			err := Decode([]byte(tt.payload), &p)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Decode: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Decode = %v, want error containing %q", err, tt.wantErr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkDecode[Prepare](t, tt.payload, tt.wantErr) })
+	}
+}
+
+// checkDecode decodes payload into a T and checks it fails with wantErr, or succeeds
+// when wantErr is empty.
+func checkDecode[T any](t *testing.T, payload, wantErr string) {
+	t.Helper()
+	var v T
+	err := Decode([]byte(payload), &v)
+	if wantErr == "" {
+		if err != nil {
+			t.Fatalf("Decode: %v", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("Decode = %v, want error containing %q", err, wantErr)
 	}
 }

@@ -325,20 +325,28 @@ func TestAgentRejectsBadRequests(t *testing.T) {
 				}
 				return
 			}
-			ok := []byte(`{"argv":["true"],"max_procs":8,"out_max_bytes":4096}`)
-			if err := w.Write(agentproto.TypeRun, ok); err != nil {
-				t.Fatal(err)
-			}
-			if f := readNonHello(t, r); f.Type != agentproto.TypeResult {
-				t.Fatalf("after first run got %v, want a result", f.Type)
-			}
-			if err := w.Write(agentproto.TypeRun, ok); err != nil {
+			runTrue(t, w, r)
+			if err := w.Write(agentproto.TypeRun, []byte(trueRun)); err != nil {
 				t.Fatal(err)
 			}
 			if err := <-done; err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Serve = %v, want error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// trueRun is a minimal valid run request.
+const trueRun = `{"argv":["true"],"max_procs":8,"out_max_bytes":4096}`
+
+// runTrue sends trueRun and checks that a result comes back.
+func runTrue(t *testing.T, w *agentproto.Writer, r *agentproto.Reader) {
+	t.Helper()
+	if err := w.Write(agentproto.TypeRun, []byte(trueRun)); err != nil {
+		t.Fatal(err)
+	}
+	if f := readNonHello(t, r); f.Type != agentproto.TypeResult {
+		t.Fatalf("after a run got %v, want a result", f.Type)
 	}
 }
 
@@ -402,13 +410,7 @@ func TestAgentPrepare(t *testing.T) {
 	if sys.dropped != 1 {
 		t.Errorf("caches dropped %d times, want 1", sys.dropped)
 	}
-	ok := []byte(`{"argv":["true"],"max_procs":8,"out_max_bytes":4096}`)
-	if err := w.Write(agentproto.TypeRun, ok); err != nil {
-		t.Fatal(err)
-	}
-	if f := readNonHello(t, r); f.Type != agentproto.TypeResult {
-		t.Fatalf("run after prepare got %v, want a result", f.Type)
-	}
+	runTrue(t, w, r)
 	if err := w.Write(agentproto.TypePrepare, prep); err != nil {
 		t.Fatal(err)
 	}
