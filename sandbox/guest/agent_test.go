@@ -298,16 +298,7 @@ func TestAgentRejectsBadRequests(t *testing.T) {
 			if err := os.WriteFile(dev, make([]byte, 4096), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			host, guestEnd := net.Pipe()
-			defer host.Close()
-			a, err := New(Config{Conn: guestEnd, System: &fakeSystem{}, WorkspaceDir: root, OutDir: filepath.Join(root, "out"), OutDevice: dev, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- a.Serve(context.Background()) }()
-			r := agentproto.NewReader(host, agentproto.GuestTypes...)
-			w := agentproto.NewWriter(host)
+			r, w, done := serveAgent(t, Config{System: &fakeSystem{}, WorkspaceDir: root, OutDir: filepath.Join(root, "out"), OutDevice: dev, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
 			if _, err := r.Read(); err != nil {
 				t.Fatal(err)
 			}
@@ -334,6 +325,22 @@ func TestAgentRejectsBadRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveAgent serves an agent for cfg over a pipe (cfg.Conn is its end) and returns the
+// host's reader and writer and where Serve's result arrives.
+func serveAgent(t *testing.T, cfg Config) (*agentproto.Reader, *agentproto.Writer, <-chan error) {
+	t.Helper()
+	host, guestEnd := net.Pipe()
+	t.Cleanup(func() { host.Close() })
+	cfg.Conn = guestEnd
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(context.Background()) }()
+	return agentproto.NewReader(host, agentproto.GuestTypes...), agentproto.NewWriter(host), done
 }
 
 // trueRun is a minimal valid run request.
@@ -374,18 +381,9 @@ func TestAgentPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark := filepath.Join(root, "warm.log")
-	host, guestEnd := net.Pipe()
-	defer host.Close()
 	sys := &fakeSystem{}
-	a, err := New(Config{Conn: guestEnd, System: sys, WorkspaceDir: root, OutDir: filepath.Join(root, "out"), OutDevice: dev,
+	r, w, done := serveAgent(t, Config{System: sys, WorkspaceDir: root, OutDir: filepath.Join(root, "out"), OutDevice: dev,
 		BaseEnv: []string{"PATH=" + os.Getenv("PATH"), "MARK=" + mark}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(context.Background()) }()
-	r := agentproto.NewReader(host, agentproto.GuestTypes...)
-	w := agentproto.NewWriter(host)
 	if f, err := r.Read(); err != nil || f.Type != agentproto.TypeHello {
 		t.Fatalf("first frame = %v %v, want hello", f.Type, err)
 	}
