@@ -84,6 +84,7 @@ func (m *Machine) start(ctx context.Context) error {
 				break
 			}
 			m.boot = BootInfo{Mode: "warm", Reason: "restoring snapshot " + snap.Key}
+			m.restoring = snap.dir
 			backing, backingFormat, template = snap.rootPath(), "qcow2", snap.overlayPath()
 			layout.incoming = snap.statePath()
 			// The kernel command line must be the one the snapshot booted with.
@@ -239,6 +240,7 @@ func (m *Machine) reap() {
 	// Read QEMU's last words before the cleanups delete the run directory.
 	m.mu.Lock()
 	m.qemuTail = tailFile(filepath.Join(m.runDir, "qemu.stderr"))
+	m.exitCode = m.cmd.ProcessState.ExitCode()
 	m.mu.Unlock()
 	close(m.exited)
 	cerr := m.runCleanups()

@@ -168,6 +168,7 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 			}
 			return m.ended(err)
 		}
+		m.heard = true
 		switch f.Type {
 		case agentproto.TypeStdout:
 			_, _ = stdout.Write(f.Payload)
@@ -188,6 +189,19 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 	}
 }
 
+// RestoreError says a warm start failed before the agent said anything: QEMU exited
+// with an error instead of loading the snapshot, so the command did not run.
+type RestoreError struct {
+	// Snapshot is the snapshot directory that failed to restore.
+	Snapshot string
+	// QEMU is the end of QEMU's error output.
+	QEMU string
+}
+
+func (e *RestoreError) Error() string {
+	return fmt.Sprintf("failed to restore snapshot %s (delete it, or boot with --cold): %s", e.Snapshot, e.QEMU)
+}
+
 // ended turns a broken channel into a result when the wall-time limit caused it.
 func (m *Machine) ended(err error) (*Result, error) {
 	m.mu.Lock()
@@ -198,6 +212,14 @@ func (m *Machine) ended(err error) (*Result, error) {
 	}
 	select {
 	case <-m.exited:
+		m.mu.Lock()
+		code := m.exitCode
+		m.mu.Unlock()
+		if m.restoring != "" && !m.heard && code > 0 {
+			// QEMU gave up before the restored agent said anything: it could not load the
+			// snapshot, and the command never ran.
+			return nil, &RestoreError{Snapshot: m.restoring, QEMU: m.exitTail()}
+		}
 		return nil, fmt.Errorf("agent channel broke before a result; qemu exited: %s (console: %s): %w", m.exitTail(), tailFile(m.ConsolePath()), err)
 	case <-time.After(100 * time.Millisecond):
 	}

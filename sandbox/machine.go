@@ -92,9 +92,13 @@ type Machine struct {
 	timer    *time.Timer
 	timedOut bool
 	ran      bool
-	// helloSeen is set once the agent's hello has been checked; only the goroutine
-	// that reads the channel (Start, then Run) touches it.
+	// helloSeen is set once the agent's hello has been checked, heard once any frame
+	// came from the agent; only the goroutine that reads the channel (Start, then Run)
+	// touches them.
 	helloSeen bool
+	heard     bool
+	restoring string // the snapshot directory a warm start restores
+	exitCode  int    // QEMU's exit status once it has exited (-1 if killed by a signal)
 
 	record    *reaper.Record
 	ownRecord bool

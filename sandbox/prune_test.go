@@ -28,6 +28,8 @@ func TestPruneSnapshots(t *testing.T) {
 		{name: "unused", rootfs: rootfs, age: time.Since(old), wantWhy: "unused since"},
 		{name: "legacy", rootfs: "", wantKept: true},
 		{name: ".tmp-crashed", rootfs: "-", age: 2 * time.Hour, wantWhy: "interrupted"},
+		{name: ".broken-abc-20261101T000000", rootfs: "-", age: 8 * 24 * time.Hour, wantWhy: "failed to restore"},
+		{name: ".broken-def-20261128T000000", rootfs: "-", age: 24 * time.Hour, wantKept: true},
 		{name: ".tmp-in-progress", rootfs: "-", age: time.Minute, wantKept: true},
 	}
 	for _, tt := range tests {

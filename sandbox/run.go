@@ -49,6 +49,9 @@ type Report struct {
 	Boot BootInfo
 	// SnapshotMade says this run first made the snapshot it then restored.
 	SnapshotMade bool
+	// SnapshotBroken, when set, says the snapshot failed to restore, was moved aside
+	// and the run booted cold instead.
+	SnapshotBroken string
 	// Steps are the boot steps with durations.
 	Steps []Step
 	// Ready is the time from the start of Run (after any snapshot preparation) to the
@@ -121,21 +124,38 @@ func Run(ctx context.Context, spec Spec) (_ *Report, err error) {
 		}
 		start = time.Now()
 	}
-	m, err := New(ctx, cfg, WithID(id), withRecord(&rec))
-	if err != nil {
-		return nil, err
+	var broken string
+	for {
+		m, err := New(ctx, cfg, WithID(id), withRecord(&rec))
+		if err != nil {
+			return nil, err
+		}
+		if err := m.Start(ctx); err != nil {
+			return nil, err
+		}
+		rep := &Report{Accel: m.Accel(), Boot: m.Boot(), SnapshotMade: snapshotMade, SnapshotBroken: broken, Steps: m.Steps(), Ready: time.Since(start)}
+		first := &firstWrite{}
+		res, runErr := m.Run(ctx, spec.Argv, spec.Env, first.wrap(spec.Stdout), first.wrap(spec.Stderr))
+		rep.FirstOutput = first.since(start)
+		var re *RestoreError
+		if errors.As(runErr, &re) && broken == "" {
+			// The command never ran: move the snapshot aside (the next run makes a new
+			// one) and boot cold this once.
+			_ = m.Wait()
+			broken = quarantineSnapshot(re)
+			zerolog.Ctx(ctx).Info().Str(logKeyReason, broken).Msg("warm start failed; booting cold")
+			continue
+		}
+		return finishRun(ctx, m, rep, res, runErr, spec.OutDir)
 	}
-	if err := m.Start(ctx); err != nil {
-		return nil, err
-	}
-	rep := &Report{Accel: m.Accel(), Boot: m.Boot(), SnapshotMade: snapshotMade, Steps: m.Steps(), Ready: time.Since(start)}
-	first := &firstWrite{}
-	res, runErr := m.Run(ctx, spec.Argv, spec.Env, first.wrap(spec.Stdout), first.wrap(spec.Stderr))
-	rep.FirstOutput = first.since(start)
+}
+
+// finishRun collects /out and tears the machine down after its command ran.
+func finishRun(ctx context.Context, m *Machine, rep *Report, res *Result, runErr error, outDir string) (*Report, error) {
 	if runErr == nil {
 		rep.Result = *res
-		if spec.OutDir != "" {
-			rep.Out, runErr = m.CollectOut(spec.OutDir)
+		if outDir != "" {
+			rep.Out, runErr = m.CollectOut(outDir)
 		}
 	}
 	down := time.Now()

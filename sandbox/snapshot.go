@@ -255,8 +255,8 @@ func (m *Machine) saveState(file string) error {
 const snapshotTmpPrefix = ".tmp-"
 
 // PruneSnapshots removes from dir the snapshots no run restored since cutoff, those whose
-// image root filesystem is gone (no run can match them again), and snapshots left
-// half-made for over an hour. With dryRun it only reports what it would remove.
+// image root filesystem is gone (no run can match them again), snapshots left half-made
+// for over an hour, and snapshots moved aside as broken over a week ago. With dryRun it only reports what it would remove.
 func PruneSnapshots(dir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
 	dead := func(path string) string {
 		b, err := os.ReadFile(filepath.Join(path, snapshotMeta))
@@ -273,7 +273,22 @@ func PruneSnapshots(dir string, cutoff time.Time, dryRun bool) ([]cachedir.Remov
 		return ""
 	}
 	out, err := cachedir.Prune(dir, cutoff, dead, dryRun)
-	stale, serr := cachedir.PruneStale(dir, snapshotTmpPrefix, time.Now().Add(-time.Hour), dryRun)
-	left, lerr := cachedir.PruneStale(dir, ".pruning-", time.Now(), dryRun)
-	return append(append(out, stale...), left...), errors.Join(err, serr, lerr)
+	stale, serr := cachedir.PruneStale(dir, snapshotTmpPrefix, time.Now().Add(-time.Hour), "left half-made by an interrupted run", dryRun)
+	left, lerr := cachedir.PruneStale(dir, ".pruning-", time.Now(), "left by an interrupted prune", dryRun)
+	broken, berr := cachedir.PruneStale(dir, brokenPrefix, time.Now().Add(-7*24*time.Hour), "failed to restore over a week ago", dryRun)
+	return append(append(append(out, stale...), left...), broken...), errors.Join(err, serr, lerr, berr)
+}
+
+// brokenPrefix starts the name of a snapshot moved aside because it failed to restore;
+// PruneSnapshots removes these after a week.
+const brokenPrefix = ".broken-"
+
+// quarantineSnapshot moves a snapshot that failed to restore out of the lookup's way and
+// says what happened.
+func quarantineSnapshot(re *RestoreError) string {
+	aside := filepath.Join(filepath.Dir(re.Snapshot), brokenPrefix+filepath.Base(re.Snapshot)+"-"+time.Now().UTC().Format("20060102T150405"))
+	if err := os.Rename(re.Snapshot, aside); err != nil {
+		return fmt.Sprintf("%v; moving it aside failed too (%v): delete it", re, err)
+	}
+	return fmt.Sprintf("snapshot %s failed to restore (%s); moved to %s, the next run makes a new one", filepath.Base(re.Snapshot), re.QEMU, aside)
 }

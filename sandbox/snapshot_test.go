@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
@@ -87,6 +88,32 @@ func TestWarmStart(t *testing.T) {
 			t.Errorf("Shutdown: %v", err)
 		}
 	}
+	// A snapshot that no longer restores (here: its state cut short) costs one cold boot:
+	// the run still works, the snapshot is moved aside and says so.
+	entries, err := os.ReadDir(cfg.SnapshotDir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("snapshot dir holds %v (%v), want one snapshot", entries, err)
+	}
+	snapDir := filepath.Join(cfg.SnapshotDir, entries[0].Name())
+	if err := os.Truncate(filepath.Join(snapDir, snapshotState), 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep, err := Run(ctx, Spec{Config: cfg, Argv: []string{"echo", "still runs"}, Stdout: &out})
+	if err != nil {
+		t.Fatalf("Run with a broken snapshot: %v", err)
+	}
+	if rep.ExitCode != 0 || out.String() != "still runs\n" || rep.Boot.Mode != "cold" || !strings.Contains(rep.SnapshotBroken, "failed to restore") {
+		t.Errorf("Run with a broken snapshot: exit %d, output %q, boot %+v, broken %q; want the command run after a cold boot, and why",
+			rep.ExitCode, out.String(), rep.Boot, rep.SnapshotBroken)
+	}
+	if _, err := os.Stat(snapDir); err == nil {
+		t.Errorf("the broken snapshot %s is still where restores look", snapDir)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(cfg.SnapshotDir, brokenPrefix+"*")); len(aside) != 1 {
+		t.Errorf("broken snapshots set aside: %v, want one", aside)
+	}
+
 	// A changed VM shape has no snapshot: cold again, with the reason.
 	c := cfg
 	c.MemoryMB = 640

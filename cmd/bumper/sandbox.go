@@ -109,6 +109,8 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if rep != nil && !*cold {
 		switch {
+		case rep.SnapshotBroken != "":
+			fmt.Fprintf(stderr, "sandbox: warm start failed, booted cold: %s\n", rep.SnapshotBroken)
 		case rep.SnapshotMade:
 			fmt.Fprintln(stderr, "sandbox: first run of this image and VM shape: made a snapshot, later runs start warm")
 		case rep.Boot.Mode == "cold":

@@ -86,8 +86,9 @@ func Prune(dir string, cutoff time.Time, check Keep, dryRun bool) ([]Removed, er
 }
 
 // PruneStale removes the subdirectories of dir whose names start with prefix and that
-// were last modified before cutoff: leftovers of work that died half-way.
-func PruneStale(dir, prefix string, cutoff time.Time, dryRun bool) ([]Removed, error) {
+// were last modified before cutoff (leftovers of work that died half-way, or entries
+// set aside), giving why as the reason.
+func PruneStale(dir, prefix string, cutoff time.Time, why string, dryRun bool) ([]Removed, error) {
 	matches, err := filepath.Glob(filepath.Join(dir, prefix+"*"))
 	if err != nil {
 		return nil, fmt.Errorf("failed to list %s: %w", dir, err)
@@ -99,7 +100,7 @@ func PruneStale(dir, prefix string, cutoff time.Time, dryRun bool) ([]Removed, e
 		if err != nil || !info.IsDir() || !info.ModTime().Before(cutoff) {
 			continue
 		}
-		r, err := remove(path, info.ModTime(), "left by an interrupted run", dryRun)
+		r, err := remove(path, info.ModTime(), why, dryRun)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -108,8 +108,8 @@ func TestPruneStale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, err := PruneStale(dir, ".tmp-", time.Now().Add(-time.Hour), false)
-	if err != nil || len(removed) != 1 || filepath.Base(removed[0].Path) != ".tmp-old" {
+	removed, err := PruneStale(dir, ".tmp-", time.Now().Add(-time.Hour), "stale", false)
+	if err != nil || len(removed) != 1 || filepath.Base(removed[0].Path) != ".tmp-old" || removed[0].Why != "stale" {
 		t.Fatalf("PruneStale = %+v, %v; want only .tmp-old", removed, err)
 	}
 	for name, want := range map[string]bool{".tmp-old": false, ".tmp-new": true, "kept-old": true} {

@@ -31,7 +31,7 @@ func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, 
 		dir := filepath.Join(cacheDir, sub)
 		rs, err := cachedir.Prune(dir, cutoff, nil, dryRun)
 		out, errs = append(out, rs...), append(errs, err)
-		rs, err = cachedir.PruneStale(dir, ".pruning-", time.Now(), dryRun)
+		rs, err = cachedir.PruneStale(dir, ".pruning-", time.Now(), "left by an interrupted prune", dryRun)
 		out, errs = append(out, rs...), append(errs, err)
 	}
 	if !dryRun {
