@@ -202,7 +202,9 @@ func (e *RestoreError) Error() string {
 	return fmt.Sprintf("failed to restore snapshot %s (delete it, or boot with --cold): %s", e.Snapshot, e.QEMU)
 }
 
-// ended turns a broken channel into a result when the wall-time limit caused it.
+// ended explains a broken channel: a timed-out result when the wall-time limit killed
+// the VM, a RestoreError when a restore failed before the agent said anything, else an
+// error with QEMU's and the console's last words.
 func (m *Machine) ended(err error) (*Result, error) {
 	m.mu.Lock()
 	timedOut := m.timedOut
