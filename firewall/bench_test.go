@@ -73,34 +73,20 @@ func BenchmarkDirect(b *testing.B) { benchStream(b, false) }
 
 func benchStream(b *testing.B, viaProxy bool) {
 	const size = 64 << 20
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
 	chunk := make([]byte, 256<<10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	upAddr, port := serveTCP(b, func(c net.Conn) {
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := c.Write(chunk); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				for sent := 0; sent < size; sent += len(chunk) {
-					if _, err := c.Write(chunk); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	})
 	px := startProxy(b, "1", port, nil)
 	buf := make([]byte, 256<<10)
 	b.SetBytes(size)
 	for b.Loop() {
 		var c net.Conn
+		var err error
 		if viaProxy {
 			c, err = net.Dial("tcp", px.addr)
 			if err == nil {
@@ -109,7 +95,7 @@ func benchStream(b *testing.B, viaProxy bool) {
 				_, err = io.ReadFull(c, status)
 			}
 		} else {
-			c, err = net.Dial("tcp", ln.Addr().String())
+			c, err = net.Dial("tcp", upAddr)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -125,24 +111,7 @@ func benchStream(b *testing.B, viaProxy bool) {
 // BenchmarkConnectNewConn opens a new connection, tunnels to an echo upstream, moves a
 // few bytes and closes: the per-connection cost of the CONNECT path.
 func BenchmarkConnectNewConn(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_, port := serveTCP(b, func(c net.Conn) { io.Copy(c, c) })
 	px := startProxy(b, "1", port, nil)
 	req := []byte("CONNECT allowed.test:" + port + " HTTP/1.1\r\nHost: allowed.test:" + port + "\r\n\r\n")
 	resp := make([]byte, len(connectEstablished)+4)

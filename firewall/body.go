@@ -2,9 +2,11 @@ package firewall
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // maxChunkLine bounds a chunk-size line (size, extensions) and each trailer line.
@@ -61,34 +63,19 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader) (int64, error) {
 	}
 }
 
+// parseChunkSize reads the hex size at the start of a chunk-size line. Extensions after
+// ';' (or whitespace) are forwarded, not interpreted; at most 15 digits keep the size
+// within an int64.
 func parseChunkSize(b []byte) (int64, error) {
-	var size int64
-	digits := 0
-	for _, c := range b {
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		case c == ';' || c == ' ' || c == '\t':
-			if digits == 0 {
-				return 0, errBadChunk
-			}
-			return size, nil // chunk extensions are forwarded, not interpreted
-		default:
-			return 0, errBadChunk
-		}
-		digits++
-		if digits > 15 {
-			return 0, errBadChunk
-		}
-		size = size<<4 | int64(v)
+	if i := bytes.IndexAny(b, "; \t"); i >= 0 {
+		b = b[:i]
 	}
-	if digits == 0 {
+	if len(b) == 0 || len(b) > 15 {
 		return 0, errBadChunk
 	}
-	return size, nil
+	size, err := strconv.ParseUint(string(b), 16, 64)
+	if err != nil {
+		return 0, errBadChunk
+	}
+	return int64(size), nil
 }

@@ -78,25 +78,10 @@ func TestApplyFlags(t *testing.T) {
 // TestRun starts the firewall as the command does, sends one allowed and one refused
 // request, stops it and checks that the audit log was flushed and verifies.
 func TestRun(t *testing.T) {
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	go func() {
-		for {
-			c, err := up.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				bufio.NewReader(c).ReadString('\n')
-				io.WriteString(c, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
-			}()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(up.Addr().String())
+	_, port := serveTCP(t, func(c net.Conn) {
+		bufio.NewReader(c).ReadString('\n')
+		io.WriteString(c, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+	})
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	c := &Config{}
 	if err := c.Apply(Flags{Listen: "127.0.0.1:0", Audit: auditPath, Allow: []string{"up.test:" + port}, Resolve: []string{"up.test:127.0.0.1"}}); err != nil {

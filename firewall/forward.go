@@ -224,9 +224,9 @@ func (s *Server) exchangeOn(ex *exchange, u *upConn) (bool, error) {
 		ex.closeClient = true
 		return false, fmt.Errorf("failed to relay response body: %w", err)
 	}
-	if err := cc.bw.Flush(); err != nil {
+	if cc.bw.Flush() != nil {
+		// The upstream exchange completed, so its connection may still be reused.
 		ex.closeClient = true
-		return reuse, nil
 	}
 	return reuse, nil
 }

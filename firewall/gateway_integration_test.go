@@ -42,6 +42,16 @@ func gitRun(t *testing.T, dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// writeCA writes srv's certificate as a PEM file for gateway.Config.CAFile.
+func writeCA(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
 // TestGitAndModelThroughFirewall drives the real git client and a model call through the
 // firewall's listener to the gateways, then checks that no secret reached the audit log
 // or the firewall's own log.
@@ -79,8 +89,7 @@ func TestGitAndModelThroughFirewall(t *testing.T) {
 		w.Write(sse)
 	}))
 	defer modelUp.Close()
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: gitUp.Certificate().Raw}), 0o600)
+	ca := writeCA(t, gitUp) // httptest's TLS servers share one certificate, modelUp's too
 
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	al, err := audit.Open(auditPath)
@@ -228,8 +237,7 @@ func TestGatewayConnectionLifetime(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(stop)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw}), 0o600)
+	ca := writeCA(t, up)
 	px := startProxy(t, "1", "1", func(o *Options) {
 		gw, err := gateway.New(gateway.Config{AnthropicBase: up.URL, AnthropicKey: itKey, CAFile: ca, Audit: o.Audit})
 		if err != nil {

@@ -270,7 +270,8 @@ func containsToken(v []byte, tok string) bool {
 	return false
 }
 
-// hopByHop lists headers a proxy must not forward (RFC 9110 7.6.1), plus the proxy's own.
+// isHopByHop reports whether name is a header a proxy must not forward (RFC 9110 7.6.1),
+// proxy headers included.
 func isHopByHop(name []byte) bool {
 	switch len(name) {
 	case 2:

@@ -142,6 +142,32 @@ func upstreams(t *testing.T) (plain, tlsSrv *httptest.Server, httpPort, tlsPort 
 	return
 }
 
+// serveTCP runs a raw TCP upstream on loopback that gives each connection to handle (and
+// closes it after), until the test ends. It returns the address and its port.
+func serveTCP(t testing.TB, handle func(net.Conn)) (addr, port string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	addr = ln.Addr().String()
+	_, port, _ = net.SplitHostPort(addr)
+	return addr, port
+}
+
 func TestForwardAndTunnel(t *testing.T) {
 	_, tlsSrv, hp, tp := upstreams(t)
 	px := startProxy(t, hp, tp, nil)
@@ -386,28 +412,12 @@ func TestAuditFailureFailsClosed(t *testing.T) {
 // TestPooledConnectionClosedByUpstream: an upstream that drops a kept-alive connection
 // without saying so must not fail the next request (it is retried on a new connection).
 func TestPooledConnectionClosedByUpstream(t *testing.T) {
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	go func() {
-		for {
-			c, err := up.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close() // after one response, silently
-				br := bufio.NewReader(c)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}()
+	_, port := serveTCP(t, func(c net.Conn) { // closed after one response, silently
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
-	_, port, _ := net.SplitHostPort(up.Addr().String())
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
 	px := startProxy(t, port, "1", nil)
 	c, err := net.Dial("tcp", px.addr)
 	if err != nil {

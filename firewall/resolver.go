@@ -20,7 +20,6 @@ type Resolver interface {
 type cachingResolver struct {
 	next Resolver
 	ttl  time.Duration
-	now  func() time.Time
 
 	mu      sync.Mutex
 	entries map[string]cacheEntry
@@ -35,11 +34,11 @@ type cacheEntry struct {
 const maxCacheEntries = 4096
 
 func newCachingResolver(next Resolver, ttl time.Duration) *cachingResolver {
-	return &cachingResolver{next: next, ttl: ttl, now: time.Now, entries: map[string]cacheEntry{}}
+	return &cachingResolver{next: next, ttl: ttl, entries: map[string]cacheEntry{}}
 }
 
 func (c *cachingResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	now := c.now()
+	now := time.Now()
 	c.mu.Lock()
 	e, ok := c.entries[host]
 	c.mu.Unlock()

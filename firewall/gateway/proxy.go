@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -116,7 +117,7 @@ func upstreamErr(ctx context.Context, err error) string {
 }
 
 func mustUnescape(p string) string {
-	if u, err := unescapePath(p); err == nil {
+	if u, err := url.PathUnescape(p); err == nil {
 		return u
 	}
 	return p

@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/firewall/audit"
 )
-
-func unescapePath(p string) (string, error) { return url.PathUnescape(p) }
 
 // serveAPI proxies /api/github/<path> to the GitHub API with the installation token.
 func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, path string) {

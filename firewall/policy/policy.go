@@ -5,6 +5,7 @@ package policy
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -165,25 +166,12 @@ func (e *entry) allowsPort(port uint16, mode Mode) bool {
 	if e.ports == nil {
 		return port == defaultPort(mode)
 	}
-	for _, p := range e.ports {
-		if p == port {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(e.ports, port)
 }
 
 // denies reports whether a deny entry covers port: without ports it covers all of them.
 func (e *entry) denies(port uint16) bool {
-	if e.ports == nil {
-		return true
-	}
-	for _, p := range e.ports {
-		if p == port {
-			return true
-		}
-	}
-	return false
+	return e.ports == nil || slices.Contains(e.ports, port)
 }
 
 func defaultPort(m Mode) uint16 {

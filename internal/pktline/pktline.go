@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 const (
@@ -98,22 +99,13 @@ func ReadPacket(r io.Reader) (Packet, error) {
 }
 
 func parseLength(prefix [4]byte) (int, error) {
-	n := 0
-	for _, c := range prefix {
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		default:
-			return 0, fmt.Errorf("%w: %q is not four hex digits", ErrBadLength, prefix[:])
-		}
-		n = n<<4 | int(v)
+	// ParseUint in base 16 takes hex digits of either case and nothing else: no sign,
+	// no 0x prefix, no underscores.
+	n, err := strconv.ParseUint(string(prefix[:]), 16, 16)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not four hex digits", ErrBadLength, prefix[:])
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // AppendPacket appends payload framed as one data pkt-line to dst.

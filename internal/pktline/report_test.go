@@ -50,18 +50,29 @@ func decodeBands(t *testing.T, body []byte) map[byte][]byte {
 	t.Helper()
 	bands := map[byte][]byte{}
 	r := bytes.NewReader(body)
+	for _, p := range payloadsToFlush(t, r) {
+		bands[p[0]] = append(bands[p[0]], p[1:]...)
+	}
+	if r.Len() != 0 {
+		t.Fatalf("%d bytes after the final flush", r.Len())
+	}
+	return bands
+}
+
+// payloadsToFlush reads pkt-lines from r up to the first flush-pkt and returns their
+// payloads.
+func payloadsToFlush(t *testing.T, r io.Reader) [][]byte {
+	t.Helper()
+	var out [][]byte
 	for {
 		pkt, err := pktline.ReadPacket(r)
 		if err != nil {
 			t.Fatalf("response is not pkt-lines: %v", err)
 		}
 		if pkt.Kind == pktline.Flush {
-			if r.Len() != 0 {
-				t.Fatalf("%d bytes after the final flush", r.Len())
-			}
-			return bands
+			return out
 		}
-		bands[pkt.Payload[0]] = append(bands[pkt.Payload[0]], pkt.Payload[1:]...)
+		out = append(out, pkt.Payload)
 	}
 }
 
@@ -119,33 +130,13 @@ func TestReportSideBandSplitsLargeStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := bytes.NewReader(body)
-	for {
-		pkt, err := pktline.ReadPacket(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pkt.Kind == pktline.Flush {
-			break
-		}
-		if len(pkt.Payload)+4 > 1000 {
-			t.Fatalf("side-band packet of %d bytes, limit is 1000", len(pkt.Payload)+4)
+	for _, p := range payloadsToFlush(t, bytes.NewReader(body)) {
+		if len(p)+4 > 1000 {
+			t.Fatalf("side-band packet of %d bytes, limit is 1000", len(p)+4)
 		}
 	}
 	status := decodeBands(t, body)[1]
-	n := 0
-	sr := bytes.NewReader(status)
-	for {
-		pkt, err := pktline.ReadPacket(sr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pkt.Kind == pktline.Flush {
-			break
-		}
-		n++
-	}
-	if n != len(refs)+1 {
+	if n := len(payloadsToFlush(t, bytes.NewReader(status))); n != len(refs)+1 {
 		t.Fatalf("status has %d lines, want %d", n, len(refs)+1)
 	}
 }
