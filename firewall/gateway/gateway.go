@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -94,8 +95,8 @@ func New(cfg Config) (*Gateway, error) {
 		}
 		g.apiRules = append(g.apiRules, rule)
 	}
-	if cfg.PushRef != "" && !strings.HasPrefix(cfg.PushRef, "refs/heads/") {
-		return nil, fmt.Errorf("failed to create gateways: push ref %q must be a full branch ref (refs/heads/...)", cfg.PushRef)
+	if cfg.PushRef != "" && !runBranch.MatchString(cfg.PushRef) {
+		return nil, fmt.Errorf("failed to create gateways: push ref %q is not a run branch: use refs/heads/bumper/<issue>-<attempt>, e.g. refs/heads/bumper/12-1", cfg.PushRef)
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {
@@ -120,6 +121,10 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	return g, nil
 }
+
+// runBranch is the only kind of ref a run may push (DESIGN: refs/heads/bumper/<issue>-<attempt>):
+// a configuration naming any other branch, main included, is refused.
+var runBranch = regexp.MustCompile(`^refs/heads/bumper/[1-9][0-9]*-[1-9][0-9]*$`)
 
 func parseBase(name, base, secret, secretName string) (*upstream, error) {
 	if base == "" {

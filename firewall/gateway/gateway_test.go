@@ -305,6 +305,9 @@ func TestUnconfiguredAndBadConfig(t *testing.T) {
 		{Audit: a, APIAllow: []string{"GET"}},                     // rule
 		{Audit: a, APIAllow: []string{"GET /**/x"}},               // ** not last
 		{Audit: a, PushRef: "bumper/1-1"},                         // not a full ref
+		{Audit: a, PushRef: "refs/heads/main"},                    // not a run branch
+		{Audit: a, PushRef: "refs/heads/bumper/12-0"},             // attempts start at 1
+		{Audit: a, PushRef: "refs/heads/bumper/12-1/x"},           // nested
 		{Audit: a, CAFile: "/nonexistent/ca.pem"},                 // CA
 		{}, // no audit
 	}
