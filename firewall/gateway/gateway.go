@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -122,6 +123,15 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
+// isLoopback says whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // runBranch is the only kind of ref a run may push (DESIGN: refs/heads/bumper/<issue>-<attempt>):
 // a configuration naming any other branch, main included, is refused.
 var runBranch = regexp.MustCompile(`^refs/heads/bumper/[1-9][0-9]*-[1-9][0-9]*$`)
@@ -133,6 +143,10 @@ func parseBase(name, base, secret, secretName string) (*upstream, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" {
 		return nil, fmt.Errorf("failed to configure gateway %s: base URL %q must be http(s)://host[/path] without user or query", name, base)
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		// The gateway adds the real secret to every request it forwards.
+		return nil, fmt.Errorf("failed to configure gateway %s: base URL %q would send the %s in clear: use https (plain http only to a loopback address, such as the GitHub emulator)", name, base, secretName)
 	}
 	if secret == "" {
 		return nil, fmt.Errorf("failed to configure gateway %s: a base URL is set but no %s", name, secretName)

@@ -301,6 +301,7 @@ func TestUnconfiguredAndBadConfig(t *testing.T) {
 	bad := []Config{
 		{Audit: a, AnthropicBase: "https://api.anthropic.com"},    // no key
 		{Audit: a, AnthropicBase: "ftp://x", AnthropicKey: "k"},   // scheme
+		{Audit: a, GitBase: "http://github.com", Token: "t"},      // token in clear
 		{Audit: a, GitBase: "https://u:p@github.com", Token: "t"}, // userinfo
 		{Audit: a, APIAllow: []string{"GET"}},                     // rule
 		{Audit: a, APIAllow: []string{"GET /**/x"}},               // ** not last
