@@ -3,8 +3,8 @@ package ghtest
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,15 +195,7 @@ func (e *Emulator) tokenCovers(t *installToken, rp *repo) bool {
 	if in == nil || e.st.installationFor(rp) != in {
 		return false
 	}
-	if t.RepoIDs == nil {
-		return true
-	}
-	for _, id := range t.RepoIDs {
-		if id == rp.ID {
-			return true
-		}
-	}
-	return false
+	return t.RepoIDs == nil || slices.Contains(t.RepoIDs, rp.ID)
 }
 
 // roleOf is the user's role on the repository: the owner is admin, collaborators have
@@ -236,6 +228,12 @@ func levelAtLeast(have, want string) bool {
 	return levelRank[have] >= levelRank[want]
 }
 
+// rolePermissions is the "permissions" block GitHub renders for a role.
+func rolePermissions(role string) obj {
+	return obj{"admin": roleAtLeast(role, "admin"), "maintain": roleAtLeast(role, "maintain"),
+		"push": roleAtLeast(role, "write"), "triage": roleAtLeast(role, "triage"), "pull": roleAtLeast(role, "read")}
+}
+
 // legacyPermission maps a role to the coarse permission GitHub's
 // collaborator-permission API reports (admin, write, read, none).
 func legacyPermission(role string) string {
@@ -254,9 +252,7 @@ func legacyPermission(role string) string {
 func randomToken(prefix string) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	b := make([]byte, 36)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("crypto/rand failed: %v", err))
-	}
+	rand.Read(b) // never fails: crypto/rand crashes the program instead
 	for i := range b {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}

@@ -248,8 +248,11 @@ func (e *Emulator) AppID() int64 {
 func (e *Emulator) AppKeyPath() string { return filepath.Join(e.dir, appKeyFile) }
 
 // AppKeyPEM is the App's private key in PEM form.
-func (e *Emulator) AppKeyPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(e.appKey)})
+func (e *Emulator) AppKeyPEM() []byte { return keyPEM(e.appKey) }
+
+// keyPEM is an RSA private key in the PKCS #1 PEM form GitHub hands out App keys in.
+func keyPEM(k *rsa.PrivateKey) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
 }
 
 // WebhookSecret is the secret the emulator signs deliveries with.
@@ -332,8 +335,7 @@ func loadOrCreateKey(path string) (*rsa.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to generate an RSA key: %w", err)
 	}
-	out := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-	if err := writeFileAtomic(path, out, 0o600); err != nil {
+	if err := writeFileAtomic(path, keyPEM(k), 0o600); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -362,7 +364,8 @@ func (e *Emulator) loadOrSeed(seed *Seed) error {
 	return e.applySeed(seed)
 }
 
-// save writes the whole state atomically. Callers hold e.mu.
+// saveLocked writes the whole state atomically and logs a failure: a handler that
+// already changed the state has nobody to return the error to. Callers hold e.mu.
 func (e *Emulator) saveLocked() {
 	if err := e.save(); err != nil {
 		e.log.Error().Err(err).Msg("failed to save emulator state")

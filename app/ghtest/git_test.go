@@ -2,6 +2,7 @@ package ghtest_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -177,4 +178,35 @@ func TestContentsAndCommits(t *testing.T) {
 	}
 	_, resp, err = c.Repositories.GetBranchProtection(ctx, org, repo, "main")
 	wantStatus(t, resp, err, 404)
+}
+
+func TestGitAnonymousAccessToAPublicRepository(t *testing.T) {
+	seed := ghtest.DefaultSeed()
+	seed.Repositories[0].Private = false
+	e := newEmulator(t, ghtest.Options{Seed: seed})
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		name    string
+		service string
+		want    int
+	}{
+		{"anyone may fetch", "git-upload-pack", http.StatusOK},
+		{"pushing needs a credential", "git-receive-pack", http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := e.BaseURL() + "/" + org + "/" + repo + ".git/info/refs?service=" + tc.service
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("GET info/refs?service=%s without credentials: status %d, want %d", tc.service, resp.StatusCode, tc.want)
+			}
+		})
+	}
 }

@@ -3,7 +3,6 @@ package ghtest
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/bumperdev/bumper/app/ghtest/gitserver"
 	"github.com/bumperdev/bumper/internal/pktline"
@@ -29,10 +28,8 @@ func (e *Emulator) authorizeGit(r *http.Request, owner, name string, access gits
 	}
 	n := need{auth: authRepo, perm: "contents", level: "read", userLevel: "read"}
 	if access == gitserver.Write {
+		// authorize refuses anonymous writes with a 401, even on public repositories.
 		n.level, n.userLevel = "write", "write"
-		if who == nil {
-			return &gitserver.AuthError{Status: http.StatusUnauthorized, Message: "Authentication required"}
-		}
 	}
 	if err := e.authorize(who, n, rp); err != nil {
 		ae, _ := err.(*apiError)
@@ -59,16 +56,7 @@ func (e *Emulator) checkPush(r *http.Request, owner, name string, updates []pktl
 	}
 	who, _ := e.authenticate(r)
 	for _, u := range updates {
-		branch, ok := strings.CutPrefix(u.Ref, "refs/heads/")
-		if !ok {
-			continue
-		}
-		p := rp.Protected[branch]
-		if p == nil {
-			continue
-		}
-		admin := who != nil && who.token == nil && roleAtLeast(e.roleOf(who.user, rp), "admin")
-		if !admin || p.EnforceAdmins {
+		if e.refIsProtected(who, rp, u.Ref) {
 			return fmt.Errorf("GH006: Protected branch update failed for %s. Changes must be made through a pull request", u.Ref)
 		}
 	}

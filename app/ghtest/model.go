@@ -1,6 +1,7 @@
 package ghtest
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -128,14 +129,7 @@ type issue struct {
 	ClosedBy    string     `json:"closed_by,omitempty"`
 }
 
-func (i *issue) hasLabel(key string) bool {
-	for _, l := range i.Labels {
-		if l == key {
-			return true
-		}
-	}
-	return false
-}
+func (i *issue) hasLabel(key string) bool { return slices.Contains(i.Labels, key) }
 
 type comment struct {
 	ID          int64     `json:"id"`
@@ -263,13 +257,8 @@ func (s *state) installationFor(r *repo) *installation {
 		if !strings.EqualFold(in.Account, r.Owner) {
 			continue
 		}
-		if in.AllRepos {
+		if in.AllRepos || slices.Contains(in.RepoIDs, r.ID) {
 			return in
-		}
-		for _, id := range in.RepoIDs {
-			if id == r.ID {
-				return in
-			}
 		}
 	}
 	return nil

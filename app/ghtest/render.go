@@ -59,8 +59,7 @@ func (e *Emulator) renderUserOrNil(login string) any {
 	return e.renderUser(login)
 }
 
-// renderRepo renders a full repository. permsFor, when set, adds the caller's
-// "permissions" block as GitHub does for an authenticated user.
+// renderRepo renders a full repository, as REST responses and webhook envelopes carry it.
 func (e *Emulator) renderRepo(rp *repo) obj {
 	api := e.baseURL + "/repos/" + rp.fullName()
 	html := e.baseURL + "/" + rp.fullName()

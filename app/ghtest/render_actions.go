@@ -35,6 +35,7 @@ func (e *Emulator) renderRun(rp *repo, run *workflowRun) obj {
 			"committer": obj{"name": ci.Committer.Name, "email": ci.Committer.Email}}
 	}
 	suite := run.ID + 1
+	minimalRepo := e.renderMinimalRepo(rp) // the run's repository is also its head repository
 	return obj{
 		"id": run.ID, "name": run.WorkflowName, "node_id": nodeID("WFR", run.ID),
 		"head_branch": run.Ref, "head_sha": run.HeadSHA, "path": run.WorkflowPath,
@@ -53,8 +54,8 @@ func (e *Emulator) renderRun(rp *repo, run *workflowRun) obj {
 		"previous_attempt_url": nil,
 		"workflow_url":         e.baseURL + "/repos/" + rp.fullName() + "/actions/workflows/" + strconv.FormatInt(run.WorkflowID, 10),
 		"head_commit":          headCommit,
-		"repository":           e.renderMinimalRepo(rp),
-		"head_repository":      e.renderMinimalRepo(rp),
+		"repository":           minimalRepo,
+		"head_repository":      minimalRepo,
 	}
 }
 

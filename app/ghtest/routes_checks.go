@@ -92,7 +92,6 @@ func (e *Emulator) applyCheckRun(cr *checkRun, req *checkRunRequest) error {
 
 func (e *Emulator) renderCheckRun(rp *repo, cr *checkRun) obj {
 	api := e.baseURL + "/repos/" + rp.fullName() + "/check-runs/" + strconv.FormatInt(cr.ID, 10)
-	nilStr := func(s string) any { return nilIfEmpty(s) }
 	prs := []obj{}
 	for n, p := range rp.Pulls {
 		if p.HeadSHA == cr.HeadSHA && rp.Issues[n].State == "open" {
@@ -106,10 +105,10 @@ func (e *Emulator) renderCheckRun(rp *repo, cr *checkRun) obj {
 		"id": cr.ID, "node_id": nodeID("CR", cr.ID), "head_sha": cr.HeadSHA, "name": cr.Name,
 		"external_id": cr.ExternalID, "url": api,
 		"html_url":    e.baseURL + "/" + rp.fullName() + "/runs/" + strconv.FormatInt(cr.ID, 10),
-		"details_url": nilStr(cr.DetailsURL), "status": cr.Status, "conclusion": nilStr(cr.Conclusion),
+		"details_url": nilIfEmpty(cr.DetailsURL), "status": cr.Status, "conclusion": nilIfEmpty(cr.Conclusion),
 		"started_at": ts(cr.StartedAt), "completed_at": tsPtr(cr.CompletedAt),
-		"output": obj{"title": nilStr(cr.Output.Title), "summary": nilStr(cr.Output.Summary),
-			"text": nilStr(cr.Output.Text), "annotations_count": 0, "annotations_url": api + "/annotations"},
+		"output": obj{"title": nilIfEmpty(cr.Output.Title), "summary": nilIfEmpty(cr.Output.Summary),
+			"text": nilIfEmpty(cr.Output.Text), "annotations_count": 0, "annotations_url": api + "/annotations"},
 		"check_suite": obj{"id": cr.SuiteID}, "app": e.renderApp(), "pull_requests": prs,
 	}
 }

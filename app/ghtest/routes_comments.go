@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // maxCommentBody is GitHub's limit on a comment's length.
@@ -29,14 +28,10 @@ func (e *Emulator) listComments(w http.ResponseWriter, r *http.Request, c *call)
 		writeError(w, err)
 		return
 	}
-	var since time.Time
-	if s := r.URL.Query().Get("since"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			writeError(w, errValidation("IssueComment", "since", "invalid", "since must be an ISO 8601 timestamp"))
-			return
-		}
-		since = t
+	since, err := sinceFilter(r, "IssueComment")
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	var list []*comment
 	for _, cm := range c.repo.Comments {

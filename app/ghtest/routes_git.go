@@ -47,14 +47,16 @@ func (e *Emulator) listMatchingRefs(w http.ResponseWriter, r *http.Request, c *c
 	writeList(e, w, r, names, func(n string) obj { return e.renderRef(c.repo, n, refs[n]) })
 }
 
-// refIsProtected reports whether a write to ref is refused by branch protection for
-// the caller. GitHub applies protection to API ref updates as it does to pushes.
-func (e *Emulator) refIsProtected(c *call, ref string) bool {
+// refIsProtected reports whether branch protection refuses who a direct update of ref.
+// GitHub applies it alike to pushes and to API ref updates: only an admin's own
+// credential passes, and only while the protection does not enforce admins.
+func (e *Emulator) refIsProtected(who *principal, rp *repo, ref string) bool {
 	branch, ok := strings.CutPrefix(ref, "refs/heads/")
-	if !ok || c.repo.Protected[branch] == nil {
+	if !ok || rp.Protected[branch] == nil {
 		return false
 	}
-	return c.who.token != nil || !roleAtLeast(e.roleOf(c.who.user, c.repo), "admin") || c.repo.Protected[branch].EnforceAdmins
+	admin := who != nil && who.token == nil && roleAtLeast(e.roleOf(who.user, rp), "admin")
+	return !admin || rp.Protected[branch].EnforceAdmins
 }
 
 func (e *Emulator) createRef(w http.ResponseWriter, r *http.Request, c *call) {
@@ -97,7 +99,7 @@ func (e *Emulator) updateRef(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, errUnprocessable("Object does not exist"))
 		return
 	}
-	if e.refIsProtected(c, full) {
+	if e.refIsProtected(c.who, c.repo, full) {
 		writeError(w, errUnprocessable("Protected branch update failed for "+full+"."))
 		return
 	}
@@ -112,7 +114,7 @@ func (e *Emulator) updateRef(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (e *Emulator) deleteRef(w http.ResponseWriter, r *http.Request, c *call) {
 	full := "refs/" + strings.TrimPrefix(c.params["ref"], "refs/")
-	if e.refIsProtected(c, full) {
+	if e.refIsProtected(c.who, c.repo, full) {
 		writeError(w, errUnprocessable("Protected branch update failed for "+full+"."))
 		return
 	}

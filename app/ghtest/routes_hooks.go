@@ -65,10 +65,7 @@ func (e *Emulator) redeliver(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, errNotFound())
 		return
 	}
-	if err := e.redeliverLocked(d.ID); err != nil {
-		writeError(w, err)
-		return
-	}
+	e.redeliverLocked(d)
 	c.mutated = true
 	writeJSON(w, http.StatusAccepted, obj{})
 }

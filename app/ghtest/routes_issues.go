@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 func (c *call) issue() (*issue, error) {
@@ -33,14 +32,10 @@ func (e *Emulator) listIssues(w http.ResponseWriter, r *http.Request, c *call) {
 			wantLabels = append(wantLabels, key(strings.TrimSpace(l)))
 		}
 	}
-	var since time.Time
-	if s := q.Get("since"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			writeError(w, errValidation("Issue", "since", "invalid", "since must be an ISO 8601 timestamp"))
-			return
-		}
-		since = t
+	since, err := sinceFilter(r, "Issue")
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	var list []*issue
 	for _, is := range c.repo.Issues {
@@ -147,7 +142,7 @@ func (e *Emulator) ensureLabel(rp *repo, name string) *label {
 	if l := rp.Labels[key(name)]; l != nil {
 		return l
 	}
-	l := &label{ID: e.st.nextID(), Name: name, Color: "ededed"}
+	l := &label{ID: e.st.nextID(), Name: name, Color: defaultLabelColor}
 	rp.Labels[key(name)] = l
 	return l
 }
@@ -239,15 +234,6 @@ func (e *Emulator) applyFields(c *call, is *issue, ed *fieldsEdit) (obj, string)
 	is.UpdatedAt = e.timestamp()
 	c.mutated = true
 	return changes, action
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // emitIssueEvent sends an issue's webhook, or the pull_request one when the issue is a

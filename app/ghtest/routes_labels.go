@@ -3,6 +3,7 @@ package ghtest
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -105,7 +106,7 @@ func (e *Emulator) setIssueLabels(w http.ResponseWriter, r *http.Request, c *cal
 func (e *Emulator) labelKeys(rp *repo, names []string) []string {
 	keys := []string{}
 	for _, n := range names {
-		if k := key(e.ensureLabel(rp, n).Name); !contains(keys, k) {
+		if k := key(e.ensureLabel(rp, n).Name); !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
@@ -117,7 +118,7 @@ func (e *Emulator) labelKeys(rp *repo, names []string) []string {
 func (e *Emulator) replaceLabels(c *call, is *issue, want []string) {
 	var removed, added []*label
 	for _, k := range is.Labels {
-		if !contains(want, k) {
+		if !slices.Contains(want, k) {
 			removed = append(removed, c.repo.Labels[k])
 		}
 	}
@@ -157,13 +158,7 @@ func (e *Emulator) removeIssueLabel(w http.ResponseWriter, r *http.Request, c *c
 		writeError(w, newError(http.StatusNotFound, "Label does not exist"))
 		return
 	}
-	kept := []string{}
-	for _, l := range is.Labels {
-		if l != k {
-			kept = append(kept, l)
-		}
-	}
-	is.Labels = kept
+	is.Labels = slices.DeleteFunc(is.Labels, func(l string) bool { return l == k })
 	e.labelsChanged(c, is, []*label{c.repo.Labels[k]}, "unlabeled")
 	writeJSON(w, http.StatusOK, e.renderLabels(c.repo, is.Labels))
 }
@@ -196,6 +191,9 @@ func (e *Emulator) listLabels(w http.ResponseWriter, r *http.Request, c *call) {
 
 var colorRE = regexp.MustCompile(`^[0-9a-fA-F]{6}$`)
 
+// defaultLabelColor is the color GitHub gives a label created without one.
+const defaultLabelColor = "ededed"
+
 func (e *Emulator) createLabel(w http.ResponseWriter, r *http.Request, c *call) {
 	var req struct {
 		Name        string `json:"name"`
@@ -216,7 +214,7 @@ func (e *Emulator) createLabel(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	color := strings.TrimPrefix(req.Color, "#")
 	if color == "" {
-		color = "ededed"
+		color = defaultLabelColor
 	}
 	if !colorRE.MatchString(color) {
 		writeError(w, errValidation("Label", "color", "invalid", "color must be six hex digits"))

@@ -19,14 +19,16 @@ func (c *call) pull() (*issue, *pull, error) {
 	return c.repo.Issues[n], p, nil
 }
 
-func (e *Emulator) renderPullRef(rp *repo, branch, sha string) obj {
+// renderPullRef renders a pull request's head or base. Both are branches of the same
+// repository, so the caller renders that repository once (repoObj) for the two.
+func renderPullRef(rp *repo, repoObj obj, branch, sha string) obj {
 	return obj{"label": rp.Owner + ":" + branch, "ref": branch, "sha": sha,
-		"user": e.renderUser(rp.Owner), "repo": e.renderRepo(rp)}
+		"user": repoObj["owner"], "repo": repoObj}
 }
 
 // pullMergeState computes mergeable and mergeable_state the way GitHub reports them:
-// "behind" when the base moved past the head's merge base, "blocked" when branch
-// protection is not yet satisfied, "clean" otherwise.
+// "unknown" once merged or closed, "blocked" when branch protection is not yet
+// satisfied, "clean" otherwise.
 func (e *Emulator) pullMergeState(rp *repo, is *issue, p *pull) (any, string) {
 	if p.Merged || is.State == "closed" {
 		return nil, "unknown"
@@ -97,6 +99,7 @@ func (e *Emulator) renderPull(rp *repo, is *issue, p *pull) obj {
 	html := e.baseURL + "/" + rp.fullName() + "/pull/" + num
 	href := func(u string) obj { return obj{"href": u} }
 	mergeable, mstate := e.pullMergeState(rp, is, p)
+	repoObj := e.renderRepo(rp)
 	reviewComments := 0
 	o := e.renderIssue(rp, is)
 	delete(o, "pull_request")
@@ -115,8 +118,8 @@ func (e *Emulator) renderPull(rp *repo, is *issue, p *pull) obj {
 		"review_comment_url":  e.baseURL + "/repos/" + rp.fullName() + "/pulls/comments{/number}",
 		"comments_url":        issueAPI + "/comments",
 		"statuses_url":        e.baseURL + "/repos/" + rp.fullName() + "/statuses/" + p.HeadSHA,
-		"head":                e.renderPullRef(rp, p.Head, p.HeadSHA),
-		"base":                e.renderPullRef(rp, p.Base, p.BaseSHA),
+		"head":                renderPullRef(rp, repoObj, p.Head, p.HeadSHA),
+		"base":                renderPullRef(rp, repoObj, p.Base, p.BaseSHA),
 		"_links": obj{"self": href(api), "html": href(html), "issue": href(issueAPI),
 			"comments": href(issueAPI + "/comments"), "review_comments": href(api + "/comments"),
 			"review_comment": href(e.baseURL + "/repos/" + rp.fullName() + "/pulls/comments{/number}"),

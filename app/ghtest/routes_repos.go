@@ -17,9 +17,7 @@ func pathEscape(s string) string { return url.PathEscape(s) }
 func (e *Emulator) getRepo(w http.ResponseWriter, r *http.Request, c *call) {
 	o := e.renderRepo(c.repo)
 	if c.who != nil && c.who.user != nil && c.who.token == nil {
-		role := e.roleOf(c.who.user, c.repo)
-		o["permissions"] = obj{"admin": roleAtLeast(role, "admin"), "maintain": roleAtLeast(role, "maintain"),
-			"push": roleAtLeast(role, "write"), "triage": roleAtLeast(role, "triage"), "pull": roleAtLeast(role, "read")}
+		o["permissions"] = rolePermissions(e.roleOf(c.who.user, c.repo))
 	}
 	writeJSON(w, http.StatusOK, o)
 }
@@ -195,8 +193,7 @@ func (e *Emulator) getCollaboratorPermission(w http.ResponseWriter, r *http.Requ
 	}
 	uo := e.renderUser(u.Login)
 	uo["role_name"] = role
-	uo["permissions"] = obj{"admin": roleAtLeast(role, "admin"), "maintain": roleAtLeast(role, "maintain"),
-		"push": roleAtLeast(role, "write"), "triage": roleAtLeast(role, "triage"), "pull": roleAtLeast(role, "read")}
+	uo["permissions"] = rolePermissions(role)
 	writeJSON(w, http.StatusOK, obj{"permission": legacyPermission(role), "role_name": role, "user": uo})
 }
 

@@ -11,7 +11,7 @@ import (
 
 // applySeed builds a fresh state from a validated seed, creating the git repositories.
 func (e *Emulator) applySeed(s *Seed) error {
-	now := e.now().UTC().Truncate(1e9)
+	now := e.timestamp()
 	st := &state{
 		NextID:        1000,
 		Users:         map[string]*user{},
@@ -103,7 +103,7 @@ func (e *Emulator) seedRepo(sr SeedRepository, now time.Time) error {
 	for _, l := range sr.Labels {
 		color := strings.TrimPrefix(l.Color, "#")
 		if color == "" {
-			color = "ededed"
+			color = defaultLabelColor
 		}
 		rp.Labels[key(l.Name)] = &label{ID: st.nextID(), Name: l.Name, Color: color,
 			Description: l.Description}

@@ -172,10 +172,24 @@ func (r *recorder) Write(b []byte) (int, error) {
 // decode reads a JSON request body strictly enough to give GitHub's errors: 400 for
 // malformed JSON, 422 for a wrong type.
 func decode(r *http.Request, v any) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return parseJSON(body, v)
+}
+
+// readBody reads up to one byte more than maxBody, so parseJSON can refuse a larger body.
+func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		return errBadJSON(err.Error())
+		return nil, errBadJSON(err.Error())
 	}
+	return body, nil
+}
+
+// parseJSON is decode's work on a body already read.
+func parseJSON(body []byte, v any) error {
 	if len(body) > maxBody {
 		return newError(http.StatusRequestEntityTooLarge, "Request body too large")
 	}
@@ -197,15 +211,14 @@ func decodeOptional(r *http.Request, v any) error {
 	if r.ContentLength == 0 && r.Header.Get("Transfer-Encoding") == "" {
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	body, err := readBody(r)
 	if err != nil {
-		return errBadJSON(err.Error())
+		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return decode(r, v)
+	return parseJSON(body, v)
 }
 
 // page applies GitHub's pagination (page, per_page up to 100, default 30) to n items
@@ -276,6 +289,19 @@ func writeList[T any](e *Emulator, w http.ResponseWriter, r *http.Request, items
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// sinceFilter reads the since query parameter of list routes; zero when absent.
+func sinceFilter(r *http.Request, resource string) (time.Time, error) {
+	s := r.URL.Query().Get("since")
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, errValidation(resource, "since", "invalid", "since must be an ISO 8601 timestamp")
+	}
+	return t, nil
 }
 
 // stateFilter reads the state query parameter of issue and pull request lists.

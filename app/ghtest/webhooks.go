@@ -13,6 +13,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -24,6 +25,18 @@ const hookshotAgent = "GitHub-Hookshot/bumper-emulator"
 // emit records a webhook for the App and queues its delivery. Callers hold e.mu. The
 // payload gets GitHub's envelope: action, repository, organization, sender, installation.
 func (e *Emulator) emit(event, action string, rp *repo, sender string, body obj) {
+	var instID, repoID int64
+	if rp != nil {
+		in := e.st.installationFor(rp)
+		if in == nil {
+			// GitHub sends an App only the events of repositories it is installed on.
+			return
+		}
+		instID, repoID = in.ID, rp.ID
+	}
+	if !e.subscribed(event) {
+		return
+	}
 	payload := obj{}
 	for k, v := range body {
 		payload[k] = v
@@ -31,15 +44,10 @@ func (e *Emulator) emit(event, action string, rp *repo, sender string, body obj)
 	if action != "" {
 		payload["action"] = action
 	}
-	var instID, repoID int64
 	if rp != nil {
 		payload["repository"] = e.renderRepo(rp)
-		repoID = rp.ID
 		if owner := e.st.Users[key(rp.Owner)]; owner != nil && owner.Type == "Organization" {
 			payload["organization"] = e.renderOrg(owner)
-		}
-		if in := e.st.installationFor(rp); in != nil {
-			instID = in.ID
 		}
 	}
 	if _, ok := payload["installation"]; !ok && instID != 0 {
@@ -47,13 +55,6 @@ func (e *Emulator) emit(event, action string, rp *repo, sender string, body obj)
 	}
 	if sender != "" {
 		payload["sender"] = e.renderUser(sender)
-	}
-	if rp != nil && instID == 0 {
-		// GitHub sends an App only the events of repositories it is installed on.
-		return
-	}
-	if !e.subscribed(event) {
-		return
 	}
 	raw, err := json.Marshal(webhookShape(payload))
 	if err != nil {
@@ -115,7 +116,7 @@ func (e *Emulator) subscribed(event string) bool {
 	case "installation", "installation_repositories", "ping":
 		return true
 	}
-	return contains(e.st.App.Events, event)
+	return slices.Contains(e.st.App.Events, event)
 }
 
 func (e *Emulator) renderOrg(u *user) obj {
@@ -296,18 +297,9 @@ func (d *delivery) failed() bool { return d.StatusCode < 200 || d.StatusCode >= 
 // WaitWebhooks blocks until every webhook queued so far was attempted.
 func (e *Emulator) WaitWebhooks(ctx context.Context) error { return e.hooks.idle(ctx) }
 
-// Redeliver queues a new attempt of a delivery, as "Redeliver" in GitHub's UI does.
-func (e *Emulator) Redeliver(id int64) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.redeliverLocked(id)
-}
-
-func (e *Emulator) redeliverLocked(id int64) error {
-	d := e.findDelivery(id)
-	if d == nil {
-		return errNotFound()
-	}
+// redeliverLocked queues a new attempt of a delivery, as "Redeliver" in GitHub's UI
+// does. Callers hold e.mu.
+func (e *Emulator) redeliverLocked(d *delivery) {
 	nd := *d
 	nd.ID = e.st.nextID()
 	nd.Redelivery = true
@@ -315,7 +307,6 @@ func (e *Emulator) redeliverLocked(id int64) error {
 	e.st.Deliveries = append(e.st.Deliveries, &nd)
 	e.pruneDeliveries()
 	e.hooks.enqueue(nd.ID)
-	return nil
 }
 
 // FailedDeliveries lists the IDs of deliveries whose last attempt did not get a 2xx and
@@ -343,9 +334,7 @@ func (e *Emulator) FailedDeliveries() []int64 {
 // newGUID returns a random RFC 4122 version 4 UUID, the shape of X-GitHub-Delivery.
 func newGUID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("crypto/rand failed: %v", err))
-	}
+	rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
