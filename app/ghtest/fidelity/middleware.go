@@ -105,12 +105,12 @@ func (o *OpenAPI) Middleware(next http.Handler, report func(Mismatch)) http.Hand
 
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
+		if input == nil {
+			return
+		}
 		if rec.header == nil {
 			// The handler wrote nothing: net/http sends 200 with the header as it stands.
 			rec.header = w.Header().Clone()
-		}
-		if input == nil {
-			return
 		}
 		for _, msg := range o.checkResponse(input, rec) {
 			m := base

@@ -16,8 +16,6 @@ type OpenAPI struct {
 	router *pathRouter
 	filter *openapi3filter.Options
 	skip   func(*http.Request) bool
-	loaded int // number of path templates loaded
-	inSpec int // number of path templates in the description
 }
 
 // Option configures LoadOpenAPI.
@@ -98,15 +96,13 @@ func LoadOpenAPI(opts ...Option) (*OpenAPI, error) {
 		router: newPathRouter(doc, all),
 		filter: filter,
 		skip:   cfg.skip,
-		loaded: len(doc.Paths.Map()),
-		inSpec: len(all),
 	}, nil
 }
 
 // PathCount reports how many path templates are loaded and how many GitHub's description
 // has in all.
 func (o *OpenAPI) PathCount() (loaded, inDescription int) {
-	return o.loaded, o.inSpec
+	return o.router.doc.Paths.Len(), len(o.router.routes)
 }
 
 // schemaErrorMessage names the failing field as a JSON pointer and says why, without

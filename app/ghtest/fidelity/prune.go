@@ -70,18 +70,25 @@ func (s *rawSpec) prune(keep []string) ([]byte, error) {
 	for _, raw := range paths {
 		queue = append(queue, raw)
 	}
+	// add copies a component and queues it for the references it holds.
+	add := func(kind, name string) bool {
+		target, ok := s.components[kind][name]
+		if !ok {
+			return false
+		}
+		if components[kind] == nil {
+			components[kind] = map[string]json.RawMessage{}
+		}
+		components[kind][name] = target
+		queue = append(queue, target)
+		return true
+	}
 	// The generic error responses are kept whatever the paths reference: the
 	// middleware checks undeclared error statuses against them.
 	for _, name := range genericErrors {
-		target, ok := s.components["responses"][name]
-		if !ok {
+		if !add("responses", name) {
 			return nil, fmt.Errorf("failed to prune the OpenAPI document: it has no #/components/responses/%s", name)
 		}
-		if components["responses"] == nil {
-			components["responses"] = map[string]json.RawMessage{}
-		}
-		components["responses"][name] = target
-		queue = append(queue, target)
 	}
 	for len(queue) > 0 {
 		raw := queue[len(queue)-1]
@@ -91,15 +98,9 @@ func (s *rawSpec) prune(keep []string) ([]byte, error) {
 			if _, done := components[kind][name]; done {
 				continue
 			}
-			target, ok := s.components[kind][name]
-			if !ok {
+			if !add(kind, name) {
 				return nil, fmt.Errorf("failed to prune the OpenAPI document: #/components/%s/%s is referenced but not defined", kind, name)
 			}
-			if components[kind] == nil {
-				components[kind] = map[string]json.RawMessage{}
-			}
-			components[kind][name] = target
-			queue = append(queue, target)
 		}
 	}
 

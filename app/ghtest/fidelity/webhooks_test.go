@@ -48,20 +48,6 @@ func TestWebhooksValidateFixtures(t *testing.T) {
 	}
 }
 
-// readPayload returns a fixture decoded for editing.
-func readPayload(t *testing.T, path string) map[string]any {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata/webhooks", path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestWebhooksValidateRejects(t *testing.T) {
 	w := loadWebhooks(t)
 	issue := func(m map[string]any) map[string]any { return m["issue"].(map[string]any) }
@@ -141,7 +127,7 @@ func TestWebhooksValidateRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.raw)
 			if tt.raw == "" {
-				m := readPayload(t, tt.fixture)
+				m := readJSON(t, filepath.Join("webhooks", tt.fixture))
 				if tt.edit != nil {
 					tt.edit(m)
 				}

@@ -32,16 +32,12 @@ func (sig Signature) check(role string) error {
 }
 
 // env renders the signature for git commit-tree, which takes identities from the
-// environment only.
+// environment only. commitTree has replaced a zero When by then.
 func (sig Signature) env(role string) []string {
-	when := sig.When
-	if when.IsZero() {
-		when = time.Now()
-	}
 	return []string{
 		"GIT_" + role + "_NAME=" + sig.Name,
 		"GIT_" + role + "_EMAIL=" + sig.Email,
-		"GIT_" + role + "_DATE=" + fmt.Sprintf("%d %s", when.Unix(), when.Format("-0700")),
+		"GIT_" + role + "_DATE=" + fmt.Sprintf("%d %s", sig.When.Unix(), sig.When.Format("-0700")),
 	}
 }
 

@@ -220,6 +220,11 @@ func (s *Server) refusePush(w http.ResponseWriter, cl *pktline.CommandList, body
 		logger.Info().Err(err).Msg("failed to drain a refused push")
 	}
 	msg := reason.Error()
+	if !cl.HasCapability("report-status") && !cl.HasCapability("report-status-v2") {
+		// Without report-status the client would not learn the push failed.
+		http.Error(w, "push refused: "+msg, http.StatusForbidden)
+		return
+	}
 	rep := pktline.Report{Messages: []string{"error: " + msg}}
 	for _, u := range cl.Updates {
 		rep.Refs = append(rep.Refs, pktline.RefStatus{Ref: u.Ref, Reason: msg})
@@ -227,11 +232,6 @@ func (s *Server) refusePush(w http.ResponseWriter, cl *pktline.CommandList, body
 	out, err := rep.Encode(cl)
 	if err != nil {
 		logger.Error().Err(err).Msg("failed to encode a push refusal")
-		http.Error(w, "push refused: "+msg, http.StatusForbidden)
-		return
-	}
-	if !cl.HasCapability("report-status") && !cl.HasCapability("report-status-v2") {
-		// Without report-status the client would not learn the push failed.
 		http.Error(w, "push refused: "+msg, http.StatusForbidden)
 		return
 	}

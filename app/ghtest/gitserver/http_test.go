@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,7 @@ func TestCloneFetchPush(t *testing.T) {
 				t.Fatalf("pushed branch at %q, want %s", got, head)
 			}
 			want := []pktline.RefUpdate{{Old: strings.Repeat("0", 40), New: head, Ref: "refs/heads/bumper/7-1"}}
-			if got := f.pushed.all(); len(got) != 1 || !equalUpdates(got[0], want) {
+			if got := f.pushed.all(); len(got) != 1 || !slices.Equal(got[0], want) {
 				t.Fatalf("Pushed got %v, want one call with %v", got, want)
 			}
 			// The REST side sees the pushed content.
@@ -59,18 +60,6 @@ func TestCloneFetchPush(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalUpdates(a, b []pktline.RefUpdate) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestPushUpdateAndDelete(t *testing.T) {
@@ -91,7 +80,7 @@ func TestPushUpdateAndDelete(t *testing.T) {
 		t.Fatalf("Pushed called %d times (%v), want %d", len(got), got, len(want))
 	}
 	for i := range want {
-		if !equalUpdates(got[i], want[i]) {
+		if !slices.Equal(got[i], want[i]) {
 			t.Errorf("push %d: Pushed got %v, want %v", i+1, got[i], want[i])
 		}
 	}
@@ -373,7 +362,7 @@ func TestGzipBodies(t *testing.T) {
 			t.Fatalf("topic still at %s", got)
 		}
 		want := []pktline.RefUpdate{{Old: main, New: zero, Ref: "refs/heads/topic"}}
-		if got := f.pushed.all(); len(got) != 1 || !equalUpdates(got[0], want) {
+		if got := f.pushed.all(); len(got) != 1 || !slices.Equal(got[0], want) {
 			t.Fatalf("Pushed got %v, want %v", got, want)
 		}
 	})

@@ -31,12 +31,9 @@ func (s *Server) Merge(ctx context.Context, owner, repo, branch, head, message s
 	unlock := s.lock(owner, repo)
 	defer unlock()
 	ref := "refs/heads/" + branch
-	base, exists, err := s.readRef(ctx, dir, ref)
+	base, err := s.existingRef(ctx, dir, ref)
 	if err != nil {
 		return "", err
-	}
-	if !exists {
-		return "", fmt.Errorf("%w: %s", ErrRefNotFound, ref)
 	}
 	out, err := s.run(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", base, head)
 	if err != nil {
@@ -46,13 +43,11 @@ func (s *Server) Merge(ctx context.Context, owner, repo, branch, head, message s
 		return "", fmt.Errorf("failed to merge %s into %s: %w", head, branch, err)
 	}
 	tree := string(bytes.TrimSpace(bytes.SplitN(out, []byte("\n"), 2)[0]))
-	sigEnv := append(author.env("AUTHOR"), author.env("COMMITTER")...)
-	commit, err := s.run(ctx, dir, []byte(message), sigEnv, "commit-tree", tree, "-p", base, "-p", head)
+	sha, err := s.commitTree(ctx, dir, tree, message, author, base, head)
 	if err != nil {
 		return "", fmt.Errorf("failed to create the merge commit: %w", err)
 	}
-	sha := string(bytes.TrimSpace(commit))
-	if err := s.swapRef(ctx, dir, ref, sha, base); err != nil {
+	if err := s.writeRef(ctx, dir, ref, sha, base); err != nil {
 		return "", err
 	}
 	return sha, nil

@@ -264,18 +264,35 @@ func (s *Server) commitFiles(ctx context.Context, dir, branch, parent string, fi
 	if err != nil {
 		return "", fmt.Errorf("failed to write the tree: %w", err)
 	}
-	args := []string{"commit-tree", string(bytes.TrimSpace(tree))}
+	var parents []string
 	if parent != "" {
-		args = append(args, "-p", parent)
+		parents = []string{parent}
 	}
-	sigEnv := append(author.env("AUTHOR"), author.env("COMMITTER")...)
-	out, err := s.run(ctx, dir, []byte(message), sigEnv, args...)
+	sha, err := s.commitTree(ctx, dir, string(bytes.TrimSpace(tree)), message, author, parents...)
 	if err != nil {
 		return "", fmt.Errorf("failed to create the commit: %w", err)
 	}
-	sha := string(bytes.TrimSpace(out))
-	if err := s.swapRef(ctx, dir, ref, sha, parent); err != nil {
+	if err := s.writeRef(ctx, dir, ref, sha, parent); err != nil {
 		return "", err
 	}
 	return sha, nil
+}
+
+// commitTree writes a commit of tree with the parents, author as both author and
+// committer, and returns its object name.
+func (s *Server) commitTree(ctx context.Context, dir, tree, message string, author Signature, parents ...string) (string, error) {
+	args := []string{"commit-tree", tree}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	// One clock reading for both, so that "now" cannot differ between them.
+	if author.When.IsZero() {
+		author.When = time.Now()
+	}
+	env := append(author.env("AUTHOR"), author.env("COMMITTER")...)
+	out, err := s.run(ctx, dir, []byte(message), env, args...)
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSpace(out)), nil
 }

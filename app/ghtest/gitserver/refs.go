@@ -100,15 +100,15 @@ func (s *Server) readRef(ctx context.Context, dir, ref string) (string, bool, er
 	return out, true, nil
 }
 
-// hasObject reports whether the object exists in the repository.
-func (s *Server) hasObject(ctx context.Context, dir, oid string) (bool, error) {
+// requireObject fails with ErrObjectNotFound when the object is not in the repository.
+func (s *Server) requireObject(ctx context.Context, dir, oid string) error {
 	if _, err := s.run(ctx, dir, nil, nil, "cat-file", "-e", oid); err != nil {
 		if exitCode(err) == 1 || exitCode(err) == 128 {
-			return false, nil
+			return fmt.Errorf("%w: %s", ErrObjectNotFound, oid)
 		}
-		return false, fmt.Errorf("failed to look up object %s: %w", oid, err)
+		return fmt.Errorf("failed to look up object %s: %w", oid, err)
 	}
-	return true, nil
+	return nil
 }
 
 // UpdateRef sets the full ref name to newSHA as a compare-and-swap: with oldSHA "" it
@@ -130,17 +130,8 @@ func (s *Server) UpdateRef(ctx context.Context, owner, repo, ref, newSHA, oldSHA
 	}
 	unlock := s.lock(owner, repo)
 	defer unlock()
-	return s.swapRef(ctx, dir, ref, newSHA, oldSHA)
-}
-
-// swapRef is UpdateRef with the lock held and the arguments checked.
-func (s *Server) swapRef(ctx context.Context, dir, ref, newSHA, oldSHA string) error {
-	ok, err := s.hasObject(ctx, dir, newSHA)
-	if err != nil {
+	if err := s.requireObject(ctx, dir, newSHA); err != nil {
 		return err
-	}
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrObjectNotFound, newSHA)
 	}
 	cur, exists, err := s.readRef(ctx, dir, ref)
 	if err != nil {
@@ -154,9 +145,17 @@ func (s *Server) swapRef(ctx context.Context, dir, ref, newSHA, oldSHA string) e
 	case oldSHA != "" && cur != oldSHA:
 		return fmt.Errorf("%w: %s is at %s, not %s", ErrRefMismatch, ref, cur, oldSHA)
 	}
+	return s.writeRef(ctx, dir, ref, newSHA, oldSHA)
+}
+
+// writeRef points ref at newSHA if it is at oldSHA now ("": if it does not exist). The
+// caller holds the lock and has already compared the ref with oldSHA, with the error
+// its API promises; git's own compare-and-swap here only guards against writers outside
+// this Server.
+func (s *Server) writeRef(ctx context.Context, dir, ref, newSHA, oldSHA string) error {
 	expect := oldSHA
 	if expect == "" {
-		expect = strings.Repeat("0", len(newSHA))
+		expect = zeroOID(newSHA)
 	}
 	if _, err := s.run(ctx, dir, nil, nil, "update-ref", ref, newSHA, expect); err != nil {
 		var ge *gitError
@@ -186,10 +185,8 @@ func (s *Server) MoveRef(ctx context.Context, owner, repo, ref, newSHA string, f
 	}
 	// Checked before the ancestry test, which would fail on a missing object with a
 	// less useful error than ErrObjectNotFound.
-	if ok, err := s.hasObject(ctx, dir, newSHA); err != nil {
+	if err := s.requireObject(ctx, dir, newSHA); err != nil {
 		return err
-	} else if !ok {
-		return fmt.Errorf("%w: %s", ErrObjectNotFound, newSHA)
 	}
 	if !force {
 		ff, err := s.isAncestor(ctx, dir, cur, newSHA)
@@ -200,7 +197,7 @@ func (s *Server) MoveRef(ctx context.Context, owner, repo, ref, newSHA string, f
 			return fmt.Errorf("%w: %s is at %s, which %s does not contain", ErrNotFastForward, ref, cur, newSHA)
 		}
 	}
-	return s.swapRef(ctx, dir, ref, newSHA, cur)
+	return s.writeRef(ctx, dir, ref, newSHA, cur)
 }
 
 // DeleteRef deletes the full ref name (ErrRefNotFound when absent).
