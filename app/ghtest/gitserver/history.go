@@ -6,7 +6,7 @@ import (
 )
 
 // IsAncestor reports whether ancestor is reachable from descendant (a commit is its
-// own ancestor). Both are revisions as ResolveCommit takes them.
+// own ancestor). Both are revisions as Commit takes them.
 func (s *Server) IsAncestor(ctx context.Context, owner, repo, ancestor, descendant string) (bool, error) {
 	dir, err := s.openRepo(owner, repo)
 	if err != nil {

@@ -24,17 +24,9 @@ type CommitInfo struct {
 	Message   string
 }
 
-// ResolveCommit returns the object name of the commit rev names: a full object name,
-// a full ref name ("refs/heads/main"), or a branch or tag name ("main", "v1"; branches
-// win). It fails with ErrObjectNotFound when rev names no commit.
-func (s *Server) ResolveCommit(ctx context.Context, owner, repo, rev string) (string, error) {
-	dir, err := s.openRepo(owner, repo)
-	if err != nil {
-		return "", err
-	}
-	return s.resolve(ctx, dir, rev)
-}
-
+// resolve returns the object name of the commit rev names: a full object name, a full
+// ref name ("refs/heads/main"), or a branch or tag name ("main", "v1"; branches win).
+// It fails with ErrObjectNotFound when rev names no commit.
 func (s *Server) resolve(ctx context.Context, dir, rev string) (string, error) {
 	var candidates []string
 	switch {
@@ -63,7 +55,8 @@ func (s *Server) resolve(ctx context.Context, dir, rev string) (string, error) {
 	return "", fmt.Errorf("%w: no commit %s", ErrObjectNotFound, rev)
 }
 
-// Commit reads the commit rev names (see ResolveCommit).
+// Commit reads the commit rev names: a full object name, a full ref name, or a branch
+// or tag name (branches win); ErrObjectNotFound when rev names no commit.
 func (s *Server) Commit(ctx context.Context, owner, repo, rev string) (*CommitInfo, error) {
 	dir, err := s.openRepo(owner, repo)
 	if err != nil {

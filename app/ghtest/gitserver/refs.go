@@ -235,23 +235,6 @@ func (s *Server) DefaultBranch(ctx context.Context, owner, repo string) (string,
 	return branch, nil
 }
 
-// SetDefaultBranch points HEAD at the branch, which need not exist yet.
-func (s *Server) SetDefaultBranch(ctx context.Context, owner, repo, branch string) error {
-	dir, err := s.openRepo(owner, repo)
-	if err != nil {
-		return err
-	}
-	if err := checkBranch(branch); err != nil {
-		return err
-	}
-	unlock := s.lock(owner, repo)
-	defer unlock()
-	if _, err := s.run(ctx, dir, nil, nil, "symbolic-ref", "HEAD", "refs/heads/"+branch); err != nil {
-		return fmt.Errorf("failed to set HEAD to %s: %w", branch, err)
-	}
-	return nil
-}
-
 // zeroOID is the all-zero name of the repository's hash length.
 func zeroOID(like string) string {
 	if pktline.CheckOID(like) == nil {
