@@ -54,20 +54,17 @@ func (m *Machine) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	layout := qemuLayout{
-		cfg: m.cfg, accel: m.accel.Accel, outDisk: filepath.Join(m.runDir, "out.raw"),
-		agentSock: filepath.Join(m.runDir, "agent.sock"), console: m.ConsolePath(),
-		qmpSock: filepath.Join(m.runDir, "qmp.sock"), fixedDisks: m.cfg.SnapshotDir != "",
-	}
+	layout := keyLayout(m.cfg, m.accel.Accel)
+	layout.outDisk = filepath.Join(m.runDir, "out.raw")
+	layout.agentSock = filepath.Join(m.runDir, "agent.sock")
+	layout.console = m.ConsolePath()
+	layout.qmpSock = filepath.Join(m.runDir, "qmp.sock")
 	if layout.accel == AccelTCG {
 		khz, err := hostTSCkHz()
 		if err != nil {
 			return err
 		}
 		layout.tscKHz = khz
-	}
-	if m.cfg.Network != nil {
-		layout.tapFD, layout.mac = 3, m.cfg.Network.withDefaults().MAC
 	}
 	var backing, backingFormat, template string
 	if err := m.step("snapshot lookup", func() error {

@@ -73,7 +73,9 @@ type Config struct {
 	StateDir string
 	// QEMU is the qemu-system-x86_64 binary (default from PATH).
 	QEMU string
-	// QEMUUser, when set, is the uid:gid QEMU drops to after opening its devices.
+	// QEMUUser, when set, is the user ("name", "uid" or "uid:gid") QEMU runs as from its
+	// start: the TAP and a snapshot's state reach it as inherited descriptors and the run
+	// directory is given to it (under KVM it must still be able to open /dev/kvm).
 	QEMUUser string
 }
 

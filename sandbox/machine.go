@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -86,7 +85,6 @@ type Machine struct {
 	steps    []Step
 	runDir   string
 	cmd      *exec.Cmd
-	conn     net.Conn
 	r        *agentproto.Reader
 	w        *agentproto.Writer
 	timer    *time.Timer

@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/bumperdev/bumper/sandbox/agentproto"
+	"github.com/bumperdev/bumper/sandbox/netns"
 )
 
 // Fixed guest-side addresses. Every run sees the same ones, so a snapshot taken on one
-// run stays valid on the next; the run's network namespace maps them to its own.
+// run stays valid on the next; the run's network namespace maps them to its own. The
+// gateway is the one package netns addresses its TAP with and redirects to the proxy.
 const (
 	GuestAddress = "10.0.2.15/24"
-	GuestGateway = "10.0.2.2"
-	GuestProxy   = "10.0.2.2:3128"
+	GuestGateway = netns.Gateway
 )
 
 // Network is the guest's NIC: an open TAP device (created by package netns inside the
@@ -58,6 +60,12 @@ func (n *Network) withDefaults() *Network {
 		c.Guest = agentproto.Network{Address: GuestAddress, Gateway: GuestGateway}
 	}
 	return &c
+}
+
+// guestProxyURL is where the guest reaches the proxy: the port netns redirects on the
+// gateway.
+func guestProxyURL() string {
+	return "http://" + net.JoinHostPort(GuestGateway, strconv.Itoa(netns.ProxyPort))
 }
 
 // proxyEnv is the environment that points a command at the proxy.

@@ -29,6 +29,17 @@ type qemuLayout struct {
 	fixedDisks bool
 }
 
+// keyLayout is the part of a layout that snapshotKey reads, so that PrepareSnapshot's
+// lookup and a machine's start compute the same key from the same Config.
+func keyLayout(cfg Config, accel string) qemuLayout {
+	l := qemuLayout{cfg: cfg, accel: accel, fixedDisks: cfg.SnapshotDir != ""}
+	if cfg.Network != nil {
+		// The TAP is the first inherited descriptor (see Machine.launch).
+		l.tapFD, l.mac = 3, cfg.Network.withDefaults().MAC
+	}
+	return l
+}
+
 func (l qemuLayout) args() []string {
 	cpu := "max"
 	if l.accel == AccelKVM {

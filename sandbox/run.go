@@ -111,7 +111,7 @@ func Run(ctx context.Context, spec Spec) (_ *Report, err error) {
 			return nil, fmt.Errorf("failed to start the proxy: %w", err)
 		}
 		cleanups = append(cleanups, stop)
-		cfg.Network = &Network{TAP: n.TAP, ProxyURL: fmt.Sprintf("http://%s", GuestProxy)}
+		cfg.Network = &Network{TAP: n.TAP, ProxyURL: guestProxyURL()}
 	}
 	var snapshotMade bool
 	if cfg.SnapshotDir != "" {

@@ -93,8 +93,7 @@ func fileID(p string) (string, error) {
 	return fmt.Sprintf("%s:%d:%d", p, info.Size(), info.ModTime().UnixNano()), nil
 }
 
-// findSnapshot returns the snapshot matching l, or why there is none. It also makes l
-// use the snapshot's TSC frequency, since the kernel command line must not change.
+// findSnapshot returns the snapshot matching l, or why there is none.
 func findSnapshot(dir string, l qemuLayout) (*snapshot, string) {
 	key, err := snapshotKey(l)
 	if err != nil {
@@ -135,12 +134,7 @@ func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
 	}
 	// The layout (and so the key) is known only once the accelerator is chosen, so look
 	// for an existing snapshot with a dry layout first.
-	probe := m.cfg
-	choice := ChooseAccel(ctx, probe)
-	l := qemuLayout{cfg: probe, accel: choice.Accel, fixedDisks: true}
-	if probe.Network != nil {
-		l.tapFD, l.mac = 3, probe.Network.withDefaults().MAC
-	}
+	l := keyLayout(m.cfg, ChooseAccel(ctx, m.cfg).Accel)
 	if s, _ := findSnapshot(cfg.SnapshotDir, l); s != nil {
 		return false, nil
 	}

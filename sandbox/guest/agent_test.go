@@ -64,21 +64,17 @@ func (f *fakeSystem) GrowRoot() error {
 type session struct {
 	stdout, stderr strings.Builder
 	result         agentproto.Result
-	hello          bool
 }
 
 // drive plays the host: it reads hello, sends req, collects frames until the result,
 // then sends shutdown.
-func drive(t *testing.T, conn net.Conn, req *agentproto.Run) *session {
+func drive(t *testing.T, r *agentproto.Reader, w *agentproto.Writer, req *agentproto.Run) *session {
 	t.Helper()
-	r := agentproto.NewReader(conn, agentproto.GuestTypes...)
-	w := agentproto.NewWriter(conn)
 	s := &session{}
 	f, err := r.Read()
 	if err != nil || f.Type != agentproto.TypeHello {
 		t.Fatalf("first frame = %v %v, want hello", f.Type, err)
 	}
-	s.hello = true
 	payload, err := agentproto.Encode(req)
 	if err != nil {
 		t.Fatal(err)
@@ -226,20 +222,13 @@ func TestAgentRun(t *testing.T) {
 			if err := os.WriteFile(dev, make([]byte, 1<<21), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			host, guestEnd := net.Pipe()
-			defer host.Close()
 			sys := &fakeSystem{}
-			a, err := New(Config{
-				Conn: guestEnd, System: sys, WorkspaceDir: ws, OutDir: out, OutDevice: dev,
+			r, w, done := serveAgent(t, Config{
+				System: sys, WorkspaceDir: ws, OutDir: out, OutDevice: dev,
 				BaseEnv: []string{"PATH=" + os.Getenv("PATH"), "OUT=" + out},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- a.Serve(context.Background()) }()
 			clock := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-			s := drive(t, host, &agentproto.Run{
+			s := drive(t, r, w, &agentproto.Run{
 				Argv: tt.argv, Env: tt.env, ClockUnixNano: clock.UnixNano(), MaxProcs: 64,
 				Network: tt.network, Workspace: true, OutMaxBytes: tt.outMax, GrowRoot: tt.growRoot,
 			})

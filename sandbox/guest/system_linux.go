@@ -159,26 +159,31 @@ func (LinuxSystem) DropCaches() error {
 
 // DiskBySerial returns the /dev path of the virtio disk with the given serial.
 func DiskBySerial(serial string) (string, error) {
-	matches, _ := filepath.Glob("/sys/block/vd*/serial")
-	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err == nil && strings.TrimSpace(string(b)) == serial {
-			return "/dev/" + filepath.Base(filepath.Dir(m)), nil
-		}
+	if dev, ok := deviceWith("/sys/block/vd*/serial", serial); ok {
+		return dev, nil
 	}
 	return "", fmt.Errorf("no virtio disk with serial %q (the host did not attach it)", serial)
 }
 
 // PortByName returns the /dev path of the virtio-serial port with the given name.
 func PortByName(name string) (string, error) {
-	matches, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
-	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err == nil && strings.TrimSpace(string(b)) == name {
-			return "/dev/" + filepath.Base(filepath.Dir(m)), nil
-		}
+	if dev, ok := deviceWith("/sys/class/virtio-ports/*/name", name); ok {
+		return dev, nil
 	}
 	return "", fmt.Errorf("no virtio-serial port named %q", name)
+}
+
+// deviceWith returns the /dev node of the first device whose sysfs attribute file
+// (pattern, one per device directory) holds want.
+func deviceWith(pattern, want string) (string, bool) {
+	matches, _ := filepath.Glob(pattern)
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err == nil && strings.TrimSpace(string(b)) == want {
+			return "/dev/" + filepath.Base(filepath.Dir(m)), true
+		}
+	}
+	return "", false
 }
 
 // KillUser kills every process owned by uid and reaps the agent's zombie children.

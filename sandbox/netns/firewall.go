@@ -39,7 +39,7 @@ func applyFirewall(proxy netip.Addr, proxyPort int) error {
 	in := c.AddChain(&nftables.Chain{Name: "input", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter, Policy: &drop})
 
-	gw := netip.MustParsePrefix(GatewayPrefix).Addr()
+	gw := netip.MustParseAddr(Gateway)
 	// prerouting: iifname tap0 ip daddr 10.0.2.2 tcp dport 3128 dnat ip to proxy:port
 	c.AddRule(&nftables.Rule{Table: t, Chain: pre, Exprs: concat(
 		ifname(expr.MetaKeyIIFNAME, TAPName), ipv4TCP(), ipDaddr(gw), tcpDport(ProxyPort),

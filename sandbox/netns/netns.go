@@ -29,8 +29,11 @@ const (
 	TAPName = "tap0"
 	// PeerName is the namespace's end of the veth pair.
 	PeerName = "veth0"
-	// GatewayPrefix is the namespace's address on the TAP, the guest's gateway.
-	GatewayPrefix = "10.0.2.2/24"
+	// Gateway is the namespace's address on the TAP: the guest's gateway, where it dials
+	// the proxy.
+	Gateway = "10.0.2.2"
+	// GatewayPrefix is Gateway with the TAP subnet's prefix length.
+	GatewayPrefix = Gateway + "/24"
 	// ProxyPort is the port the guest dials on the gateway to reach the proxy.
 	ProxyPort = 3128
 )

@@ -41,16 +41,8 @@ func BuildDiskSized(ctx context.Context, srcDir, diskPath string, size int64) er
 	if info, err := os.Stat(srcDir); err != nil || !info.IsDir() {
 		return fmt.Errorf("workspace %s is not a readable directory; pass a directory", srcDir)
 	}
-	f, err := os.OpenFile(diskPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("failed to create workspace disk: %w", err)
-	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		return fmt.Errorf("failed to size workspace disk: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("failed to create workspace disk: %w", err)
+	if err := createSparse(diskPath, size, "workspace disk"); err != nil {
+		return err
 	}
 	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-d", srcDir, "-L", "workspace",
 		"-E", "root_owner=1000:1000", "-O", "^has_journal", diskPath)
@@ -62,16 +54,21 @@ func BuildDiskSized(ctx context.Context, srcDir, diskPath string, size int64) er
 
 // CreateOutDisk creates the sparse raw disk the guest writes /out onto.
 func CreateOutDisk(diskPath string, size int64) error {
-	f, err := os.OpenFile(diskPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	return createSparse(diskPath, size, "out disk")
+}
+
+// createSparse creates a new sparse file of size bytes; what names it in errors.
+func createSparse(path string, size int64, what string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("failed to create out disk: %w", err)
+		return fmt.Errorf("failed to create %s: %w", what, err)
 	}
 	if err := f.Truncate(size); err != nil {
 		f.Close()
-		return fmt.Errorf("failed to size out disk: %w", err)
+		return fmt.Errorf("failed to size %s: %w", what, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("failed to create out disk: %w", err)
+		return fmt.Errorf("failed to create %s: %w", what, err)
 	}
 	return nil
 }
