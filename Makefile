@@ -4,7 +4,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test build bench vet
+.PHONY: test build bench
 
 # Static (CGO_ENABLED=0): the same binary runs as the guest agent inside microVMs, whose
 # image builder refuses a dynamically linked one.

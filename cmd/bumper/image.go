@@ -59,10 +59,14 @@ func runImagePrune(_ context.Context, args []string, stdout, stderr io.Writer) e
 	return err
 }
 
+// snapshotsDir is where sandbox run keeps warm-start snapshots: beside the images they
+// were made from, so one --cache flag names both and one prune cleans both.
+func snapshotsDir(cache string) string { return filepath.Join(cache, "snapshots") }
+
 // pruneCache prunes the image cache and the snapshots kept beside it.
 func pruneCache(cache string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
 	removed, err := image.Prune(cache, cutoff, dryRun)
-	snaps, serr := sandbox.PruneSnapshots(filepath.Join(cache, "snapshots"), cutoff, dryRun)
+	snaps, serr := sandbox.PruneSnapshots(snapshotsDir(cache), cutoff, dryRun)
 	return append(removed, snaps...), errors.Join(err, serr)
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -89,7 +88,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 		Argv: argv, OutDir: *out, Stdout: stdout, Stderr: stderr,
 	}
 	if !*cold {
-		spec.Config.SnapshotDir = filepath.Join(*cache, "snapshots")
+		spec.Config.SnapshotDir = snapshotsDir(*cache)
 	}
 	auditPath := *audit
 	if len(allow) > 0 {
@@ -193,22 +192,10 @@ func firewallStarter(f firewall.Flags) sandbox.ProxyStarter {
 		if err := cfg.Apply(f); err != nil {
 			return nil, err
 		}
-		fctx, cancel := context.WithCancel(ctx)
-		ready := make(chan struct{})
-		errc := make(chan error, 1)
-		go func() { errc <- firewall.Run(fctx, &cfg, func(string) { close(ready) }) }()
-		select {
-		case <-ready:
-		case err := <-errc:
-			cancel()
-			return nil, fmt.Errorf("firewall failed to start: %w", err)
+		fw, err := firewall.Start(ctx, &cfg)
+		if err != nil {
+			return nil, err
 		}
-		return func() error {
-			cancel()
-			if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
-				return fmt.Errorf("firewall: %w", err)
-			}
-			return nil
-		}, nil
+		return fw.Stop, nil
 	}
 }

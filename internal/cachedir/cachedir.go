@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"syscall"
 	"time"
 )
@@ -54,50 +53,51 @@ func Prune(dir string, cutoff time.Time, check Keep, dryRun bool) ([]Removed, er
 	if err != nil {
 		return nil, fmt.Errorf("failed to list cache %s: %w", dir, err)
 	}
-	var out []Removed
-	var errs []error
+	var paths []string
 	for _, e := range entries {
-		if !e.IsDir() || e.Name()[0] == '.' {
-			continue
+		if e.IsDir() && e.Name()[0] != '.' {
+			paths = append(paths, filepath.Join(dir, e.Name()))
 		}
-		path := filepath.Join(dir, e.Name())
-		info, err := os.Stat(path)
-		if err != nil {
-			continue // removed meanwhile
-		}
-		why := ""
-		if info.ModTime().Before(cutoff) {
-			why = "unused since " + info.ModTime().UTC().Format(time.RFC3339)
-		} else if check != nil {
-			why = check(path)
-		}
-		if why == "" {
-			continue
-		}
-		r, err := remove(path, info.ModTime(), why, dryRun)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, errors.Join(errs...)
+	return removeEach(paths, dryRun, func(path string, lastUsed time.Time) string {
+		if lastUsed.Before(cutoff) {
+			return "unused since " + lastUsed.UTC().Format(time.RFC3339)
+		}
+		if check != nil {
+			return check(path)
+		}
+		return ""
+	})
 }
 
 // PruneStale removes the subdirectories of dir whose names start with prefix and that
 // were last modified before cutoff (leftovers of work that died half-way, or entries
 // set aside), giving why as the reason.
 func PruneStale(dir, prefix string, cutoff time.Time, why string, dryRun bool) ([]Removed, error) {
-	matches, err := filepath.Glob(filepath.Join(dir, prefix+"*"))
+	paths, err := filepath.Glob(filepath.Join(dir, prefix+"*"))
 	if err != nil {
 		return nil, fmt.Errorf("failed to list %s: %w", dir, err)
 	}
+	return removeEach(paths, dryRun, func(_ string, lastUsed time.Time) string {
+		if lastUsed.Before(cutoff) {
+			return why
+		}
+		return ""
+	})
+}
+
+// removeEach removes, in the order given, the directories among paths that reason gives
+// a reason for. Both callers list paths in name order, so the result is sorted by path.
+func removeEach(paths []string, dryRun bool, reason func(path string, lastUsed time.Time) string) ([]Removed, error) {
 	var out []Removed
 	var errs []error
-	for _, path := range matches {
+	for _, path := range paths {
 		info, err := os.Stat(path)
-		if err != nil || !info.IsDir() || !info.ModTime().Before(cutoff) {
+		if err != nil || !info.IsDir() {
+			continue // removed meanwhile, or not an entry
+		}
+		why := reason(path, info.ModTime())
+		if why == "" {
 			continue
 		}
 		r, err := remove(path, info.ModTime(), why, dryRun)

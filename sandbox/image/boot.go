@@ -32,15 +32,13 @@ type bootFiles struct {
 // bootKey names the cache entry for one kernel, busybox and module set.
 func bootKey(kernel, busybox debPackage) string {
 	script := sha256.Sum256(initScript)
-	b, _ := json.Marshal(struct {
+	return jsonKey(struct {
 		Recipe  int
 		Kernel  debPackage
 		Busybox debPackage
 		Modules []string
 		Init    string
 	}{bootRecipe, kernel, busybox, GuestModules(), hex.EncodeToString(script[:])})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // buildBoot returns the vmlinux and initrd.img for the given packages, from the cache

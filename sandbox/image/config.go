@@ -72,8 +72,12 @@ type inputs struct {
 	Headroom int64
 }
 
-func (in inputs) key() string {
-	b, _ := json.Marshal(in)
+func (in inputs) key() string { return jsonKey(in) }
+
+// jsonKey names a cache entry by the hex SHA-256 of v's JSON encoding. v holds only
+// strings, numbers and slices of them, which always encode.
+func jsonKey(v any) string {
+	b, _ := json.Marshal(v)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -71,10 +71,5 @@ func saveResolved(cacheDir string, r resolved) {
 	if err != nil {
 		return
 	}
-	tmp := filepath.Join(cacheDir, resolvedFile+".tmp")
-	if os.WriteFile(tmp, raw, 0o644) == nil {
-		if os.Rename(tmp, filepath.Join(cacheDir, resolvedFile)) != nil {
-			_ = os.Remove(tmp)
-		}
-	}
+	_ = writeFileAtomic(filepath.Join(cacheDir, resolvedFile), raw)
 }

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -35,14 +33,12 @@ const rootfsPackagesFile = "packages.json"
 
 // bootstrapKey names the cached debootstrap tree for one suite, mirror and package set.
 func bootstrapKey(suite, mirror string, packages []string) string {
-	b, _ := json.Marshal(struct {
+	return jsonKey(struct {
 		Recipe   int
 		Suite    string
 		Mirror   string
 		Packages []string
 	}{rootfsRecipe, suite, mirror, packages})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // bootstrapRootfs returns a cleaned Debian tree for the suite, mirror and packages, from

@@ -81,11 +81,5 @@ func recordVerified(dir, digest string) {
 	if err != nil {
 		return
 	}
-	tmp := filepath.Join(dir, verifiedFile+".tmp")
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
-		return
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, verifiedFile)); err != nil {
-		_ = os.Remove(tmp)
-	}
+	_ = writeFileAtomic(filepath.Join(dir, verifiedFile), raw)
 }
