@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 )
 
@@ -207,4 +208,21 @@ func (c *Config) RunTokenKeyBytes() ([]byte, error) {
 		return nil, fmt.Errorf("%d bytes; use at least 32", len(key))
 	}
 	return key, nil
+}
+
+func parseLevel(s string) (zerolog.Level, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(s))
+	if err != nil || s == "" {
+		return zerolog.InfoLevel, fmt.Errorf("unknown level %q; use debug, info, warn or error", s)
+	}
+	return lvl, nil
+}
+
+// Logger builds the process logger the configuration asks for.
+func (c *Config) Logger(w io.Writer) zerolog.Logger {
+	lvl, _ := parseLevel(c.Log.Level)
+	if c.Log.Text {
+		return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true}).Level(lvl).With().Timestamp().Logger()
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

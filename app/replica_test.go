@@ -13,26 +13,33 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 )
 
-// redeliverWhere redelivers the original deliveries that match.
+// redeliverWhere redelivers the original deliveries that match (redelivering
+// redeliveries would only repeat them), following every page, and counts them.
 func (h *harness) redeliverWhere(match func(d *gogithub.HookDelivery) bool) int {
 	h.t.Helper()
 	app := h.appClient()
-	ds, _, err := app.Apps.ListHookDeliveries(h.ctx, &gogithub.ListCursorOptions{PerPage: 100})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	opts := &gogithub.ListCursorOptions{PerPage: 100}
 	n := 0
-	for _, d := range ds {
-		if d.GetRedelivery() || !match(d) {
-			continue
-		}
-		var accepted *gogithub.AcceptedError
-		if _, _, err := app.Apps.RedeliverHookDelivery(h.ctx, d.GetID()); err != nil && !errors.As(err, &accepted) {
+	for {
+		ds, resp, err := app.Apps.ListHookDeliveries(h.ctx, opts)
+		if err != nil {
 			h.t.Fatal(err)
 		}
-		n++
+		for _, d := range ds {
+			if d.GetRedelivery() || !match(d) {
+				continue
+			}
+			var accepted *gogithub.AcceptedError
+			if _, _, err := app.Apps.RedeliverHookDelivery(h.ctx, d.GetID()); err != nil && !errors.As(err, &accepted) {
+				h.t.Fatal(err)
+			}
+			n++
+		}
+		if resp.Cursor == "" {
+			return n
+		}
+		opts.Cursor = resp.Cursor
 	}
-	return n
 }
 
 // TestReplicasDispatchOnce: a second replica, whose view predates the approval, gets

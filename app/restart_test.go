@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -14,31 +13,10 @@ import (
 	"github.com/bumperdev/bumper/app/wire"
 )
 
-// redeliverAll redelivers every webhook GitHub ever sent the App (originals only:
-// redelivering redeliveries would only repeat them).
+// redeliverAll redelivers every webhook GitHub ever sent the App and waits for them.
 func (h *harness) redeliverAll() {
 	h.t.Helper()
-	app := h.appClient()
-	opts := &gogithub.ListCursorOptions{PerPage: 100}
-	for {
-		ds, resp, err := app.Apps.ListHookDeliveries(h.ctx, opts)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		for _, d := range ds {
-			if d.GetRedelivery() {
-				continue
-			}
-			var accepted *gogithub.AcceptedError
-			if _, _, err := app.Apps.RedeliverHookDelivery(h.ctx, d.GetID()); err != nil && !errors.As(err, &accepted) {
-				h.t.Fatal(err)
-			}
-		}
-		if resp.Cursor == "" {
-			break
-		}
-		opts.Cursor = resp.Cursor
-	}
+	h.redeliverWhere(func(*gogithub.HookDelivery) bool { return true })
 	h.settle()
 }
 

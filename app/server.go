@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gregjones/httpcache"
@@ -164,21 +163,4 @@ func (s *Server) Run(ctx context.Context) error {
 		err = errors.Join(err, fmt.Errorf("failed to finish the accepted webhooks: %w", dErr))
 	}
 	return err
-}
-
-func parseLevel(s string) (zerolog.Level, error) {
-	lvl, err := zerolog.ParseLevel(strings.ToLower(s))
-	if err != nil || s == "" {
-		return zerolog.InfoLevel, fmt.Errorf("unknown level %q; use debug, info, warn or error", s)
-	}
-	return lvl, nil
-}
-
-// Logger builds the process logger the configuration asks for.
-func (c *Config) Logger(w interface{ Write([]byte) (int, error) }) zerolog.Logger {
-	lvl, _ := parseLevel(c.Log.Level)
-	if c.Log.Text {
-		return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true}).Level(lvl).With().Timestamp().Logger()
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

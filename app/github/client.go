@@ -101,26 +101,13 @@ func (c *Client) BranchHead(ctx context.Context, repo, branch string) (string, e
 	return ref.GetObject().GetSHA(), nil
 }
 
-func issueOf(is *gogithub.Issue) workitem.Issue {
-	out := workitem.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(),
-		Open: is.GetState() == "open", Author: is.GetUser().GetLogin(), Comments: -1}
+// IssueOf translates go-github's issue; the comment count is left unknown (-1).
+func IssueOf(is *gogithub.Issue) workitem.Issue {
+	out := workitem.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), Comments: -1}
 	for _, l := range is.Labels {
 		out.Labels = append(out.Labels, l.GetName())
 	}
 	return out
-}
-
-// Issue implements workitem.GitHub.
-func (c *Client) Issue(ctx context.Context, repo string, number int) (workitem.Issue, error) {
-	owner, name, err := split(repo)
-	if err != nil {
-		return workitem.Issue{}, err
-	}
-	is, _, err := c.gh.Issues.Get(ctx, owner, name, number)
-	if err != nil {
-		return workitem.Issue{}, notFound(err)
-	}
-	return issueOf(is), nil
 }
 
 // IssuesWithLabel implements workitem.GitHub; it follows every page.
@@ -139,7 +126,7 @@ func (c *Client) IssuesWithLabel(ctx context.Context, repo, label string) ([]wor
 		}
 		for _, is := range page {
 			if !is.IsPullRequest() {
-				out = append(out, issueOf(is))
+				out = append(out, IssueOf(is))
 			}
 		}
 		if resp.NextPage == 0 {

@@ -17,7 +17,6 @@ type Connector struct {
 
 	mu       sync.Mutex
 	installs map[string]int64 // repository → installation
-	login    string
 }
 
 var _ workitem.Connector = (*Connector)(nil)
@@ -128,14 +127,9 @@ func (c *Connector) installationRepos(ctx context.Context, id int64) ([]workitem
 	}
 }
 
-// BotLogin implements workitem.Connector.
+// BotLogin implements workitem.Connector. It asks GitHub each time: the Service asks
+// once and keeps the answer.
 func (c *Connector) BotLogin(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	if c.login != "" {
-		defer c.mu.Unlock()
-		return c.login, nil
-	}
-	c.mu.Unlock()
 	app, err := c.cc.NewAppClient()
 	if err != nil {
 		return "", fmt.Errorf("failed to create the App client: %w", err)
@@ -147,8 +141,5 @@ func (c *Connector) BotLogin(ctx context.Context) (string, error) {
 	if a.GetSlug() == "" {
 		return "", fmt.Errorf("GitHub returned the App without a slug")
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.login = a.GetSlug() + "[bot]"
-	return c.login, nil
+	return a.GetSlug() + "[bot]", nil
 }

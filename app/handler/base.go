@@ -71,14 +71,11 @@ func repoOf(r *gogithub.Repository) workitem.Repo {
 	return workitem.Repo{FullName: r.GetFullName(), DefaultBranch: r.GetDefaultBranch()}
 }
 
+// issueOf is the adapter's translation plus the comment count a payload carries.
 func issueOf(is *gogithub.Issue) workitem.Issue {
-	out := workitem.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(),
-		Open: is.GetState() == "open", Author: is.GetUser().GetLogin(), Comments: -1}
+	out := ghadapter.IssueOf(is)
 	if is.Comments != nil {
 		out.Comments = is.GetComments()
-	}
-	for _, l := range is.Labels {
-		out.Labels = append(out.Labels, l.GetName())
 	}
 	return out
 }

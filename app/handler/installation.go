@@ -29,13 +29,19 @@ func (h *Installation) Handle(ctx context.Context, _, delivery string, payload [
 			return indexRepos(ctx, h.Base, gh, inst, ev.Repositories)
 		})
 	case "deleted", "suspend":
-		for _, r := range ev.Repositories {
-			n := h.Service.ForgetRepository(r.GetFullName())
-			h.Connector.Forget(r.GetFullName())
-			zerolog.Ctx(ctx).Info().Str(LogKeyRepository, r.GetFullName()).Int(LogKeyItems, n).Msg("forgot a repository")
-		}
+		forgetRepos(ctx, h.Base, ev.Repositories)
 	}
 	return nil
+}
+
+// forgetRepos drops the repositories an installation lost from the index and from the
+// connector's memory; their records stay on GitHub.
+func forgetRepos(ctx context.Context, b Base, repos []*gogithub.Repository) {
+	for _, r := range repos {
+		n := b.Service.ForgetRepository(r.GetFullName())
+		b.Connector.Forget(r.GetFullName())
+		zerolog.Ctx(ctx).Info().Str(LogKeyRepository, r.GetFullName()).Int(LogKeyItems, n).Msg("forgot a repository")
+	}
 }
 
 // indexRepos rebuilds the index of repositories an installation gained. Webhook

@@ -22,10 +22,7 @@ func (h *InstallationRepositories) Handle(ctx context.Context, _, delivery strin
 		return err
 	}
 	inst := ev.GetInstallation().GetID()
-	for _, r := range ev.RepositoriesRemoved {
-		h.Service.ForgetRepository(r.GetFullName())
-		h.Connector.Forget(r.GetFullName())
-	}
+	forgetRepos(ctx, h.Base, ev.RepositoriesRemoved)
 	if len(ev.RepositoriesAdded) == 0 {
 		return nil
 	}

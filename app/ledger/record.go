@@ -103,17 +103,21 @@ func (r *Record) ID() string { return ID(r.Repository, r.Issue) }
 // length-prefixed so that moving text between them changes the hash.
 func SpecRevision(title, body string) string {
 	body = normalizeNewlines(body)
-	h := sha256.New()
-	fmt.Fprintf(h, "title %d\n%s\nbody %d\n%s", len(title), title, len(body), body)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+	return ContentRevision(fmt.Appendf(nil, "title %d\n%s\nbody %d\n%s", len(title), title, len(body), body))
 }
 
 // ApprovalRevision is what an /approve binds to: the spec, the plan, the base commit
 // and the repository's policy. A change to any of them voids the approval.
 func (r *Record) ApprovalRevision() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "spec %s\nplan %s\nbase %s\npolicy %s\n", r.SpecRevision, r.PlanRevision, r.BaseCommit, r.PolicyVersion)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+	return ContentRevision(fmt.Appendf(nil, "spec %s\nplan %s\nbase %s\npolicy %s\n",
+		r.SpecRevision, r.PlanRevision, r.BaseCommit, r.PolicyVersion))
+}
+
+// ContentRevision is the form every revision in the record takes: "sha256:" and the
+// first 16 hex digits of the content's SHA-256.
+func ContentRevision(content []byte) string {
+	sum := sha256.Sum256(content)
+	return "sha256:" + hex.EncodeToString(sum[:])[:16]
 }
 
 // normalizeNewlines keeps a browser's CRLF from voiding an approval on a no-op edit.

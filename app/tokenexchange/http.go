@@ -1,6 +1,7 @@
 package tokenexchange
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,13 +17,12 @@ import (
 
 // Log keys of the audit lines.
 const (
-	LogKeyAudit      = "audit"
-	LogKeyEndpoint   = "endpoint"
-	LogKeyRepository = "repository"
-	LogKeyRunID      = "run_id"
-	LogKeyWorkItem   = "work_item"
-	LogKeyReason     = "reason"
-	LogKeyAttempt    = "attempt"
+	LogKeyAudit    = "audit"
+	LogKeyEndpoint = "endpoint"
+	LogKeyRunID    = "run_id"
+	LogKeyWorkItem = "work_item"
+	LogKeyReason   = "reason"
+	LogKeyAttempt  = "attempt"
 )
 
 // maxBody bounds request bodies; call-backs are small.
@@ -60,37 +60,30 @@ func NewHandler(v *Verifier, t *RunTokens, l Ledger) *Handler {
 // Register adds the endpoints to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathTokenExchange, h.exchange)
-	mux.HandleFunc("POST "+wire.PathProgress, h.callback(func(ctx context.Context, c wire.RunClaims, body []byte) (any, error) {
-		var p wire.Progress
-		if err := decode(body, &p); err != nil {
-			return nil, err
-		}
-		return nil, h.ledger.Progress(ctx, c, p)
-	}))
-	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(func(ctx context.Context, c wire.RunClaims, body []byte) (any, error) {
-		var e wire.Evidence
-		if err := decode(body, &e); err != nil {
-			return nil, err
-		}
-		return nil, h.ledger.Evidence(ctx, c, e)
-	}))
-	mux.HandleFunc("POST "+wire.PathVerdict, h.callback(func(ctx context.Context, c wire.RunClaims, body []byte) (any, error) {
-		var v wire.Verdict
-		if err := decode(body, &v); err != nil {
-			return nil, err
-		}
-		return nil, h.ledger.Verdict(ctx, c, v)
-	}))
+	mux.HandleFunc("POST "+wire.PathProgress, h.callback(report(h.ledger.Progress)))
+	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(report(h.ledger.Evidence)))
+	mux.HandleFunc("POST "+wire.PathVerdict, h.callback(report(h.ledger.Verdict)))
 	mux.HandleFunc("GET "+wire.PathShouldStop, h.callback(func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
 		return h.ledger.ShouldStop(ctx, c)
 	}))
+}
+
+// report adapts a call-back that takes a JSON body of type T and answers nothing.
+func report[T any](act func(context.Context, wire.RunClaims, T) error) func(context.Context, wire.RunClaims, []byte) (any, error) {
+	return func(ctx context.Context, c wire.RunClaims, body []byte) (any, error) {
+		var v T
+		if err := decode(body, &v); err != nil {
+			return nil, err
+		}
+		return nil, act(ctx, c, v)
+	}
 }
 
 // errBadRequest marks a body that does not parse.
 var errBadRequest = errors.New("bad request")
 
 func decode(body []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: %v", errBadRequest, err)
@@ -104,12 +97,12 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	ctx = log.WithContext(ctx)
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
-		writeError(ctx, w, http.StatusBadRequest, "failed to read the request body")
+		writeError(w, http.StatusBadRequest, "failed to read the request body")
 		return
 	}
 	var req wire.ExchangeRequest
 	if err := decode(body, &req); err != nil {
-		writeError(ctx, w, http.StatusBadRequest, err.Error()+"; send {\"oidc_token\", \"nonce\", \"work_item\", \"attempt\"}")
+		writeError(w, http.StatusBadRequest, err.Error()+"; send {\"oidc_token\", \"nonce\", \"work_item\", \"attempt\"}")
 		return
 	}
 	id, err := h.verifier.Verify(ctx, req.OIDCToken)
@@ -125,7 +118,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		log.Error().Err(err).Msg("token exchange failed")
-		writeError(ctx, w, http.StatusInternalServerError, "the token exchange failed; try again")
+		writeError(w, http.StatusInternalServerError, "the token exchange failed; try again")
 		return
 	}
 	log.Info().Str(LogKeyAudit, "token-exchange-granted").Str(LogKeyWorkItem, resp.WorkItem).
@@ -136,7 +129,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID, reason string) {
 	zerolog.Ctx(ctx).Warn().Str(LogKeyAudit, "refused").Str(LogKeyWorkItem, item).
 		Str(LogKeyRunID, runID).Str(LogKeyReason, reason).Msg("refused a runner request")
-	writeError(ctx, w, http.StatusForbidden, reason)
+	writeError(w, http.StatusForbidden, reason)
 }
 
 func (h *Handler) callback(fn func(ctx context.Context, c wire.RunClaims, body []byte) (any, error)) http.HandlerFunc {
@@ -156,7 +149,7 @@ func (h *Handler) callback(fn func(ctx context.Context, c wire.RunClaims, body [
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 		if err != nil {
-			writeError(ctx, w, http.StatusBadRequest, "failed to read the request body")
+			writeError(w, http.StatusBadRequest, "failed to read the request body")
 			return
 		}
 		out, err := fn(ctx, claims, body)
@@ -165,10 +158,10 @@ func (h *Handler) callback(fn func(ctx context.Context, c wire.RunClaims, body [
 		case errors.As(err, &ref):
 			h.refuse(ctx, w, claims.WorkItem, "", ref.Reason)
 		case errors.Is(err, errBadRequest):
-			writeError(ctx, w, http.StatusBadRequest, err.Error())
+			writeError(w, http.StatusBadRequest, err.Error())
 		case err != nil:
 			log.Error().Err(err).Msg("run call-back failed")
-			writeError(ctx, w, http.StatusInternalServerError, "the call-back failed; try again")
+			writeError(w, http.StatusInternalServerError, "the call-back failed; try again")
 		case out == nil:
 			w.WriteHeader(http.StatusNoContent)
 		default:
@@ -183,6 +176,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(_ context.Context, w http.ResponseWriter, code int, msg string) {
+func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, wire.Error{Error: msg})
 }

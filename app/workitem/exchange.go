@@ -2,9 +2,7 @@ package workitem
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -51,23 +49,12 @@ func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req w
 	if id.EventName != "workflow_dispatch" {
 		return none, tokenexchange.Refuse("the run was triggered by %q, not by Bumper's workflow_dispatch", id.EventName)
 	}
-	gh, err := s.opts.Connector.ForRepository(ctx, repo)
-	if errors.Is(err, ErrNotFound) {
-		return none, tokenexchange.Refuse("the App is not installed on %s", repo)
-	}
-	if err != nil {
-		return none, fmt.Errorf("failed to reach the installation of %s: %w", repo, err)
-	}
 	defer s.lock(ledger.ID(repo, n))()
-	it, err := s.load(ctx, gh, Repo{FullName: repo}, n)
+	gh, it, err := s.runItem(ctx, req.WorkItem)
 	if err != nil {
 		return none, err
 	}
-	if it == nil {
-		return none, tokenexchange.Refuse("%s has no work item", req.WorkItem)
-	}
 	rec := it.rec
-	it.repo.DefaultBranch = rec.BaseBranch
 	wantWF := fmt.Sprintf("%s/.github/workflows/%s@refs/heads/%s", rec.Repository, s.opts.Workflow, rec.BaseBranch)
 	if !strings.EqualFold(id.WorkflowRef, wantWF) {
 		return none, tokenexchange.Refuse("the run's workflow is %s, not Bumper's runner workflow %s", id.WorkflowRef, wantWF)
@@ -157,10 +144,11 @@ func (s *Service) baseMoved(ctx context.Context, gh GitHub, it *item, head strin
 	return tokenexchange.Refuse("%s", reason)
 }
 
-// current loads the work item a run token names and checks the token is for its
-// current attempt.
-func (s *Service) current(ctx context.Context, c wire.RunClaims) (GitHub, *item, error) {
-	repo, n, err := ParseWorkItem(c.WorkItem)
+// runItem loads the work item a runner names ("owner/repo#issue") through the
+// installation that holds its repository. The runner's word is all there is, so
+// anything it names that is not there is a refusal.
+func (s *Service) runItem(ctx context.Context, workItem string) (GitHub, *item, error) {
+	repo, n, err := ParseWorkItem(workItem)
 	if err != nil {
 		return nil, nil, tokenexchange.Refuse("%v", err)
 	}
@@ -176,9 +164,19 @@ func (s *Service) current(ctx context.Context, c wire.RunClaims) (GitHub, *item,
 		return nil, nil, err
 	}
 	if it == nil {
-		return nil, nil, tokenexchange.Refuse("%s has no work item", c.WorkItem)
+		return nil, nil, tokenexchange.Refuse("%s has no work item", workItem)
 	}
 	it.repo.DefaultBranch = it.rec.BaseBranch
+	return gh, it, nil
+}
+
+// current loads the work item a run token names and checks the token is for its
+// current attempt.
+func (s *Service) current(ctx context.Context, c wire.RunClaims) (GitHub, *item, error) {
+	gh, it, err := s.runItem(ctx, c.WorkItem)
+	if err != nil {
+		return nil, nil, err
+	}
 	att := it.rec.CurrentAttempt()
 	if att == nil || att.Number != c.Attempt || att.Revision != c.Revision || !att.NonceUsed {
 		return nil, nil, tokenexchange.Refuse("attempt %d is not the current run of %s", c.Attempt, c.WorkItem)
@@ -203,8 +201,7 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 		if strings.TrimSpace(p.Plan) == "" {
 			return tokenexchange.Refuse("a plan run must post its plan")
 		}
-		sum := sha256.Sum256([]byte(p.Plan))
-		rec.PlanRevision = "sha256:" + hex.EncodeToString(sum[:])[:16]
+		rec.PlanRevision = ledger.ContentRevision([]byte(p.Plan))
 	case c.Stage != StagePlan && (to == ledger.Verifying || to == ledger.Reviewing):
 	case c.Stage != StagePlan && to == ledger.InReview:
 		if p.PullRequest < 1 {
@@ -279,8 +276,9 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 // or moved on to another attempt.
 func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error) {
 	_, it, err := s.current(ctx, c)
+	var ref *tokenexchange.Refusal
 	if err != nil {
-		if _, ok := err.(*tokenexchange.Refusal); ok {
+		if errors.As(err, &ref) {
 			return wire.ShouldStop{Stop: true, Reason: err.Error()}, nil
 		}
 		return wire.ShouldStop{}, err

@@ -14,9 +14,7 @@ type Issue struct {
 	Number int
 	Title  string
 	Body   string
-	Open   bool
 	Labels []string
-	Author string
 	// Comments is the comment count as a webhook payload gives it; -1 when unknown.
 	// Zero lets the App skip listing comments: there can be no status comment.
 	Comments int
@@ -48,7 +46,6 @@ type GitHub interface {
 	File(ctx context.Context, repo, path string) ([]byte, error)
 	// BranchHead is the commit a branch points at.
 	BranchHead(ctx context.Context, repo, branch string) (string, error)
-	Issue(ctx context.Context, repo string, number int) (Issue, error)
 	// IssuesWithLabel lists every issue (open or closed) carrying the label.
 	IssuesWithLabel(ctx context.Context, repo, label string) ([]Issue, error)
 	Comments(ctx context.Context, repo string, issue int) ([]Comment, error)

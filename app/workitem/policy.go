@@ -2,8 +2,6 @@ package workitem
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bumperdev/bumper/app/authz"
+	"github.com/bumperdev/bumper/app/ledger"
 )
 
 // PolicyPath is where a repository keeps its Bumper configuration.
@@ -87,7 +86,6 @@ func ParsePolicy(raw []byte) (Policy, error) {
 		p.Bounds.CostPerRunUSD < 0 || p.Bounds.CostPerItemUSD < 0 {
 		return Policy{}, fmt.Errorf("%s: bounds must not be negative", PolicyPath)
 	}
-	sum := sha256.Sum256(raw)
-	p.Revision = "sha256:" + hex.EncodeToString(sum[:])[:16]
+	p.Revision = ledger.ContentRevision(raw)
 	return p, nil
 }

@@ -82,8 +82,7 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 	if err != nil {
 		return false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
 	}
-	var commentID int64
-	rec, cause := s.checkRecord(repo, is, comments, bot, &commentID)
+	rec, commentID, cause := checkRecord(repo, is, comments, bot)
 	if cause != nil {
 		if rec != nil && rec.State == ledger.Error {
 			// Already in the visible error state: keep it there, quietly.
@@ -106,8 +105,9 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 
 // checkRecord finds the status comment and checks the record against GitHub: exactly one
 // state label matching the record, the bot as the comment's author, and approvals that
-// point at comments their approvers wrote.
-func (s *Service) checkRecord(repo Repo, is Issue, comments []Comment, bot string, commentID *int64) (*ledger.Record, error) {
+// point at comments their approvers wrote. commentID is the status comment's, when
+// there is one: the error state is written there.
+func checkRecord(repo Repo, is Issue, comments []Comment, bot string) (rec *ledger.Record, commentID int64, err error) {
 	var labels []string
 	for _, l := range is.Labels {
 		if strings.HasPrefix(l, ledger.LabelPrefix) {
@@ -130,23 +130,22 @@ func (s *Service) checkRecord(repo Repo, is Issue, comments []Comment, bot strin
 	}
 	switch {
 	case len(mine) == 0 && len(status) > 0:
-		return nil, fmt.Errorf("the status comment was written by @%s, not by Bumper", status[0].Author)
+		return nil, 0, fmt.Errorf("the status comment was written by @%s, not by Bumper", status[0].Author)
 	case len(mine) == 0:
-		return nil, errors.New("the issue carries a state label but has no status comment")
+		return nil, 0, errors.New("the issue carries a state label but has no status comment")
 	case len(mine) > 1:
-		*commentID = mine[0].ID
-		return nil, fmt.Errorf("the issue has %d status comments; there must be one", len(mine))
+		return nil, mine[0].ID, fmt.Errorf("the issue has %d status comments; there must be one", len(mine))
 	}
-	*commentID = mine[0].ID
-	rec, err := ledger.Decode(mine[0].Body)
+	commentID = mine[0].ID
+	rec, err = ledger.Decode(mine[0].Body)
 	if err != nil {
-		return nil, err
+		return nil, commentID, err
 	}
 	if rec.ID() != ledger.ID(repo.FullName, is.Number) {
-		return nil, fmt.Errorf("the record names %s, not this issue", rec.ID())
+		return nil, commentID, fmt.Errorf("the record names %s, not this issue", rec.ID())
 	}
 	if len(labels) != 1 || !strings.EqualFold(labels[0], rec.State.Label()) {
-		return rec, fmt.Errorf("the record says %s but the issue's state labels are %v", rec.State, labels)
+		return rec, commentID, fmt.Errorf("the record says %s but the issue's state labels are %v", rec.State, labels)
 	}
 	for _, a := range rec.Approvals {
 		if a.CommentID == 0 {
@@ -154,10 +153,10 @@ func (s *Service) checkRecord(repo Repo, is Issue, comments []Comment, bot strin
 		}
 		c, ok := byID[a.CommentID]
 		if !ok || !strings.EqualFold(c.Author, a.By) {
-			return rec, fmt.Errorf("the approval by @%s points at comment %d, which @%s did not write", a.By, a.CommentID, a.By)
+			return rec, commentID, fmt.Errorf("the approval by @%s points at comment %d, which @%s did not write", a.By, a.CommentID, a.By)
 		}
 	}
-	return rec, nil
+	return rec, commentID, nil
 }
 
 // ForgetRepository drops a repository's work items from the index (the App was

@@ -32,8 +32,10 @@ func (s *Service) HandleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
 	if !ok {
 		return nil
 	}
-	_, numStr, _ := strings.Cut(id, "#")
-	n, _ := strconv.Atoi(numStr)
+	_, n, err := ParseWorkItem(id)
+	if err != nil {
+		return err
+	}
 	defer s.lock(id)()
 	it, err := s.load(ctx, gh, ev.Repo, n)
 	if err != nil || it == nil {
