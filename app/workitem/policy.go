@@ -78,6 +78,11 @@ func ParsePolicy(raw []byte) (Policy, error) {
 	if err != nil {
 		return Policy{}, fmt.Errorf("%s: approvers.min_permission: %w", PolicyPath, err)
 	}
+	if !authz.AtLeast(lvl, "write") {
+		// DESIGN: only people with write (or higher) permission may give commands; a
+		// repository may raise that bar, not lower it.
+		return Policy{}, fmt.Errorf("%s: approvers.min_permission is %q; it can only raise the floor: use write, maintain or admin", PolicyPath, lvl)
+	}
 	p.Approvers.MinPermission = lvl
 	if p.Bounds.Attempts < 1 || p.Bounds.Attempts > 20 {
 		return Policy{}, fmt.Errorf("%s: bounds.attempts is %d; use 1 to 20", PolicyPath, p.Bounds.Attempts)

@@ -24,6 +24,8 @@ func TestParsePolicy(t *testing.T) {
 		{"typo", "version: 1\naprovers: {}\n", "field aprovers not found", nil},
 		{"future version", "version: 2\n", "version 2 is not supported", nil},
 		{"bad level", "version: 1\napprovers: {min_permission: owner}\n", "min_permission", nil},
+		{"level below write", "version: 1\napprovers: {min_permission: triage}\n", "can only raise the floor", nil},
+		{"read level", "version: 1\napprovers: {min_permission: read}\n", "can only raise the floor", nil},
 		{"no attempts", "version: 1\nbounds: {attempts: 0}\n", "bounds.attempts is 0", nil},
 		{"negative", "version: 1\nbounds: {fix_rounds: -1}\n", "must not be negative", nil},
 	}
