@@ -208,3 +208,22 @@ func TestCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestBotLabelIsIgnored: a bot with write access that the repository does not name gets
+// neither a work item nor an answer, whether it labels or comments.
+func TestBotLabelIsIgnored(t *testing.T) {
+	const bot = "helper[bot]"
+	seed := ghtest.DefaultSeed()
+	seed.Users = append(seed.Users, ghtest.SeedUser{Login: bot, Name: "Helper", Email: "helper@example.test", Bot: true})
+	seed.Repositories[0].Collaborators[bot] = "write"
+	h := newHarness(t, seed)
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(bot, n, "agent:implement")
+	h.comment(bot, n, "/approve")
+	// Bumper wrote nothing at all: no status comment, no reply.
+	for _, c := range h.comments(n) {
+		if c.GetUser().GetLogin() == ghtest.DefaultAppSlug+"[bot]" {
+			t.Fatalf("Bumper wrote on the issue after a bot's label and command: %q", c.GetBody())
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -37,6 +38,9 @@ type SeedUser struct {
 	Name  string `yaml:"name"`
 	Email string `yaml:"email"`
 	Token string `yaml:"token"`
+	// Bot makes the account another App's bot user (type Bot), whose login ends in
+	// "[bot]", such as "renovate[bot]".
+	Bot bool `yaml:"bot"`
 }
 
 // SeedRepository is a repository with a real git history of one commit holding Files.
@@ -178,8 +182,9 @@ var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
 func (s *Seed) Validate() error {
 	accounts := map[string]bool{}
 	for _, u := range s.Users {
-		if !loginRE.MatchString(u.Login) {
-			return fmt.Errorf("user login %q is not a valid GitHub login (letters, digits, single hyphens)", u.Login)
+		name, isBot := strings.CutSuffix(u.Login, "[bot]")
+		if !loginRE.MatchString(name) || isBot != u.Bot {
+			return fmt.Errorf("user login %q is not a valid GitHub login (letters, digits, single hyphens; a bot's, and only a bot's, ends in [bot])", u.Login)
 		}
 		if accounts[key(u.Login)] {
 			return fmt.Errorf("account %q is listed twice", u.Login)

@@ -48,7 +48,11 @@ func (e *Emulator) applySeed(s *Seed) error {
 		if tok == "" {
 			tok = randomToken("ghp_")
 		}
-		st.Users[key(u.Login)] = &user{ID: st.nextID(), Login: u.Login, Type: "User",
+		typ := "User"
+		if u.Bot {
+			typ = "Bot"
+		}
+		st.Users[key(u.Login)] = &user{ID: st.nextID(), Login: u.Login, Type: typ,
 			Name: u.Name, Email: u.Email, Token: tok}
 	}
 	for _, o := range s.Organizations {

@@ -110,6 +110,9 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 		return err
 	} else if no != nil {
 		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Sender).Str(LogKeyReason, no.why).Msg("refused a labelling")
+		if no.bot {
+			return nil // bots get no answer: two bots could otherwise talk forever
+		}
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
 			fmt.Sprintf("Sorry @%s, Bumper only starts work labelled by %s; %s. Nothing was changed.", ev.Sender, who(pol), no.why))
 	}
