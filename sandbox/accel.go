@@ -72,6 +72,7 @@ func kvmCanary(ctx context.Context, cfg Config) AccelChoice {
 		"-m", "256", "-smp", "1", "-kernel", cfg.Kernel,
 		"-append", "console=ttyS0 panic=-1 root=/dev/bumper-canary-none",
 		"-display", "none", "-monitor", "none", "-serial", "stdio", "-nic", "none", "-no-reboot")
+	cmd.Env = qemuEnv()
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

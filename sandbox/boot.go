@@ -186,6 +186,7 @@ func (m *Machine) launch(l qemuLayout) error {
 		l.incomingFD = 2 + len(extra)
 	}
 	cmd := exec.Command(m.cfg.QEMU, l.args()...)
+	cmd.Env = qemuEnv()
 	cmd.ExtraFiles = extra
 	cmd.Stdin = nil
 	stderr, err := os.Create(filepath.Join(m.runDir, "qemu.stderr"))

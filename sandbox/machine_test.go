@@ -83,6 +83,8 @@ func TestMachineRun(t *testing.T) {
 			qemuUser:   "nobody",
 		},
 	}
+	// A secret in Bumper's environment must not reach QEMU's.
+	t.Setenv("BUMPER_TEST_SECRET", "must-not-leak")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testContext(t)
@@ -105,6 +107,9 @@ func TestMachineRun(t *testing.T) {
 			t.Logf("accelerator %s: %s; steps %v", m.Accel().Accel, m.Accel().Reason, m.Steps())
 			if err := m.Start(ctx); err != ErrStarted {
 				t.Errorf("second Start = %v, want ErrStarted", err)
+			}
+			if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.cmd.Process.Pid)); err != nil || bytes.Contains(env, []byte("BUMPER_TEST_SECRET")) {
+				t.Errorf("QEMU's environment (%v) holds Bumper's: %q", err, env)
 			}
 			var stdout, stderr bytes.Buffer
 			res, err := m.Run(ctx, tt.argv, nil, &stdout, &stderr)

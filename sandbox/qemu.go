@@ -29,6 +29,13 @@ type qemuLayout struct {
 	fixedDisks bool
 }
 
+// qemuEnv is QEMU's whole environment. Bumper's own may hold secrets (on an Actions
+// runner: GITHUB_TOKEN, the OIDC request token), which a guest that broke out into the
+// QEMU process could read; QEMU needs only a PATH, for the shell of exec: migrations.
+func qemuEnv() []string {
+	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+}
+
 // keyLayout is the part of a layout that snapshotKey reads, so that PrepareSnapshot's
 // lookup and a machine's start compute the same key from the same Config.
 func keyLayout(cfg Config, accel string) qemuLayout {
