@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -212,9 +213,24 @@ func (m *Machine) launch(l qemuLayout) error {
 			}
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	// Linux sends Pdeathsig when the *thread* that started QEMU exits, not the process
+	// (golang/go#27505), and Go ends threads that a goroutine left locked (netns does).
+	// So QEMU is started, and waited for, on a thread that is held until QEMU is gone.
+	started, proceed := make(chan error), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			<-proceed
+			m.reap()
+		}
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("failed to start %s: %w", m.cfg.QEMU, err)
 	}
+	defer close(proceed)
 	m.cmd = cmd
 	m.record.QEMUPID = cmd.Process.Pid
 	if start, err := reaper.ProcessStart(cmd.Process.Pid); err == nil {
@@ -227,7 +243,6 @@ func (m *Machine) launch(l qemuLayout) error {
 		m.log.Warn().Dur(logKeyDuration, m.cfg.Timeout).Msg("wall-time limit reached; killing the VM")
 		m.killProcess()
 	})
-	go m.reap()
 	return m.saveRecord()
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,5 +299,34 @@ func TestRootDiskGrows(t *testing.T) {
 	}
 	if min := (cfg.DiskSizeMB - 100) << 10; kb < min {
 		t.Errorf("root filesystem is %d KiB, want at least %d (disk %d MiB)", kb, min, cfg.DiskSizeMB)
+	}
+}
+
+// TestQEMUOutlivesTheThreadThatStartedIt starts a machine from a goroutine that holds
+// its OS thread and returns without letting go of it, so Go ends that thread. QEMU's
+// Pdeathsig follows the starting thread, not the process (golang/go#27505); the machine
+// must still run its command.
+func TestQEMUOutlivesTheThreadThatStartedIt(t *testing.T) {
+	skipUnlessCanBoot(t)
+	im := imagetest.Image(t)
+	ctx := testContext(t)
+	m, err := New(ctx, testImageConfig(t, im))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: this thread ends with the goroutine
+		started <- m.Start(ctx)
+	}()
+	if err := <-started; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer func() { _ = m.Kill() }()
+	time.Sleep(200 * time.Millisecond) // let the goroutine's thread end
+	var out bytes.Buffer
+	res, err := m.Run(ctx, []string{"echo", "alive"}, nil, &out, io.Discard)
+	if err != nil || res.ExitCode != 0 || out.String() != "alive\n" {
+		t.Fatalf("Run after the starting thread ended = %+v, %v, %q; want the VM alive", res, err, out.String())
 	}
 }
