@@ -268,9 +268,8 @@ func PruneSnapshots(dir string, cutoff time.Time, dryRun bool) ([]cachedir.Remov
 	}
 	out, err := cachedir.Prune(dir, cutoff, dead, dryRun)
 	stale, serr := cachedir.PruneStale(dir, snapshotTmpPrefix, time.Now().Add(-time.Hour), "left half-made by an interrupted run", dryRun)
-	left, lerr := cachedir.PruneStale(dir, ".pruning-", time.Now(), "left by an interrupted prune", dryRun)
 	broken, berr := cachedir.PruneStale(dir, brokenPrefix, time.Now().Add(-7*24*time.Hour), "failed to restore over a week ago", dryRun)
-	return append(append(append(out, stale...), left...), broken...), errors.Join(err, serr, lerr, berr)
+	return append(append(out, stale...), broken...), errors.Join(err, serr, berr)
 }
 
 // brokenPrefix starts the name of a snapshot moved aside because it failed to restore;

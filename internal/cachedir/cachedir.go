@@ -10,9 +10,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
+
+// pruningPrefix marks an entry being deleted; Prune finishes what an interrupted prune
+// left.
+const pruningPrefix = ".pruning-"
 
 // Removed describes one pruned (or, in a dry run, prunable) cache entry.
 type Removed struct {
@@ -55,11 +60,18 @@ func Prune(dir string, cutoff time.Time, check Keep, dryRun bool) ([]Removed, er
 	}
 	var paths []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name()[0] != '.' {
+		switch {
+		case !e.IsDir():
+		case strings.HasPrefix(e.Name(), pruningPrefix):
+			paths = append(paths, filepath.Join(dir, e.Name())) // an interrupted prune's
+		case e.Name()[0] != '.':
 			paths = append(paths, filepath.Join(dir, e.Name()))
 		}
 	}
 	return removeEach(paths, dryRun, func(path string, lastUsed time.Time) string {
+		if strings.HasPrefix(filepath.Base(path), pruningPrefix) {
+			return "left by an interrupted prune"
+		}
 		if lastUsed.Before(cutoff) {
 			return "unused since " + lastUsed.UTC().Format(time.RFC3339)
 		}
@@ -117,9 +129,12 @@ func remove(path string, lastUsed time.Time, why string, dryRun bool) (Removed, 
 	if dryRun {
 		return r, nil
 	}
-	doomed := filepath.Join(filepath.Dir(path), ".pruning-"+filepath.Base(path))
-	if err := os.Rename(path, doomed); err != nil {
-		return r, fmt.Errorf("failed to prune %s: %w", path, err)
+	doomed := path
+	if !strings.HasPrefix(filepath.Base(path), pruningPrefix) {
+		doomed = filepath.Join(filepath.Dir(path), pruningPrefix+filepath.Base(path))
+		if err := os.Rename(path, doomed); err != nil {
+			return r, fmt.Errorf("failed to prune %s: %w", path, err)
+		}
 	}
 	if err := os.RemoveAll(doomed); err != nil {
 		return r, fmt.Errorf("failed to prune %s: %w", path, err)

@@ -25,6 +25,7 @@ func TestPrune(t *testing.T) {
 		{name: "recent but dead", dir: "c", lastUsed: now, dead: true, wantWhy: "dead"},
 		{name: "dot entries are not entries", dir: ".index", lastUsed: old, wantKept: true},
 		{name: "work in progress is not an entry", dir: ".tmp-x", lastUsed: old, wantKept: true},
+		{name: "an interrupted prune is finished", dir: ".pruning-d", lastUsed: now, wantWhy: "interrupted prune"},
 	}
 	for _, dryRun := range []bool{true, false} {
 		cache := t.TempDir()

@@ -31,8 +31,6 @@ func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, 
 		dir := filepath.Join(cacheDir, sub)
 		rs, err := cachedir.Prune(dir, cutoff, nil, dryRun)
 		out, errs = append(out, rs...), append(errs, err)
-		rs, err = cachedir.PruneStale(dir, ".pruning-", time.Now(), "left by an interrupted prune", dryRun)
-		out, errs = append(out, rs...), append(errs, err)
 	}
 	if !dryRun {
 		errs = append(errs, pruneIndex(filepath.Join(cacheDir, "images")))
