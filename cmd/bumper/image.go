@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +45,7 @@ func runImagePrune(_ context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("%w: --unused-for: %v", errUsage, err)
 	}
-	removed, err := pruneCache(*cache, time.Now().Add(-d), *dryRun)
+	removed, err := sandbox.PruneCache(*cache, time.Now().Add(-d), *dryRun)
 	verb := "removed"
 	if *dryRun {
 		verb = "would remove"
@@ -57,17 +55,6 @@ func runImagePrune(_ context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "%s %d cache entries, %s\n", verb, len(removed), formatBytes(cachedir.Total(removed)))
 	return err
-}
-
-// snapshotsDir is where sandbox run keeps warm-start snapshots: beside the images they
-// were made from, so one --cache flag names both and one prune cleans both.
-func snapshotsDir(cache string) string { return filepath.Join(cache, "snapshots") }
-
-// pruneCache prunes the image cache and the snapshots kept beside it.
-func pruneCache(cache string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
-	removed, err := image.Prune(cache, cutoff, dryRun)
-	snaps, serr := sandbox.PruneSnapshots(snapshotsDir(cache), cutoff, dryRun)
-	return append(removed, snaps...), errors.Join(err, serr)
 }
 
 // parseAge parses a Go duration or a number of days such as 14d.

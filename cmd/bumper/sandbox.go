@@ -88,7 +88,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 		Argv: argv, OutDir: *out, Stdout: stdout, Stderr: stderr,
 	}
 	if !*cold {
-		spec.Config.SnapshotDir = snapshotsDir(*cache)
+		spec.Config.SnapshotDir = sandbox.SnapshotsDir(*cache)
 	}
 	auditPath := *audit
 	if len(allow) > 0 {
@@ -145,25 +145,10 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-// Automatic pruning: at most once a day, a run removes the cache entries nobody used for
-// a month, so that each bumper version's image and snapshots do not stay forever.
-const (
-	autoPruneEvery = 24 * time.Hour
-	autoPruneAge   = 30 * 24 * time.Hour
-	autoPruneStamp = ".last-prune"
-)
-
-// autoPrune prunes the cache when the last automatic prune is over a day old. It never
-// fails the run: problems are reported and left for `bumper image prune`.
+// autoPrune runs sandbox.AutoPrune and says what it did. It never fails the run:
+// problems are reported and left for `bumper image prune`.
 func autoPrune(cache string, stderr io.Writer) {
-	stamp := filepath.Join(cache, autoPruneStamp)
-	if info, err := os.Stat(stamp); err == nil && time.Since(info.ModTime()) < autoPruneEvery {
-		return
-	}
-	if err := os.WriteFile(stamp, nil, 0o644); err != nil {
-		return // a read-only or missing cache has nothing to prune
-	}
-	removed, err := pruneCache(cache, time.Now().Add(-autoPruneAge), false)
+	removed, err := sandbox.AutoPrune(cache)
 	if len(removed) > 0 {
 		fmt.Fprintf(stderr, "sandbox: pruned %d cache entries unused for 30 days (%s)\n", len(removed), formatBytes(cachedir.Total(removed)))
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
 
@@ -52,7 +53,7 @@ func TestSandboxRun(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "r.txt")); err != nil || string(b) != "result\n" {
 		t.Errorf("out/r.txt = %q, %v; want %q", b, err, "result\n")
 	}
-	if _, err := os.Stat(filepath.Join(cache, autoPruneStamp)); err != nil {
+	if _, err := os.Stat(filepath.Join(cache, sandbox.AutoPruneStamp)); err != nil {
 		t.Errorf("the run did not prune its cache: %v", err)
 	}
 }
