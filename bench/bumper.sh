@@ -26,8 +26,8 @@ CMD="$BASE/bin/bumper firewall --listen $ADDR --audit $BASE/run/bumper-audit.jso
 CMD+=" --allow allowed.test:8080,8443 --allow '*.allowed.test:8080,8443'"
 CMD+=" --resolve allowed.test:127.0.0.2 --resolve www.allowed.test:127.0.0.2"
 
-"$BASE/run.sh" "bumper=$ADDR" --cmd bumper "$CMD" "$@"
-rc=$?
+rc=0
+"$BASE/run.sh" "bumper=$ADDR" --cmd bumper "$CMD" "$@" || rc=$?
 if [[ -s $BASE/run/bumper-audit.jsonl ]]; then
 	echo "bumper audit log: $("$BASE/bin/bumper" audit verify "$BASE/run/bumper-audit.jsonl")"
 fi
