@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bumperdev/bumper/internal/fsutil"
 )
 
 // CanaryTimeout bounds the KVM canary boot. A working KVM boots the kernel to its
@@ -55,10 +57,7 @@ func ChooseAccel(ctx context.Context, cfg Config) AccelChoice {
 	c := kvmCanary(ctx, cfg)
 	c.BootID = bootID
 	if b, err := json.Marshal(c); err == nil && os.MkdirAll(cfg.StateDir, 0o700) == nil {
-		tmp := cache + ".tmp"
-		if os.WriteFile(tmp, b, 0o600) == nil {
-			_ = os.Rename(tmp, cache)
-		}
+		_ = fsutil.WriteFileAtomic(cache, b, 0o600) // a lost cache entry costs one canary
 	}
 	return c
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ghtest/gitserver"
+	"github.com/bumperdev/bumper/internal/fsutil"
 )
 
 // Options configure an Emulator.
@@ -335,7 +336,7 @@ func loadOrCreateKey(path string) (*rsa.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to generate an RSA key: %w", err)
 	}
-	if err := writeFileAtomic(path, keyPEM(k), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(path, keyPEM(k), 0o600); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -377,28 +378,5 @@ func (e *Emulator) save() error {
 	if err != nil {
 		return fmt.Errorf("failed to encode the emulator state: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(e.dir, stateFile), raw, 0o600)
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	return nil
+	return fsutil.WriteFileAtomic(filepath.Join(e.dir, stateFile), raw, 0o600)
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/bumperdev/bumper/internal/fsutil"
 )
 
 // assemble makes rootfs.ext4 from the cached tree plus the agent, and writes the image
@@ -91,7 +93,7 @@ func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles,
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode the manifest: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(stage, ManifestFile), append(raw, '\n')); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(stage, ManifestFile), append(raw, '\n'), 0o644); err != nil {
 		return nil, err
 	}
 	final := filepath.Join(cfg.OutDir, digestHex(m.Digest))
@@ -110,7 +112,7 @@ func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles,
 	if err := os.MkdirAll(filepath.Join(cfg.OutDir, ".index"), 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create the image index: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(cfg.OutDir, ".index", key), []byte(digestHex(m.Digest)+"\n")); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(cfg.OutDir, ".index", key), []byte(digestHex(m.Digest)+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	done(m.Digest)
@@ -155,33 +157,6 @@ func linkOrCopy(src, dst string) error {
 	}
 	if err := copyFile(src, dst, 0o644); err != nil {
 		return fmt.Errorf("failed to copy %s into the image: %w", filepath.Base(src), err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it over path.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("failed to write %s: %w", path, err)
 	}
 	return nil
 }

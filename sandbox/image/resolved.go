@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/fsutil"
 )
 
 // resolvedFile remembers what the kernel and busybox packages resolved to, so that a
@@ -71,5 +73,5 @@ func saveResolved(cacheDir string, r resolved) {
 	if err != nil {
 		return
 	}
-	_ = writeFileAtomic(filepath.Join(cacheDir, resolvedFile), raw)
+	_ = fsutil.WriteFileAtomic(filepath.Join(cacheDir, resolvedFile), raw, 0o644)
 }

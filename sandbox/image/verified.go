@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bumperdev/bumper/internal/fsutil"
 )
 
 // verifiedFile records, after Load hashed an image's files in full, what each file looked
@@ -81,5 +83,5 @@ func recordVerified(dir, digest string) {
 	if err != nil {
 		return
 	}
-	_ = writeFileAtomic(filepath.Join(dir, verifiedFile), raw)
+	_ = fsutil.WriteFileAtomic(filepath.Join(dir, verifiedFile), raw, 0o644)
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/sandbox/netns"
 )
 
@@ -55,11 +56,7 @@ func Write(stateDir string, r Record) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode run record: %w", err)
 	}
-	tmp := filepath.Join(dir, "."+r.ID+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("failed to write run record: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, r.ID+".json")); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, r.ID+".json"), b, 0o600); err != nil {
 		return fmt.Errorf("failed to write run record: %w", err)
 	}
 	return nil
