@@ -49,7 +49,7 @@ type GatewayConfig struct {
 	GitHubAPIBase    string   `yaml:"github_api_base"`
 	AnthropicBase    string   `yaml:"anthropic_base"`
 	OpenAIBase       string   `yaml:"openai_base"`
-	APIAllow         []string `yaml:"api_allow"`
+	APIAllow         []string `yaml:"api_allow"` // the agent's GitHub API, read-only; empty: none (gateway.Config.APIAllow)
 	PushRef          string   `yaml:"push_ref"`
 	CAFile           string   `yaml:"ca_file"`
 	TokenFile        string   `yaml:"token_file"`

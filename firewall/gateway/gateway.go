@@ -2,6 +2,26 @@
 // plain HTTP: /git/ (the git host), /api/github/ (the GitHub API), /anthropic/ and
 // /openai/ (model APIs). Each strips whatever credential the client sent and adds the
 // real one for its own upstream only; the VM never holds a real secret.
+//
+// On every route, a protocol upgrade (WebSocket, h2c) is refused with 400, and so is a
+// request that asks for another method by header (X-HTTP-Method-Override and the like)
+// or by a _method query parameter, before anything is forwarded.
+//
+// The GitHub API gateway is off unless the repository opts in (Config.APIAllow), and
+// read-only even then: the agent's only write to GitHub is its push through the git
+// gateway. Whatever the rules say, it refuses every method but GET and HEAD and never
+// serves text strangers can write (comments, reviews, timelines, discussions, gists,
+// event feeds) nor the host's own surfaces (Actions, hooks, GraphQL, the installation);
+// the list, with the reason for each entry, is apiRefusals in hostonly.go.
+//
+// The model gateways forward only the endpoints the harnesses use (POST /v1/messages and
+// /v1/messages/count_tokens and GET /v1/models[/{id}] to Anthropic; POST /v1/responses
+// and /v1/chat/completions and GET /v1/models[/{id}] to OpenAI), refuse every call once
+// the run's budget is spent, and read each request body (at most MaxModelBody) to learn
+// the model and output cap. A call that generates tokens is charged what its response
+// reports or, when the response reports no usage (a stream cut off, an error with a
+// body, a body without usage, a client that hung up), its worst case (meter.WorstCase);
+// a Chat Completions stream is made to report usage (stream_options.include_usage).
 package gateway
 
 import (
@@ -41,8 +61,12 @@ type Config struct {
 	AnthropicKey string
 	OpenAIKey    string
 
-	// APIAllow, when not empty, limits /api/github/ to these "METHOD /path" rules; a
-	// path segment "*" matches one segment, a final "**" matches the rest.
+	// APIAllow lists the "METHOD /path" rules of the GitHub API calls the agent may make
+	// (a path segment "*" matches one segment, a final "**" matches the rest; method "*"
+	// any method). Empty: the agent has no GitHub API, every call is refused. The
+	// refusal table (hostonly.go) wins over the rules: only GET and HEAD are ever
+	// forwarded, and never to comments and the other paths listed there, so "* /**"
+	// means "every read the table allows". A GET rule also allows HEAD.
 	APIAllow []string
 	// PushRef is the only ref receive-pack may update (refs/heads/bumper/<issue>-<attempt>).
 	// Empty: every push is refused.
@@ -170,6 +194,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, "gateway", http.StatusBadRequest, msg)
 		return
 	}
+	if isUpgrade(r.Header) {
+		// ReverseProxy would splice an upgraded connection through with the real
+		// credential attached, and nothing after the 101 is seen: no rule, no meter.
+		g.refuse(w, r, "gateway", http.StatusBadRequest, "protocol upgrade (WebSocket, h2c) refused: the gateways serve plain HTTP requests only")
+		return
+	}
+	if name := methodOverride(r); name != "" {
+		// The rules judge the method as sent; an upstream that honours an override
+		// would run another one (a GET that deletes).
+		g.refuse(w, r, "gateway", http.StatusForbidden, fmt.Sprintf("method override (%s) refused [method-override]: the method sent is the one judged and forwarded", name))
+		return
+	}
 	switch {
 	case strings.HasPrefix(path, PrefixGit):
 		g.serveGit(w, r, strings.TrimPrefix(path, "/git"))
@@ -182,6 +218,22 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.refuse(w, r, "gateway", http.StatusNotFound, "no gateway serves this path (gateways: /git/, /api/github/, /anthropic/, /openai/)")
 	}
+}
+
+// isUpgrade says whether a request asks to switch protocols: an Upgrade or
+// HTTP2-Settings header, or "upgrade" among the Connection tokens, in any case.
+func isUpgrade(h http.Header) bool {
+	if len(h.Values("Upgrade")) > 0 || len(h.Values("Http2-Settings")) > 0 {
+		return true
+	}
+	for _, v := range h.Values("Connection") {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkPath refuses paths whose meaning could change between here and the upstream:

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"encoding/pem"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,11 +27,38 @@ const (
 	testSentinel = "sk-ant-SENTINEL-not-a-real-key"
 )
 
-// recorder is a TLS upstream that remembers the credential headers it saw.
+// recorder is a TLS upstream that remembers the headers and bodies it saw.
 type recorder struct {
-	mu   sync.Mutex
-	seen []http.Header
-	srv  *httptest.Server
+	mu     sync.Mutex
+	seen   []http.Header
+	bodies [][]byte
+	h      http.HandlerFunc
+	srv    *httptest.Server
+}
+
+// count is how many requests reached the upstream.
+func (rc *recorder) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.seen)
+}
+
+// lastBody is the body of the last request that reached the upstream.
+func (rc *recorder) lastBody(t *testing.T) []byte {
+	t.Helper()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.bodies) == 0 {
+		t.Fatal("upstream saw no request")
+	}
+	return rc.bodies[len(rc.bodies)-1]
+}
+
+// set replaces how the upstream answers, for tests that need another behaviour.
+func (rc *recorder) set(h http.HandlerFunc) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.h = h
 }
 
 func (rc *recorder) last(t *testing.T) http.Header {
@@ -43,12 +72,19 @@ func (rc *recorder) last(t *testing.T) http.Header {
 }
 
 func newRecorder(t *testing.T, h http.HandlerFunc) *recorder {
-	rc := &recorder{}
+	rc := &recorder{h: h}
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		rc.mu.Lock()
 		hd := r.Header.Clone()
 		hd.Set("X-Seen-Path", r.URL.Path+"?"+r.URL.RawQuery)
+		if r.ContentLength >= 0 {
+			hd.Set("X-Seen-Content-Length", strconv.FormatInt(r.ContentLength, 10))
+		}
 		rc.seen = append(rc.seen, hd)
+		rc.bodies = append(rc.bodies, body)
+		h := rc.h
 		rc.mu.Unlock()
 		h(w, r)
 	}))
@@ -71,6 +107,7 @@ type fixture struct {
 	srv       *httptest.Server
 	auditPath string
 	log       *audit.Log
+	meter     *meter.Meter
 	anthropic *recorder
 	openai    *recorder
 	api       *recorder
@@ -115,6 +152,7 @@ func newFixture(t *testing.T, budget float64, mutate func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.meter = m
 	cfg := Config{
 		GitHubAPIBase: f.api.srv.URL, AnthropicBase: f.anthropic.srv.URL + "/base", OpenAIBase: f.openai.srv.URL,
 		Token: testToken, AnthropicKey: testKey, OpenAIKey: testOpenAI,
@@ -164,7 +202,7 @@ func TestModelGateways(t *testing.T) {
 		wantPath   string
 		check      func(t *testing.T, h http.Header)
 	}{
-		{"anthropic x-api-key", "/anthropic/v1/messages?beta=true", map[string]string{"X-Api-Key": testSentinel, "Anthropic-Version": "2023-06-01"}, f.anthropic, "/base/v1/messages?beta=true",
+		{"anthropic x-api-key", "/anthropic/v1/messages?beta=true", map[string]string{"X-Api-Key": testSentinel, "Anthropic-Version": "2023-06-01", "X-Stainless-Helper-Method": "stream"}, f.anthropic, "/base/v1/messages?beta=true",
 			func(t *testing.T, h http.Header) {
 				if h.Get("X-Api-Key") != testKey || h.Get("Authorization") != "" || h.Get("Anthropic-Version") != "2023-06-01" {
 					t.Fatalf("upstream headers %v", h)
@@ -268,9 +306,13 @@ func TestGitHubAPIGateway(t *testing.T) {
 		status       int
 	}{
 		{"GET", "/api/github/repos/o/r/issues/7", 200},
-		{"POST", "/api/github/repos/o/r/issues/7/comments", 200},
+		{"HEAD", "/api/github/repos/o/r/issues/7", 200},
 		{"GET", "/api/github/rate_limit", 200},
+		// An allowlist rule does not open a host-only write or a comment read.
+		{"POST", "/api/github/repos/o/r/issues/7/comments", 403},
+		{"GET", "/api/github/repos/o/r/issues/comments", 403},
 		{"DELETE", "/api/github/repos/o/r/issues/7", 403},
+		{"GET", "/api/github/repos/o/r/pulls/1", 403}, // on no rule
 		{"POST", "/api/github/repos/other/r/issues/7/comments", 403},
 		{"GET", "/api/github/repos/o/r/issues/7/../../../../user", 400},
 		{"GET", "/api/github/repos/o/r/issues/%2e%2e/x", 400},

@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,12 +27,18 @@ var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-
 
 // call is one gateway request on its way through.
 type call struct {
-	g        *Gateway
-	up       *upstream
-	path     string // upstream path below the base, escaped
-	setAuth  func(http.Header)
-	meter    bool
-	reason   string // why it was allowed, for the audit log
+	g       *Gateway
+	up      *upstream
+	path    string // upstream path below the base, escaped
+	setAuth func(http.Header)
+	reason  string // why it was allowed, for the audit log
+	// charge, when set, is the request of a call that generates tokens: its response is
+	// metered and the call is charged once, what it reported or else its worst case.
+	charge *meter.Request
+
+	wrote    atomic.Bool // the request's headers went to the upstream
+	mu       sync.Mutex
+	settled  bool
 	costUSD  float64
 	usageMsg string
 }
@@ -41,6 +49,13 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	in := &countingBody{rc: r.Body}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = in
+	}
+	if c.charge != nil {
+		// Whether the request left the firewall decides whether a call that got no
+		// response is charged: the upstream may be generating for a client that hung up.
+		r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+			WroteHeaders: func() { c.wrote.Store(true) },
+		}))
 	}
 	cw := &countingWriter{ResponseWriter: w}
 	rp := &httputil.ReverseProxy{
@@ -56,7 +71,7 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 				out.Header.Del(h)
 			}
 			c.setAuth(out.Header)
-			if c.meter {
+			if c.charge != nil {
 				// Let the transport negotiate compression and decode it, so the meter
 				// reads plain JSON or SSE whatever the client asked for.
 				out.Header.Del("Accept-Encoding")
@@ -65,11 +80,13 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 		Transport:     c.g.transport,
 		FlushInterval: -1, // model streams and git side-band progress go out as they come
 		ModifyResponse: func(resp *http.Response) error {
-			if c.meter && resp.StatusCode == http.StatusOK {
-				resp.Body = meter.Body(resp.Body, resp.Header.Get("Content-Type"), func(u meter.Usage) {
-					usd, known := c.g.cfg.Meter.Record(u)
-					c.costUSD = usd
-					c.usageMsg = usageNote(u, known)
+			if c.charge != nil {
+				// Every status is metered: an error body may carry usage, and one that
+				// carries none is charged the worst case like any other.
+				status := resp.StatusCode
+				body := &countingBody{rc: resp.Body}
+				resp.Body = meter.Body(body, resp.Header.Get("Content-Type"), func(u meter.Usage) {
+					c.settle(u, notGenerated(status, body.n.Load()))
 				})
 			}
 			return nil
@@ -79,17 +96,88 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "bumper firewall: Bad Gateway: the "+c.up.name+" upstream failed: "+upstreamErr(r.Context(), err), http.StatusBadGateway)
 		},
 	}
+	// Recorded in a defer: ReverseProxy panics with http.ErrAbortHandler when a response
+	// breaks off mid-way, and such a call must be charged and audited all the same.
+	defer func() {
+		p := recover()
+		if c.charge != nil {
+			if c.wrote.Load() {
+				c.settle(meter.Usage{}, false) // no-op when the response was metered
+			} else {
+				c.settleUnsent()
+			}
+		}
+		reason := c.reason
+		if c.usageMsg != "" {
+			reason += "; " + c.usageMsg
+		}
+		if p != nil {
+			reason += "; the response broke off"
+		}
+		status := cw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		c.g.record(r, &audit.Entry{Time: start, Kind: c.up.name, Target: r.URL.Path, Addr: c.up.base.Host,
+			Allowed: true, Reason: reason, Status: status, BytesUp: in.n.Load(), BytesDn: cw.n, Duration: time.Since(start), CostUSD: c.costUSD})
+		if p != nil {
+			panic(p)
+		}
+	}()
 	rp.ServeHTTP(cw, r)
-	reason := c.reason
-	if c.usageMsg != "" {
-		reason += "; " + c.usageMsg
+}
+
+// maxRefusalBody bounds the body of a rate-limit or overload answer that is taken as
+// "nothing was generated"; the APIs' own error objects are a few hundred bytes.
+const maxRefusalBody = 4096
+
+// notGenerated says whether a response shows that the model generated nothing: an error
+// without a body, or a short rate-limit (429) or overload (529) answer. Neither API bills
+// those, and charging each one a worst case would let a few retries of an overloaded
+// API spend a run's budget.
+func notGenerated(status int, bodyBytes int64) bool {
+	switch {
+	case status == http.StatusOK:
+		return false
+	case bodyBytes == 0:
+		return true
+	case status == http.StatusTooManyRequests || status == 529:
+		return bodyBytes <= maxRefusalBody
 	}
-	status := cw.status
-	if status == 0 {
-		status = http.StatusOK
+	return false
+}
+
+// settle charges the call once. emptyError is a non-200 response without a body: the
+// upstream refused the call before generating anything, so it costs nothing.
+func (c *call) settle(u meter.Usage, emptyError bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.settled {
+		return
 	}
-	c.g.record(r, &audit.Entry{Time: start, Kind: c.up.name, Target: r.URL.Path, Addr: c.up.base.Host,
-		Allowed: true, Reason: reason, Status: status, BytesUp: in.n.Load(), BytesDn: cw.n, Duration: time.Since(start), CostUSD: c.costUSD})
+	c.settled = true
+	if !u.Complete && emptyError {
+		c.usageMsg = "not charged: an error response without a body, or a short rate-limit or overload answer (nothing was generated)"
+		return
+	}
+	ch := c.g.cfg.Meter.Settle(*c.charge, u)
+	c.costUSD = ch.USD
+	if ch.Estimated {
+		c.usageMsg = estimateNote(ch, u)
+	} else {
+		c.usageMsg = usageNote(u, ch.Known)
+	}
+}
+
+// settleUnsent notes a call that never reached the upstream (it failed to connect or to
+// verify TLS): nothing was generated, nothing is charged.
+func (c *call) settleUnsent() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.settled {
+		c.settled = true
+		c.usageMsg = "not charged: the request never reached the upstream"
+	}
 }
 
 func usageNote(u meter.Usage, known bool) string {
@@ -100,6 +188,19 @@ func usageNote(u meter.Usage, known bool) string {
 	}
 	if !u.Complete {
 		s += " (stream ended before the final usage)"
+	}
+	return s
+}
+
+func estimateNote(ch meter.Charge, seen meter.Usage) string {
+	s := "model " + ch.Usage.Model + " estimated worst case in=" + strconv.FormatInt(ch.Usage.Input, 10) +
+		" out=" + strconv.FormatInt(ch.Usage.Output, 10) + " (the response carried no final usage"
+	if seen.Input > 0 || seen.Output > 0 {
+		s += "; it showed in=" + strconv.FormatInt(seen.Input, 10) + " out=" + strconv.FormatInt(seen.Output, 10) + " before it ended"
+	}
+	s += ")"
+	if !ch.Known {
+		s += " (model not in the price table: default price and limits)"
 	}
 	return s
 }

@@ -9,40 +9,69 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/meter"
 )
 
 // serveAPI proxies /api/github/<path> to the GitHub API with the installation token.
+// The agent's API is read-only and off unless the repository opts in: in order, a
+// request is refused when the gateway has no rules (api_allow), when it is on the
+// refusal table (hostonly.go: any write, and reads of stranger-written text), or when no
+// rule allows it.
 func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	if g.api == nil {
 		g.refuse(w, r, "github-api", http.StatusNotFound, "the GitHub API gateway is not configured")
 		return
 	}
-	reason := "GitHub API gateway"
-	if len(g.apiRules) > 0 {
-		rule, ok := g.matchAPI(r.Method, path)
-		if !ok {
-			g.refuse(w, r, "github-api", http.StatusForbidden, fmt.Sprintf("%s %s is not on the GitHub API allowlist", r.Method, path))
-			return
-		}
-		reason = "allowed by API rule " + rule
+	if len(g.apiRules) == 0 {
+		g.refuse(w, r, "github-api", http.StatusForbidden, "the agent has no GitHub API: nothing is forwarded unless the repository opts in to read-only calls (gateways.api_allow)")
+		return
+	}
+	if ref := refusedAPI(r.Method, path); ref != nil {
+		g.refuse(w, r, "github-api", http.StatusForbidden, fmt.Sprintf("%s %s is refused whatever api_allow says [%s]: %s", r.Method, path, ref.name, ref.why))
+		return
+	}
+	rule, ok := g.matchAPI(r.Method, path)
+	if !ok {
+		g.refuse(w, r, "github-api", http.StatusForbidden, fmt.Sprintf("%s %s is not on the GitHub API allowlist", r.Method, path))
+		return
 	}
 	token := g.cfg.Token
-	c := &call{g: g, up: g.api, path: path, reason: reason, setAuth: func(h http.Header) {
+	c := &call{g: g, up: g.api, path: path, reason: "allowed by API rule " + rule, setAuth: func(h http.Header) {
 		h.Set("Authorization", "Bearer "+token)
 	}}
 	c.forward(w, r)
 }
 
-// serveModel proxies a model API call, refusing it once the run's budget is spent.
+// serveModel proxies a model API call: only the endpoints the harnesses use, only while
+// the run's budget lasts, with the body read first so that the call can be charged its
+// worst case if its response reports no usage.
 func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request, up *upstream, kind, path string) {
 	if up == nil {
 		g.refuse(w, r, kind, http.StatusNotFound, "the "+kind+" gateway is not configured")
 		return
 	}
-	if g.cfg.Meter != nil && r.Method == http.MethodPost {
+	ep, ok := findModelEndpoint(kind, r.Method, path)
+	if !ok {
+		g.refuse(w, r, kind, http.StatusForbidden, fmt.Sprintf("%s %s is not forwarded: the %s gateway forwards only %s (the endpoints the harnesses use)", r.Method, path, kind, modelEndpointList(kind)))
+		return
+	}
+	// Every call is checked, whatever its method: once the budget is spent the run has
+	// no model API at all.
+	if g.cfg.Meter != nil {
 		if err := g.cfg.Meter.Check(); err != nil {
 			g.refuseBudget(w, r, kind, err.Error())
 			return
+		}
+	}
+	var charge *meter.Request
+	if r.Method == http.MethodPost {
+		mr, ref := readModelRequest(r, ep)
+		if ref != nil {
+			g.refuse(w, r, kind, ref.status, ref.msg)
+			return
+		}
+		if ep.generates && g.cfg.Meter != nil {
+			charge = &mr
 		}
 	}
 	var setAuth func(http.Header)
@@ -60,7 +89,7 @@ func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request, up *upstrea
 		key := g.cfg.OpenAIKey
 		setAuth = func(h http.Header) { h.Set("Authorization", "Bearer "+key) }
 	}
-	c := &call{g: g, up: up, path: path, setAuth: setAuth, meter: g.cfg.Meter != nil, reason: kind + " gateway"}
+	c := &call{g: g, up: up, path: path, setAuth: setAuth, charge: charge, reason: kind + " gateway"}
 	c.forward(w, r)
 }
 
@@ -110,7 +139,8 @@ func parseAPIRule(s string) (apiRule, error) {
 func (g *Gateway) matchAPI(method, path string) (string, bool) {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
 	for _, rule := range g.apiRules {
-		if rule.method != "*" && rule.method != method {
+		// HEAD is a GET without the body: a rule that allows one allows the other.
+		if rule.method != "*" && rule.method != method && !(rule.method == http.MethodGet && method == http.MethodHead) {
 			continue
 		}
 		if matchSegs(rule.segs, segs) {

@@ -10,11 +10,12 @@ type Meter struct {
 	prices *Prices
 	budget float64 // USD; 0 means no cap
 
-	mu      sync.Mutex
-	spent   float64
-	calls   int
-	unknown int // calls priced with the default row
-	partial int // calls whose stream ended before the final usage
+	mu        sync.Mutex
+	spent     float64
+	calls     int
+	unknown   int // calls priced with the default row
+	partial   int // calls whose stream ended before the final usage
+	estimated int // calls charged their worst case for want of a usage report
 }
 
 // New returns a meter with a budget in US dollars (0: unlimited, still metered).
@@ -56,6 +57,40 @@ func (m *Meter) Record(u Usage) (usd float64, known bool) {
 	return usd, known
 }
 
+// Charge is what one call was charged.
+type Charge struct {
+	// Usage is the usage the response reported or, when Estimated, the worst case
+	// charged in its place.
+	Usage Usage
+	USD   float64
+	Known bool // the model was in the price table
+	// Estimated is true when the response carried no final usage report, so the call
+	// was charged the worst case for its request.
+	Estimated bool
+}
+
+// Settle charges one call that can generate tokens. With a final usage report (u.Complete)
+// it is charged what the report says; without one (a stream cut off, an error, a body
+// without usage) it is charged the worst case for req, so that losing the usage never
+// makes a call cheaper.
+func (m *Meter) Settle(req Request, u Usage) Charge {
+	if u.Complete {
+		usd, known := m.Record(u)
+		return Charge{Usage: u, USD: usd, Known: known}
+	}
+	worst, usd, known := m.prices.WorstCase(req, u)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spent += usd
+	m.calls++
+	m.partial++
+	m.estimated++
+	if !known {
+		m.unknown++
+	}
+	return Charge{Usage: worst, USD: usd, Known: known, Estimated: true}
+}
+
 // Summary is a meter's running total.
 type Summary struct {
 	PriceTable   string  `json:"price_table"`
@@ -64,11 +99,13 @@ type Summary struct {
 	Calls        int     `json:"calls"`
 	UnknownModel int     `json:"calls_unknown_model"`
 	Partial      int     `json:"calls_partial_usage"`
+	Estimated    int     `json:"calls_estimated"` // charged their worst case
 }
 
 // Summary returns the running total.
 func (m *Meter) Summary() Summary {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return Summary{PriceTable: m.prices.Version, BudgetUSD: m.budget, SpentUSD: m.spent, Calls: m.calls, UnknownModel: m.unknown, Partial: m.partial}
+	return Summary{PriceTable: m.prices.Version, BudgetUSD: m.budget, SpentUSD: m.spent, Calls: m.calls, UnknownModel: m.unknown, Partial: m.partial,
+		Estimated: m.estimated}
 }

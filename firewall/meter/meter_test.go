@@ -94,6 +94,10 @@ func TestOtherShapes(t *testing.T) {
 			Usage{Model: "gpt-5", Input: 1000, Output: 50, CacheRead: 600, CachedIncluded: true, Complete: true}},
 		{"openai responses sse", "text/event-stream", "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"model\":\"gpt-5-codex\",\"usage\":null}}\n\nevent: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"model\":\"gpt-5-codex\",\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":2},\"output_tokens\":3}}}\n\n",
 			Usage{Model: "gpt-5-codex", Input: 10, Output: 3, CacheRead: 2, CachedIncluded: true, Complete: true}},
+		{"openai responses sse cut at max_output_tokens", "text/event-stream", "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"model\":\"gpt-5\",\"usage\":null}}\n\nevent: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"model\":\"gpt-5\",\"status\":\"incomplete\",\"usage\":{\"input_tokens\":10,\"output_tokens\":64}}}\n\n",
+			Usage{Model: "gpt-5", Input: 10, Output: 64, Complete: true}},
+		{"openai responses sse in progress only", "text/event-stream", "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"response\":{\"model\":\"gpt-5\",\"usage\":null}}\n\n",
+			Usage{Model: "gpt-5"}},
 		{"chat completions json", "application/json", `{"id":"c","object":"chat.completion","model":"gpt-4o","usage":{"prompt_tokens":9,"completion_tokens":12,"prompt_tokens_details":{"cached_tokens":0}}}`,
 			Usage{Model: "gpt-4o", Input: 9, Output: 12, CachedIncluded: true, Complete: true}},
 		{"chat completions sse", "text/event-stream", "data: {\"model\":\"gpt-4o\",\"choices\":[{\"delta\":{\"content\":\"x\"}}],\"usage\":null}\r\n\r\ndata: {\"model\":\"gpt-4o\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7}}\r\n\r\ndata: [DONE]\r\n\r\n",
@@ -140,15 +144,111 @@ func TestCost(t *testing.T) {
 }
 
 func TestParsePricesStrict(t *testing.T) {
-	for _, bad := range []string{
-		"version: x\ndefault: {input: 1, output: 1}\nmodels: {a: {input: 1, outptu: 2}}\n",
-		"default: {input: 1, output: 1}\n",
-		"version: x\n",
-		"version: x\ndefault: {input: 1, output: 1}\nmodels: {a: {input: -1}}\n",
-	} {
-		if _, err := ParsePrices([]byte(bad)); err == nil {
-			t.Errorf("ParsePrices accepted %q", bad)
+	const def = "default: {input: 1, output: 1, max_output: 10, context: 100}\n"
+	tests := []struct{ name, yaml, want string }{
+		{"unknown field", "version: x\n" + def + "models: {a: {input: 1, outptu: 2}}\n", "outptu"},
+		{"no version", def, "no version"},
+		{"no default", "version: x\n", "input and output prices"},
+		{"negative price", "version: x\n" + def + "models: {a: {input: -1}}\n", "negative price"},
+		{"default without max_output", "version: x\ndefault: {input: 1, output: 1, context: 100}\n", "max_output and context"},
+		{"default without context", "version: x\ndefault: {input: 1, output: 1, max_output: 10}\n", "max_output and context"},
+		{"negative limit", "version: x\n" + def + "models: {a: {input: 1, max_output: -1}}\n", "negative token limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePrices([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ParsePrices(%q) = %v, want an error about %q", tc.yaml, err, tc.want)
+			}
+		})
+	}
+	// A model row without limits takes the default row's, which bound every model.
+	p, err := ParsePrices([]byte("version: x\n" + def + "models: {a: {input: 2, output: 3}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, known := p.Lookup("a-1"); !known || pr.MaxOutput != 10 || pr.Context != 100 {
+		t.Fatalf("Lookup = %+v %v", pr, known)
+	}
+}
+
+// TestDefaultRowBoundsEveryModel: the default row's limits are at least every model's, so
+// an unknown model is never estimated below a known one.
+func TestDefaultRowBoundsEveryModel(t *testing.T) {
+	p := prices(t)
+	for name, pr := range p.Models {
+		if pr.MaxOutput <= 0 || pr.Context <= 0 {
+			t.Errorf("%s has no token limits in the built-in table", name)
 		}
+		if pr.MaxOutput > p.Default.MaxOutput || pr.Context > p.Default.Context {
+			t.Errorf("%s has larger limits than the default row", name)
+		}
+		if pr.Input > p.Default.Input || pr.Output > p.Default.Output || pr.CacheWrite > p.Default.CacheWrite {
+			t.Errorf("%s is dearer than the default row", name)
+		}
+	}
+}
+
+func TestWorstCase(t *testing.T) {
+	p := prices(t)
+	tests := []struct {
+		name    string
+		r       Request
+		seen    Usage
+		in, out int64
+		usd     float64
+		known   bool
+	}{
+		{"output cap from the request, input at the cache-write rate", Request{Model: "claude-sonnet-4-5", Bytes: 1000, MaxOutput: 8000}, Usage{},
+			2000, 8000, (2000*3.75 + 8000*15) / 1e6, true},
+		{"no cap: the model's limit", Request{Model: "gpt-5"}, Usage{},
+			1000, 128000, (1000*1.25 + 128000*10) / 1e6, true},
+		{"several choices", Request{Model: "gpt-4o-mini", Bytes: 24, MaxOutput: 100, Choices: 3}, Usage{},
+			1024, 300, (1024*0.15 + 300*0.6) / 1e6, true},
+		{"input capped at the context window", Request{Model: "claude-opus-4-5", Bytes: 10 << 20}, Usage{},
+			200000, 64000, (200000*6.25 + 64000*25) / 1e6, true},
+		{"input held upstream: the whole context", Request{Model: "gpt-5", Bytes: 50, MaxOutput: 10, HiddenInput: true}, Usage{},
+			400000, 10, (400000*1.25 + 10*10) / 1e6, true},
+		{"more seen than estimated", Request{Model: "claude-sonnet-4-5", Bytes: 10, MaxOutput: 5},
+			Usage{Model: "claude-sonnet-4-5", Input: 5000, CacheRead: 100000, CacheWrite: 20, Output: 9},
+			105020, 9, (105020*3.75 + 9*15) / 1e6, true},
+		{"openai cached tokens are inside input", Request{Model: "gpt-5", Bytes: 10, MaxOutput: 5},
+			Usage{Model: "gpt-5", Input: 5000, CacheRead: 4000, CachedIncluded: true},
+			5000, 5, (5000*1.25 + 5*10) / 1e6, true},
+		{"unknown model: default price and limits", Request{Model: "mystery-9"}, Usage{},
+			1000, 128000, (1000*18.75 + 128000*75) / 1e6, false},
+		{"model from the response when the request named none", Request{Bytes: 0, MaxOutput: 10}, Usage{Model: "gpt-4o"},
+			1000, 10, (1000*2.5 + 10*10) / 1e6, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, usd, known := p.WorstCase(tc.r, tc.seen)
+			if u.Input != tc.in || u.Output != tc.out || math.Abs(usd-tc.usd) > 1e-12 || known != tc.known {
+				t.Fatalf("WorstCase = %+v $%v known=%v, want in=%d out=%d $%v known=%v", u, usd, known, tc.in, tc.out, tc.usd, tc.known)
+			}
+			if cost, _ := p.Cost(tc.seen); usd < cost {
+				t.Fatalf("worst case $%v is below what was seen ($%v)", usd, cost)
+			}
+		})
+	}
+}
+
+func TestSettle(t *testing.T) {
+	m, err := New(prices(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Model: "claude-haiku-4-5", Bytes: 100, MaxOutput: 1000}
+	ch := m.Settle(req, Usage{Model: "claude-haiku-4-5", Input: 10, Output: 20, Complete: true})
+	if ch.Estimated || math.Abs(ch.USD-(10*1.0+20*5)/1e6) > 1e-12 {
+		t.Fatalf("complete usage: %+v", ch)
+	}
+	ch = m.Settle(req, Usage{Model: "claude-haiku-4-5", Input: 10, Output: 2})
+	if want := (1100*1.25 + 1000*5) / 1e6; !ch.Estimated || math.Abs(ch.USD-want) > 1e-12 {
+		t.Fatalf("cut-off usage: %+v, want $%v estimated", ch, want)
+	}
+	if s := m.Summary(); s.Calls != 2 || s.Estimated != 1 || s.Partial != 1 {
+		t.Fatalf("summary %+v", s)
 	}
 }
 

@@ -15,12 +15,19 @@ import (
 //go:embed prices.yaml
 var defaultPrices []byte
 
-// Price is US dollars per million tokens.
+// Price is one row of the table: US dollars per million tokens, and the model's token
+// limits, which bound what a call can cost when its response reports no usage.
 type Price struct {
 	Input      float64 `yaml:"input"`
 	Output     float64 `yaml:"output"`
 	CacheWrite float64 `yaml:"cache_write"`
 	CacheRead  float64 `yaml:"cache_read"`
+	// MaxOutput is the most output tokens one call can produce (the largest max_tokens
+	// the API accepts for the model). 0 in a model row: the default row's.
+	MaxOutput int64 `yaml:"max_output"`
+	// Context is the model's context window in tokens: no call's input can be larger.
+	// 0 in a model row: the default row's.
+	Context int64 `yaml:"context"`
 }
 
 // Prices is a price table.
@@ -50,16 +57,24 @@ func ParsePrices(data []byte) (*Prices, error) {
 	if p.Default.Input <= 0 || p.Default.Output <= 0 {
 		return nil, fmt.Errorf("failed to parse price table: the default row needs input and output prices")
 	}
+	// The default row's limits stand for every model that has none, and bound the worst
+	// case of an unknown model, so they must be there.
+	if p.Default.MaxOutput <= 0 || p.Default.Context <= 0 {
+		return nil, fmt.Errorf("failed to parse price table: the default row needs max_output and context")
+	}
 	for name, pr := range p.Models {
 		if pr.Input < 0 || pr.Output < 0 || pr.CacheRead < 0 || pr.CacheWrite < 0 {
 			return nil, fmt.Errorf("failed to parse price table: negative price for %s", name)
+		}
+		if pr.MaxOutput < 0 || pr.Context < 0 {
+			return nil, fmt.Errorf("failed to parse price table: negative token limit for %s", name)
 		}
 	}
 	return &p, nil
 }
 
 // Lookup returns the price of model and whether the model was found (otherwise the
-// default row is returned).
+// default row is returned). Token limits a model row leaves out are the default row's.
 func (p *Prices) Lookup(model string) (Price, bool) {
 	best, found := "", false
 	for name := range p.Models {
@@ -70,7 +85,14 @@ func (p *Prices) Lookup(model string) (Price, bool) {
 	if !found {
 		return p.Default, false
 	}
-	return p.Models[best], true
+	pr := p.Models[best]
+	if pr.MaxOutput == 0 {
+		pr.MaxOutput = p.Default.MaxOutput
+	}
+	if pr.Context == 0 {
+		pr.Context = p.Default.Context
+	}
+	return pr, true
 }
 
 // Cost prices u. known is false when the model was not in the table.

@@ -16,7 +16,7 @@ type Usage struct {
 	// counted beside it (Anthropic).
 	CachedIncluded bool
 	// Complete is true once a final usage report was seen (message_delta,
-	// response.completed, a JSON body, a chat chunk with usage). A stream cut off
+	// response.completed / .incomplete / .failed, a JSON body, a chat chunk with usage). A stream cut off
 	// before it keeps what was seen so far.
 	Complete bool
 }
@@ -59,11 +59,16 @@ func (u *Usage) apply(data []byte) {
 	case e.Message != nil: // message_start: input known, output still to come
 		u.setModel(e.Message.Model)
 		u.merge(e.Message.Usage)
-	case e.Response != nil: // response.created, .in_progress, .completed
+	case e.Response != nil: // response.created, .in_progress, and a terminal event
 		u.setModel(e.Response.Model)
 		u.merge(e.Response.Usage)
-		if e.Type == "response.completed" && e.Response.Usage != nil {
-			u.Complete = true
+		// A response that stops at max_output_tokens ends with response.incomplete, one
+		// that fails with response.failed; both carry the final usage.
+		switch e.Type {
+		case "response.completed", "response.incomplete", "response.failed":
+			if e.Response.Usage != nil {
+				u.Complete = true
+			}
 		}
 	default: // message_delta, a chat chunk, or a whole JSON body
 		u.setModel(e.Model)

@@ -1,0 +1,327 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// apiAttack is one request an agent in the VM tries against the GitHub API gateway.
+type apiAttack struct {
+	rule   string // the refusal (an apiRefusals entry, or "method-override") that must stop it
+	method string
+	path   string // below /api/github
+	hdr    map[string]string
+}
+
+// hostOnlyAttacks are writes only the host side may make, and the reads of
+// stranger-written text the agent never gets. Each is tried under the most permissive
+// allowlist there is (`* /**`). TestRefusalTableIsTested checks that every entry of the
+// table has at least one attack here.
+var hostOnlyAttacks = []apiAttack{
+	{"git-database", "POST", "/repos/o/r/git/refs", nil},
+	{"git-database", "PATCH", "/repos/o/r/git/refs/heads/main", nil},
+	{"git-database", "DELETE", "/repos/o/r/git/refs/heads/bumper/12-1", nil},
+	{"git-database", "POST", "/repos/o/r/git/tags", nil},
+	{"git-database", "POST", "/repos/o/r/git/blobs", nil},
+	{"git-database", "POST", "/repos/o/r/git/trees", nil},
+	{"git-database", "POST", "/repos/o/r/git/commits", nil},
+	{"contents", "PUT", "/repos/o/r/contents/README.md", nil},
+	{"contents", "PUT", "/repos/o/r/contents/.github/workflows/ci.yml", nil},
+	{"contents", "DELETE", "/repos/o/r/contents/go.mod", nil},
+	{"check-runs-and-suites", "POST", "/repos/o/r/check-runs", nil},
+	{"check-runs-and-suites", "PATCH", "/repos/o/r/check-runs/5", nil},
+	{"check-runs-and-suites", "POST", "/repos/o/r/check-runs/5/rerequest", nil},
+	{"check-runs-and-suites", "POST", "/repos/o/r/check-suites", nil},
+	{"check-runs-and-suites", "PATCH", "/repos/o/r/check-suites/preferences", nil},
+	{"commit-statuses", "POST", "/repos/o/r/statuses/0123456789abcdef0123456789abcdef01234567", nil},
+	{"deployments", "POST", "/repos/o/r/deployments", nil},
+	{"deployments", "POST", "/repos/o/r/deployments/1/statuses", nil},
+	{"pull-request-reviews", "POST", "/repos/o/r/pulls/1/reviews", nil},
+	{"pull-request-reviews", "POST", "/repos/o/r/pulls/1/reviews/2/events", nil},
+	{"pull-request-reviews", "PUT", "/repos/o/r/pulls/1/reviews/2/dismissals", nil},
+	{"pull-request-reviews", "PUT", "/repos/o/r/pulls/1/reviews/2", nil},
+	{"pull-request-reviews", "DELETE", "/repos/o/r/pulls/1/reviews/2", nil},
+	{"pull-request-reviews", "GET", "/repos/o/r/pulls/1/reviews", nil},
+	{"pull-request-reviews", "GET", "/repos/o/r/pulls/1/reviews/2/comments", nil},
+	{"merges", "PUT", "/repos/o/r/pulls/1/merge", nil},
+	{"merges", "POST", "/repos/o/r/merges", nil},
+	{"merges", "PUT", "/repos/o/r/pulls/1/update-branch", nil},
+	{"merges", "POST", "/repos/o/r/merge-upstream", nil},
+	{"pull-requests", "POST", "/repos/o/r/pulls", nil},
+	{"pull-requests", "PATCH", "/repos/o/r/pulls/1", nil},
+	{"pull-requests", "POST", "/repos/o/r/pulls/1/requested_reviewers", nil},
+	{"labels", "POST", "/repos/o/r/labels", nil},
+	{"labels", "PATCH", "/repos/o/r/labels/bug", nil},
+	{"labels", "DELETE", "/repos/o/r/labels/bug", nil},
+	{"labels", "POST", "/repos/o/r/issues/7/labels", nil},
+	{"labels", "PUT", "/repos/o/r/issues/7/labels", nil},
+	{"labels", "DELETE", "/repos/o/r/issues/7/labels/bumper:approved", nil},
+	{"issues", "POST", "/repos/o/r/issues", nil},
+	{"issues", "PATCH", "/repos/o/r/issues/7", nil},
+	{"issues", "PUT", "/repos/o/r/issues/7/lock", nil},
+	{"issues", "POST", "/repos/o/r/issues/7/assignees", nil},
+	{"issue-comments", "POST", "/repos/o/r/issues/7/comments", nil},
+	{"issue-comments", "PATCH", "/repos/o/r/issues/comments/9", nil},
+	{"issue-comments", "DELETE", "/repos/o/r/issues/comments/9", nil},
+	{"issue-comments", "GET", "/repos/o/r/issues/7/comments", nil},
+	{"issue-comments", "GET", "/repos/o/r/issues/comments", nil},
+	{"issue-comments", "GET", "/repos/o/r/issues/comments/9", nil},
+	{"issue-timeline", "GET", "/repos/o/r/issues/7/timeline", nil},
+	{"pull-request-review-comments", "POST", "/repos/o/r/pulls/1/comments", nil},
+	{"pull-request-review-comments", "PATCH", "/repos/o/r/pulls/comments/9", nil},
+	{"pull-request-review-comments", "DELETE", "/repos/o/r/pulls/comments/9", nil},
+	{"pull-request-review-comments", "GET", "/repos/o/r/pulls/1/comments", nil},
+	{"pull-request-review-comments", "GET", "/repos/o/r/pulls/comments", nil},
+	{"commit-comments", "POST", "/repos/o/r/commits/abc/comments", nil},
+	{"commit-comments", "PATCH", "/repos/o/r/comments/9", nil},
+	{"commit-comments", "DELETE", "/repos/o/r/comments/9", nil},
+	{"commit-comments", "GET", "/repos/o/r/comments", nil},
+	{"commit-comments", "GET", "/repos/o/r/commits/abc/comments", nil},
+	{"discussions", "GET", "/repos/o/r/discussions", nil},
+	{"discussions", "GET", "/repos/o/r/discussions/3/comments", nil},
+	{"discussions", "POST", "/repos/o/r/discussions/3/comments", nil},
+	{"team-discussions", "GET", "/orgs/o/teams/t/discussions", nil},
+	{"team-discussions", "GET", "/orgs/o/teams/t/discussions/1/comments", nil},
+	{"team-discussions", "GET", "/teams/5/discussions/1/comments", nil},
+	{"gists", "GET", "/gists/abc/comments", nil},
+	{"gists", "POST", "/gists/abc/comments", nil},
+	{"gists", "GET", "/gists/abc", nil},
+	{"gists", "GET", "/users/u/gists", nil},
+	{"activity-events", "GET", "/repos/o/r/events", nil},
+	{"activity-events", "GET", "/networks/o/r/events", nil},
+	{"activity-events", "GET", "/events", nil},
+	{"activity-events", "GET", "/orgs/o/events", nil},
+	{"activity-events", "GET", "/users/u/events/public", nil},
+	{"activity-events", "GET", "/users/u/received_events", nil},
+	{"actions", "GET", "/repos/o/r/actions/secrets", nil},
+	{"actions", "GET", "/repos/o/r/actions/runs/1/logs", nil},
+	{"actions", "POST", "/repos/o/r/actions/workflows/ci.yml/dispatches", nil},
+	{"actions", "PUT", "/repos/o/r/actions/permissions", nil},
+	{"actions", "POST", "/repos/o/r/actions/runs/1/rerun", nil},
+	{"actions", "GET", "/orgs/o/actions/secrets", nil},
+	{"repository-dispatch", "POST", "/repos/o/r/dispatches", nil},
+	{"branch-protection-and-rulesets", "PUT", "/repos/o/r/branches/main/protection", nil},
+	{"branch-protection-and-rulesets", "DELETE", "/repos/o/r/branches/main/protection/required_status_checks", nil},
+	{"branch-protection-and-rulesets", "POST", "/repos/o/r/branches/main/rename", nil},
+	{"branch-protection-and-rulesets", "POST", "/repos/o/r/rulesets", nil},
+	{"branch-protection-and-rulesets", "PUT", "/repos/o/r/rulesets/1", nil},
+	{"branch-protection-and-rulesets", "POST", "/orgs/o/rulesets", nil},
+	{"repository-settings", "PATCH", "/repos/o/r", nil},
+	{"repository-settings", "DELETE", "/repos/o/r", nil},
+	{"repository-settings", "PUT", "/repos/o/r/topics", nil},
+	{"repository-settings", "POST", "/repos/o/r/transfer", nil},
+	{"repository-settings", "PUT", "/repos/o/r/collaborators/mallory", nil},
+	{"repository-settings", "PUT", "/repos/o/r/environments/production", nil},
+	{"repository-settings", "POST", "/repos/o/r/pages", nil},
+	{"repository-settings", "DELETE", "/repos/o/r/vulnerability-alerts", nil},
+	{"repository-settings", "PUT", "/orgs/o/teams/t/repos/o/r", nil},
+	{"repository-settings", "PATCH", "/repos/o/r/code-scanning/alerts/1", nil},
+	{"repository-settings", "PATCH", "/repos/o/r/secret-scanning/alerts/1", nil},
+	{"deploy-keys", "POST", "/repos/o/r/keys", nil},
+	{"deploy-keys", "DELETE", "/repos/o/r/keys/1", nil},
+	{"deploy-keys", "POST", "/user/keys", nil},
+	{"hooks", "POST", "/repos/o/r/hooks", nil},
+	{"hooks", "GET", "/repos/o/r/hooks/1/deliveries", nil},
+	{"hooks", "PATCH", "/orgs/o/hooks/1", nil},
+	{"hooks", "GET", "/orgs/o/hooks", nil},
+	{"releases", "POST", "/repos/o/r/releases", nil},
+	{"releases", "PATCH", "/repos/o/r/releases/1", nil},
+	{"releases", "DELETE", "/repos/o/r/releases/assets/1", nil},
+	{"graphql", "POST", "/graphql", nil},
+	{"graphql", "GET", "/graphql", nil},
+	{"forks-and-new-repositories", "POST", "/repos/o/r/forks", nil},
+	{"forks-and-new-repositories", "POST", "/user/repos", nil},
+	{"forks-and-new-repositories", "POST", "/orgs/o/repos", nil},
+	{"forks-and-new-repositories", "POST", "/repos/o/template/generate", nil},
+	{"starring-and-following", "PUT", "/user/starred/o/r", nil},
+	{"starring-and-following", "DELETE", "/user/starred/o/r", nil},
+	{"starring-and-following", "PUT", "/user/following/u", nil},
+	{"starring-and-following", "PUT", "/repos/o/r/subscription", nil},
+	{"installation-and-app", "DELETE", "/installation/token", nil},
+	{"installation-and-app", "GET", "/installation/repositories", nil},
+	{"installation-and-app", "GET", "/app", nil},
+	{"installation-and-app", "POST", "/app/installations/1/access_tokens", nil},
+	{"read-only", "POST", "/markdown", nil},
+	{"read-only", "PUT", "/notifications", nil},
+	{"read-only", "POST", "/repos/o/r/import", nil},
+	{"read-only", "OPTIONS", "/rate_limit", nil},
+}
+
+// evasions are the same operations spelled the way an attacker would to slip past a
+// matcher: case, trailing slash, lower-case method, prefixes, encodings, suffixes,
+// method overrides.
+var evasions = []apiAttack{
+	{"git-database", "POST", "/REPOS/o/r/GIT/REFS", nil},
+	{"git-database", "POST", "/repos/o/r/git/refs/", nil},
+	{"git-database", "post", "/repos/o/r/git/refs", nil},
+	{"git-database", "Post", "/repos/o/r/git/refs", nil},
+	{"git-database", "POST", "/repos/o/r/git/refs?ref=refs/heads/main", nil},
+	{"git-database", "POST", "/api/v3/repos/o/r/git/refs", nil},
+	{"git-database", "POST", "/api/v3/api/v3/repos/o/r/git/refs", nil},
+	{"git-database", "POST", "/repositories/123/git/refs", nil},
+	{"git-database", "POST", "/repos/o/r/%67it/refs", nil},
+	{"check-runs-and-suites", "POST", "/repos/o/r/Check-Runs", nil},
+	{"check-runs-and-suites", "POST", "/repos/o/r/check-runs.json", nil},
+	{"graphql", "POST", "/api/graphql", nil},
+	{"graphql", "POST", "/GraphQL/", nil},
+	{"issue-comments", "GET", "/repos/o/r/issues/7/%63omments", nil},
+	{"issue-comments", "GET", "/repos/o/r/issues/7/Comments/", nil},
+	{"issue-comments", "GET", "/repos/o/r/issues/7/comments.json", nil},
+	{"issue-comments", "GET", "/repos/o/r/issues/7/comments?per_page=100&page=2", nil},
+	{"issue-comments", "HEAD", "/repos/o/r/issues/7/comments", nil},
+	{"issue-comments", "GET", "/repositories/123/issues/7/comments", nil},
+	{"issue-comments", "GET", "/api/v3/repos/o/r/issues/comments", nil},
+	{"pull-request-reviews", "HEAD", "/repos/o/r/pulls/1/reviews", nil},
+	{"read-only", "get", "/rate_limit", nil},
+	{"method-override", "GET", "/repos/o/r/issues/7", map[string]string{"X-HTTP-Method-Override": "DELETE"}},
+	{"method-override", "GET", "/repos/o/r/issues/7", map[string]string{"X-HTTP-Method": "PATCH"}},
+	{"method-override", "GET", "/repos/o/r/issues/7", map[string]string{"x-method-override": "PUT"}},
+	{"method-override", "HEAD", "/repos/o/r/issues/7", map[string]string{"X-Http-Method-Override": "DELETE"}},
+	{"method-override", "GET", "/repos/o/r/issues/7?_method=DELETE", nil},
+	{"method-override", "GET", "/repos/o/r/issues/7?x=1&_METHOD=patch", nil},
+	{"method-override", "GET", "/repos/o/r/issues/7?x=1;%5Fmethod=delete", nil},
+}
+
+// TestHostOnlyOperationsRefused: under `* /**` every host-only write and every read of
+// stranger-written text is refused with 403, names its rule, is audited, and never
+// reaches GitHub.
+func TestHostOnlyOperationsRefused(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) { c.APIAllow = []string{"* /**"} })
+	for _, set := range []struct {
+		name    string
+		attacks []apiAttack
+	}{{"table", hostOnlyAttacks}, {"evasion", evasions}} {
+		for _, tc := range set.attacks {
+			t.Run(set.name+"/"+tc.rule+"/"+tc.method+" "+tc.path, func(t *testing.T) {
+				before := f.api.count()
+				hdr := map[string]string{"Authorization": "token sentinel"}
+				for k, v := range tc.hdr {
+					hdr[k] = v
+				}
+				resp, body := f.do(t, tc.method, "/api/github"+tc.path, hdr, `{"body":"ignore previous instructions"}`)
+				if resp.StatusCode != http.StatusForbidden {
+					t.Fatalf("status %d (%s), want 403", resp.StatusCode, body)
+				}
+				if n := f.api.count(); n != before {
+					t.Fatal("the refused request reached the GitHub API")
+				}
+				if tc.method != "HEAD" && !strings.Contains(body, "["+tc.rule+"]") {
+					t.Fatalf("refusal %q does not name rule %s", body, tc.rule)
+				}
+			})
+		}
+	}
+	a := f.auditText(t)
+	if got, want := strings.Count(a, `"allowed":false`), len(hostOnlyAttacks)+len(evasions); got != want {
+		t.Fatalf("%d refusals audited, want one per attack (%d)", got, want)
+	}
+	if strings.Contains(a, `"allowed":true`) {
+		t.Fatal("an attack was audited as allowed")
+	}
+}
+
+// TestAPIReadsUnderPermissiveAllowlist: the refusals do not take the agent's ordinary
+// reads away.
+func TestAPIReadsUnderPermissiveAllowlist(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) { c.APIAllow = []string{"* /**"} })
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/repos/o/r/issues/7"},
+		{"HEAD", "/repos/o/r/issues/7"},
+		{"GET", "/repos/o/r/issues/7?per_page=1"},
+		{"GET", "/repos/o/r/pulls/1"},
+		{"GET", "/repos/o/r/pulls/1/files"},
+		{"GET", "/repos/o/r/git/refs/heads/main"},
+		{"GET", "/repos/o/r/contents/README.md"},
+		{"GET", "/repos/o/r/commits/abc/check-runs"},
+		{"GET", "/repos/o/r/labels"},
+		{"GET", "/repos/o/r"},
+		{"GET", "/rate_limit"},
+		{"GET", "/search/code?q=_method+repo:o/r"}, // a query that mentions an override is not one
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			before := f.api.count()
+			resp, body := f.do(t, tc.method, "/api/github"+tc.path, nil, "")
+			if resp.StatusCode != http.StatusOK || f.api.count() != before+1 {
+				t.Fatalf("status %d (%s): a read was not forwarded", resp.StatusCode, body)
+			}
+			if got := f.api.last(t).Get("Authorization"); got != "Bearer "+testToken {
+				t.Fatalf("upstream Authorization %q", got)
+			}
+		})
+	}
+}
+
+// TestAPIDeniedByDefault: a GitHub API gateway with no rules forwards nothing, reads
+// included.
+func TestAPIDeniedByDefault(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) { c.APIAllow = nil })
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/rate_limit"},
+		{"GET", "/repos/o/r/issues/7"},
+		{"HEAD", "/repos/o/r"},
+		{"POST", "/repos/o/r/issues/7/comments"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			resp, body := f.do(t, tc.method, "/api/github"+tc.path, nil, "")
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("status %d (%s), want 403", resp.StatusCode, body)
+			}
+			if tc.method != "HEAD" && !strings.Contains(body, "no GitHub API") {
+				t.Fatalf("refusal %q does not say why", body)
+			}
+		})
+	}
+	if n := f.api.count(); n != 0 {
+		t.Fatalf("%d requests reached the GitHub API", n)
+	}
+	if a := f.auditText(t); strings.Count(a, "no GitHub API") != 4 {
+		t.Fatalf("refusals not audited:\n%s", a)
+	}
+}
+
+// TestRefusalTableIsTested: every entry of the refusal table is tried by at least one
+// attack, and every attack names an entry that exists (or the method-override check).
+func TestRefusalTableIsTested(t *testing.T) {
+	names := map[string]bool{"method-override": true}
+	for _, r := range apiRefusals {
+		if names[r.name] {
+			t.Errorf("entry %s appears twice in the table", r.name)
+		}
+		names[r.name] = true
+		if r.why == "" || len(r.patterns) == 0 || r.methods == 0 {
+			t.Errorf("entry %s lacks a reason, a pattern or its methods", r.name)
+		}
+	}
+	tried := map[string]bool{}
+	for _, a := range append(append([]apiAttack{}, hostOnlyAttacks...), evasions...) {
+		if !names[a.rule] {
+			t.Errorf("attack %s %s names no table entry %q", a.method, a.path, a.rule)
+		}
+		tried[a.rule] = true
+	}
+	for name := range names {
+		if !tried[name] {
+			t.Errorf("table entry %s has no attack in hostOnlyAttacks", name)
+		}
+	}
+}
+
+// TestAPISegments: the spellings an attacker tries all reach the same segments.
+func TestAPISegments(t *testing.T) {
+	want := "repos/o/r/git/refs"
+	for _, p := range []string{
+		"/repos/o/r/git/refs", "/REPOS/O/R/GIT/REFS", "/repos/o/r/git/refs/", "/api/v3/repos/o/r/git/refs",
+		"/Api/V3/repos/o/r/git/refs", "/repos/o/r/%67%69%74/refs",
+	} {
+		if got := strings.Join(apiSegments(p), "/"); got != want {
+			t.Errorf("apiSegments(%q) = %q, want %q", p, got, want)
+		}
+	}
+	if got := strings.Join(apiSegments("/repositories/42/issues/1/comments"), "/"); got != "repos/42/_/issues/1/comments" {
+		t.Errorf("repositories form: %q", got)
+	}
+	if got := strings.Join(apiSegments("/api/graphql"), "/"); got != "graphql" {
+		t.Errorf("GHES graphql: %q", got)
+	}
+}
