@@ -1,0 +1,214 @@
+package reveal
+
+import (
+	"html"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// classify says whether r is a character the page does not show, and of which kind.
+// It does not look at context: see emojiPart for the exceptions Scan makes.
+func classify(r rune) (Kind, bool) {
+	switch {
+	case r >= 0xE0000 && r <= 0xE007F:
+		return TagChar, true
+	case r == 0x061C, r == 0x200E, r == 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return BidiControl, true
+	case r == '\t', r == '\n', r == '\r':
+		return "", false
+	case r < 0x20, r >= 0x7F && r <= 0x9F, r == 0x2028, r == 0x2029:
+		return InvisibleChar, true
+	case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Variation_Selector, r),
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r):
+		return InvisibleChar, true
+	}
+	return "", false
+}
+
+// emojiPart says whether the flagged rune r at s[i:] is the ordinary spelling of an
+// emoji: one U+FE0E/U+FE0F presentation selector after a visible character other than
+// a letter or a space (a heart, an arrow, a keycap digit), or a U+200D ZERO WIDTH JOINER
+// between two symbols (a family emoji; skin tones and a selector may come between).
+func emojiPart(s string, i int, r rune) bool {
+	prev, _ := utf8.DecodeLastRuneInString(s[:i])
+	next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
+	switch r {
+	case 0xFE0E, 0xFE0F:
+		if i == 0 || prev == utf8.RuneError || unicode.IsSpace(prev) || unicode.IsLetter(prev) ||
+			unicode.Is(unicode.Variation_Selector, next) {
+			return false
+		}
+		_, flagged := classify(prev)
+		return !flagged
+	case 0x200D:
+		j := i
+		for range 2 {
+			if prev != 0xFE0F && (prev < 0x1F3FB || prev > 0x1F3FF) {
+				break
+			}
+			j -= utf8.RuneLen(prev)
+			prev, _ = utf8.DecodeLastRuneInString(s[:j])
+		}
+		return j > 0 && unicode.Is(unicode.So, prev) && unicode.Is(unicode.So, next)
+	}
+	return false
+}
+
+// chars reports the runs of hidden characters in s, one finding per run of one kind.
+func (s *scanner) chars(str string) {
+	var kind Kind
+	start, end := -1, -1
+	flush := func() {
+		if start >= 0 {
+			s.add(kind, start, Finding{Text: str[start:end], Context: context(str, start, end)})
+		}
+		start = -1
+	}
+	for i, r := range str {
+		k, ok := classify(r)
+		if ok && emojiPart(str, i, r) {
+			ok = false
+		}
+		switch {
+		case !ok:
+			flush()
+		case start >= 0 && k == kind && i == end:
+			end = i + utf8.RuneLen(r)
+		default:
+			flush()
+			kind, start, end = k, i, i+utf8.RuneLen(r)
+		}
+	}
+	flush()
+}
+
+// contextRunes is how many characters context keeps on each side.
+const contextRunes = 30
+
+// context is the text around str[start:end] on the same line.
+func context(str string, start, end int) string {
+	a := start
+	for n := 0; n < contextRunes && a > 0; n++ {
+		r, w := utf8.DecodeLastRuneInString(str[:a])
+		if r == '\n' {
+			break
+		}
+		a -= w
+	}
+	b := end
+	for n := 0; n < contextRunes && b < len(str); n++ {
+		r, w := utf8.DecodeRuneInString(str[b:])
+		if r == '\n' || r == '\r' {
+			break
+		}
+		b += w
+	}
+	return str[a:b]
+}
+
+var entityRE = regexp.MustCompile(`&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});`)
+
+// entities reports character references outside code that the page decodes into hidden
+// characters (&#x202E;, &zwj;), adjacent ones of one kind as one finding.
+func (s *scanner) entities() {
+	sort.Slice(s.code, func(i, j int) bool { return s.code[i][0] < s.code[j][0] })
+	var kind Kind
+	start, end := -1, -1
+	flush := func() {
+		if start >= 0 {
+			s.add(kind, start, Finding{Text: string(s.src[start:end]), Context: context(s.str, start, end)})
+		}
+		start = -1
+	}
+	for _, m := range entityRE.FindAllIndex(s.src, -1) {
+		if s.inCode(m[0]) {
+			continue
+		}
+		var k Kind
+		for _, r := range html.UnescapeString(string(s.src[m[0]:m[1]])) {
+			if c, ok := classify(r); ok {
+				k = c
+				break
+			}
+		}
+		switch {
+		case k == "":
+			flush()
+		case start >= 0 && k == kind && m[0] == end:
+			end = m[1]
+		default:
+			flush()
+			kind, start, end = k, m[0], m[1]
+		}
+	}
+	flush()
+}
+
+func (s *scanner) inCode(off int) bool {
+	i := sort.Search(len(s.code), func(i int) bool { return s.code[i][0] > off })
+	return i > 0 && off < s.code[i-1][1]
+}
+
+// genericWords are what uploads and screenshot tools put in alt text by default.
+var genericWords = map[string]bool{
+	"image": true, "img": true, "screenshot": true, "screen": true, "shot": true, "picture": true,
+	"pic": true, "photo": true, "at": true, "am": true, "pm": true, "png": true, "jpg": true,
+	"jpeg": true, "gif": true, "webp": true, "svg": true, "bmp": true, "heic": true, "mov": true,
+	"mp4": true, "untitled": true, "clip": true, "cleanshot": true,
+}
+
+// genericAlt says whether alt text says nothing beyond "this is an image", e.g. "image"
+// or "Screenshot 2024-05-01 at 10.00.00 AM.png".
+func genericAlt(alt string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(alt), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if !genericWords[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeURL puts an absolute URL, a scheme-less domain or an e-mail address in the
+// form misleading compares.
+func normalizeURL(s string) (string, bool) {
+	l := strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(l, "mailto:"):
+		return l, true
+	case emailRE.MatchString(s):
+		return "mailto:" + l, true
+	case strings.HasPrefix(s, "//"):
+		s = "https:" + s
+	case !schemeRE.MatchString(s):
+		s = "https://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme == "http" {
+		scheme = "https"
+	}
+	var b strings.Builder
+	b.WriteString(scheme + "://")
+	if u.User != nil {
+		b.WriteString(u.User.String() + "@")
+	}
+	b.WriteString(strings.TrimPrefix(strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), "www."))
+	if p := u.Port(); p != "" && p != "80" && p != "443" {
+		b.WriteString(":" + p)
+	}
+	b.WriteString(strings.TrimSuffix(u.Path, "/"))
+	if u.RawQuery != "" || u.ForceQuery {
+		b.WriteString("?" + u.RawQuery)
+	}
+	if u.Fragment != "" {
+		b.WriteString("#" + u.Fragment)
+	}
+	return b.String(), true
+}

@@ -1,0 +1,45 @@
+// Package reveal finds what a GitHub issue's rendered page hides from a human but a
+// coding agent reading the raw Markdown still sees, and renders it for the approver.
+//
+// # Why
+//
+// A maintainer approves an issue (/approve) by reading it on github.com, where the
+// Markdown is rendered. The agent that implements the issue reads the raw title and
+// body. Anything the renderer hides is therefore text the approver never saw but the
+// agent obeys: "approve what you see" only binds what the agent reads if the status
+// comment shows the approver the difference. Scan finds the difference; Render writes
+// it as Markdown for that comment.
+//
+// # What is hidden
+//
+//   - HTML comments (<!-- … -->). An unclosed comment hides everything after it, and a
+//     comment is taken to run to the first "-->" (a browser may stop earlier, at "--!>",
+//     so the reported text can be longer than what is hidden, never shorter).
+//   - Raw HTML other than a small set of harmless formatting tags without attributes
+//     (<b>, <details>, <sub>, <br>, …): <div hidden>, <span style=…>, <img alt=…>,
+//     processing instructions, declarations and CDATA may hide or change what is shown.
+//     When such an element has a closing tag (within 16 KiB), the finding quotes
+//     everything up to it.
+//   - Characters that are invisible or reorder the display: zero-width and other format
+//     characters (Unicode category Cf), variation selectors, default-ignorable fillers
+//     (U+115F, U+1160, U+3164, U+FFA0, …), control characters, bidirectional controls
+//     (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) and Unicode tag characters
+//     (U+E0000–U+E007F, "ASCII smuggling"). They are reported everywhere, in code too,
+//     and also when written as character references (&#x202E;) outside code. A single
+//     U+FE0E/U+FE0F after a visible character and a U+200D between two symbols are the
+//     ordinary spelling of emoji and are not reported.
+//   - Links whose visible text looks like a URL, domain or e-mail address but leads
+//     elsewhere, and links with no visible text at all. A link whose text is ordinary
+//     words ("docs") is not reported: the reader does not take it as a claim about where
+//     it leads.
+//   - Text that is only shown on mouse-over or not at all: link and image titles, image
+//     alt text (unless it is a generic "image"/"Screenshot 2024-…" label), and link
+//     reference definitions no link uses ([//]: # "a well-known comment idiom").
+//
+// Markdown structure comes from goldmark (CommonMark with GitHub's extensions), so
+// "<!--" inside a code span or a fenced code block, which the page shows as written,
+// is not reported as a comment.
+//
+// Issue titles are plain text on GitHub (HTML and links are shown as written), so
+// ScanTitle looks only for invisible, bidirectional and tag characters.
+package reveal

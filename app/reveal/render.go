@@ -1,0 +1,360 @@
+package reveal
+
+import (
+	"fmt"
+	"html"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds of Render's output. A GitHub comment holds at most 65536 characters and the
+// status comment has more to say than this.
+const (
+	// MaxRenderLen bounds the length in bytes of what Render returns.
+	MaxRenderLen = 24000
+	// MaxListed is the most findings Render lists; it counts the rest by kind.
+	MaxListed = 40
+	// MaxQuote is the most characters of one quoted text Render shows; it says how
+	// many more there are.
+	MaxQuote = 400
+
+	maxQuoteLines = 20  // lines of one quoted block
+	maxInline     = 200 // characters of a link's text or target
+	maxContext    = 120 // characters of the context of a hidden character
+	maxNames      = 6   // distinct characters named per finding
+	itemsBudget   = MaxRenderLen - 600
+)
+
+const (
+	header = "**This issue contains text the rendered page does not show.** " +
+		"The agent will read it; approve only if you accept it:\n\n"
+	legend = "\nQuotes are shown as code, with hidden characters written as `[U+XXXX]`."
+	// markerNote is added when a quote contained an HTML comment marker. Written out,
+	// the markers would end the HTML comment that carries the status comment's record
+	// (and start new ones), so quotes show them with a space inserted.
+	markerNote = " HTML comment markers in quotes are shown with a space, as `<! --` and `-- >`."
+)
+
+// Render writes findings as Markdown for the approver: a bold lead sentence and a list,
+// one item per finding in the order given (title findings first, if the caller puts
+// them first). It returns "" for no findings.
+//
+// Everything taken from the input is quoted in code (a code span, or a fenced block
+// indented under the list item whose fence is longer than any backtick run inside), so
+// Markdown, HTML, links and @mentions in it are shown, not interpreted. Inside code,
+// character references do not decode, so the two sequences that could end or start
+// the HTML comment holding the status comment's machine record are broken up with a
+// space instead: "<!--" is shown as "<! --" and "-->" as "-- >" (repeated until
+// neither is left), and a note says so. Hidden characters are shown as "[U+202E]" in
+// quotes and by name in the item. The output therefore never contains "<!--", "-->",
+// a hidden character (any rune Scan classifies), raw HTML or a live @mention.
+//
+// The output is bounded: at most MaxListed items, each quote cut at MaxQuote characters
+// (or maxQuoteLines lines) with "… (K more characters)", items dropped once the output
+// would pass MaxRenderLen bytes, and a last item counting, by kind, what was left out.
+//
+// The output is block-level Markdown ending in a newline: put it on its own lines (not in
+// a table cell or a quote) before anything else in the comment, such as the record.
+func Render(findings []Finding) string {
+	if len(findings) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(header)
+	q := &quoter{}
+	listed := 0
+	for _, f := range findings {
+		if listed == MaxListed {
+			break
+		}
+		item := q.item(f)
+		if b.Len()+len(item) > itemsBudget {
+			break
+		}
+		b.WriteString(item)
+		listed++
+	}
+	if rest := findings[listed:]; len(rest) > 0 {
+		fmt.Fprintf(&b, "- …and %d more not listed: %s.\n", len(rest), counts(rest))
+	}
+	b.WriteString(legend)
+	if q.marked {
+		b.WriteString(markerNote)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// quoter escapes quoted text and remembers whether it had to break up a comment marker.
+type quoter struct{ marked bool }
+
+func (q *quoter) item(f Finding) string {
+	where := "title"
+	if !f.InTitle {
+		where = fmt.Sprintf("line %d", f.Line)
+	}
+	switch f.Kind {
+	case HTMLComment:
+		label := "**HTML comment** (hidden on the page)"
+		if !strings.HasSuffix(f.Text, "-->") {
+			label = "**unclosed HTML comment** (hides everything after it)"
+		}
+		return "- " + where + ": " + label + ":" + q.block(f.Text)
+	case RawHTML:
+		return "- " + where + ": **raw HTML** (the page may hide or change it):" + q.block(f.Text)
+	case LinkDefinition:
+		return "- " + where + ": **link reference definition no link uses** (not shown):" + q.block(f.Text)
+	case LinkTitle:
+		return "- " + where + ": **link or image title** (shown only on mouse-over):" + q.block(f.Text)
+	case ImageAlt:
+		return "- " + where + ": **image alt text** (not shown while the image displays):" + q.block(f.Text)
+	case LinkMismatch:
+		if f.Visible == "" {
+			return "- " + where + ": **link with no visible text**, leading to " + q.inline(f.Target, maxInline) + "\n"
+		}
+		return "- " + where + ": **link text differs from where it leads**: shows " +
+			q.inline(f.Visible, maxInline) + ", leads to " + q.inline(f.Target, maxInline) + "\n"
+	case InvisibleChar, BidiControl, TagChar:
+		return "- " + where + ": " + q.chars(f) + "\n"
+	}
+	return "- " + where + ": **" + q.inline(string(f.Kind), 40) + "**:" + q.block(f.Text)
+}
+
+// chars describes a run of hidden characters: their names (or, for tag characters, the
+// ASCII they spell), the character references that wrote them, and where they are.
+func (q *quoter) chars(f Finding) string {
+	runes := []rune(f.Text)
+	entity := strings.HasPrefix(f.Text, "&")
+	if entity {
+		runes = []rune(html.UnescapeString(f.Text))
+	}
+	var b strings.Builder
+	switch f.Kind {
+	case BidiControl:
+		b.WriteString("**bidirectional control characters** (they reorder how the text around them is displayed): ")
+	case TagChar:
+		b.WriteString("**Unicode tag characters** (invisible copies of ASCII): ")
+	default:
+		b.WriteString("**invisible characters**: ")
+	}
+	if f.Kind == TagChar {
+		var decoded strings.Builder
+		for _, r := range runes {
+			if r >= 0xE0020 && r <= 0xE007E {
+				decoded.WriteRune(r - 0xE0000)
+			}
+		}
+		b.WriteString("spelling " + q.inline(decoded.String(), MaxQuote))
+		fmt.Fprintf(&b, " (%d characters)", len(runes))
+	} else {
+		b.WriteString(names(runes))
+	}
+	if entity {
+		b.WriteString(", written as the character references " + q.inline(f.Text, MaxQuote))
+	}
+	if f.Context != "" && f.Context != f.Text {
+		b.WriteString(", in " + q.inline(f.Context, maxContext))
+	}
+	return b.String()
+}
+
+// names lists the distinct runes in order of appearance with their counts.
+func names(runes []rune) string {
+	var order []rune
+	count := map[rune]int{}
+	for _, r := range runes {
+		if count[r] == 0 {
+			order = append(order, r)
+		}
+		count[r]++
+	}
+	var parts []string
+	for i, r := range order {
+		if i == maxNames {
+			parts = append(parts, fmt.Sprintf("and %d more kinds", len(order)-maxNames))
+			break
+		}
+		p := RuneName(r)
+		if count[r] > 1 {
+			p += fmt.Sprintf(" ×%d", count[r])
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// runeNames names the hidden characters met most often.
+var runeNames = map[rune]string{
+	0x0000: "NULL", 0x0008: "BACKSPACE", 0x001B: "ESCAPE", 0x007F: "DELETE",
+	0x0085: "NEXT LINE", 0x00AD: "SOFT HYPHEN", 0x034F: "COMBINING GRAPHEME JOINER",
+	0x061C: "ARABIC LETTER MARK", 0x115F: "HANGUL CHOSEONG FILLER", 0x1160: "HANGUL JUNGSEONG FILLER",
+	0x17B4: "KHMER VOWEL INHERENT AQ", 0x17B5: "KHMER VOWEL INHERENT AA",
+	0x180E: "MONGOLIAN VOWEL SEPARATOR", 0x200B: "ZERO WIDTH SPACE", 0x200C: "ZERO WIDTH NON-JOINER",
+	0x200D: "ZERO WIDTH JOINER", 0x200E: "LEFT-TO-RIGHT MARK", 0x200F: "RIGHT-TO-LEFT MARK",
+	0x2028: "LINE SEPARATOR", 0x2029: "PARAGRAPH SEPARATOR", 0x202A: "LEFT-TO-RIGHT EMBEDDING",
+	0x202B: "RIGHT-TO-LEFT EMBEDDING", 0x202C: "POP DIRECTIONAL FORMATTING",
+	0x202D: "LEFT-TO-RIGHT OVERRIDE", 0x202E: "RIGHT-TO-LEFT OVERRIDE", 0x2060: "WORD JOINER",
+	0x2061: "FUNCTION APPLICATION", 0x2062: "INVISIBLE TIMES", 0x2063: "INVISIBLE SEPARATOR",
+	0x2064: "INVISIBLE PLUS", 0x2066: "LEFT-TO-RIGHT ISOLATE", 0x2067: "RIGHT-TO-LEFT ISOLATE",
+	0x2068: "FIRST STRONG ISOLATE", 0x2069: "POP DIRECTIONAL ISOLATE", 0x3164: "HANGUL FILLER",
+	0xFEFF: "ZERO WIDTH NO-BREAK SPACE", 0xFFA0: "HALFWIDTH HANGUL FILLER",
+	0xFFF9: "INTERLINEAR ANNOTATION ANCHOR", 0xFFFA: "INTERLINEAR ANNOTATION SEPARATOR",
+	0xFFFB: "INTERLINEAR ANNOTATION TERMINATOR", 0xE0001: "LANGUAGE TAG", 0xE007F: "CANCEL TAG",
+}
+
+// RuneName is "U+202E RIGHT-TO-LEFT OVERRIDE" for the hidden characters it knows and
+// "U+XXXX" for others.
+func RuneName(r rune) string {
+	code := fmt.Sprintf("U+%04X", r)
+	switch {
+	case runeNames[r] != "":
+		return code + " " + runeNames[r]
+	case r >= 0xFE00 && r <= 0xFE0F:
+		return fmt.Sprintf("%s VARIATION SELECTOR-%d", code, r-0xFE00+1)
+	case r >= 0xE0100 && r <= 0xE01EF:
+		return fmt.Sprintf("%s VARIATION SELECTOR-%d", code, r-0xE0100+17)
+	case r >= 0xE0020 && r <= 0xE007E:
+		return fmt.Sprintf("%s TAG U+%04X", code, r-0xE0000)
+	}
+	return code
+}
+
+// counts summarises findings by kind, e.g. "2 HTML comments, 1 raw HTML".
+func counts(findings []Finding) string {
+	order := []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch,
+		LinkTitle, ImageAlt, LinkDefinition}
+	n := map[Kind]int{}
+	other := 0
+	for _, f := range findings {
+		n[f.Kind]++
+	}
+	var parts []string
+	for _, k := range order {
+		if n[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[k], nouns[k]))
+		}
+		delete(n, k)
+	}
+	for _, c := range n {
+		other += c
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("%d other", other))
+	}
+	return strings.Join(parts, ", ")
+}
+
+var nouns = map[Kind]string{
+	HTMLComment:    "HTML comment(s)",
+	RawHTML:        "raw HTML",
+	InvisibleChar:  "run(s) of invisible characters",
+	BidiControl:    "run(s) of bidirectional controls",
+	TagChar:        "run(s) of tag characters",
+	LinkMismatch:   "misleading link(s)",
+	LinkTitle:      "link title(s)",
+	ImageAlt:       "image alt text(s)",
+	LinkDefinition: "unused link definition(s)",
+}
+
+// block quotes s: a code span after a space if it is one short line, else a fenced
+// block indented under the list item. Either ends the line.
+func (q *quoter) block(s string) string {
+	s, more := truncate(s, MaxQuote, maxQuoteLines)
+	s = q.visible(s)
+	if !strings.Contains(s, "\n") && utf8.RuneCountInString(s) <= 100 {
+		return " " + codeSpan(s) + moreNote(more) + "\n"
+	}
+	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
+	var b strings.Builder
+	b.WriteString("\n  " + fence + "text\n")
+	for line := range strings.SplitSeq(s, "\n") {
+		if line != "" {
+			b.WriteString("  ")
+		}
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("  " + fence + "\n")
+	if more > 0 {
+		b.WriteString("  " + strings.TrimSpace(moreNote(more)) + "\n")
+	}
+	return b.String()
+}
+
+// inline quotes s as one code span, newlines shown as spaces, cut at limit characters.
+func (q *quoter) inline(s string, limit int) string {
+	s, more := truncate(s, limit, 1<<30)
+	s = q.visible(strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s))
+	return codeSpan(s) + moreNote(more)
+}
+
+func moreNote(more int) string {
+	if more == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" … (%d more characters)", more)
+}
+
+// truncate keeps at most maxRunes characters and maxLines lines of s and says how many
+// characters it dropped.
+func truncate(s string, maxRunes, maxLines int) (string, int) {
+	runes, lines := 0, 1
+	for i, r := range s {
+		if runes == maxRunes || (r == '\n' && lines == maxLines) {
+			return s[:i], utf8.RuneCountInString(s[i:])
+		}
+		runes++
+		if r == '\n' {
+			lines++
+		}
+	}
+	return s, 0
+}
+
+// visible makes s safe to put in code: valid UTF-8, line ends as "\n", every rune that
+// classify flags written as "[U+XXXX]", and no "<!--" or "-->" left.
+func (q *quoter) visible(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
+	var b strings.Builder
+	for _, r := range s {
+		if _, hidden := classify(r); hidden {
+			fmt.Fprintf(&b, "[U+%04X]", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	// Inserting a space never forms a new marker, so this ends.
+	for strings.Contains(out, "<!--") || strings.Contains(out, "-->") {
+		q.marked = true
+		out = strings.ReplaceAll(out, "<!--", "<! --")
+		out = strings.ReplaceAll(out, "-->", "-- >")
+	}
+	return out
+}
+
+// codeSpan wraps s, which has no line break, in a code span that shows it as is.
+func codeSpan(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	d := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") ||
+		(strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.Trim(s, " ") != "") {
+		return d + " " + s + " " + d
+	}
+	return d + s + d
+}
+
+func longestRun(s string, c byte) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	return longest
+}

@@ -1,0 +1,594 @@
+package reveal
+
+import (
+	"bytes"
+	"html"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// Kind says why a finding is hidden from the rendered page.
+type Kind string
+
+// The kinds of findings.
+const (
+	// HTMLComment is an HTML comment; the page does not show it. An unclosed comment
+	// hides the rest of the issue, and its Text runs to the end of the input.
+	HTMLComment Kind = "html-comment"
+	// RawHTML is raw HTML outside the harmless set; the page may hide or alter it.
+	RawHTML Kind = "raw-html"
+	// InvisibleChar is a run of invisible characters: format characters (category
+	// Cf), variation selectors, default-ignorable fillers, control characters.
+	InvisibleChar Kind = "invisible-char"
+	// BidiControl is a run of bidirectional control characters, which reorder how the
+	// surrounding text is displayed.
+	BidiControl Kind = "bidi-control"
+	// TagChar is a run of Unicode tag characters (U+E0000–U+E007F), invisible copies of
+	// ASCII that a model may still read.
+	TagChar Kind = "tag-char"
+	// LinkMismatch is a link whose visible text looks like a URL, domain or e-mail
+	// address other than its target, or a link with no visible text.
+	LinkMismatch Kind = "link-mismatch"
+	// LinkTitle is the title of a link or image, shown only on mouse-over.
+	LinkTitle Kind = "link-title"
+	// ImageAlt is an image's alt text, not shown while the image displays.
+	ImageAlt Kind = "image-alt"
+	// LinkDefinition is a link reference definition that no link uses; the page
+	// shows nothing of it.
+	LinkDefinition Kind = "link-definition"
+)
+
+// A Finding is one piece of the input that the rendered page hides or misrepresents.
+type Finding struct {
+	Kind Kind
+	// Line is the 1-based line of the input where the finding starts.
+	Line int
+	// InTitle is set on findings from ScanTitle.
+	InTitle bool
+	// Text is what the agent reads, raw: the comment or HTML with its markup, the run
+	// of invisible characters (or the character references spelling them), the title,
+	// alt text or definition. For LinkMismatch it is the link's destination.
+	Text string
+	// Visible is, for LinkMismatch, the link text as the page shows it ("" if none).
+	Visible string
+	// Target is the destination, as written, of a LinkMismatch, LinkTitle or
+	// LinkDefinition, and the source of an ImageAlt's image.
+	Target string
+	// Context is, for character findings, the raw text around Text on its line.
+	Context string
+}
+
+// md parses like GitHub: CommonMark with tables, strikethrough, task lists, autolinked
+// URLs and footnotes. goldmark's parser keeps its per-document state in the parser
+// context, so one instance serves concurrent calls.
+var md = goldmark.New(goldmark.WithExtensions(extension.GFM, extension.Footnote))
+
+// Scan reports, in the order they occur, what the rendered page of markdown (an issue
+// body) hides from a reader. It is pure and deterministic. For an issue, report
+// append(ScanTitle(title), Scan(body)...).
+func Scan(markdown string) []Finding {
+	src := []byte(markdown)
+	s := &scanner{src: src, str: markdown, lineStarts: lineStarts(src), used: map[string]bool{}}
+	doc := md.Parser().Parse(text.NewReader(src), parser.WithContext(parser.NewContext()))
+	_ = ast.Walk(doc, s.visit)
+	s.unusedDefinitions()
+	s.chars(markdown)
+	s.entities()
+	return s.sorted()
+}
+
+// ScanTitle reports the invisible, bidirectional and tag characters of an issue title.
+// GitHub shows a title's HTML and Markdown as written, so nothing else in it hides.
+// The findings have InTitle set and Line 1 (a title has one line).
+func ScanTitle(title string) []Finding {
+	s := &scanner{src: []byte(title), str: title, lineStarts: []int{0}}
+	s.chars(title)
+	out := s.sorted()
+	for i := range out {
+		out[i].InTitle = true
+	}
+	return out
+}
+
+type hit struct {
+	off int
+	f   Finding
+}
+
+type scanner struct {
+	src        []byte
+	str        string // src as a string
+	lower      []byte // src with ASCII letters in lower case, made when needed
+	closeRead  int    // bytes matchClose has read
+	lineStarts []int
+	hits       []hit
+	code       [][2]int // byte ranges shown as code, in document order
+	covered    int      // end of the last RawHTML finding; nested tags are inside it
+	used       map[string]bool
+	defs       []*ast.LinkReferenceDefinition
+}
+
+func (s *scanner) add(kind Kind, off int, f Finding) {
+	f.Kind = kind
+	f.Line = s.lineOf(off)
+	s.hits = append(s.hits, hit{off: off, f: f})
+}
+
+func (s *scanner) sorted() []Finding {
+	sort.SliceStable(s.hits, func(i, j int) bool { return s.hits[i].off < s.hits[j].off })
+	if len(s.hits) == 0 {
+		return nil
+	}
+	out := make([]Finding, len(s.hits))
+	for i, h := range s.hits {
+		out[i] = h.f
+	}
+	return out
+}
+
+func lineStarts(src []byte) []int {
+	starts := []int{0}
+	for i, c := range src {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+func (s *scanner) lineOf(off int) int {
+	if off < 0 {
+		off = 0
+	}
+	return sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > off })
+}
+
+func (s *scanner) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	switch n := n.(type) {
+	case *ast.CodeSpan:
+		if first, last := n.FirstChild(), n.LastChild(); first != nil {
+			if a, ok := first.(*ast.Text); ok {
+				if b, ok := last.(*ast.Text); ok {
+					s.code = append(s.code, [2]int{a.Segment.Start, b.Segment.Stop})
+				}
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	case *ast.FencedCodeBlock, *ast.CodeBlock:
+		if start, stop, ok := span(n.Lines()); ok {
+			s.code = append(s.code, [2]int{start, stop})
+		}
+		return ast.WalkSkipChildren, nil
+	case *ast.HTMLBlock:
+		s.htmlBlock(n)
+	case *ast.RawHTML:
+		s.rawHTML(n)
+	case *ast.Link:
+		s.link(n)
+	case *ast.Image:
+		s.image(n)
+	case *ast.LinkReferenceDefinition:
+		s.defs = append(s.defs, n)
+	}
+	return ast.WalkContinue, nil
+}
+
+// span is the byte range from the first to the last segment.
+func span(segs *text.Segments) (start, stop int, ok bool) {
+	if segs == nil || segs.Len() == 0 {
+		return 0, 0, false
+	}
+	return segs.At(0).Start, segs.At(segs.Len() - 1).Stop, true
+}
+
+func trimEOL(b []byte) string {
+	return string(bytes.TrimRight(b, "\r\n"))
+}
+
+// --- HTML -------------------------------------------------------------------------
+
+func (s *scanner) htmlBlock(n *ast.HTMLBlock) {
+	start, stop, ok := span(n.Lines())
+	if !ok {
+		return
+	}
+	if n.HasClosure() && n.ClosureLine.Stop > stop {
+		stop = n.ClosureLine.Stop
+	}
+	s.html(start, stop)
+}
+
+func (s *scanner) rawHTML(n *ast.RawHTML) {
+	start, stop, ok := span(n.Segments)
+	if !ok {
+		return
+	}
+	s.html(start, stop)
+}
+
+// html tokenises src[start:stop], raw HTML the page renders, and reports its comments
+// and, once, the markup outside the harmless set: the whole range, extended to the
+// closing tag of any element outside the set (which may lie in a later block).
+func (s *scanner) html(start, stop int) {
+	hostile := false
+	end := stop // the end of the RawHTML finding
+	for i := start; i < stop; {
+		j := bytes.IndexByte(s.src[i:stop], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		rest := s.src[i:stop]
+		switch {
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			e := commentEnd(s.src, i, stop)
+			s.add(HTMLComment, i, Finding{Text: trimEOL(s.src[i:e])})
+			i = e
+		case bytes.HasPrefix(rest, []byte("<?")):
+			hostile = true
+			i = skipPast(s.src, i, stop, "?>")
+		case bytes.HasPrefix(rest, []byte("<![CDATA[")):
+			hostile = true
+			i = skipPast(s.src, i, stop, "]]>")
+		case len(rest) > 2 && rest[1] == '!' && isASCIILetter(rest[2]):
+			hostile = true
+			i = skipPast(s.src, i, stop, ">")
+		default:
+			t, ok := parseTag(rest)
+			if !ok {
+				i++
+				continue
+			}
+			if !t.harmless() {
+				hostile = true
+				if start >= s.covered && !t.close && !t.selfClosing && !voidElements[t.name] {
+					if e := s.matchClose(t.name, i+t.length); e > end {
+						end = e
+					}
+				}
+			}
+			i += t.length
+		}
+	}
+	if hostile && start >= s.covered {
+		s.add(RawHTML, start, Finding{Text: trimEOL(s.src[start:end])})
+		s.covered = end
+	}
+}
+
+// commentEnd is the end of the comment opening at i: just past the first "-->" after
+// "<!--" ("<!-->" and "<!--->" are complete, empty comments), or, when the comment is
+// not closed before stop, the end of the input: the browser then hides everything.
+func commentEnd(src []byte, i, stop int) int {
+	rest := src[i:stop]
+	if bytes.HasPrefix(rest, []byte("<!-->")) {
+		return i + len("<!-->")
+	}
+	if bytes.HasPrefix(rest, []byte("<!--->")) {
+		return i + len("<!--->")
+	}
+	if k := bytes.Index(src[i+4:stop], []byte("-->")); k >= 0 {
+		return i + 4 + k + 3
+	}
+	return len(src)
+}
+
+func skipPast(src []byte, i, stop int, closer string) int {
+	if k := bytes.Index(src[i+1:stop], []byte(closer)); k >= 0 {
+		return i + 1 + k + len(closer)
+	}
+	return stop
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// maxElement bounds how far matchClose looks for a closing tag, and closeBudget how
+// many bytes all its searches in one Scan read, keeping Scan linear. Past the budget a
+// RawHTML finding quotes just its block or tag.
+const (
+	maxElement  = 16 << 10
+	closeBudget = 4 << 20
+)
+
+// matchClose finds the end of the closing tag of an element named name whose opening
+// tag ends at from, counting nested elements of the same name, in the maxElement bytes
+// that follow (the element may span Markdown blocks). It returns -1 if there is none.
+func (s *scanner) matchClose(name string, from int) int {
+	if s.lower == nil {
+		s.lower = make([]byte, len(s.src))
+		for i, c := range s.src {
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			s.lower[i] = c
+		}
+	}
+	if s.closeRead >= closeBudget {
+		return -1
+	}
+	depth := 1
+	lower := s.lower[from:min(len(s.src), from+maxElement)]
+	opener, closer := []byte("<"+name), []byte("</"+name)
+	i := 0
+	defer func() { s.closeRead += i }()
+	for i < len(lower) {
+		j := bytes.IndexByte(lower[i:], '<')
+		if j < 0 {
+			i = len(lower)
+			return -1
+		}
+		i += j
+		switch {
+		case bytes.HasPrefix(lower[i:], closer) && tagNameEnds(lower, i+len(closer)):
+			depth--
+			k := bytes.IndexByte(lower[i:], '>')
+			if k < 0 {
+				return -1
+			}
+			if depth == 0 {
+				return from + i + k + 1
+			}
+			i += k + 1
+		case bytes.HasPrefix(lower[i:], opener) && tagNameEnds(lower, i+len(opener)):
+			depth++
+			i += len(opener)
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+func tagNameEnds(b []byte, i int) bool {
+	if i >= len(b) {
+		return false
+	}
+	switch b[i] {
+	case '>', '/', ' ', '\t', '\n', '\r', '\f':
+		return true
+	}
+	return false
+}
+
+// maxTagLen bounds the tag the tokeniser tries to match, keeping it linear; a longer
+// "tag" is treated as one that hides something.
+const maxTagLen = 4096
+
+var (
+	openTagRE  = regexp.MustCompile(`^<([A-Za-z][A-Za-z0-9-]*)((?:\s+[a-zA-Z_:][a-zA-Z0-9:._-]*(?:\s*=\s*(?:[^"'=<>` + "`" + `\x00-\x20]+|'[^']*'|"[^"]*"))?)*)\s*(/?)>`)
+	closeTagRE = regexp.MustCompile(`^</([A-Za-z][A-Za-z0-9-]*)\s*>`)
+	attrRE     = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9:._-]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>` + "`" + `]+))?`)
+)
+
+type tag struct {
+	name        string
+	close       bool
+	selfClosing bool
+	attrs       map[string]string
+	length      int
+}
+
+// parseTag reads the HTML tag at the start of b. A "<" followed by a letter that runs
+// past maxTagLen without a match is returned as an unnamed tag, which is not harmless.
+func parseTag(b []byte) (tag, bool) {
+	if len(b) < 2 || (!isASCIILetter(b[1]) && b[1] != '/') {
+		return tag{}, false
+	}
+	w := b
+	if len(w) > maxTagLen {
+		w = w[:maxTagLen]
+	}
+	if m := closeTagRE.FindSubmatchIndex(w); m != nil {
+		return tag{name: strings.ToLower(string(w[m[2]:m[3]])), close: true, length: m[1]}, true
+	}
+	if m := openTagRE.FindSubmatchIndex(w); m != nil {
+		t := tag{name: strings.ToLower(string(w[m[2]:m[3]])), selfClosing: m[6] != m[7], length: m[1]}
+		t.attrs = map[string]string{}
+		for _, a := range attrRE.FindAllSubmatch(w[m[4]:m[5]], -1) {
+			v := string(a[2])
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
+				v = v[1 : len(v)-1]
+			}
+			t.attrs[strings.ToLower(string(a[1]))] = html.UnescapeString(v)
+		}
+		return t, true
+	}
+	if len(b) > maxTagLen {
+		return tag{length: 1}, true
+	}
+	return tag{}, false
+}
+
+// harmlessTags show their content as is. With attributes they are harmless only if the
+// attributes are in harmlessAttrs (and, for img, the alt text is a generic label).
+var harmlessTags = map[string]bool{
+	"abbr": true, "b": true, "big": true, "blockquote": true, "br": true,
+	"caption": true, "cite": true, "code": true, "dd": true, "del": true, "details": true,
+	"div": true, "dl": true, "dt": true, "em": true, "h1": true, "h2": true, "h3": true,
+	"h4": true, "h5": true, "h6": true, "hr": true, "i": true, "ins": true, "kbd": true,
+	"li": true, "mark": true, "ol": true, "p": true, "pre": true, "q": true, "s": true,
+	"samp": true, "small": true, "span": true, "strike": true, "strong": true, "sub": true,
+	"summary": true, "sup": true, "table": true, "tbody": true, "td": true, "tfoot": true,
+	"th": true, "thead": true, "tr": true, "tt": true, "u": true, "ul": true, "var": true,
+	"img": true,
+}
+
+var harmlessAttrs = map[string]map[string]bool{
+	"":        {"align": true},
+	"details": {"open": true},
+	"img":     {"src": true, "alt": true, "width": true, "height": true},
+	"td":      {"colspan": true, "rowspan": true},
+	"th":      {"colspan": true, "rowspan": true},
+}
+
+var voidElements = map[string]bool{
+	"area": true, "base": true, "br": true, "col": true, "embed": true, "hr": true,
+	"img": true, "input": true, "link": true, "meta": true, "param": true, "source": true,
+	"track": true, "wbr": true,
+}
+
+func (t tag) harmless() bool {
+	if !harmlessTags[t.name] {
+		return false
+	}
+	if t.close {
+		return true
+	}
+	for a := range t.attrs {
+		if !harmlessAttrs[""][a] && !harmlessAttrs[t.name][a] {
+			return false
+		}
+	}
+	if t.name == "img" {
+		return genericAlt(t.attrs["alt"])
+	}
+	return true
+}
+
+// --- links and images ---------------------------------------------------------------
+
+func (s *scanner) link(n *ast.Link) {
+	if n.Reference != nil {
+		s.used[util.ToLinkReference(n.Reference.Value)] = true
+	}
+	dest := string(n.Destination)
+	if len(n.Title) > 0 {
+		s.add(LinkTitle, n.Pos(), Finding{Text: string(n.Title), Target: dest})
+	}
+	visible, image := s.visibleText(n)
+	switch {
+	case strings.TrimSpace(visible) == "" && !image:
+		s.add(LinkMismatch, n.Pos(), Finding{Text: dest, Target: dest})
+	case misleading(visible, dest):
+		s.add(LinkMismatch, n.Pos(), Finding{Text: dest, Visible: visible, Target: dest})
+	}
+}
+
+func (s *scanner) image(n *ast.Image) {
+	if n.Reference != nil {
+		s.used[util.ToLinkReference(n.Reference.Value)] = true
+	}
+	if len(n.Title) > 0 {
+		s.add(LinkTitle, n.Pos(), Finding{Text: string(n.Title), Target: string(n.Destination)})
+	}
+	if alt, _ := s.visibleText(n); !genericAlt(alt) {
+		s.add(ImageAlt, n.Pos(), Finding{Text: alt, Target: string(n.Destination)})
+	}
+}
+
+// visibleText is the text the page shows for a link's (or image's) children, and
+// whether they include an image (which is visible even without text).
+func (s *scanner) visibleText(n ast.Node) (string, bool) {
+	var b strings.Builder
+	image := false
+	var walk func(ast.Node)
+	walk = func(n ast.Node) {
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			switch c := c.(type) {
+			case *ast.Text:
+				v := c.Segment.Value(s.src)
+				if !c.IsRaw() {
+					v = util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v)))
+				}
+				b.Write(v)
+				if c.SoftLineBreak() || c.HardLineBreak() {
+					b.WriteByte(' ')
+				}
+			case *ast.String:
+				b.Write(c.Value)
+			case *ast.AutoLink:
+				b.Write(c.Label(s.src))
+			case *ast.RawHTML:
+			case *ast.Image:
+				image = true
+			default:
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	return b.String(), image
+}
+
+func (s *scanner) unusedDefinitions() {
+	seen := map[string]bool{}
+	for _, d := range s.defs {
+		label := util.ToLinkReference(d.Label)
+		// The first definition of a label wins; later ones are never used.
+		if s.used[label] && !seen[label] {
+			seen[label] = true
+			continue
+		}
+		seen[label] = true
+		start, stop, ok := span(d.Lines())
+		if !ok {
+			continue
+		}
+		s.add(LinkDefinition, start, Finding{Text: trimEOL(s.src[start:stop]), Target: string(d.Destination)})
+	}
+}
+
+var (
+	schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+	// domainRE matches host names, Unicode ones too (a homograph is the point), with
+	// an optional port and path.
+	domainRE = regexp.MustCompile(`^(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,63}\.?(?::[0-9]{1,5})?(?:[/?#]\S*)?$`)
+	emailRE  = regexp.MustCompile(`^[^\s@<>()\[\]]+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,63}$`)
+	// fileRE matches a bare file name that domainRE would take for a domain.
+	fileRE = regexp.MustCompile(`^[\w.-]+\.(?:go|md|py|js|ts|tsx|jsx|json|ya?ml|toml|txt|sh|rs|c|h|cc|cpp|hpp|java|kt|rb|php|cs|swift|sql|proto|mod|sum|lock|html|css|xml|tf|mk|cfg|ini|conf|log|diff|patch)$`)
+)
+
+// looksLikeURL says whether a reader takes text for a claim about where a link goes.
+func looksLikeURL(v string) bool {
+	if v == "" || strings.ContainsFunc(v, unicode.IsSpace) {
+		return false
+	}
+	l := strings.ToLower(v)
+	return schemeRE.MatchString(v) || strings.HasPrefix(l, "mailto:") || strings.HasPrefix(l, "www.") ||
+		domainRE.MatchString(v) || emailRE.MatchString(v)
+}
+
+// misleading says whether a link's visible text looks like a URL, domain or e-mail
+// address that is not where the link leads. Scheme case, http versus https, a
+// leading "www.", a trailing "/" or "." and a default port do not count; anything else
+// in scheme, host, user, port, path, query or fragment does.
+func misleading(visible, dest string) bool {
+	v := strings.TrimSpace(visible)
+	d := strings.TrimSpace(string(util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations([]byte(dest))))))
+	if v == d || !looksLikeURL(v) {
+		return false
+	}
+	if !schemeRE.MatchString(d) && !strings.HasPrefix(d, "//") && !strings.HasPrefix(strings.ToLower(d), "mailto:") {
+		// A relative link: "[README.md](./README.md)" is what it says.
+		if schemeRE.MatchString(v) {
+			return true
+		}
+		return cleanRelative(v) != cleanRelative(d)
+	}
+	nd, ok := normalizeURL(d)
+	if !ok {
+		return true
+	}
+	if fileRE.MatchString(v) && strings.HasSuffix(strings.SplitN(strings.SplitN(d, "#", 2)[0], "?", 2)[0], "/"+v) {
+		// "[config.go](https://github.com/o/r/blob/main/config.go)" names a file.
+		return false
+	}
+	nv, ok := normalizeURL(v)
+	return !ok || nv != nd
+}
+
+func cleanRelative(s string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(s, "./"), "/")
+}
