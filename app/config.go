@@ -16,6 +16,8 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
+
+	"github.com/bumperdev/bumper/app/workitem"
 )
 
 // EnvPrefix starts every environment override: BUMPER_GITHUB_APP_WEBHOOK_SECRET,
@@ -51,6 +53,11 @@ type BumperConfig struct {
 	// RunTokenKey signs run tokens: hex or base64 of at least 32 bytes. Replicas must
 	// share it.
 	RunTokenKey string `yaml:"run_token_key"`
+	// PreviousRunTokenKeys still verify run tokens and status records during a key
+	// rotation; nothing is signed with them.
+	PreviousRunTokenKeys []string `yaml:"previous_run_token_keys"`
+	// ApproveWindow is how long after an edit of the issue a bare /approve is refused.
+	ApproveWindow time.Duration `yaml:"approve_window"`
 }
 
 // LogConfig sets the log level and format.
@@ -78,7 +85,8 @@ func DefaultConfig() Config {
 	c.Server = ServerConfig{Address: "127.0.0.1:8080", WebhookPath: "/api/github/hook", Workers: 8,
 		QueueSize: 256, ShutdownTimeout: 30 * time.Second}
 	c.Bumper = BumperConfig{TriggerLabel: "agent:implement", Workflow: "bumper-run.yml",
-		TokenPermissions: DefaultTokenPermissions(), OIDCIssuer: "https://token.actions.githubusercontent.com"}
+		TokenPermissions: DefaultTokenPermissions(), OIDCIssuer: "https://token.actions.githubusercontent.com",
+		ApproveWindow: workitem.DefaultApproveWindow}
 	c.Log = LogConfig{Level: "info"}
 	return c
 }
@@ -186,6 +194,14 @@ func (c *Config) Validate() error {
 	if _, err := c.RunTokenKeyBytes(); err != nil {
 		bad("bumper.run_token_key: %v", err)
 	}
+	for i, k := range c.Bumper.PreviousRunTokenKeys {
+		if _, err := decodeKey(k); err != nil {
+			bad("bumper.previous_run_token_keys[%d]: %v", i, err)
+		}
+	}
+	if c.Bumper.ApproveWindow < 0 {
+		bad("bumper.approve_window is %s; use 0 (off) or a positive duration such as 10m", c.Bumper.ApproveWindow)
+	}
 	if _, err := parseLevel(c.Log.Level); err != nil {
 		bad("log.level: %v", err)
 	}
@@ -193,8 +209,24 @@ func (c *Config) Validate() error {
 }
 
 // RunTokenKeyBytes decodes the run token key (hex, else base64).
-func (c *Config) RunTokenKeyBytes() ([]byte, error) {
-	s := strings.TrimSpace(c.Bumper.RunTokenKey)
+func (c *Config) RunTokenKeyBytes() ([]byte, error) { return decodeKey(c.Bumper.RunTokenKey) }
+
+// PreviousKeyBytes decodes the keys being rotated out.
+func (c *Config) PreviousKeyBytes() ([][]byte, error) {
+	var out [][]byte
+	for i, k := range c.Bumper.PreviousRunTokenKeys {
+		key, err := decodeKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("bumper.previous_run_token_keys[%d]: %w", i, err)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// decodeKey decodes a secret key given as hex, else base64.
+func decodeKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, errors.New("required: at least 32 random bytes, hex or base64 (openssl rand -hex 32); set it in the file or BUMPER_RUN_TOKEN_KEY")
 	}

@@ -59,6 +59,19 @@ func TestParseConfig(t *testing.T) {
 		{"workflow path", base + "  workflow: ../evil.yml\n", nil, "must be a file name", nil},
 		{"api url without slash", base, map[string]string{"BUMPER_GITHUB_V3_API_URL": "https://ghe.example/api/v3"}, "must end with '/'", nil},
 		{"bad log level", base + "log: {level: loud}\n", nil, "log.level", nil},
+		{"approve window and rotation", base + "  approve_window: 30m\n  previous_run_token_keys: [" + strings.Repeat("ab", 32) + "]\n", nil, "", func(t *testing.T, c Config) {
+			prev, err := c.PreviousKeyBytes()
+			if c.Bumper.ApproveWindow.Minutes() != 30 || err != nil || len(prev) != 1 {
+				t.Fatalf("parsed %+v (%v)", c.Bumper, err)
+			}
+		}},
+		{"default approve window", base, nil, "", func(t *testing.T, c Config) {
+			if c.Bumper.ApproveWindow.Minutes() != 10 {
+				t.Fatalf("approve window %v", c.Bumper.ApproveWindow)
+			}
+		}},
+		{"negative approve window", base + "  approve_window: -1m\n", nil, "approve_window", nil},
+		{"short previous key", base + "  previous_run_token_keys: [abcd]\n", nil, "previous_run_token_keys[0]", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

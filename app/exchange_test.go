@@ -83,6 +83,36 @@ func (h *harness) approved() (int, ghtest.RunInfo) {
 	return n, runs[len(runs)-1]
 }
 
+// runnerPull does what the runner does at the end of a run: it pushes a commit to the
+// attempt's work branch and opens the pull request with the run's installation token,
+// so the App is its author. It returns the pull request's number and head commit.
+func (h *harness) runnerPull(n, attempt int, token string) (int, string) {
+	h.t.Helper()
+	refs, err := h.e.Git().Refs(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	branch := fmt.Sprintf("bumper/%d-%d", n, attempt)
+	if err := h.e.Git().UpdateRef(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "refs/heads/"+branch, refs["refs/heads/main"], ""); err != nil {
+		h.t.Fatal(err)
+	}
+	head, err := h.e.Git().CommitFiles(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, branch, refs["refs/heads/main"],
+		map[string][]byte{"widgets.sh": []byte("#!/bin/sh\necho 4\n")}, "Count to 4", gitserver.Signature{Name: "Bumper", Email: "bumper@example.test"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	c := gogithub.NewClient(nil).WithAuthToken(token)
+	c.BaseURL = mustURL(h.e.BaseURL() + "/")
+	pr, _, err := c.PullRequests.Create(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, &gogithub.NewPullRequest{
+		Title: gogithub.String("Count to 4"), Head: gogithub.String(branch), Base: gogithub.String("main"),
+		Body: gogithub.String(fmt.Sprintf("Fixes #%d", n))})
+	if err != nil {
+		h.t.Fatalf("the run's token could not open the pull request: %v", err)
+	}
+	h.settle()
+	return pr.GetNumber(), head
+}
+
 func exchangeRequest(h *harness, run ghtest.RunInfo, tok string) wire.ExchangeRequest {
 	at, _ := strconv.Atoi(run.Inputs["attempt"])
 	return wire.ExchangeRequest{OIDCToken: tok, Nonce: run.Inputs["nonce"], WorkItem: run.Inputs["work_item"], Attempt: at}
@@ -206,20 +236,22 @@ func TestTokenExchange(t *testing.T) {
 			t.Fatalf("should-stop: %d %s", code, body)
 		}
 	})
-	t.Run("progress, evidence and verdict move the item", func(t *testing.T) {
+	t.Run("progress and evidence move the item", func(t *testing.T) {
+		pr, head := h.runnerPull(n, 1, granted.InstallationToken)
+		digest := ledger.ContentRevision([]byte("evidence"))
 		steps := []struct {
 			path string
 			body any
 			want ledger.State
 			code int
 		}{
-			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: 9}, ledger.Running, http.StatusForbidden},
+			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: pr + 100, HeadCommit: head}, ledger.Running, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "verifying"}, ledger.Verifying, http.StatusNoContent},
-			{wire.PathEvidence, wire.Evidence{Digest: "sha256:abc", CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusNoContent},
+			{wire.PathEvidence, wire.Evidence{Digest: "sha256:abc", CostMicroUSD: 1500}, ledger.Verifying, http.StatusForbidden},
+			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusNoContent},
 			{wire.PathVerdict, wire.Verdict{Verdict: "approve", Confidence: 0.9}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "reviewing"}, ledger.Reviewing, http.StatusNoContent},
-			{wire.PathVerdict, wire.Verdict{Verdict: "lgtm"}, ledger.Reviewing, http.StatusForbidden},
-			{wire.PathVerdict, wire.Verdict{Verdict: "request_changes", Confidence: 0.7}, ledger.InReview, http.StatusNoContent},
+			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head}, ledger.InReview, http.StatusNoContent},
 		}
 		for i, st := range steps {
 			code, body := h.post(http.MethodPost, st.path, granted.RunToken, st.body)
@@ -230,7 +262,7 @@ func TestTokenExchange(t *testing.T) {
 			h.expectState(n, st.want)
 		}
 		r := h.record(n)
-		if r.Attempts[0].EvidenceDigest != "sha256:abc" || r.AuditHead != "sha256:head" {
+		if r.Attempts[0].EvidenceDigest != digest || r.AuditHead != "sha256:head" || r.PullRequest != pr || r.Attempts[0].HeadCommit != head {
 			t.Fatalf("evidence not recorded: %+v", r)
 		}
 		code, body := h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)

@@ -147,7 +147,8 @@ func TestEditAfterApprovalVoids(t *testing.T) {
 	if len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "no longer holds") {
 		t.Fatalf("the bot did not say the approval was voided: %q", replies)
 	}
-	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	// Right after an edit the approver names the revision they read.
+	h.comment(ghtest.DefaultMaintainer, n, "/approve "+h.revisionID(n))
 	if r := h.expectState(n, ledger.Running); len(r.Attempts) != 2 || r.Attempts[1].Revision == r.Attempts[0].Revision {
 		t.Fatalf("re-approval did not dispatch a new revision: %+v", r.Attempts)
 	}

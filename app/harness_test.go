@@ -23,7 +23,10 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 )
 
-const testSecret = "whsec_bumper_app_tests"
+const (
+	testSecret      = "whsec_bumper_app_tests"
+	testRunTokenKey = "0123456789abcdef0123456789abcdef"
+)
 
 // harness runs `serve` in process against a checked emulator, with real signed
 // webhooks between them.
@@ -36,6 +39,8 @@ type harness struct {
 	hs    *httptest.Server
 	calls atomic.Int64
 	logs  *lockedBuffer
+	// sealer checks status records with serve's key, as serve does.
+	sealer *ledger.Sealer
 }
 
 // lockedBuffer keeps serve's log lines for tests that check the audit trail.
@@ -80,8 +85,13 @@ func newHarness(t testing.TB, seed *ghtest.Seed) *harness {
 	cfg.GitHub.App.PrivateKey = string(e.AppKeyPEM())
 	cfg.GitHub.App.WebhookSecret = testSecret
 	cfg.Bumper.OIDCIssuer = e.OIDCIssuerURL()
-	cfg.Bumper.RunTokenKey = hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	cfg.Bumper.RunTokenKey = hex.EncodeToString([]byte(testRunTokenKey))
 	h.cfg = cfg
+	sealer, err := ledger.NewSealer([]byte(testRunTokenKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sealer = sealer
 	h.start()
 	t.Cleanup(h.stop)
 	return h
@@ -221,7 +231,7 @@ func (h *harness) record(n int) *ledger.Record {
 	var found []*ledger.Record
 	for _, c := range h.comments(n) {
 		if ledger.IsStatusComment(c.GetBody()) && c.GetUser().GetLogin() == ghtest.DefaultAppSlug+"[bot]" {
-			r, err := ledger.Decode(c.GetBody())
+			r, err := h.sealer.Decode(c.GetBody())
 			if err != nil {
 				h.t.Fatalf("status comment does not decode: %v", err)
 			}

@@ -15,7 +15,6 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/ghtest"
-	"github.com/bumperdev/bumper/app/ghtest/gitserver"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 )
@@ -35,30 +34,18 @@ func TestPullRequestLifecycle(t *testing.T) {
 			t.Fatalf("%s: %d %s", st, code, body)
 		}
 	}
-	if code, body := h.post(http.MethodPost, wire.PathVerdict, resp.RunToken, wire.Verdict{Verdict: "comment", Confidence: 0.6}); code != http.StatusNoContent {
-		t.Fatalf("verdict: %d %s", code, body)
-	}
-	refs, err := h.e.Git().Refs(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.Git().UpdateRef(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "refs/heads/bumper/1-1", refs["refs/heads/main"], ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.Git().CommitFiles(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "bumper/1-1", refs["refs/heads/main"],
-		map[string][]byte{"widgets.sh": []byte("#!/bin/sh\necho 4\n")}, "Count to 4", gitserver.Signature{Name: "Bumper", Email: "bumper@example.test"}); err != nil {
-		t.Fatal(err)
-	}
-	maint := h.user(ghtest.DefaultMaintainer)
-	pr, _, err := maint.PullRequests.Create(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, &gogithub.NewPullRequest{
-		Title: gogithub.String("Count to 4"), Head: gogithub.String("bumper/1-1"), Base: gogithub.String("main"),
-		Body: gogithub.String("Fixes #1")})
-	if err != nil {
-		t.Fatal(err)
+	prNum, head := h.runnerPull(n, 1, resp.InstallationToken)
+	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: prNum, HeadCommit: head}); code != http.StatusNoContent {
+		t.Fatalf("in-review: %d %s", code, body)
 	}
 	h.settle()
-	if r := h.expectState(n, ledger.InReview); r.PullRequest != pr.GetNumber() {
-		t.Fatalf("pull request %d recorded, want %d", r.PullRequest, pr.GetNumber())
+	if r := h.expectState(n, ledger.InReview); r.PullRequest != prNum {
+		t.Fatalf("pull request %d recorded, want %d", r.PullRequest, prNum)
+	}
+	maint := h.user(ghtest.DefaultMaintainer)
+	pr, _, err := maint.PullRequests.Get(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, prNum)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, _, err := maint.Issues.Edit(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n, &gogithub.IssueRequest{State: gogithub.String("closed")}); err != nil {
 		t.Fatal(err)

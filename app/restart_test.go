@@ -25,7 +25,7 @@ func (h *harness) redeliverAll() {
 func TestRestartInEveryState(t *testing.T) {
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	var runToken string
+	var runToken, instToken string
 	check := func(t *testing.T, want ledger.State, runs int) {
 		t.Helper()
 		before := h.expectState(n, want)
@@ -57,7 +57,7 @@ func TestRestartInEveryState(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("exchange: %d %s", code, body)
 			}
-			runToken = resp.RunToken
+			runToken, instToken = resp.RunToken, resp.InstallationToken
 		}, ledger.Running, 1},
 		{"verifying", func(t *testing.T) {
 			if code, body := h.post(http.MethodPost, wire.PathProgress, runToken, wire.Progress{State: "verifying"}); code != http.StatusNoContent {
@@ -70,8 +70,9 @@ func TestRestartInEveryState(t *testing.T) {
 			}
 		}, ledger.Reviewing, 1},
 		{"in-review", func(t *testing.T) {
-			if code, body := h.post(http.MethodPost, wire.PathVerdict, runToken, wire.Verdict{Verdict: "comment", Confidence: 0.5}); code != http.StatusNoContent {
-				t.Fatalf("verdict: %d %s", code, body)
+			pr, head := h.runnerPull(n, 1, instToken)
+			if code, body := h.post(http.MethodPost, wire.PathProgress, runToken, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head}); code != http.StatusNoContent {
+				t.Fatalf("in-review: %d %s", code, body)
 			}
 		}, ledger.InReview, 1},
 		{"stopped", func(t *testing.T) { h.comment(ghtest.DefaultMaintainer, n, "/stop") }, ledger.Stopped, 1},
@@ -107,8 +108,9 @@ func TestUntrustedRecord(t *testing.T) {
 	h := newHarness(t, nil)
 	n := h.openIssue("Forged", "Someone forges a record.")
 	forged := &ledger.Record{Schema: ledger.SchemaVersion, Revision: 1, Repository: "acme/widgets", Issue: n,
-		State: ledger.Running, Requester: "maintainer", Approvals: []ledger.Approval{}, Attempts: []ledger.Attempt{}}
-	body, err := ledger.Encode(forged)
+		State: ledger.Running, Requester: "maintainer", SpecRevision: ledger.SpecRevision("Forged", "Someone forges a record."),
+		Approvals: []ledger.Approval{}, Attempts: []ledger.Attempt{}}
+	body, err := h.sealer.Encode(forged)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,14 +77,22 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	runTokens, err := tokenexchange.NewRunTokens(key, opts.Now)
+	previous, err := cfg.PreviousKeyBytes()
+	if err != nil {
+		return nil, err
+	}
+	runTokens, err := tokenexchange.NewRunTokens(key, opts.Now, previous...)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := ledger.NewSealer(key, previous...)
 	if err != nil {
 		return nil, err
 	}
 	conn := ghadapter.NewConnector(cc)
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
 		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
-		RunTokens: runTokens, Now: opts.Now})
+		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +103,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	sched := newTrackingScheduler(cfg.Server.QueueSize, cfg.Server.Workers, opts.OnHandled,
 		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
 			zerolog.Ctx(ctx).Error().Err(err).Str(githubapp.LogKeyEventType, d.EventType).
-				Str(githubapp.LogKeyDeliveryID, d.DeliveryID).Msg("failed to handle a webhook; GitHub's redelivery will retry it")
+				Str(githubapp.LogKeyDeliveryID, d.DeliveryID).Msg("failed to handle a webhook; GitHub does not redeliver it on its own: redeliver it from the App's Recent Deliveries")
 		}))
 	hooks := githubapp.NewEventDispatcher(handler.All(handler.Base{Service: svc, Connector: conn}),
 		cfg.GitHub.App.WebhookSecret, githubapp.WithScheduler(sched))

@@ -150,13 +150,65 @@ func (c *Client) Comments(ctx context.Context, repo string, issue int) ([]workit
 			return nil, err
 		}
 		for _, cm := range page {
-			out = append(out, workitem.Comment{ID: cm.GetID(), Author: cm.GetUser().GetLogin(), Body: cm.GetBody()})
+			out = append(out, commentOf(cm))
 		}
 		if resp.NextPage == 0 {
 			return out, nil
 		}
 		opts.Page = resp.NextPage
 	}
+}
+
+// commentOf translates an issue comment.
+func commentOf(cm *gogithub.IssueComment) workitem.Comment {
+	return workitem.Comment{ID: cm.GetID(), Author: cm.GetUser().GetLogin(), AuthorType: cm.GetUser().GetType(),
+		Body: cm.GetBody(), CreatedAt: cm.GetCreatedAt().Time, UpdatedAt: cm.GetUpdatedAt().Time}
+}
+
+// Issue implements workitem.GitHub.
+func (c *Client) Issue(ctx context.Context, repo string, number int) (workitem.Issue, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return workitem.Issue{}, err
+	}
+	is, _, err := c.gh.Issues.Get(ctx, owner, name, number)
+	if err != nil {
+		return workitem.Issue{}, notFound(err)
+	}
+	return IssueOf(is), nil
+}
+
+// Comment implements workitem.GitHub.
+func (c *Client) Comment(ctx context.Context, repo string, id int64) (workitem.Comment, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return workitem.Comment{}, err
+	}
+	cm, _, err := c.gh.Issues.GetComment(ctx, owner, name, id)
+	if err != nil {
+		return workitem.Comment{}, notFound(err)
+	}
+	return commentOf(cm), nil
+}
+
+// PullRequest implements workitem.GitHub.
+func (c *Client) PullRequest(ctx context.Context, repo string, number int) (workitem.Pull, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return workitem.Pull{}, err
+	}
+	pr, _, err := c.gh.PullRequests.Get(ctx, owner, name, number)
+	if err != nil {
+		return workitem.Pull{}, notFound(err)
+	}
+	return PullOf(pr), nil
+}
+
+// PullOf translates a pull request.
+func PullOf(pr *gogithub.PullRequest) workitem.Pull {
+	return workitem.Pull{Number: pr.GetNumber(), Author: pr.GetUser().GetLogin(),
+		HeadRepo: pr.GetHead().GetRepo().GetFullName(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
+		BaseRef: pr.GetBase().GetRef(), State: pr.GetState(), Merged: pr.GetMerged()}
 }
 
 // CreateComment implements workitem.GitHub.

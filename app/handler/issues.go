@@ -32,6 +32,18 @@ func (h *Issues) Handle(ctx context.Context, _, delivery string, payload []byte)
 	return h.run(ctx, delivery, ev.GetRepo(), inst, func(ctx context.Context, gh workitem.GitHub) error {
 		return h.Service.HandleIssue(ctx, gh, workitem.IssueEvent{Delivery: delivery, Action: ev.GetAction(),
 			Repo: repoOf(ev.GetRepo()), Issue: issueOf(ev.GetIssue()), Label: ev.GetLabel().GetName(),
-			Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType()})
+			Changed: changedFields(ev.GetChanges()), Sender: ev.GetSender().GetLogin(), SenderType: ev.GetSender().GetType()})
 	})
+}
+
+// changedFields names what an `edited` event changed: "title", "body".
+func changedFields(c *gogithub.EditChange) []string {
+	var out []string
+	if c.GetTitle() != nil {
+		out = append(out, "title")
+	}
+	if c.GetBody() != nil {
+		out = append(out, "body")
+	}
+	return out
 }

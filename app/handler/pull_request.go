@@ -36,6 +36,7 @@ func (h *PullRequest) Handle(ctx context.Context, _, delivery string, payload []
 	return h.run(ctx, delivery, ev.GetRepo(), inst, func(ctx context.Context, gh workitem.GitHub) error {
 		return h.Service.HandlePull(ctx, gh, workitem.PullEvent{Delivery: delivery, Action: ev.GetAction(),
 			Repo: repoOf(ev.GetRepo()), Number: ev.GetNumber(), HeadRef: pr.GetHead().GetRef(),
+			HeadRepo: pr.GetHead().GetRepo().GetFullName(), Author: pr.GetUser().GetLogin(),
 			Merged: pr.GetMerged(), Sender: ev.GetSender().GetLogin()})
 	})
 }

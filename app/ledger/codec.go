@@ -11,11 +11,13 @@ import (
 
 // Markers of the status comment. StatusMarker opens every status comment so the App can
 // find its own among an issue's comments; the record sits between RecordOpen and
-// RecordClose, invisible in GitHub's rendering.
+// RecordClose, invisible in GitHub's rendering. The rest of RecordOpen's line carries the
+// record's signature: "sig=hmac-sha256:<hex>".
 const (
 	StatusMarker = "<!-- bumper:status -->"
-	RecordOpen   = "<!-- bumper:record\n"
+	RecordOpen   = "<!-- bumper:record"
 	RecordClose  = "\n-->"
+	sigPrefix    = " sig=hmac-sha256:"
 )
 
 // maxRecordBytes bounds what the decoder reads: a GitHub comment holds at most 65536
@@ -25,13 +27,18 @@ const maxRecordBytes = 65536
 // ErrNoRecord is returned when a comment holds no machine record.
 var ErrNoRecord = errors.New("no bumper record in the comment")
 
+// ErrUnsigned is returned for a record without a valid signature: anyone who can make the
+// bot author an edit (a leaked installation token, a run that reached the API) could
+// have written it, so it is not trusted.
+var ErrUnsigned = errors.New("the status record is not signed by this Bumper")
+
 // IsStatusComment reports whether a comment body is (or claims to be) a status comment.
 func IsStatusComment(body string) bool { return strings.HasPrefix(body, StatusMarker) }
 
-// Encode renders the status comment: a human summary, then the record as JSON in an
-// HTML comment. encoding/json escapes '<' and '>', so the JSON cannot close the HTML
+// Encode renders the status comment: a human summary, then the signed record as JSON in
+// an HTML comment. encoding/json escapes '<' and '>', so the JSON cannot close the HTML
 // comment early whatever the fields hold.
-func Encode(r *Record) (string, error) {
+func (s *Sealer) Encode(r *Record) (string, error) {
 	raw, err := json.MarshalIndent(r, "", " ")
 	if err != nil {
 		return "", fmt.Errorf("failed to encode the record of %s: %w", r.ID(), err)
@@ -39,19 +46,23 @@ func Encode(r *Record) (string, error) {
 	var b strings.Builder
 	b.WriteString(StatusMarker)
 	b.WriteString("\n")
-	b.WriteString(Summary(r))
+	b.WriteString(s.Summary(r))
 	b.WriteString("\n")
 	b.WriteString(RecordOpen)
+	b.WriteString(sigPrefix)
+	b.WriteString(s.sign(raw))
+	b.WriteString("\n")
 	b.Write(raw)
 	b.WriteString(RecordClose)
 	b.WriteString("\n")
 	return b.String(), nil
 }
 
-// Decode reads the record out of a status comment and checks that it is well formed.
-// It trusts nothing: unknown fields, an unknown schema version or state, or values out
-// of range are errors saying which.
-func Decode(body string) (*Record, error) {
+// Decode reads the record out of a status comment and checks its signature before it
+// reads anything else, then that it is well formed. It trusts nothing: a missing or
+// wrong signature, unknown fields, an unknown schema version or state, or values out of
+// range are errors saying which.
+func (s *Sealer) Decode(body string) (*Record, error) {
 	if len(body) > maxRecordBytes {
 		return nil, fmt.Errorf("status comment is %d bytes, more than GitHub allows; it was not written by Bumper", len(body))
 	}
@@ -63,6 +74,10 @@ func Decode(body string) (*Record, error) {
 		return nil, ErrNoRecord
 	}
 	rest := body[start+len(RecordOpen):]
+	header, rest, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return nil, fmt.Errorf("status comment's record is not closed with %q", strings.TrimSpace(RecordClose))
+	}
 	end := strings.Index(rest, RecordClose)
 	if end < 0 {
 		return nil, fmt.Errorf("status comment's record is not closed with %q", strings.TrimSpace(RecordClose))
@@ -70,7 +85,18 @@ func Decode(body string) (*Record, error) {
 	if strings.Contains(rest[end+len(RecordClose):], RecordOpen) {
 		return nil, errors.New("status comment holds more than one record")
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(rest[:end])))
+	raw := []byte(rest[:end])
+	sig, signed := strings.CutPrefix(header, sigPrefix)
+	switch {
+	case header == "":
+		return nil, fmt.Errorf("%w: it has no signature (records written before Bumper signed them, schema 1, also kept 64-bit hashes: "+
+			"remove and re-add the trigger label to ask for approval again)", ErrUnsigned)
+	case !signed:
+		return nil, fmt.Errorf("%w: its signature line %q is not hmac-sha256", ErrUnsigned, header)
+	case !s.verify(raw, sig):
+		return nil, fmt.Errorf("%w: its signature does not match its content (edited by someone other than Bumper, or signed with a key this Bumper does not hold)", ErrUnsigned)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var r Record
 	if err := dec.Decode(&r); err != nil {
@@ -107,21 +133,45 @@ func (r *Record) Validate() error {
 		}
 	}
 	for i, a := range r.Approvals {
-		if a.By == "" || a.Revision == "" {
-			return fmt.Errorf("status record approval %d names no approver or revision", i+1)
+		switch {
+		case a.By == "" || !IsRevision(a.Revision):
+			return fmt.Errorf("status record approval %d names no approver or no full-length revision", i+1)
+		case a.CommentID < 1:
+			// Every approval is a comment; one that points at none proves nothing.
+			return fmt.Errorf("status record approval %d by @%s points at no comment", i+1, a.By)
+		}
+	}
+	if !IsRevision(r.SpecRevision) {
+		return fmt.Errorf("status record spec revision %q is not a full-length sha256 revision", r.SpecRevision)
+	}
+	if r.PlanRevision != "" && !IsRevision(r.PlanRevision) {
+		return fmt.Errorf("status record plan revision %q is not a full-length sha256 revision", r.PlanRevision)
+	}
+	if r.PolicyVersion != "" && r.PolicyVersion != DefaultPolicyVersion && !IsRevision(r.PolicyVersion) {
+		return fmt.Errorf("status record policy version %q is not a full-length sha256 revision", r.PolicyVersion)
+	}
+	for _, a := range r.Attempts {
+		if !IsRevision(a.Revision) {
+			return fmt.Errorf("status record attempt %d's revision is not a full-length sha256 revision", a.Number)
 		}
 	}
 	return nil
 }
+
+// DefaultPolicyVersion is the policy version of a repository without a policy file.
+const DefaultPolicyVersion = "default"
 
 func validRepository(s string) bool {
 	owner, name, ok := strings.Cut(s, "/")
 	return ok && owner != "" && name != "" && !strings.ContainsAny(name, "/ \n")
 }
 
-// Summary is the human part of the status comment.
-func Summary(r *Record) string {
+// Summary is the human part of the status comment. It names the current text revision
+// by its short id, which is what `/approve ID` takes, and shows what the rendered issue
+// hides from the approver.
+func (s *Sealer) Summary(r *Record) string {
 	var b strings.Builder
+	id := s.ShortID(r.TextRevision())
 	fmt.Fprintf(&b, "**Bumper work item** · state: `%s`\n\n", r.State)
 	switch r.State {
 	case Requested:
@@ -129,7 +179,8 @@ func Summary(r *Record) string {
 	case Planning:
 		b.WriteString("A read-only plan run is under way; its plan will be posted here for approval.\n")
 	case AwaitingApproval:
-		b.WriteString("Waiting for approval: a maintainer with write access can comment `/approve` to start a run for the current text of this issue.\n")
+		fmt.Fprintf(&b, "Waiting for approval: a maintainer with write access can comment `/approve %s` to start a run for exactly this revision of the issue%s.\n",
+			id, map[bool]string{true: " and its plan", false: ""}[r.PlanRevision != ""])
 	case Running, Verifying, Reviewing:
 		fmt.Fprintf(&b, "Attempt %d is under way. Comment `/stop` to stop it.\n", len(r.Attempts))
 	case InReview:
@@ -144,12 +195,15 @@ func Summary(r *Record) string {
 	if r.Reason != "" {
 		fmt.Fprintf(&b, "\n> %s\n", oneLine(r.Reason))
 	}
-	fmt.Fprintf(&b, "\n| | |\n|---|---|\n| requested by | @%s |\n| spec revision | `%s` |\n", r.Requester, r.SpecRevision)
+	if r.SpecNotice != "" {
+		fmt.Fprintf(&b, "\n%s\n", noMarkers(r.SpecNotice))
+	}
+	fmt.Fprintf(&b, "\n| | |\n|---|---|\n| requested by | @%s |\n| revision | `%s` |\n", r.Requester, id)
+	if c := r.SpecChange; c != nil {
+		fmt.Fprintf(&b, "| last edit | %s by @%s at %s |\n", oneLine(c.What), c.By, c.At.UTC().Format(time.RFC3339))
+	}
 	if r.BaseCommit != "" {
 		fmt.Fprintf(&b, "| base | `%s` @ `%.12s` |\n", r.BaseBranch, r.BaseCommit)
-	}
-	if r.PlanRevision != "" {
-		fmt.Fprintf(&b, "| plan revision | `%s` |\n", r.PlanRevision)
 	}
 	if a := r.ActiveApproval(); a != nil {
 		fmt.Fprintf(&b, "| approved by | @%s at %s |\n", a.By, a.At.UTC().Format(time.RFC3339))
@@ -165,8 +219,12 @@ func Summary(r *Record) string {
 	return b.String()
 }
 
+// noMarkers keeps multi-line text from closing or faking an HTML comment.
+func noMarkers(s string) string {
+	return strings.NewReplacer("<!--", "&lt;!--", "-->", "--&gt;").Replace(s)
+}
+
 // oneLine keeps a reason from breaking the Markdown quote or faking a record marker.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return strings.NewReplacer("<!--", "&lt;!--", "-->", "--&gt;").Replace(s)
+	return noMarkers(strings.Join(strings.Fields(s), " "))
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // SchemaVersion is the version of the machine record this code writes. Decoding accepts
-// only versions it knows.
-const SchemaVersion = 1
+// only this version: version 1 records were unsigned and kept 64-bit hashes, so they are
+// not trusted (see Sealer.Decode).
+const SchemaVersion = 2
 
 // Record is the machine record of one work item, kept in the issue's status comment.
 type Record struct {
@@ -23,10 +24,20 @@ type Record struct {
 	Requester  string `json:"requester"`
 	// SpecRevision is the hash of the issue's title and body (see SpecRevision).
 	SpecRevision string `json:"spec_revision"`
-	BaseBranch   string `json:"base_branch"`
-	BaseCommit   string `json:"base_commit"`
+	// SpecNotice tells the approver what the rendered issue hides from them but not
+	// from the agent (HTML comments, invisible characters, misleading links), escaped
+	// for display; empty when nothing is hidden. It is computed with SpecRevision.
+	SpecNotice string `json:"spec_notice,omitempty"`
+	// SpecChange says when the title or body last changed after the item was requested,
+	// by whom and what changed: a bare /approve soon after it is refused.
+	SpecChange *SpecChange `json:"spec_change,omitempty"`
+	BaseBranch string      `json:"base_branch"`
+	BaseCommit string      `json:"base_commit"`
 	// PlanRevision is the hash of the plan the plan run posted; empty without plans.
-	PlanRevision  string     `json:"plan_revision,omitempty"`
+	PlanRevision string `json:"plan_revision,omitempty"`
+	// PlanComment is the bot's comment that holds the plan, re-read when credentials
+	// are minted.
+	PlanComment   int64      `json:"plan_comment,omitempty"`
 	PolicyVersion string     `json:"policy_version"`
 	Approvals     []Approval `json:"approvals"`
 	Attempts      []Attempt  `json:"attempts"`
@@ -38,6 +49,16 @@ type Record struct {
 	// Deliveries are the last webhook deliveries that changed the record, so a delivery
 	// redelivered after a restart (when the in-memory index is empty) changes nothing.
 	Deliveries []string `json:"deliveries,omitempty"`
+}
+
+// SpecChange is the last edit of an issue's title or body that the App saw.
+type SpecChange struct {
+	At time.Time `json:"at"`
+	By string    `json:"by"`
+	// What names what changed: "title", "body" or "title and body".
+	What string `json:"what"`
+	// From is the revision before the change.
+	From string `json:"from"`
 }
 
 // maxDeliveries bounds Deliveries.
@@ -91,6 +112,9 @@ type Attempt struct {
 	Outcome        string    `json:"outcome,omitempty"`
 	CostMicroUSD   int64     `json:"cost_micro_usd,omitempty"`
 	EvidenceDigest string    `json:"evidence_digest,omitempty"`
+	// HeadCommit is the commit the run pushed to its work branch, as the runner
+	// reported it; the work item's pull request must have exactly this head.
+	HeadCommit string `json:"head_commit,omitempty"`
 }
 
 // ID names a work item: "owner/repo#issue".
@@ -106,6 +130,13 @@ func SpecRevision(title, body string) string {
 	return ContentRevision(fmt.Appendf(nil, "title %d\n%s\nbody %d\n%s", len(title), title, len(body), body))
 }
 
+// TextRevision is the revision of what an approver reads: the issue's title and body,
+// and the plan when there is one. Its short form (Sealer.ShortID) is the id that
+// `/approve ID` names.
+func (r *Record) TextRevision() string {
+	return ContentRevision(fmt.Appendf(nil, "spec %s\nplan %s\n", r.SpecRevision, r.PlanRevision))
+}
+
 // ApprovalRevision is what an /approve binds to: the spec, the plan, the base commit
 // and the repository's policy. A change to any of them voids the approval.
 func (r *Record) ApprovalRevision() string {
@@ -113,11 +144,24 @@ func (r *Record) ApprovalRevision() string {
 		r.SpecRevision, r.PlanRevision, r.BaseCommit, r.PolicyVersion))
 }
 
-// ContentRevision is the form every revision in the record takes: "sha256:" and the
-// first 16 hex digits of the content's SHA-256.
+// ContentRevision is the form every revision in the record takes: "sha256:" and all 64
+// hex digits of the content's SHA-256. Nothing is truncated: a 64-bit prefix let two
+// bodies that differ in an invisible HTML comment collide in seconds.
 func ContentRevision(content []byte) string {
 	sum := sha256.Sum256(content)
-	return "sha256:" + hex.EncodeToString(sum[:])[:16]
+	return revisionPrefix + hex.EncodeToString(sum[:])
+}
+
+const revisionPrefix = "sha256:"
+
+// IsRevision reports whether s is a full-length revision as ContentRevision makes it.
+func IsRevision(s string) bool {
+	hexPart, ok := strings.CutPrefix(s, revisionPrefix)
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil && strings.ToLower(hexPart) == hexPart
 }
 
 // normalizeNewlines keeps a browser's CRLF from voiding an approval on a no-op edit.
@@ -184,5 +228,9 @@ func (r *Record) Clone() *Record {
 	c.Approvals = slices.Clone(r.Approvals)
 	c.Attempts = slices.Clone(r.Attempts)
 	c.Deliveries = slices.Clone(r.Deliveries)
+	if r.SpecChange != nil {
+		sc := *r.SpecChange
+		c.SpecChange = &sc
+	}
 	return &c
 }

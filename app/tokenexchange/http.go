@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -43,6 +44,7 @@ type Ledger interface {
 	Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error
 	Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error
 	ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error)
+	Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 }
 
 // Handler serves the token exchange and the run call-backs.
@@ -60,11 +62,14 @@ func NewHandler(v *Verifier, t *RunTokens, l Ledger) *Handler {
 // Register adds the endpoints to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathTokenExchange, h.exchange)
-	mux.HandleFunc("POST "+wire.PathProgress, h.callback(report(h.ledger.Progress)))
-	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(report(h.ledger.Evidence)))
-	mux.HandleFunc("POST "+wire.PathVerdict, h.callback(report(h.ledger.Verdict)))
-	mux.HandleFunc("GET "+wire.PathShouldStop, h.callback(func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
+	mux.HandleFunc("POST "+wire.PathProgress, h.callback(wire.ScopeProgress, report(h.ledger.Progress)))
+	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(wire.ScopeEvidence, report(h.ledger.Evidence)))
+	mux.HandleFunc("POST "+wire.PathVerdict, h.callback(wire.ScopeVerdict, report(h.ledger.Verdict)))
+	mux.HandleFunc("GET "+wire.PathShouldStop, h.callback(wire.ScopeShouldStop, func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
 		return h.ledger.ShouldStop(ctx, c)
+	}))
+	mux.HandleFunc("GET "+wire.PathTask, h.callback(wire.ScopeTask, func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
+		return h.ledger.Task(ctx, c)
 	}))
 }
 
@@ -132,7 +137,8 @@ func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID
 	writeError(w, http.StatusForbidden, reason)
 }
 
-func (h *Handler) callback(fn func(ctx context.Context, c wire.RunClaims, body []byte) (any, error)) http.HandlerFunc {
+// callback serves a run call-back for tokens whose scope holds scope.
+func (h *Handler) callback(scope string, fn func(ctx context.Context, c wire.RunClaims, body []byte) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		log := zerolog.Ctx(ctx).With().Str(LogKeyEndpoint, r.URL.Path).Logger()
@@ -145,6 +151,11 @@ func (h *Handler) callback(fn func(ctx context.Context, c wire.RunClaims, body [
 		claims, err := h.tokens.Verify(raw)
 		if err != nil {
 			h.refuse(ctx, w, "", "", err.Error())
+			return
+		}
+		if !slices.Contains(claims.Scope, scope) {
+			h.refuse(ctx, w, claims.WorkItem, "", fmt.Sprintf("a %s run's token does not allow %s (its scope: %s)",
+				claims.Stage, r.URL.Path, strings.Join(claims.Scope, ", ")))
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))

@@ -18,19 +18,23 @@ const runTokenIssuer = "bumper-app"
 
 // RunTokens signs and checks run tokens (HS256 with the App's secret key).
 type RunTokens struct {
-	key []byte
-	now func() time.Time
+	key      []byte
+	previous [][]byte // verify only, during a key rotation
+	now      func() time.Time
 }
 
-// NewRunTokens returns a signer for the key, which must be at least 32 bytes.
-func NewRunTokens(key []byte, now func() time.Time) (*RunTokens, error) {
-	if len(key) < 32 {
-		return nil, fmt.Errorf("the run token key is %d bytes; use at least 32 random bytes", len(key))
+// NewRunTokens returns a signer for the key, which must be at least 32 bytes; tokens
+// signed with a previous key still verify until they expire.
+func NewRunTokens(key []byte, now func() time.Time, previous ...[]byte) (*RunTokens, error) {
+	for _, k := range append([][]byte{key}, previous...) {
+		if len(k) < 32 {
+			return nil, fmt.Errorf("a run token key is %d bytes; use at least 32 random bytes", len(k))
+		}
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &RunTokens{key: append([]byte(nil), key...), now: now}, nil
+	return &RunTokens{key: append([]byte(nil), key...), previous: previous, now: now}, nil
 }
 
 // Sign mints a run token for the claims, valid for RunTokenTTL.
@@ -50,9 +54,16 @@ func (t *RunTokens) Sign(c wire.RunClaims) (string, time.Time, error) {
 // Verify checks a run token's signature, algorithm, issuer and expiry.
 func (t *RunTokens) Verify(raw string) (wire.RunClaims, error) {
 	var c wire.RunClaims
-	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return t.key, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithIssuer(runTokenIssuer),
-		jwt.WithAudience(runTokenIssuer), jwt.WithExpirationRequired(), jwt.WithTimeFunc(t.now))
+	var err error
+	for _, key := range append([][]byte{t.key}, t.previous...) {
+		c = wire.RunClaims{}
+		_, err = jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return key, nil },
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithIssuer(runTokenIssuer),
+			jwt.WithAudience(runTokenIssuer), jwt.WithExpirationRequired(), jwt.WithTimeFunc(t.now))
+		if !errors.Is(err, jwt.ErrTokenSignatureInvalid) {
+			break
+		}
+	}
 	if err != nil {
 		return wire.RunClaims{}, fmt.Errorf("invalid run token: %w", err)
 	}

@@ -26,7 +26,11 @@ func TestRunTokens(t *testing.T) {
 	if exp.Sub(now) != RunTokenTTL {
 		t.Fatalf("expires after %v", exp.Sub(now))
 	}
-	other, _ := NewRunTokens([]byte(strings.Repeat("x", 32)), func() time.Time { return now })
+	other, _ := NewRunTokens([]byte(strings.Repeat("x", 32)), func() time.Time { return clock })
+	// After a rotation the old key still verifies, and a token of the new key does not
+	// verify under the old one alone.
+	rotated, _ := NewRunTokens([]byte(strings.Repeat("n", 32)), func() time.Time { return clock }, key)
+	newTok, _, _ := rotated.Sign(claims)
 	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, claims).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	empty, _, _ := rt.Sign(wire.RunClaims{})
 	tests := []struct {
@@ -39,6 +43,10 @@ func TestRunTokens(t *testing.T) {
 		{"valid", tok, now.Add(29 * time.Minute), rt, true},
 		{"expired", tok, now.Add(31 * time.Minute), rt, false},
 		{"other key", tok, now, other, false},
+		{"previous key during a rotation", tok, now, rotated, true},
+		{"new key under the old one", newTok, now, rt, false},
+		{"new key under the new one", newTok, now, rotated, true},
+		{"expired under a previous key", tok, now.Add(31 * time.Minute), rotated, false},
 		{"alg none", none, now, rt, false},
 		{"names nothing", empty, now, rt, false},
 		{"garbage", "abc.def.ghi", now, rt, false},

@@ -16,6 +16,17 @@ const (
 	PathEvidence      = "/api/v1/run/evidence"
 	PathVerdict       = "/api/v1/run/verdict"
 	PathShouldStop    = "/api/v1/run/should-stop"
+	PathTask          = "/api/v1/run/task"
+)
+
+// Scopes a run token may carry; each call-back endpoint needs its own. A run gets only
+// those of its stage (see workitem.ScopesOf).
+const (
+	ScopeProgress   = "progress"
+	ScopeEvidence   = "evidence"
+	ScopeVerdict    = "verdict"
+	ScopeShouldStop = "should-stop"
+	ScopeTask       = "task"
 )
 
 // OIDCAudience is the audience a runner asks GitHub's OIDC issuer for.
@@ -62,7 +73,10 @@ type Progress struct {
 	State       string `json:"state"`
 	Message     string `json:"message,omitempty"`
 	PullRequest int    `json:"pull_request,omitempty"`
-	Plan        string `json:"plan,omitempty"`
+	// HeadCommit is the commit the run pushed to its work branch; with PullRequest, the
+	// App checks the pull request's head is exactly this commit.
+	HeadCommit string `json:"head_commit,omitempty"`
+	Plan       string `json:"plan,omitempty"`
 }
 
 // Evidence reports the evidence bundle of an attempt.
@@ -72,6 +86,32 @@ type Evidence struct {
 	CostMicroUSD int64  `json:"cost_micro_usd,omitempty"`
 	AuditHead    string `json:"audit_head,omitempty"`
 	PullRequest  int    `json:"pull_request,omitempty"`
+	HeadCommit   string `json:"head_commit,omitempty"`
+}
+
+// Task is what the agent is asked to do, as the App approved it: the runner writes it
+// into the VM as files, and the agent reads nothing else from GitHub about the issue.
+type Task struct {
+	WorkItem string `json:"work_item"`
+	Stage    string `json:"stage"`
+	// SpecRevision is the full revision of Title and Body.
+	SpecRevision string `json:"spec_revision"`
+	Title        string `json:"title"`
+	Body         string `json:"body"`
+	// Plan is the approved plan, empty when the repository does not plan first.
+	Plan         string `json:"plan,omitempty"`
+	PlanRevision string `json:"plan_revision,omitempty"`
+	// Comments are the issue's comments written before the approval (before the run was
+	// dispatched, for a plan run) by people with write permission, not edited since.
+	Comments   []TaskComment `json:"comments"`
+	BaseCommit string        `json:"base_commit"`
+}
+
+// TaskComment is one comment of the task, with who wrote it and when.
+type TaskComment struct {
+	Author    string    `json:"author"`
+	CreatedAt time.Time `json:"created_at"`
+	Body      string    `json:"body"`
 }
 
 // Verdict reports the reviewer run's typed verdict.

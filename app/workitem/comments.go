@@ -71,7 +71,7 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	}
 	switch cmd.Kind {
 	case command.Approve:
-		return s.approve(ctx, gh, it, ev, pol)
+		return s.approve(ctx, gh, it, ev, pol, cmd)
 	case command.Stop:
 		if it.rec.State.Terminal() {
 			return s.reply(ctx, gh, repo, n, fmt.Sprintf("Nothing to stop: the work item is %s.", it.rec.State))
@@ -80,13 +80,14 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	case command.Retry:
 		return s.retry(ctx, gh, it, ev.Author, ev.Delivery, pol)
 	case command.Status:
-		return s.reply(ctx, gh, repo, n, ledger.Summary(it.rec))
+		return s.reply(ctx, gh, repo, n, s.opts.Sealer.Summary(it.rec))
 	}
 	return nil
 }
 
-// approve binds an approval to the current revision and dispatches the run.
-func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEvent, pol Policy) error {
+// approve binds an approval to the current revision and dispatches the run. It approves
+// only text the approver had the chance to read: see approveRefusal.
+func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEvent, pol Policy, cmd command.Command) error {
 	repo, n, rec := it.repo.FullName, it.rec.Issue, it.rec
 	if rec.State != ledger.AwaitingApproval {
 		msg := fmt.Sprintf("Nothing to approve: the work item is %s.", rec.State)
@@ -104,8 +105,19 @@ func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEv
 		}
 		return s.save(ctx, gh, it, ev.Delivery)
 	}
-	// Approve what the approver sees now: the payload's text and the branch's head.
-	rec.SpecRevision = ledger.SpecRevision(ev.Issue.Title, ev.Issue.Body)
+	// The payload carries the issue as it is now. Text that differs from the record's is
+	// an edit Bumper did not see (serve was down, or the delivery was lost): it counts as
+	// made just now.
+	changed, _ := s.noteSpec(it, ev.Issue, "", "title or body")
+	if why := s.approveRefusal(rec, cmd); why != "" {
+		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Author).Str(LogKeyReason, why).Msg("refused an approval")
+		if changed {
+			if err := s.save(ctx, gh, it, ev.Delivery); err != nil {
+				return err
+			}
+		}
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Sorry @%s, not approved: %s Nothing was started.", ev.Author, why))
+	}
 	head, err := gh.BranchHead(ctx, repo, rec.BaseBranch)
 	if err != nil {
 		return fmt.Errorf("failed to read the head of %s: %w", rec.BaseBranch, err)

@@ -94,6 +94,15 @@ func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req w
 	if head != rec.BaseCommit {
 		return none, s.baseMoved(ctx, gh, it, head)
 	}
+	if att.Stage != StagePlan {
+		why, err := s.approvedTextHolds(ctx, gh, it)
+		if err != nil {
+			return none, err
+		}
+		if why != "" {
+			return none, s.voidAtMint(ctx, gh, it, why)
+		}
+	}
 	key := DispatchKey(rec.Issue, att.Revision, att.Number)
 	created, err := gh.CreateRef(ctx, repo, ExchangeRefPrefix+key, rec.BaseCommit)
 	if err != nil {
@@ -111,7 +120,7 @@ func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req w
 		return none, fmt.Errorf("failed to mint the installation token of %s: %w", rec.ID(), err)
 	}
 	runTok, runExp, err := s.opts.RunTokens.Sign(wire.RunClaims{WorkItem: rec.ID(), Revision: att.Revision,
-		Attempt: att.Number, Stage: att.Stage, Scope: []string{"progress", "evidence", "verdict", "should-stop"}})
+		Attempt: att.Number, Stage: att.Stage, Scope: ScopesOf(att.Stage)})
 	if err != nil {
 		return none, err
 	}
@@ -202,12 +211,11 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			return tokenexchange.Refuse("a plan run must post its plan")
 		}
 		rec.PlanRevision = ledger.ContentRevision([]byte(p.Plan))
-	case c.Stage != StagePlan && (to == ledger.Verifying || to == ledger.Reviewing):
-	case c.Stage != StagePlan && to == ledger.InReview:
-		if p.PullRequest < 1 {
-			return tokenexchange.Refuse("in-review needs the pull request number")
+	case (c.Stage == StageImplement || c.Stage == StageFix) && (to == ledger.Verifying || to == ledger.Reviewing):
+	case (c.Stage == StageImplement || c.Stage == StageFix) && to == ledger.InReview:
+		if err := s.takePull(ctx, gh, it, p.PullRequest, p.HeadCommit); err != nil {
+			return err
 		}
-		rec.PullRequest = p.PullRequest
 	default:
 		return tokenexchange.Refuse("a %s run cannot report %s", c.Stage, p.State)
 	}
@@ -217,33 +225,40 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 	if err := s.move(ctx, it, to, p.Message); err != nil {
 		return err
 	}
-	if err := s.save(ctx, gh, it, ""); err != nil {
-		return err
-	}
 	if to == ledger.AwaitingApproval {
-		return s.reply(ctx, gh, rec.Repository, rec.Issue, fmt.Sprintf("### Plan (revision `%s`)\n\n%s\n\n"+
-			"A maintainer can comment `/approve` to authorize a run of this plan.", rec.PlanRevision, p.Plan))
+		// The plan goes up first so the record can point at it: the token exchange
+		// re-reads it from there.
+		id, err := gh.CreateComment(ctx, rec.Repository, rec.Issue, s.planComment(rec, p.Plan))
+		if err != nil {
+			return fmt.Errorf("failed to post the plan of %s: %w", rec.ID(), err)
+		}
+		rec.PlanComment = id
 	}
-	return nil
+	return s.save(ctx, gh, it, "")
 }
 
 // Evidence records an attempt's evidence bundle digest and figures.
 func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error {
-	if !strings.HasPrefix(e.Digest, "sha256:") {
-		return tokenexchange.Refuse("evidence digest %q: want sha256:<hex>", e.Digest)
+	if !ledger.IsRevision(e.Digest) {
+		return tokenexchange.Refuse("evidence digest %q: want sha256: and all 64 lower-case hex digits", e.Digest)
+	}
+	if c.Stage == StagePlan {
+		return tokenexchange.Refuse("a plan run has no evidence to report; it posts its plan")
 	}
 	defer s.lock(c.WorkItem)()
 	gh, it, err := s.current(ctx, c)
 	if err != nil {
 		return err
 	}
+	if e.PullRequest > 0 {
+		if err := s.takePull(ctx, gh, it, e.PullRequest, e.HeadCommit); err != nil {
+			return err
+		}
+	}
 	att := it.rec.CurrentAttempt()
 	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
 	if e.AuditHead != "" {
 		it.rec.AuditHead = e.AuditHead
-	}
-	if e.PullRequest > 0 {
-		it.rec.PullRequest = e.PullRequest
 	}
 	return s.save(ctx, gh, it, "")
 }
@@ -257,6 +272,11 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 	}
 	if v.Confidence < 0 || v.Confidence > 1 {
 		return tokenexchange.Refuse("confidence %v: want 0 to 1", v.Confidence)
+	}
+	if c.Stage != StageReview {
+		// Only a reviewer run, with its fresh context, judges a pull request: the run that
+		// wrote the change may not grade it.
+		return tokenexchange.Refuse("a %s run cannot post a verdict; only a review run can", c.Stage)
 	}
 	defer s.lock(c.WorkItem)()
 	gh, it, err := s.current(ctx, c)

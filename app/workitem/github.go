@@ -22,9 +22,24 @@ type Issue struct {
 
 // Comment is an issue comment.
 type Comment struct {
-	ID     int64
-	Author string
-	Body   string
+	ID         int64
+	Author     string
+	AuthorType string // User, Bot, Organization
+	Body       string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Pull is what the App checks of a pull request before it takes it as a work item's.
+type Pull struct {
+	Number   int
+	Author   string // who opened it
+	HeadRepo string // owner/name of the head repository: a fork's differs from the base's
+	HeadRef  string // branch name
+	HeadSHA  string
+	BaseRef  string
+	State    string // open, closed
+	Merged   bool
 }
 
 // Repo names a repository and its default branch, as webhook payloads carry them.
@@ -48,7 +63,13 @@ type GitHub interface {
 	BranchHead(ctx context.Context, repo, branch string) (string, error)
 	// IssuesWithLabel lists every issue (open or closed) carrying the label.
 	IssuesWithLabel(ctx context.Context, repo, label string) ([]Issue, error)
+	// Issue reads one issue as it is now; ErrNotFound when absent.
+	Issue(ctx context.Context, repo string, number int) (Issue, error)
 	Comments(ctx context.Context, repo string, issue int) ([]Comment, error)
+	// Comment reads one issue comment; ErrNotFound when it was deleted.
+	Comment(ctx context.Context, repo string, id int64) (Comment, error)
+	// PullRequest reads one pull request; ErrNotFound when absent.
+	PullRequest(ctx context.Context, repo string, number int) (Pull, error)
 	CreateComment(ctx context.Context, repo string, issue int, body string) (int64, error)
 	EditComment(ctx context.Context, repo string, id int64, body string) error
 	AddLabel(ctx context.Context, repo string, issue int, label string) error

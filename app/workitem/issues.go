@@ -14,11 +14,13 @@ import (
 
 // IssueEvent is an `issues` webhook, translated.
 type IssueEvent struct {
-	Delivery   string
-	Action     string // labeled, unlabeled, edited, closed, reopened
-	Repo       Repo
-	Issue      Issue
-	Label      string // labeled, unlabeled
+	Delivery string
+	Action   string // labeled, unlabeled, edited, closed, reopened
+	Repo     Repo
+	Issue    Issue
+	Label    string // labeled, unlabeled
+	// Changed names what an edit changed ("title", "body"), from the payload's changes.
+	Changed    []string
 	Sender     string
 	SenderType string
 }
@@ -121,9 +123,10 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 		return fmt.Errorf("failed to read the head of %s: %w", ev.Repo.DefaultBranch, err)
 	}
 	rec := &ledger.Record{Schema: ledger.SchemaVersion, Repository: ev.Repo.FullName, Issue: ev.Issue.Number,
-		State: ledger.Requested, Requester: ev.Sender, SpecRevision: ledger.SpecRevision(ev.Issue.Title, ev.Issue.Body),
+		State: ledger.Requested, Requester: ev.Sender,
 		BaseBranch: ev.Repo.DefaultBranch, BaseCommit: head, PolicyVersion: pol.Revision,
 		Approvals: []ledger.Approval{}, Attempts: []ledger.Attempt{}}
+	setSpec(rec, ev.Issue.Title, ev.Issue.Body)
 	it := &item{repo: ev.Repo, commentID: commentID, rec: rec}
 	if prev != nil {
 		// A restart keeps the history (attempts count against the bound) and the
@@ -147,35 +150,7 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 
 // edited voids approvals when the title or body changed.
 func (s *Service) edited(ctx context.Context, gh GitHub, it *item, ev IssueEvent) error {
-	spec := ledger.SpecRevision(ev.Issue.Title, ev.Issue.Body)
-	if spec == it.rec.SpecRevision {
-		return nil
-	}
-	it.rec.SpecRevision = spec
-	voided := it.rec.VoidApprovals(fmt.Sprintf("@%s edited the issue after approval", ev.Sender))
-	note := ""
-	switch it.rec.State {
-	case ledger.Running, ledger.Verifying:
-		if voided {
-			if a := it.rec.CurrentAttempt(); a != nil && a.Outcome == "" {
-				a.Outcome = "voided"
-			}
-			if err := s.move(ctx, it, ledger.AwaitingApproval, "the issue was edited after approval"); err != nil {
-				return err
-			}
-		}
-	}
-	if voided {
-		note = fmt.Sprintf("@%s edited the issue after it was approved, so the approval no longer holds: "+
-			"a run only ever does what was approved. A maintainer can comment `/approve` to authorize the new text.", ev.Sender)
-	}
-	if err := s.save(ctx, gh, it, ev.Delivery); err != nil {
-		return err
-	}
-	if note != "" {
-		return s.reply(ctx, gh, it.repo.FullName, it.rec.Issue, note)
-	}
-	return nil
+	return s.specChanged(ctx, gh, it, ev.Issue, ev.Sender, changedParts(ev.Changed), ev.Delivery)
 }
 
 func (s *Service) stop(ctx context.Context, gh GitHub, it *item, reason, delivery string) error {
@@ -224,9 +199,10 @@ func (s *Service) markUntrusted(ctx context.Context, gh GitHub, repo Repo, is Is
 		requester = "unknown"
 	}
 	rec := &ledger.Record{Schema: ledger.SchemaVersion, Repository: repo.FullName, Issue: is.Number,
-		State: ledger.Error, Requester: requester, SpecRevision: ledger.SpecRevision(is.Title, is.Body),
+		State: ledger.Error, Requester: requester,
 		BaseBranch: repo.DefaultBranch, Approvals: []ledger.Approval{}, Attempts: []ledger.Attempt{},
 		Reason: "the work item's record cannot be trusted: " + cause.Error()}
+	setSpec(rec, is.Title, is.Body)
 	it := &item{repo: repo, commentID: commentID, rec: rec}
 	for _, l := range is.Labels {
 		if st, ok := strings.CutPrefix(l, ledger.LabelPrefix); ok && st != string(ledger.Error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -41,7 +42,12 @@ type Policy struct {
 		Name    string `yaml:"name"`
 		Version string `yaml:"version"`
 	} `yaml:"harness"`
-	Allowlist    []string `yaml:"allowlist"`
+	Allowlist []string `yaml:"allowlist"`
+	// GitHubAPI opts the agent in to read-only GitHub API calls through the firewall's
+	// gateway ("GET /repos/*/*/pulls"). Empty, the default: the agent gets no GitHub API.
+	// Comments, reviews and other text strangers write are refused by the firewall
+	// whatever is listed here.
+	GitHubAPI    []string `yaml:"github_api"`
 	Verification []string `yaml:"verification"`
 	Reviewer     *bool    `yaml:"reviewer"`
 
@@ -58,7 +64,7 @@ func DefaultPolicy() Policy {
 	p.Bounds.Attempts = 3
 	p.Bounds.VerificationRounds = 2
 	p.Bounds.FixRounds = 2
-	p.Revision = "default"
+	p.Revision = ledger.DefaultPolicyVersion
 	return p
 }
 
@@ -90,6 +96,16 @@ func ParsePolicy(raw []byte) (Policy, error) {
 	if p.Bounds.VerificationRounds < 0 || p.Bounds.FixRounds < 0 || p.Bounds.WallTime < 0 ||
 		p.Bounds.CostPerRunUSD < 0 || p.Bounds.CostPerItemUSD < 0 {
 		return Policy{}, fmt.Errorf("%s: bounds must not be negative", PolicyPath)
+	}
+	for _, rule := range p.GitHubAPI {
+		method, path, ok := strings.Cut(strings.TrimSpace(rule), " ")
+		switch {
+		case !ok || !strings.HasPrefix(strings.TrimSpace(path), "/"):
+			return Policy{}, fmt.Errorf("%s: github_api rule %q: want \"GET /path\" (segments may be * or a final **)", PolicyPath, rule)
+		case method != "GET" && method != "HEAD":
+			// Every write to GitHub is the runner's, on the host, from the run's results.
+			return Policy{}, fmt.Errorf("%s: github_api rule %q: the agent's GitHub API is read-only; use GET or HEAD", PolicyPath, rule)
+		}
 	}
 	p.Revision = ledger.ContentRevision(raw)
 	return p, nil

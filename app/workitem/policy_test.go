@@ -28,6 +28,16 @@ func TestParsePolicy(t *testing.T) {
 		{"read level", "version: 1\napprovers: {min_permission: read}\n", "can only raise the floor", nil},
 		{"no attempts", "version: 1\nbounds: {attempts: 0}\n", "bounds.attempts is 0", nil},
 		{"negative", "version: 1\nbounds: {fix_rounds: -1}\n", "must not be negative", nil},
+		{"read-only github api", "version: 1\ngithub_api: [\"GET /repos/*/*/pulls\", \"HEAD /rate_limit\"]\n", "", func(t *testing.T, p Policy) {
+			if len(p.GitHubAPI) != 2 {
+				t.Fatalf("github_api %v", p.GitHubAPI)
+			}
+		}},
+		// What an issue author who also controls a pull request to the policy would try.
+		{"github api write", "version: 1\ngithub_api: [\"POST /repos/*/*/git/refs\"]\n", "read-only", nil},
+		{"github api any method", "version: 1\ngithub_api: [\"* /**\"]\n", "read-only", nil},
+		{"github api lower-case get", "version: 1\ngithub_api: [\"get /repos/*/*\"]\n", "read-only", nil},
+		{"github api no path", "version: 1\ngithub_api: [\"GET\"]\n", "want \"GET /path\"", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 )
 
@@ -82,7 +83,7 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 	if err != nil {
 		return false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
 	}
-	rec, commentID, cause := checkRecord(repo, is, comments, bot)
+	rec, commentID, cause := checkRecord(s.opts.Sealer, repo, is, comments, bot)
 	if cause != nil {
 		if rec != nil && rec.State == ledger.Error {
 			// Already in the visible error state: keep it there, quietly.
@@ -92,6 +93,15 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 	}
 	if err := s.idx.Put(rec, commentID); err != nil {
 		return false, err
+	}
+	// An edit made while serve was down (or whose delivery was lost) voids approvals now,
+	// not only when a run asks for credentials.
+	if !rec.State.Terminal() {
+		it := &item{repo: repo, commentID: commentID, stored: rec, rec: rec.Clone()}
+		if err := s.specChanged(ctx, gh, it, is, "", "title or body (edited while Bumper was not listening)", ""); err != nil {
+			return false, err
+		}
+		rec = it.rec
 	}
 	if a := rec.CurrentAttempt(); a != nil && a.RunID != 0 {
 		if err := s.idx.PutDispatch(ledger.Dispatch{Key: DispatchKey(rec.Issue, a.Revision, a.Number),
@@ -107,17 +117,15 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 // state label matching the record, the bot as the comment's author, and approvals that
 // point at comments their approvers wrote. commentID is the status comment's, when
 // there is one: the error state is written there.
-func checkRecord(repo Repo, is Issue, comments []Comment, bot string) (rec *ledger.Record, commentID int64, err error) {
+func checkRecord(sealer *ledger.Sealer, repo Repo, is Issue, comments []Comment, bot string) (rec *ledger.Record, commentID int64, err error) {
 	var labels []string
 	for _, l := range is.Labels {
 		if strings.HasPrefix(l, ledger.LabelPrefix) {
 			labels = append(labels, l)
 		}
 	}
-	byID := map[int64]Comment{}
 	var status []Comment
 	for _, c := range comments {
-		byID[c.ID] = c
 		if ledger.IsStatusComment(c.Body) {
 			status = append(status, c)
 		}
@@ -137,7 +145,7 @@ func checkRecord(repo Repo, is Issue, comments []Comment, bot string) (rec *ledg
 		return nil, mine[0].ID, fmt.Errorf("the issue has %d status comments; there must be one", len(mine))
 	}
 	commentID = mine[0].ID
-	rec, err = ledger.Decode(mine[0].Body)
+	rec, err = sealer.Decode(mine[0].Body)
 	if err != nil {
 		return nil, commentID, err
 	}
@@ -147,16 +155,33 @@ func checkRecord(repo Repo, is Issue, comments []Comment, bot string) (rec *ledg
 	if len(labels) != 1 || !strings.EqualFold(labels[0], rec.State.Label()) {
 		return rec, commentID, fmt.Errorf("the record says %s but the issue's state labels are %v", rec.State, labels)
 	}
+	if err := approvalsHold(rec, comments); err != nil {
+		return rec, commentID, err
+	}
+	return rec, commentID, nil
+}
+
+// approvalsHold checks that every approval that still holds points at a comment its
+// approver wrote, which gives /approve. Every approval is one (comment_id 0 is refused
+// when the record is decoded); a voided one may point at a comment since deleted.
+func approvalsHold(rec *ledger.Record, comments []Comment) error {
+	byID := make(map[int64]Comment, len(comments))
+	for _, c := range comments {
+		byID[c.ID] = c
+	}
 	for _, a := range rec.Approvals {
-		if a.CommentID == 0 {
+		if a.Voided != "" {
 			continue
 		}
 		c, ok := byID[a.CommentID]
 		if !ok || !strings.EqualFold(c.Author, a.By) {
-			return rec, commentID, fmt.Errorf("the approval by @%s points at comment %d, which @%s did not write", a.By, a.CommentID, a.By)
+			return fmt.Errorf("the approval by @%s points at comment %d, which @%s did not write", a.By, a.CommentID, a.By)
+		}
+		if cmd, ok := command.Parse(c.Body); !ok || cmd.Kind != command.Approve {
+			return fmt.Errorf("the approval by @%s points at comment %d, which does not say /approve", a.By, a.CommentID)
 		}
 	}
-	return rec, commentID, nil
+	return nil
 }
 
 // ForgetRepository drops a repository's work items from the index (the App was

@@ -2,6 +2,7 @@ package workitem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/tokenexchange"
 )
 
 // RunEvent is a workflow_run or workflow_job webhook about a run, translated.
@@ -112,6 +114,9 @@ type PullEvent struct {
 	Repo     Repo
 	Number   int
 	HeadRef  string // branch name
+	// HeadRepo is the head repository's owner/name: a fork's differs from Repo's.
+	HeadRepo string
+	Author   string // who opened the pull request
 	Merged   bool
 	Sender   string
 }
@@ -134,8 +139,11 @@ func WorkBranch(ref string) (issue, attempt int, ok bool) {
 	return i, a, true
 }
 
-// HandlePull follows the pull requests of Bumper's work branches: opening records the
-// PR, merging ends the work item, closing without merge stops it.
+// HandlePull follows the pull request of a work item: merging ends the work item, closing
+// without merge stops it. A pull request is the work item's only once the runner that
+// opened it has reported it and the App has checked it (see takePull); a branch name
+// alone proves nothing, since anyone can open a pull request from a fork's branch named
+// bumper/<issue>-<attempt>.
 func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error {
 	n, attempt, ok := WorkBranch(ev.HeadRef)
 	if !ok {
@@ -149,29 +157,102 @@ func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error
 	if it.stored.Handled(ev.Delivery) || attempt != len(it.rec.Attempts) {
 		return nil
 	}
-	switch ev.Action {
-	case "opened", "reopened":
-		if it.rec.PullRequest == ev.Number {
-			return nil
-		}
-		it.rec.PullRequest = ev.Number
-	case "closed":
-		if it.rec.PullRequest != ev.Number || it.rec.State.Terminal() {
-			return nil
-		}
-		to, reason := ledger.Stopped, fmt.Sprintf("@%s closed pull request #%d without merging", ev.Sender, ev.Number)
-		if ev.Merged {
-			to, reason = ledger.Done, fmt.Sprintf("pull request #%d was merged", ev.Number)
-		}
-		if err := s.move(ctx, it, to, reason); err != nil {
-			return nil
-		}
-	default:
-		// synchronize: new commits on the work branch; the fix rounds are the runner's.
+	if it.rec.PullRequest == 0 || it.rec.PullRequest != ev.Number {
+		// Once checked, the number is the pull request's identity in the repository:
+		// later pushes by maintainers to its branch do not make it someone else's.
+		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, it.rec.ID()).Int(LogKeyPull, ev.Number).Str(LogKeyUser, ev.Author).Str(LogKeyHeadRepo, ev.HeadRepo).
+			Str(LogKeyReason, "not the pull request the run reported and the App checked").Msg("pull request is not the work item's; ignored")
+		return nil
+	}
+	if ev.Action != "closed" {
+		// opened, reopened, synchronize: the runner reports its pull request itself; the
+		// fix rounds are the runner's.
 		zerolog.Ctx(ctx).Debug().Str(LogKeyWorkItem, it.rec.ID()).Str(LogKeyAction, ev.Action).Msg("pull request event needs no change")
 		return nil
 	}
+	if it.rec.State.Terminal() {
+		return nil
+	}
+	to, reason := ledger.Stopped, fmt.Sprintf("@%s closed pull request #%d without merging", ev.Sender, ev.Number)
+	if ev.Merged {
+		to, reason = ledger.Done, fmt.Sprintf("pull request #%d was merged", ev.Number)
+	}
+	if err := s.move(ctx, it, to, reason); err != nil {
+		return nil
+	}
 	return s.save(ctx, gh, it, ev.Delivery)
+}
+
+// pullMismatch says why a pull request cannot be the current attempt's, or "" when it
+// can: it must come from the base repository itself (not a fork), be opened by the App
+// (the runner opens it with the installation token), be on the attempt's work branch,
+// and have as head the commit the run reported pushing.
+func pullMismatch(rec *ledger.Record, bot string, pr Pull) string {
+	att := rec.CurrentAttempt()
+	if att == nil {
+		return "no run was dispatched"
+	}
+	want := fmt.Sprintf("bumper/%d-%d", rec.Issue, att.Number)
+	switch {
+	case !strings.EqualFold(pr.HeadRepo, rec.Repository):
+		return fmt.Sprintf("its head is in %s, not in %s", pr.HeadRepo, rec.Repository)
+	case !strings.EqualFold(pr.Author, bot):
+		return fmt.Sprintf("it was opened by @%s, not by Bumper", pr.Author)
+	case pr.HeadRef != want:
+		return fmt.Sprintf("its branch is %s, not %s", pr.HeadRef, want)
+	case att.HeadCommit == "":
+		return "the run has reported no head commit"
+	case pr.HeadSHA != att.HeadCommit:
+		return fmt.Sprintf("its head is %.12s, not the run's commit %.12s", pr.HeadSHA, att.HeadCommit)
+	}
+	return ""
+}
+
+// takePull records the pull request a run reports, after checking on GitHub that it is
+// the one the run opened.
+func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int, head string) error {
+	rec := it.rec
+	att := rec.CurrentAttempt()
+	switch {
+	case number < 1:
+		return tokenexchange.Refuse("in-review needs the pull request number")
+	case !isCommit(head):
+		return tokenexchange.Refuse("the pull request's head commit %q: want the 40-hex commit the run pushed", head)
+	case rec.PullRequest != 0 && rec.PullRequest != number:
+		return tokenexchange.Refuse("the work item's pull request is #%d, not #%d", rec.PullRequest, number)
+	case att.HeadCommit != "" && att.HeadCommit != head:
+		return tokenexchange.Refuse("attempt %d already reported head %.12s, not %.12s", att.Number, att.HeadCommit, head)
+	}
+	pr, err := gh.PullRequest(ctx, rec.Repository, number)
+	if errors.Is(err, ErrNotFound) {
+		return tokenexchange.Refuse("pull request #%d does not exist in %s", number, rec.Repository)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to read pull request #%d of %s: %w", number, rec.Repository, err)
+	}
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return err
+	}
+	att.HeadCommit = head
+	if why := pullMismatch(rec, bot, pr); why != "" {
+		att.HeadCommit = ""
+		return tokenexchange.Refuse("pull request #%d is not this run's: %s", number, why)
+	}
+	rec.PullRequest = number
+	return nil
+}
+
+func isCommit(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckRerequest is a check_run "rerequested" webhook: someone pressed Re-run on a

@@ -29,6 +29,8 @@ const (
 	LogKeyConclusion = "conclusion"
 	LogKeyCommand    = "command"
 	LogKeyAction     = "action"
+	LogKeyPull       = "pull_request"
+	LogKeyHeadRepo   = "head_repo"
 )
 
 // Options configure a Service.
@@ -43,6 +45,11 @@ type Options struct {
 	TokenPermissions map[string]string
 	// RunTokens signs the run tokens handed out by the token exchange.
 	RunTokens RunTokenSigner
+	// Sealer signs and checks status records and names revisions.
+	Sealer *ledger.Sealer
+	// ApproveWindow is how long after an edit of the issue a bare `/approve` is refused
+	// (the approver must name the revision they read); zero: never.
+	ApproveWindow time.Duration
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -71,6 +78,10 @@ func New(opts Options) (*Service, error) {
 		return nil, errors.New("workitem: a trigger label is required")
 	case opts.RunTokens == nil:
 		return nil, errors.New("workitem: a run token signer is required")
+	case opts.Sealer == nil:
+		return nil, errors.New("workitem: a record sealer is required")
+	case opts.ApproveWindow < 0:
+		return nil, errors.New("workitem: the approve window must not be negative")
 	case len(opts.TokenPermissions) == 0:
 		return nil, errors.New("workitem: the run token permissions must name at least one permission")
 	}
@@ -152,12 +163,15 @@ func (s *Service) loadIssue(ctx context.Context, gh GitHub, repo Repo, is Issue)
 		if !ledger.IsStatusComment(c.Body) || !strings.EqualFold(c.Author, bot) {
 			continue
 		}
-		rec, err := ledger.Decode(c.Body)
+		rec, err := s.opts.Sealer.Decode(c.Body)
 		if err != nil {
 			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %v", errUntrusted, err)
 		}
 		if rec.ID() != id {
 			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: the record names %s, not this issue", errUntrusted, rec.ID())
+		}
+		if err := approvalsHold(rec, comments); err != nil {
+			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %v", errUntrusted, err)
 		}
 		if err := s.idx.Put(rec, c.ID); err != nil {
 			return nil, err
@@ -174,7 +188,7 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 	rec.Revision++
 	rec.UpdatedAt = s.now().UTC()
 	rec.NoteDelivery(delivery)
-	body, err := ledger.Encode(rec)
+	body, err := s.opts.Sealer.Encode(rec)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,215 @@
+package workitem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bumperdev/bumper/app/command"
+	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/reveal"
+	"github.com/bumperdev/bumper/app/tokenexchange"
+)
+
+// DefaultApproveWindow is how long after an edit a bare `/approve` is refused.
+const DefaultApproveWindow = 10 * time.Minute
+
+// setSpec records the issue's current text: its revision, and what the rendered page
+// hides from the approver but not from the agent.
+func setSpec(rec *ledger.Record, title, body string) {
+	rec.SpecRevision = ledger.SpecRevision(title, body)
+	rec.SpecNotice = reveal.Render(append(reveal.ScanTitle(title), reveal.Scan(body)...))
+}
+
+// changedParts names what an edit changed, from the payload's "changes".
+func changedParts(changed []string) string {
+	var parts []string
+	for _, c := range changed {
+		if c == "title" || c == "body" {
+			parts = append(parts, c)
+		}
+	}
+	if len(parts) == 0 {
+		return "title or body"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// noteSpec takes the issue's current text into the record when it differs from the
+// recorded one: every approval is voided and a run under way goes back to waiting. by
+// is the editor's login, or "" when Bumper did not see the edit happen. It reports
+// whether anything changed and whether an approval was voided.
+func (s *Service) noteSpec(it *item, is Issue, by, what string) (changed, voided bool) {
+	rec := it.rec
+	if ledger.SpecRevision(is.Title, is.Body) == rec.SpecRevision {
+		return false, false
+	}
+	from := rec.SpecRevision
+	setSpec(rec, is.Title, is.Body)
+	rec.SpecChange = &ledger.SpecChange{At: s.now().UTC(), By: by, What: what, From: from}
+	who := "someone"
+	if by != "" {
+		who = "@" + by
+	}
+	voided = rec.VoidApprovals(fmt.Sprintf("%s edited the issue after approval", who))
+	if voided && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
+		if a := rec.CurrentAttempt(); a != nil && a.Outcome == "" {
+			a.Outcome, a.EndedAt = "voided", s.now().UTC()
+		}
+		// Running and verifying may always go back to awaiting approval.
+		_ = rec.MoveTo(ledger.AwaitingApproval, "the issue was edited after approval")
+	}
+	return true, voided
+}
+
+// specChanged handles a change to the issue's text, seen or found late.
+func (s *Service) specChanged(ctx context.Context, gh GitHub, it *item, is Issue, by, what, delivery string) error {
+	changed, voided := s.noteSpec(it, is, by, what)
+	if !changed {
+		return nil
+	}
+	if err := s.save(ctx, gh, it, delivery); err != nil {
+		return err
+	}
+	if !voided {
+		return nil
+	}
+	who := "Someone"
+	if by != "" {
+		who = "@" + by
+	}
+	id := s.opts.Sealer.ShortID(it.rec.TextRevision())
+	return s.reply(ctx, gh, it.repo.FullName, it.rec.Issue, fmt.Sprintf("%s edited the issue after it was approved, so the approval "+
+		"no longer holds: a run only ever does what was approved. Its new revision is `%s`; a maintainer who has read it can comment `/approve %s`.", who, id, id))
+}
+
+// approveRefusal says why this /approve does not approve what is on the issue now, or
+// "" when it does. The approver must name the revision they read when the text changed
+// within the window, and whatever revision they name must be the current one.
+func (s *Service) approveRefusal(rec *ledger.Record, cmd command.Command) string {
+	current := s.opts.Sealer.ShortID(rec.TextRevision())
+	changed := ""
+	if c := rec.SpecChange; c != nil {
+		who := "an edit Bumper did not see as it happened"
+		if c.By != "" {
+			who = "@" + c.By
+		}
+		changed = fmt.Sprintf("the %s changed %s ago (%s)", c.What, s.now().Sub(c.At).Round(time.Second), who)
+	}
+	if len(cmd.Args) > 0 {
+		named := strings.ToLower(strings.Trim(cmd.Args[0], "`"))
+		if named == current || named == rec.TextRevision() {
+			return ""
+		}
+		msg := fmt.Sprintf("`%s` is not the current revision of this issue; the current one is `%s`", oneWord(named), current)
+		if changed != "" {
+			msg += ": " + changed
+		}
+		return msg + fmt.Sprintf(". Read the issue again and comment `/approve %s` to approve it as it is now.", current)
+	}
+	if c := rec.SpecChange; c != nil && s.now().Sub(c.At) < s.opts.ApproveWindow {
+		return fmt.Sprintf("%s, so a bare `/approve` could approve text you have not read. "+
+			"The current revision is `%s`: read the issue (and the note on hidden text in the status comment, if any) and comment `/approve %s`.",
+			upperFirst(changed), current, current)
+	}
+	return ""
+}
+
+// oneWord keeps an echoed argument short and inert.
+func oneWord(s string) string {
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '`' || r < ' ' {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// approvedTextHolds re-reads, at the moment credentials are minted, everything an
+// approval binds (the issue's text, the plan, the repository's policy, the approval
+// comment itself) and says what no longer matches, or "" when all does. A webhook that
+// never arrived (serve was down; GitHub does not redeliver failed deliveries on its own)
+// cannot leave an old approval standing.
+func (s *Service) approvedTextHolds(ctx context.Context, gh GitHub, it *item) (string, error) {
+	rec := it.rec
+	is, err := gh.Issue(ctx, rec.Repository, rec.Issue)
+	if err != nil {
+		return "", fmt.Errorf("failed to re-read %s: %w", rec.ID(), err)
+	}
+	if changed, _ := s.noteSpec(it, is, "", "title or body"); changed {
+		return "the issue's title or body changed after approval", nil
+	}
+	if rec.PlanRevision != "" {
+		plan, why, err := s.readPlan(ctx, gh, rec)
+		if err != nil {
+			return "", err
+		}
+		if why != "" {
+			return why, nil
+		}
+		if ledger.ContentRevision([]byte(plan)) != rec.PlanRevision {
+			return "the plan comment was edited after approval", nil
+		}
+	}
+	pol, err := s.policy(ctx, gh, rec.Repository)
+	if err != nil {
+		return fmt.Sprintf("%s no longer parses (%v)", PolicyPath, err), nil
+	}
+	if pol.Revision != rec.PolicyVersion {
+		return fmt.Sprintf("the repository's %s changed after approval", PolicyPath), nil
+	}
+	a := rec.ActiveApproval()
+	if a == nil {
+		return "no approval holds", nil
+	}
+	c, err := gh.Comment(ctx, rec.Repository, a.CommentID)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Sprintf("@%s's approval comment was deleted", a.By), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("failed to re-read the approval of %s: %w", rec.ID(), err)
+	}
+	if !strings.EqualFold(c.Author, a.By) {
+		return fmt.Sprintf("the approval points at a comment @%s did not write", a.By), nil
+	}
+	if cmd, ok := command.Parse(c.Body); !ok || cmd.Kind != command.Approve {
+		return fmt.Sprintf("@%s's approval comment was edited and no longer says /approve", a.By), nil
+	}
+	return "", nil
+}
+
+// voidAtMint refuses a token exchange whose approval no longer holds, voids it, sends the
+// item back to waiting for approval and says so on the issue.
+func (s *Service) voidAtMint(ctx context.Context, gh GitHub, it *item, why string) error {
+	rec := it.rec
+	rec.VoidApprovals(why)
+	if a := rec.CurrentAttempt(); a != nil && a.Outcome == "" {
+		a.Outcome, a.EndedAt = "voided", s.now().UTC()
+	}
+	if rec.State == ledger.Running {
+		if err := s.move(ctx, it, ledger.AwaitingApproval, why); err != nil {
+			return err
+		}
+	}
+	if err := s.save(ctx, gh, it, ""); err != nil {
+		return err
+	}
+	id := s.opts.Sealer.ShortID(rec.TextRevision())
+	if err := s.reply(ctx, gh, it.repo.FullName, rec.Issue, fmt.Sprintf("The approval no longer holds: %s, so no credentials were "+
+		"minted for the run. The current revision is `%s`; a maintainer who has read it can comment `/approve %s`.", why, id, id)); err != nil {
+		return err
+	}
+	return tokenexchange.Refuse("%s", why)
+}
