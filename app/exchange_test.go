@@ -238,7 +238,7 @@ func TestTokenExchange(t *testing.T) {
 	})
 	t.Run("progress and evidence move the item", func(t *testing.T) {
 		pr, head := h.runnerPull(n, 1, granted.InstallationToken)
-		digest := ledger.ContentRevision([]byte("evidence"))
+		digest, auditHead := ledger.ContentRevision([]byte("evidence")), ledger.ContentRevision([]byte("audit"))
 		steps := []struct {
 			path string
 			body any
@@ -248,7 +248,8 @@ func TestTokenExchange(t *testing.T) {
 			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: pr + 100, HeadCommit: head}, ledger.Running, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "verifying"}, ledger.Verifying, http.StatusNoContent},
 			{wire.PathEvidence, wire.Evidence{Digest: "sha256:abc", CostMicroUSD: 1500}, ledger.Verifying, http.StatusForbidden},
-			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusNoContent},
+			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusForbidden},
+			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: auditHead}, ledger.Verifying, http.StatusNoContent},
 			{wire.PathVerdict, wire.Verdict{Verdict: "approve", Confidence: 0.9}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "reviewing"}, ledger.Reviewing, http.StatusNoContent},
 			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head}, ledger.InReview, http.StatusNoContent},
@@ -262,7 +263,7 @@ func TestTokenExchange(t *testing.T) {
 			h.expectState(n, st.want)
 		}
 		r := h.record(n)
-		if r.Attempts[0].EvidenceDigest != digest || r.AuditHead != "sha256:head" || r.PullRequest != pr || r.Attempts[0].HeadCommit != head {
+		if r.Attempts[0].EvidenceDigest != digest || r.AuditHead != auditHead || r.PullRequest != pr || r.Attempts[0].HeadCommit != head {
 			t.Fatalf("evidence not recorded: %+v", r)
 		}
 		code, body := h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)

@@ -69,12 +69,16 @@ func (c *Client) Permission(ctx context.Context, repo, user string) (string, err
 }
 
 // File implements workitem.GitHub.
-func (c *Client) File(ctx context.Context, repo, path string) ([]byte, error) {
+func (c *Client) File(ctx context.Context, repo, path, ref string) ([]byte, error) {
 	owner, name, err := split(repo)
 	if err != nil {
 		return nil, err
 	}
-	fc, _, _, err := c.gh.Repositories.GetContents(ctx, owner, name, path, nil)
+	var opts *gogithub.RepositoryContentGetOptions
+	if ref != "" {
+		opts = &gogithub.RepositoryContentGetOptions{Ref: ref}
+	}
+	fc, _, _, err := c.gh.Repositories.GetContents(ctx, owner, name, path, opts)
 	if err != nil {
 		return nil, notFound(err)
 	}

@@ -242,6 +242,9 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	if !ledger.IsRevision(e.Digest) {
 		return tokenexchange.Refuse("evidence digest %q: want sha256: and all 64 lower-case hex digits", e.Digest)
 	}
+	if e.AuditHead != "" && !ledger.IsRevision(e.AuditHead) {
+		return tokenexchange.Refuse("audit head %q: want sha256: and all 64 lower-case hex digits of the audit chain's last line", e.AuditHead)
+	}
 	if c.Stage == StagePlan {
 		return tokenexchange.Refuse("a plan run has no evidence to report; it posts its plan")
 	}

@@ -57,8 +57,9 @@ type GitHub interface {
 	// Permission is the user's level on the repository (admin, maintain, write, triage,
 	// read, none).
 	Permission(ctx context.Context, repo, user string) (string, error)
-	// File reads a file at the default branch; ErrNotFound when absent.
-	File(ctx context.Context, repo, path string) ([]byte, error)
+	// File reads a file at ref (a commit or branch; "" for the default branch);
+	// ErrNotFound when absent.
+	File(ctx context.Context, repo, path, ref string) ([]byte, error)
 	// BranchHead is the commit a branch points at.
 	BranchHead(ctx context.Context, repo, branch string) (string, error)
 	// IssuesWithLabel lists every issue (open or closed) carrying the label.

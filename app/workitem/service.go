@@ -242,10 +242,17 @@ func (s *Service) reply(ctx context.Context, gh GitHub, repo string, issue int, 
 	return nil
 }
 
-// policy reads the repository's .github/bumper.yml, or the defaults when it is absent.
-// A file that does not parse is an error: the App does not guess at security settings.
+// policy reads the repository's .github/bumper.yml at the default branch, or the
+// defaults when it is absent. A file that does not parse is an error: the App does not
+// guess at security settings.
 func (s *Service) policy(ctx context.Context, gh GitHub, repo string) (Policy, error) {
-	raw, err := gh.File(ctx, repo, PolicyPath)
+	return s.policyAt(ctx, gh, repo, "")
+}
+
+// policyAt reads the policy at a commit: what an approval binds is the policy of the
+// approved base commit, whatever the default branch says now.
+func (s *Service) policyAt(ctx context.Context, gh GitHub, repo, ref string) (Policy, error) {
+	raw, err := gh.File(ctx, repo, PolicyPath, ref)
 	if errors.Is(err, ErrNotFound) {
 		return DefaultPolicy(), nil
 	}

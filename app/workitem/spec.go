@@ -163,7 +163,7 @@ func (s *Service) approvedTextHolds(ctx context.Context, gh GitHub, it *item) (s
 			return "the plan comment was edited after approval", nil
 		}
 	}
-	pol, err := s.policy(ctx, gh, rec.Repository)
+	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
 	if err != nil {
 		return fmt.Sprintf("%s no longer parses (%v)", PolicyPath, err), nil
 	}
