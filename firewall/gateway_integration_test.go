@@ -23,6 +23,8 @@ import (
 	"github.com/bumperdev/bumper/firewall/gateway"
 	"github.com/bumperdev/bumper/firewall/meter"
 	"github.com/bumperdev/bumper/firewall/policy"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 const (
@@ -56,9 +58,7 @@ func writeCA(t *testing.T, srv *httptest.Server) string {
 // firewall's listener to the gateways, then checks that no secret reached the audit log
 // or the firewall's own log.
 func TestGitAndModelThroughFirewall(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed (Debian package git)")
-	}
+	testgate.Command(t, "git", "git")
 	ctx := context.Background()
 	gs, err := gitserver.New(gitserver.Options{
 		Root: t.TempDir(),

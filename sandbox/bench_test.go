@@ -19,6 +19,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // benchRuns is how many times each figure is measured; the median is reported.
@@ -45,11 +47,8 @@ func (f *firstOutput) Write(p []byte) (int, error) {
 // command output, teardown, and `git clone` of a 50 MB repository inside the VM. Run it
 // with: go test -run '^$' -bench Sandbox -benchtime 1x ./sandbox/
 func BenchmarkSandbox(b *testing.B) {
-	for _, bin := range []string{"qemu-system-x86_64", "qemu-img", "mkfs.ext4", "git"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			b.Skipf("the benchmark needs %s", bin)
-		}
-	}
+	testgate.RequiresQEMU(b)
+	testgate.Command(b, "git", "git")
 	im := imagetest.Image(b)
 	ctx := zerolog.Nop().WithContext(context.Background())
 	base := Config{

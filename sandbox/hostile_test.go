@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 	"github.com/bumperdev/bumper/sandbox/netns"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // hostileScript probes every way out it can think of from inside the guest, as the agent
@@ -64,10 +65,8 @@ exec 3<>/dev/tcp/10.0.2.2/3128 && printf 'GET http://allowed.example/ HTTP/1.0\r
 const standInPort = 39128
 
 func TestHostileGuest(t *testing.T) {
-	skipUnlessCanBoot(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the hostile-guest suite needs root for the network namespace and nftables")
-	}
+	testgate.RequiresQEMU(t)
+	testgate.RequiresRoot(t)
 	im := imagetest.Image(t)
 	ctx := testContext(t)
 	const secret = "HOSTSECRET"

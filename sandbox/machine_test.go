@@ -20,17 +20,9 @@ import (
 
 	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-)
 
-// skipUnlessCanBoot skips when this machine cannot run sandbox VMs.
-func skipUnlessCanBoot(t *testing.T) {
-	t.Helper()
-	for _, bin := range []string{"qemu-system-x86_64", "qemu-img", "mkfs.ext4"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("booting a sandbox VM needs %s (apt-get install qemu-system-x86 qemu-utils e2fsprogs)", bin)
-		}
-	}
-}
+	"github.com/bumperdev/bumper/internal/testgate"
+)
 
 func testImageConfig(t *testing.T, im *image.Image) Config {
 	t.Helper()
@@ -47,7 +39,7 @@ func testContext(t *testing.T) context.Context {
 }
 
 func TestMachineRun(t *testing.T) {
-	skipUnlessCanBoot(t)
+	testgate.RequiresQEMU(t)
 	im := imagetest.Image(t)
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "input.txt"), []byte("from host\n"), 0o644); err != nil {
@@ -93,9 +85,7 @@ func TestMachineRun(t *testing.T) {
 			cfg := testImageConfig(t, im)
 			cfg.WorkspaceDir = tt.workspace
 			if tt.qemuUser != "" {
-				if os.Geteuid() != 0 {
-					t.Skip("dropping QEMU to another user needs root")
-				}
+				testgate.RequiresRoot(t)
 				cfg.QEMUUser = tt.qemuUser
 				cfg.RunDir = worldDir(t)
 			}
@@ -160,7 +150,7 @@ func TestMachineRun(t *testing.T) {
 }
 
 func TestMachineTimeout(t *testing.T) {
-	skipUnlessCanBoot(t)
+	testgate.RequiresQEMU(t)
 	im := imagetest.Image(t)
 	ctx := testContext(t)
 	cfg := testImageConfig(t, im)
@@ -239,7 +229,7 @@ func assertQEMUUser(t *testing.T, m *Machine, name string) {
 // TestStartFailureCleansUp boots a kernel that is not one: Start must fail with QEMU's
 // reason and leave nothing behind.
 func TestStartFailureCleansUp(t *testing.T) {
-	skipUnlessCanBoot(t)
+	testgate.RequiresQEMU(t)
 	dir := t.TempDir()
 	for _, f := range []string{"vmlinux", "initrd.img", "rootfs.ext4"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("not a kernel"), 0o644); err != nil {
@@ -271,7 +261,7 @@ func TestStartFailureCleansUp(t *testing.T) {
 // TestRootDiskGrows gives the VM a root disk larger than the template and checks that
 // the guest's root filesystem uses it.
 func TestRootDiskGrows(t *testing.T) {
-	skipUnlessCanBoot(t)
+	testgate.RequiresQEMU(t)
 	im := imagetest.Image(t)
 	ctx := testContext(t)
 	cfg := testImageConfig(t, im)
@@ -307,7 +297,7 @@ func TestRootDiskGrows(t *testing.T) {
 // Pdeathsig follows the starting thread, not the process (golang/go#27505); the machine
 // must still run its command.
 func TestQEMUOutlivesTheThreadThatStartedIt(t *testing.T) {
-	skipUnlessCanBoot(t)
+	testgate.RequiresQEMU(t)
 	im := imagetest.Image(t)
 	ctx := testContext(t)
 	m, err := New(ctx, testImageConfig(t, im))

@@ -16,6 +16,8 @@ import (
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 	"github.com/bumperdev/bumper/sandbox/reaper"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // helperEnv carries the child's configuration in TestSIGKILLedOwnerIsReaped.
@@ -48,7 +50,7 @@ func TestReaperHelper(t *testing.T) {
 }
 
 func TestSIGKILLedOwnerIsReaped(t *testing.T) {
-	skipUnlessCanBoot(t)
+	testgate.RequiresQEMU(t)
 	im := imagetest.Image(t)
 	cfg := testImageConfig(t, im)
 	cfg.StateDir = t.TempDir()

@@ -11,10 +11,12 @@ import (
 	"testing"
 
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 func TestWarmStart(t *testing.T) {
-	skipUnlessCanBoot(t)
+	testgate.RequiresQEMU(t)
 	im := imagetest.Image(t)
 	ctx := testContext(t)
 	cfg := testImageConfig(t, im)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 func TestSandboxUsage(t *testing.T) {
@@ -29,11 +30,7 @@ func TestSandboxUsage(t *testing.T) {
 
 // TestSandboxRun runs a command in a real VM through the command line, as a user would.
 func TestSandboxRun(t *testing.T) {
-	for _, bin := range []string{"qemu-system-x86_64", "qemu-img", "mkfs.ext4"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("bumper sandbox run needs %s (apt-get install qemu-system-x86 qemu-utils e2fsprogs)", bin)
-		}
-	}
+	testgate.RequiresQEMU(t)
 	im := imagetest.Image(t)
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "in.txt"), []byte("input\n"), 0o644); err != nil {

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/bumperdev/bumper/internal/pktline"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.req from a live git push")
@@ -84,9 +86,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newRecorder(t *testing.T, root string) *recorder {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed; install the Debian package git")
-	}
+	testgate.Command(t, "git", "git")
 	execPath, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Fatalf("git --exec-path: %v", err)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // TestBuildAndBoot builds an image in the shared test cache, boots it under QEMU microvm
@@ -106,11 +108,7 @@ func TestBuildAndBoot(t *testing.T) {
 
 func skipWithoutQEMU(t testing.TB) {
 	t.Helper()
-	for _, bin := range []string{"qemu-system-x86_64", "qemu-img"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("booting the image needs %s (apt-get install qemu-system-x86 qemu-utils)", bin)
-		}
-	}
+	testgate.RequiresQEMU(t)
 }
 
 // BenchmarkCheckBoot measures a TCG boot of the image in check mode, from QEMU start

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 func TestBuildConfigDefaults(t *testing.T) {
@@ -154,12 +156,8 @@ Components: main
 // TestBuildCacheHit checks that Build returns an image already recorded for identical
 // inputs without doing any build step: no download, debootstrap or temporary directory.
 func TestBuildCacheHit(t *testing.T) {
-	if _, err := exec.LookPath("apt-cache"); err != nil {
-		t.Skip("resolving the kernel and busybox versions needs apt-cache (a Debian host)")
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("the test uses /bin/busybox (busybox-static) as a static agent binary")
-	}
+	testgate.Command(t, "apt-cache", "apt")
+	testgate.Command(t, "busybox", "busybox-static")
 	ctx := context.Background()
 	cacheDir := t.TempDir()
 	cfg := BuildConfig{CacheDir: cacheDir, AgentBinary: "/bin/busybox", Mirror: "http://deb.debian.org/debian", Packages: []string{"nodejs"}}

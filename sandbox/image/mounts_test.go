@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // TestRemoveTreeSparesBindMounts recreates what a killed debootstrap leaves: the host's
 // directories bind-mounted and a proc mounted inside the target. removeTree must detach
 // them and never delete through them.
 func TestRemoveTreeSparesBindMounts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root; run the tests as root")
-	}
+	testgate.RequiresRoot(t)
 	base := t.TempDir()
 	host := filepath.Join(base, "host-dev")
 	tree := filepath.Join(base, "work", "tree")

@@ -7,16 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 func skipUnlessRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces, veth and nftables need root; run the tests as root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("the checks read the namespace with ip (apt-get install iproute2)")
-	}
+	testgate.RequiresRoot(t)
+	testgate.Command(t, "ip", "iproute2")
 }
 
 func TestCreateAndClose(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/bumperdev/bumper/internal/cachedir"
 	"github.com/bumperdev/bumper/sandbox/image"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // CacheEnv names the environment variable holding the shared test cache directory.
@@ -29,19 +31,17 @@ func CacheDir() string {
 	return DefaultCacheDir
 }
 
-// SkipUnlessCanBuild skips the test, saying why, when this machine cannot build images.
+// SkipUnlessCanBuild gates a test on this machine being able to build images (testgate:
+// skipped under -short, failing in CI when something is missing).
 func SkipUnlessCanBuild(t testing.TB) {
 	t.Helper()
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("sandbox images are built on linux/amd64 hosts, this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("building a sandbox image needs root (debootstrap); run the tests as root")
-	}
-	for _, bin := range []string{"debootstrap", "apt-get", "apt-cache", "dpkg-deb", "mkfs.ext4", "go"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("building a sandbox image needs %s, which is not installed", bin)
-		}
+	testgate.RequiresRoot(t)
+	for _, c := range [][2]string{{"debootstrap", "debootstrap"}, {"apt-get", "apt"}, {"apt-cache", "apt"},
+		{"dpkg-deb", "dpkg"}, {"mkfs.ext4", "e2fsprogs"}, {"go", "the Go toolchain"}} {
+		testgate.Command(t, c[0], c[1])
 	}
 }
 
