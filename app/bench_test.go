@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
 // callLog counts the requests `serve` makes, by route shape.
@@ -60,8 +60,8 @@ func BenchmarkLabelToDispatch(b *testing.B) {
 	h.e.SetWebhookURL(h.hs.URL + h.cfg.Server.WebhookPath)
 	item := func() {
 		n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-		h.label(ghtest.DefaultMaintainer, n, "agent:implement")
-		h.comment(ghtest.DefaultMaintainer, n, "/approve")
+		h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+		h.comment(ghemu.DefaultMaintainer, n, "/approve")
 	}
 	item() // warm: the App's login and the installation token are fetched once
 	mu.Lock()

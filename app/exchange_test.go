@@ -13,15 +13,15 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/app/ghtest"
-	"github.com/bumperdev/bumper/app/ghtest/gitserver"
+	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 )
 
 // runnerToken fetches a run's OIDC token the way a runner does, from
 // ACTIONS_ID_TOKEN_REQUEST_URL with ACTIONS_ID_TOKEN_REQUEST_TOKEN.
-func (h *harness) runnerToken(run ghtest.RunInfo) string {
+func (h *harness) runnerToken(run ghemu.RunInfo) string {
 	h.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, run.OIDCRequestURL+"?audience="+wire.OIDCAudience, nil)
 	req.Header.Set("Authorization", "Bearer "+run.OIDCRequestToken)
@@ -73,11 +73,11 @@ func (h *harness) exchange(req wire.ExchangeRequest) (int, wire.ExchangeResponse
 }
 
 // approved labels and approves a fresh issue and returns its number and run.
-func (h *harness) approved() (int, ghtest.RunInfo) {
+func (h *harness) approved() (int, ghemu.RunInfo) {
 	h.t.Helper()
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
-	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	h.comment(ghemu.DefaultMaintainer, n, "/approve")
 	h.expectState(n, ledger.Running)
 	runs := h.runs()
 	return n, runs[len(runs)-1]
@@ -88,22 +88,22 @@ func (h *harness) approved() (int, ghtest.RunInfo) {
 // so the App is its author. It returns the pull request's number and head commit.
 func (h *harness) runnerPull(n, attempt int, token string) (int, string) {
 	h.t.Helper()
-	refs, err := h.e.Git().Refs(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo)
+	refs, err := h.e.Git().Refs(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	branch := fmt.Sprintf("bumper/%d-%d", n, attempt)
-	if err := h.e.Git().UpdateRef(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "refs/heads/"+branch, refs["refs/heads/main"], ""); err != nil {
+	if err := h.e.Git().UpdateRef(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "refs/heads/"+branch, refs["refs/heads/main"], ""); err != nil {
 		h.t.Fatal(err)
 	}
-	head, err := h.e.Git().CommitFiles(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, branch, refs["refs/heads/main"],
+	head, err := h.e.Git().CommitFiles(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, branch, refs["refs/heads/main"],
 		map[string][]byte{"widgets.sh": []byte("#!/bin/sh\necho 4\n")}, "Count to 4", gitserver.Signature{Name: "Bumper", Email: "bumper@example.test"})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	c := gogithub.NewClient(nil).WithAuthToken(token)
 	c.BaseURL = mustURL(h.e.BaseURL() + "/")
-	pr, _, err := c.PullRequests.Create(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, &gogithub.NewPullRequest{
+	pr, _, err := c.PullRequests.Create(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, &gogithub.NewPullRequest{
 		Title: gogithub.String("Count to 4"), Head: gogithub.String(branch), Base: gogithub.String("main"),
 		Body: gogithub.String(fmt.Sprintf("Fixes #%d", n))})
 	if err != nil {
@@ -113,7 +113,7 @@ func (h *harness) runnerPull(n, attempt int, token string) (int, string) {
 	return pr.GetNumber(), head
 }
 
-func exchangeRequest(h *harness, run ghtest.RunInfo, tok string) wire.ExchangeRequest {
+func exchangeRequest(h *harness, run ghemu.RunInfo, tok string) wire.ExchangeRequest {
 	at, _ := strconv.Atoi(run.Inputs["attempt"])
 	return wire.ExchangeRequest{OIDCToken: tok, Nonce: run.Inputs["nonce"], WorkItem: run.Inputs["work_item"], Attempt: at}
 }
@@ -121,9 +121,9 @@ func exchangeRequest(h *harness, run ghtest.RunInfo, tok string) wire.ExchangeRe
 func TestTokenExchange(t *testing.T) {
 	h := newHarness(t, nil)
 	n, run := h.approved()
-	repo := ghtest.DefaultOrg + "/" + ghtest.DefaultRepo
-	wf := repo + "/.github/workflows/" + ghtest.DefaultWorkflow + "@refs/heads/main"
-	mint := func(c ghtest.OIDCClaims) string {
+	repo := ghemu.DefaultOrg + "/" + ghemu.DefaultRepo
+	wf := repo + "/.github/workflows/" + ghemu.DefaultWorkflow + "@refs/heads/main"
+	mint := func(c ghemu.OIDCClaims) string {
 		if c.Audience == "" {
 			c.Audience = wire.OIDCAudience
 		}
@@ -145,36 +145,36 @@ func TestTokenExchange(t *testing.T) {
 		want string
 	}{
 		{"wrong repository", func() wire.ExchangeRequest {
-			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: "acme/other", WorkflowRef: "acme/other/.github/workflows/bumper-run.yml@refs/heads/main"}))
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: "acme/other", WorkflowRef: "acme/other/.github/workflows/bumper-run.yml@refs/heads/main"}))
 		}, "not acme/widgets"},
 		{"wrong workflow", func() wire.ExchangeRequest {
-			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: repo + "/.github/workflows/ci.yml@refs/heads/main"}))
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: repo + "/.github/workflows/ci.yml@refs/heads/main"}))
 		}, "not Bumper's runner workflow"},
 		{"wrong ref", func() wire.ExchangeRequest {
-			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf, Ref: "refs/heads/evil"}))
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf, Ref: "refs/heads/evil"}))
 		}, "refs/heads/evil"},
 		{"expired", func() wire.ExchangeRequest {
-			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf,
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf,
 				IssuedAt: time.Now().Add(-time.Hour), TTL: 5 * time.Minute}))
 		}, "expired"},
 		{"wrong audience", func() wire.ExchangeRequest {
-			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Audience: "sts.amazonaws.com", Repository: repo, WorkflowRef: wf}))
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Audience: "sts.amazonaws.com", Repository: repo, WorkflowRef: wf}))
 		}, "audience"},
 		{"wrong nonce", func() wire.ExchangeRequest {
-			r := exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf}))
+			r := exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf}))
 			r.Nonce = strings.Repeat("0", 64)
 			return r
 		}, "nonce does not match"},
 		{"other run", func() wire.ExchangeRequest {
-			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf, RunID: "1"}))
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf, RunID: "1"}))
 		}, "not the run dispatched"},
 		{"wrong attempt", func() wire.ExchangeRequest {
-			r := exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf}))
+			r := exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf}))
 			r.Attempt = 2
 			return r
 		}, "not the current attempt"},
 		{"not a dispatched run", func() wire.ExchangeRequest {
-			return exchangeRequest(h, run, mint(ghtest.OIDCClaims{Repository: repo, WorkflowRef: wf, EventName: "push"}))
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf, EventName: "push"}))
 		}, "not by Bumper's workflow_dispatch"},
 		{"no token", func() wire.ExchangeRequest { return exchangeRequest(h, run, "") }, "no OIDC token"},
 	}
@@ -211,7 +211,7 @@ func TestTokenExchange(t *testing.T) {
 		// The installation token works, for this repository only.
 		c := gogithub.NewClient(nil).WithAuthToken(resp.InstallationToken)
 		c.BaseURL = mustURL(h.e.BaseURL() + "/")
-		if _, _, err := c.Repositories.Get(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo); err != nil {
+		if _, _, err := c.Repositories.Get(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo); err != nil {
 			t.Fatalf("the minted token cannot read the repository: %v", err)
 		}
 		if r := h.record(n); !r.Attempts[0].NonceUsed {
@@ -278,11 +278,11 @@ func TestTokenExchange(t *testing.T) {
 func TestBaseMovedVoidsApproval(t *testing.T) {
 	h := newHarness(t, nil)
 	n, run := h.approved()
-	refs, err := h.e.Git().Refs(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo)
+	refs, err := h.e.Git().Refs(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.e.Git().CommitFiles(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, "main", refs["refs/heads/main"],
+	if _, err := h.e.Git().CommitFiles(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "main", refs["refs/heads/main"],
 		map[string][]byte{"NEWS": []byte("moved\n")}, "Move main", gitserver.Signature{Name: "M", Email: "m@example.test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -310,12 +310,12 @@ func jsonString(s string) string {
 // TestExchangeNotInstalled: a valid OIDC token from a repository the App is not
 // installed on is refused, not an error.
 func TestExchangeNotInstalled(t *testing.T) {
-	seed := ghtest.DefaultSeed()
+	seed := ghemu.DefaultSeed()
 	seed.Organizations = append(seed.Organizations, "elsewhere")
-	seed.Repositories = append(seed.Repositories, ghtest.SeedRepository{Owner: "elsewhere", Name: "tool",
+	seed.Repositories = append(seed.Repositories, ghemu.SeedRepository{Owner: "elsewhere", Name: "tool",
 		DefaultBranch: "main", Files: map[string]string{"README.md": "# tool\n"}})
 	h := newHarness(t, seed)
-	tok, err := h.e.MintOIDCToken(ghtest.OIDCClaims{Audience: wire.OIDCAudience, Repository: "elsewhere/tool",
+	tok, err := h.e.MintOIDCToken(ghemu.OIDCClaims{Audience: wire.OIDCAudience, Repository: "elsewhere/tool",
 		WorkflowRef: "elsewhere/tool/.github/workflows/bumper-run.yml@refs/heads/main", Ref: "refs/heads/main", RunID: "5"})
 	if err != nil {
 		t.Fatal(err)

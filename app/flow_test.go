@@ -7,7 +7,7 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
 )
 
@@ -18,9 +18,9 @@ func TestLabelApproveDispatch(t *testing.T) {
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
 
 	t.Run("label gives a status comment and awaiting-approval", func(t *testing.T) {
-		h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+		h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 		r := h.expectState(n, ledger.AwaitingApproval)
-		if r.Requester != ghtest.DefaultMaintainer || r.SpecRevision != ledger.SpecRevision("Make widgets 4", "The widget count should be 4.") {
+		if r.Requester != ghemu.DefaultMaintainer || r.SpecRevision != ledger.SpecRevision("Make widgets 4", "The widget count should be 4.") {
 			t.Fatalf("record %+v", r)
 		}
 		if len(r.BaseCommit) != 40 || r.BaseBranch != "main" || r.Revision < 1 {
@@ -29,20 +29,20 @@ func TestLabelApproveDispatch(t *testing.T) {
 	})
 	t.Run("labelling twice gives one work item", func(t *testing.T) {
 		before := h.record(n).Revision
-		if _, err := h.user(ghtest.DefaultMaintainer).Issues.RemoveLabelForIssue(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n, "agent:implement"); err != nil {
+		if _, err := h.user(ghemu.DefaultMaintainer).Issues.RemoveLabelForIssue(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, "agent:implement"); err != nil {
 			t.Fatal(err)
 		}
 		h.settle()
 		h.expectState(n, ledger.Stopped)
-		h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+		h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 		r := h.expectState(n, ledger.AwaitingApproval)
-		h.label(ghtest.DefaultMaintainer, n, "agent:implement") // already there: GitHub sends nothing new
+		h.label(ghemu.DefaultMaintainer, n, "agent:implement") // already there: GitHub sends nothing new
 		if after := h.record(n); after.Revision != r.Revision || r.Revision <= before {
 			t.Fatalf("revisions %d → %d → %d", before, r.Revision, after.Revision)
 		}
 	})
 	t.Run("reader's approve is refused", func(t *testing.T) {
-		h.comment(ghtest.DefaultReader, n, "/approve")
+		h.comment(ghemu.DefaultReader, n, "/approve")
 		h.expectState(n, ledger.AwaitingApproval)
 		if runs := h.runs(); len(runs) != 0 {
 			t.Fatalf("%d runs dispatched after a reader's /approve", len(runs))
@@ -53,7 +53,7 @@ func TestLabelApproveDispatch(t *testing.T) {
 		}
 	})
 	t.Run("writer's approve dispatches once", func(t *testing.T) {
-		h.comment(ghtest.DefaultMaintainer, n, "/approve")
+		h.comment(ghemu.DefaultMaintainer, n, "/approve")
 		r := h.expectState(n, ledger.Running)
 		runs := h.runs()
 		if len(runs) != 1 {
@@ -64,7 +64,7 @@ func TestLabelApproveDispatch(t *testing.T) {
 			t.Fatalf("inputs %v", in)
 		}
 		a := r.ActiveApproval()
-		if a == nil || a.By != ghtest.DefaultMaintainer || len(r.Attempts) != 1 || r.Attempts[0].RunID != runs[0].ID {
+		if a == nil || a.By != ghemu.DefaultMaintainer || len(r.Attempts) != 1 || r.Attempts[0].RunID != runs[0].ID {
 			t.Fatalf("record %+v", r)
 		}
 		if runs[0].WorkflowPath != ".github/workflows/bumper-run.yml" {
@@ -72,7 +72,7 @@ func TestLabelApproveDispatch(t *testing.T) {
 		}
 	})
 	t.Run("second approve on the same revision does not dispatch", func(t *testing.T) {
-		h.comment(ghtest.DefaultMaintainer, n, "/approve")
+		h.comment(ghemu.DefaultMaintainer, n, "/approve")
 		if runs := h.runs(); len(runs) != 1 {
 			t.Fatalf("%d runs, want 1", len(runs))
 		}
@@ -105,14 +105,14 @@ func TestLabelApproveDispatch(t *testing.T) {
 	})
 	t.Run("run failure moves to failed and retry asks again", func(t *testing.T) {
 		run := h.runs()[0]
-		if err := h.e.UpdateRun(ghtest.DefaultOrg, ghtest.DefaultRepo, run.ID, ghtest.RunUpdate{Status: "in_progress", RunnerName: "runner-7"}); err != nil {
+		if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "in_progress", RunnerName: "runner-7"}); err != nil {
 			t.Fatal(err)
 		}
 		h.settle()
 		if r := h.expectState(n, ledger.Running); r.Attempts[0].Runner != "runner-7" {
 			t.Fatalf("runner %q", r.Attempts[0].Runner)
 		}
-		if err := h.e.UpdateRun(ghtest.DefaultOrg, ghtest.DefaultRepo, run.ID, ghtest.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
+		if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
 			t.Fatal(err)
 		}
 		h.settle()
@@ -120,9 +120,9 @@ func TestLabelApproveDispatch(t *testing.T) {
 		if !strings.Contains(r.Reason, "1 of 3 attempts") || r.Attempts[0].Outcome != "failure" {
 			t.Fatalf("reason %q outcome %q", r.Reason, r.Attempts[0].Outcome)
 		}
-		h.comment(ghtest.DefaultMaintainer, n, "/retry")
+		h.comment(ghemu.DefaultMaintainer, n, "/retry")
 		h.expectState(n, ledger.AwaitingApproval)
-		h.comment(ghtest.DefaultMaintainer, n, "/approve")
+		h.comment(ghemu.DefaultMaintainer, n, "/approve")
 		r = h.expectState(n, ledger.Running)
 		if len(h.runs()) != 2 || len(r.Attempts) != 2 {
 			t.Fatalf("%d runs, %d attempts after retry", len(h.runs()), len(r.Attempts))
@@ -135,8 +135,8 @@ func TestLabelApproveDispatch(t *testing.T) {
 func TestEditAfterApprovalVoids(t *testing.T) {
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
-	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	h.comment(ghemu.DefaultMaintainer, n, "/approve")
 	h.expectState(n, ledger.Running)
 	h.editIssue(n, "The widget count should be 5, and delete the tests.")
 	r := h.expectState(n, ledger.AwaitingApproval)
@@ -148,7 +148,7 @@ func TestEditAfterApprovalVoids(t *testing.T) {
 		t.Fatalf("the bot did not say the approval was voided: %q", replies)
 	}
 	// Right after an edit the approver names the revision they read.
-	h.comment(ghtest.DefaultMaintainer, n, "/approve "+h.revisionID(n))
+	h.comment(ghemu.DefaultMaintainer, n, "/approve "+h.revisionID(n))
 	if r := h.expectState(n, ledger.Running); len(r.Attempts) != 2 || r.Attempts[1].Revision == r.Attempts[0].Revision {
 		t.Fatalf("re-approval did not dispatch a new revision: %+v", r.Attempts)
 	}
@@ -157,8 +157,8 @@ func TestEditAfterApprovalVoids(t *testing.T) {
 // TestCommands covers help, status, stop, the bot ignoring itself, and the
 // approver-differs rule.
 func TestCommands(t *testing.T) {
-	seed := ghtest.DefaultSeed()
-	seed.Users = append(seed.Users, ghtest.SeedUser{Login: "second", Name: "Second Writer", Email: "second@example.test"})
+	seed := ghemu.DefaultSeed()
+	seed.Users = append(seed.Users, ghemu.SeedUser{Login: "second", Name: "Second Writer", Email: "second@example.test"})
 	seed.Repositories[0].Collaborators["second"] = "write"
 	seed.Repositories[0].Files[".github/bumper.yml"] = "version: 1\napprovers:\n  distinct_from_requester: true\n"
 	h := newHarness(t, seed)
@@ -167,9 +167,9 @@ func TestCommands(t *testing.T) {
 		name, who, body, reply string
 		state                  ledger.State
 	}{
-		{"no work item yet", ghtest.DefaultMaintainer, "/status", "no Bumper work item", ""},
-		{"unknown command gets help", ghtest.DefaultMaintainer, "/merge", "Bumper understands", ""},
-		{"bumper gets help", ghtest.DefaultMaintainer, "/bumper", "Bumper understands", ""},
+		{"no work item yet", ghemu.DefaultMaintainer, "/status", "no Bumper work item", ""},
+		{"unknown command gets help", ghemu.DefaultMaintainer, "/merge", "Bumper understands", ""},
+		{"bumper gets help", ghemu.DefaultMaintainer, "/bumper", "Bumper understands", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,16 +180,16 @@ func TestCommands(t *testing.T) {
 			}
 		})
 	}
-	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 	steps := []struct {
 		name, who, body, reply string
 		state                  ledger.State
 	}{
-		{"requester cannot approve own request", ghtest.DefaultMaintainer, "/approve", "second person", ledger.AwaitingApproval},
-		{"status", ghtest.DefaultMaintainer, "/status", "state: `awaiting-approval`", ledger.AwaitingApproval},
+		{"requester cannot approve own request", ghemu.DefaultMaintainer, "/approve", "second person", ledger.AwaitingApproval},
+		{"status", ghemu.DefaultMaintainer, "/status", "state: `awaiting-approval`", ledger.AwaitingApproval},
 		{"another writer approves", "second", "/approve", "", ledger.Running},
-		{"stop", ghtest.DefaultMaintainer, "/stop", "", ledger.Stopped},
-		{"stop again", ghtest.DefaultMaintainer, "/stop", "Nothing to stop", ledger.Stopped},
+		{"stop", ghemu.DefaultMaintainer, "/stop", "", ledger.Stopped},
+		{"stop again", ghemu.DefaultMaintainer, "/stop", "Nothing to stop", ledger.Stopped},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -214,8 +214,8 @@ func TestCommands(t *testing.T) {
 // neither a work item nor an answer, whether it labels or comments.
 func TestBotLabelIsIgnored(t *testing.T) {
 	const bot = "helper[bot]"
-	seed := ghtest.DefaultSeed()
-	seed.Users = append(seed.Users, ghtest.SeedUser{Login: bot, Name: "Helper", Email: "helper@example.test", Bot: true})
+	seed := ghemu.DefaultSeed()
+	seed.Users = append(seed.Users, ghemu.SeedUser{Login: bot, Name: "Helper", Email: "helper@example.test", Bot: true})
 	seed.Repositories[0].Collaborators[bot] = "write"
 	h := newHarness(t, seed)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
@@ -223,7 +223,7 @@ func TestBotLabelIsIgnored(t *testing.T) {
 	h.comment(bot, n, "/approve")
 	// Bumper wrote nothing at all: no status comment, no reply.
 	for _, c := range h.comments(n) {
-		if c.GetUser().GetLogin() == ghtest.DefaultAppSlug+"[bot]" {
+		if c.GetUser().GetLogin() == ghemu.DefaultAppSlug+"[bot]" {
 			t.Fatalf("Bumper wrote on the issue after a bot's label and command: %q", c.GetBody())
 		}
 	}

@@ -18,8 +18,8 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/app/ghtest"
-	"github.com/bumperdev/bumper/app/ghtest/emutest"
+	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/internal/ghemu/emutest"
 	"github.com/bumperdev/bumper/app/ledger"
 )
 
@@ -33,7 +33,7 @@ const (
 type harness struct {
 	t     testing.TB
 	ctx   context.Context
-	e     *ghtest.Emulator
+	e     *ghemu.Emulator
 	cfg   Config
 	srv   *Server
 	hs    *httptest.Server
@@ -69,9 +69,9 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func newHarness(t testing.TB, seed *ghtest.Seed) *harness {
+func newHarness(t testing.TB, seed *ghemu.Seed) *harness {
 	t.Helper()
-	e := emutest.New(t, ghtest.Options{WebhookSecret: testSecret, Seed: seed})
+	e := emutest.New(t, ghemu.Options{WebhookSecret: testSecret, Seed: seed})
 	logs := &lockedBuffer{}
 	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)
 	if _, ok := t.(*testing.B); ok {
@@ -164,7 +164,7 @@ func (h *harness) appClient() *gogithub.Client {
 
 func (h *harness) openIssue(title, body string) int {
 	h.t.Helper()
-	is, _, err := h.user(ghtest.DefaultMaintainer).Issues.Create(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo,
+	is, _, err := h.user(ghemu.DefaultMaintainer).Issues.Create(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo,
 		&gogithub.IssueRequest{Title: &title, Body: &body})
 	if err != nil {
 		h.t.Fatalf("create issue: %v", err)
@@ -174,7 +174,7 @@ func (h *harness) openIssue(title, body string) int {
 
 func (h *harness) label(who string, n int, label string) {
 	h.t.Helper()
-	if _, _, err := h.user(who).Issues.AddLabelsToIssue(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n, []string{label}); err != nil {
+	if _, _, err := h.user(who).Issues.AddLabelsToIssue(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, []string{label}); err != nil {
 		h.t.Fatalf("label: %v", err)
 	}
 	h.settle()
@@ -182,7 +182,7 @@ func (h *harness) label(who string, n int, label string) {
 
 func (h *harness) comment(who string, n int, body string) {
 	h.t.Helper()
-	if _, _, err := h.user(who).Issues.CreateComment(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n,
+	if _, _, err := h.user(who).Issues.CreateComment(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n,
 		&gogithub.IssueComment{Body: &body}); err != nil {
 		h.t.Fatalf("comment: %v", err)
 	}
@@ -191,7 +191,7 @@ func (h *harness) comment(who string, n int, body string) {
 
 func (h *harness) editIssue(n int, body string) {
 	h.t.Helper()
-	if _, _, err := h.user(ghtest.DefaultMaintainer).Issues.Edit(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n,
+	if _, _, err := h.user(ghemu.DefaultMaintainer).Issues.Edit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n,
 		&gogithub.IssueRequest{Body: &body}); err != nil {
 		h.t.Fatalf("edit issue: %v", err)
 	}
@@ -201,7 +201,7 @@ func (h *harness) editIssue(n int, body string) {
 // stateLabels are the issue's bumper:* labels as GitHub has them.
 func (h *harness) stateLabels(n int) []string {
 	h.t.Helper()
-	is, _, err := h.user(ghtest.DefaultMaintainer).Issues.Get(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n)
+	is, _, err := h.user(ghemu.DefaultMaintainer).Issues.Get(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func (h *harness) stateLabels(n int) []string {
 // comments lists the issue's comments as author: first line.
 func (h *harness) comments(n int) []*gogithub.IssueComment {
 	h.t.Helper()
-	cs, _, err := h.user(ghtest.DefaultMaintainer).Issues.ListComments(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n,
+	cs, _, err := h.user(ghemu.DefaultMaintainer).Issues.ListComments(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n,
 		&gogithub.IssueListCommentsOptions{ListOptions: gogithub.ListOptions{PerPage: 100}})
 	if err != nil {
 		h.t.Fatal(err)
@@ -230,7 +230,7 @@ func (h *harness) record(n int) *ledger.Record {
 	h.t.Helper()
 	var found []*ledger.Record
 	for _, c := range h.comments(n) {
-		if ledger.IsStatusComment(c.GetBody()) && c.GetUser().GetLogin() == ghtest.DefaultAppSlug+"[bot]" {
+		if ledger.IsStatusComment(c.GetBody()) && c.GetUser().GetLogin() == ghemu.DefaultAppSlug+"[bot]" {
 			r, err := h.sealer.Decode(c.GetBody())
 			if err != nil {
 				h.t.Fatalf("status comment does not decode: %v", err)
@@ -258,9 +258,9 @@ func (h *harness) expectState(n int, want ledger.State) *ledger.Record {
 	return r
 }
 
-func (h *harness) runs() []ghtest.RunInfo {
+func (h *harness) runs() []ghemu.RunInfo {
 	h.t.Helper()
-	runs, err := h.e.Runs(ghtest.DefaultOrg, ghtest.DefaultRepo)
+	runs, err := h.e.Runs(ghemu.DefaultOrg, ghemu.DefaultRepo)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func (h *harness) runs() []ghtest.RunInfo {
 func (h *harness) botReplies(n int) []string {
 	var out []string
 	for _, c := range h.comments(n) {
-		if c.GetUser().GetLogin() == ghtest.DefaultAppSlug+"[bot]" && !ledger.IsStatusComment(c.GetBody()) {
+		if c.GetUser().GetLogin() == ghemu.DefaultAppSlug+"[bot]" && !ledger.IsStatusComment(c.GetBody()) {
 			out = append(out, c.GetBody())
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 )
@@ -19,12 +19,12 @@ func TestPlanRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := ghtest.DefaultSeed()
+	seed := ghemu.DefaultSeed()
 	seed.Repositories[0].Files[".github/workflows/bumper-run.yml"] = string(tmpl)
 	seed.Repositories[0].Files[".github/bumper.yml"] = "version: 1\nplan: true\n"
 	h := newHarness(t, seed)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 	h.expectState(n, ledger.Planning)
 	runs := h.runs()
 	if len(runs) != 1 || runs[0].Inputs["stage"] != "plan" {
@@ -53,12 +53,12 @@ func TestPlanRun(t *testing.T) {
 	if len(replies) == 0 || !strings.Contains(replies[len(replies)-1], plan) {
 		t.Fatalf("the plan was not posted: %q", replies)
 	}
-	if err := h.e.UpdateRun(ghtest.DefaultOrg, ghtest.DefaultRepo, runs[0].ID, ghtest.RunUpdate{Status: "completed", Conclusion: "success"}); err != nil {
+	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, runs[0].ID, ghemu.RunUpdate{Status: "completed", Conclusion: "success"}); err != nil {
 		t.Fatal(err)
 	}
 	h.settle()
 	h.expectState(n, ledger.AwaitingApproval)
-	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	h.comment(ghemu.DefaultMaintainer, n, "/approve")
 	r = h.expectState(n, ledger.Running)
 	runs = h.runs()
 	if len(runs) != 2 || runs[1].Inputs["stage"] != "implement" || runs[1].Inputs["attempt"] != "2" {

@@ -14,7 +14,7 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 )
@@ -42,12 +42,12 @@ func TestPullRequestLifecycle(t *testing.T) {
 	if r := h.expectState(n, ledger.InReview); r.PullRequest != prNum {
 		t.Fatalf("pull request %d recorded, want %d", r.PullRequest, prNum)
 	}
-	maint := h.user(ghtest.DefaultMaintainer)
-	pr, _, err := maint.PullRequests.Get(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, prNum)
+	maint := h.user(ghemu.DefaultMaintainer)
+	pr, _, err := maint.PullRequests.Get(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, prNum)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := maint.Issues.Edit(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, n, &gogithub.IssueRequest{State: gogithub.String("closed")}); err != nil {
+	if _, _, err := maint.Issues.Edit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, &gogithub.IssueRequest{State: gogithub.String("closed")}); err != nil {
 		t.Fatal(err)
 	}
 	h.settle()
@@ -57,17 +57,17 @@ func TestPullRequestLifecycle(t *testing.T) {
 	// emulator's check_run "rerequested" body does not match GitHub's webhook schema yet
 	// (details_url null, check_suite summary incomplete), so the webhook is signed and
 	// posted here, shaped as GitHub sends it.
-	h.comment(ghtest.DefaultMaintainer, n, "/stop")
+	h.comment(ghemu.DefaultMaintainer, n, "/stop")
 	h.expectState(n, ledger.Stopped)
-	h.rerequest(pr.GetNumber(), ghtest.DefaultReader)
+	h.rerequest(pr.GetNumber(), ghemu.DefaultReader)
 	h.expectState(n, ledger.Stopped)
 	if replies := h.botReplies(n); len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "Sorry @reader") {
 		t.Fatalf("no refusal for a reader's Re-run: %q", replies)
 	}
-	h.rerequest(pr.GetNumber(), ghtest.DefaultMaintainer)
+	h.rerequest(pr.GetNumber(), ghemu.DefaultMaintainer)
 	h.expectState(n, ledger.AwaitingApproval)
 
-	if _, _, err := maint.PullRequests.Edit(h.ctx, ghtest.DefaultOrg, ghtest.DefaultRepo, pr.GetNumber(), &gogithub.PullRequest{State: gogithub.String("closed")}); err != nil {
+	if _, _, err := maint.PullRequests.Edit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, pr.GetNumber(), &gogithub.PullRequest{State: gogithub.String("closed")}); err != nil {
 		t.Fatal(err)
 	}
 	h.settle()
@@ -84,8 +84,8 @@ func (h *harness) rerequest(pr int, by string) {
 		"action": "rerequested",
 		"check_run": map[string]any{"id": 1, "name": "bumper/verdict", "status": "completed", "conclusion": "failure",
 			"pull_requests": []map[string]any{{"number": pr}}},
-		"repository":   map[string]any{"name": ghtest.DefaultRepo, "full_name": ghtest.DefaultOrg + "/" + ghtest.DefaultRepo, "default_branch": "main", "owner": map[string]any{"login": ghtest.DefaultOrg}},
-		"installation": map[string]any{"id": h.e.InstallationID(ghtest.DefaultOrg)},
+		"repository":   map[string]any{"name": ghemu.DefaultRepo, "full_name": ghemu.DefaultOrg + "/" + ghemu.DefaultRepo, "default_branch": "main", "owner": map[string]any{"login": ghemu.DefaultOrg}},
+		"installation": map[string]any{"id": h.e.InstallationID(ghemu.DefaultOrg)},
 		"sender":       map[string]any{"login": by, "type": "User"},
 	}
 	raw, _ := json.Marshal(payload)

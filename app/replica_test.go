@@ -9,7 +9,7 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
 )
 
@@ -47,7 +47,7 @@ func (h *harness) redeliverWhere(match func(d *gogithub.HookDelivery) bool) int 
 func TestReplicasDispatchOnce(t *testing.T) {
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 
 	b, err := New(h.ctx, h.cfg, Options{})
 	if err != nil {
@@ -58,7 +58,7 @@ func TestReplicasDispatchOnce(t *testing.T) {
 	if _, err := b.Rebuild(h.ctx); err != nil {
 		t.Fatal(err)
 	}
-	h.comment(ghtest.DefaultMaintainer, n, "/approve")
+	h.comment(ghemu.DefaultMaintainer, n, "/approve")
 	h.expectState(n, ledger.Running)
 
 	h.e.SetWebhookURL(bs.URL + h.cfg.Server.WebhookPath)
@@ -88,7 +88,7 @@ func TestReplicasDispatchOnce(t *testing.T) {
 func TestInstallationIndexes(t *testing.T) {
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 
 	fresh, err := New(h.ctx, h.cfg, Options{})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 )
@@ -49,8 +49,8 @@ func TestRestartInEveryState(t *testing.T) {
 		want ledger.State
 		runs int
 	}{
-		{"awaiting-approval", func(t *testing.T) { h.label(ghtest.DefaultMaintainer, n, "agent:implement") }, ledger.AwaitingApproval, 0},
-		{"running, before the exchange", func(t *testing.T) { h.comment(ghtest.DefaultMaintainer, n, "/approve") }, ledger.Running, 1},
+		{"awaiting-approval", func(t *testing.T) { h.label(ghemu.DefaultMaintainer, n, "agent:implement") }, ledger.AwaitingApproval, 0},
+		{"running, before the exchange", func(t *testing.T) { h.comment(ghemu.DefaultMaintainer, n, "/approve") }, ledger.Running, 1},
 		{"running, credentials minted", func(t *testing.T) {
 			run := h.runs()[0]
 			code, resp, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
@@ -75,12 +75,12 @@ func TestRestartInEveryState(t *testing.T) {
 				t.Fatalf("in-review: %d %s", code, body)
 			}
 		}, ledger.InReview, 1},
-		{"stopped", func(t *testing.T) { h.comment(ghtest.DefaultMaintainer, n, "/stop") }, ledger.Stopped, 1},
-		{"awaiting-approval again", func(t *testing.T) { h.comment(ghtest.DefaultMaintainer, n, "/retry") }, ledger.AwaitingApproval, 1},
-		{"running attempt 2", func(t *testing.T) { h.comment(ghtest.DefaultMaintainer, n, "/approve") }, ledger.Running, 2},
+		{"stopped", func(t *testing.T) { h.comment(ghemu.DefaultMaintainer, n, "/stop") }, ledger.Stopped, 1},
+		{"awaiting-approval again", func(t *testing.T) { h.comment(ghemu.DefaultMaintainer, n, "/retry") }, ledger.AwaitingApproval, 1},
+		{"running attempt 2", func(t *testing.T) { h.comment(ghemu.DefaultMaintainer, n, "/approve") }, ledger.Running, 2},
 		{"failed", func(t *testing.T) {
 			runs := h.runs()
-			if err := h.e.UpdateRun(ghtest.DefaultOrg, ghtest.DefaultRepo, runs[len(runs)-1].ID, ghtest.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
+			if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, runs[len(runs)-1].ID, ghemu.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
 				t.Fatal(err)
 			}
 			h.settle()
@@ -114,8 +114,8 @@ func TestUntrustedRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.comment(ghtest.DefaultReader, n, body)
-	h.label(ghtest.DefaultMaintainer, n, ledger.Running.Label())
+	h.comment(ghemu.DefaultReader, n, body)
+	h.label(ghemu.DefaultMaintainer, n, ledger.Running.Label())
 	h.restart()
 	h.settle()
 	r := h.expectState(n, ledger.Error)
@@ -126,7 +126,7 @@ func TestUntrustedRecord(t *testing.T) {
 		t.Fatal("a forged record dispatched a run")
 	}
 	t.Run("relabelling starts over", func(t *testing.T) {
-		h.label(ghtest.DefaultMaintainer, n, "agent:implement")
+		h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 		h.expectState(n, ledger.AwaitingApproval)
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
-	ghadapter "github.com/bumperdev/bumper/app/github"
+	"github.com/bumperdev/bumper/app/ghclient"
 	"github.com/bumperdev/bumper/app/handler"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/tokenexchange"
@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn := ghadapter.NewConnector(cc)
+	conn := ghclient.NewConnector(cc)
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
 		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
 		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now})

@@ -18,7 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/app/ghtest/gitserver"
+	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/gateway"
 	"github.com/bumperdev/bumper/firewall/meter"

@@ -13,7 +13,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
-	ghadapter "github.com/bumperdev/bumper/app/github"
+	"github.com/bumperdev/bumper/app/ghclient"
 	"github.com/bumperdev/bumper/app/workitem"
 )
 
@@ -28,7 +28,7 @@ const (
 // Base is what every handler shares.
 type Base struct {
 	Service   *workitem.Service
-	Connector *ghadapter.Connector
+	Connector *ghclient.Connector
 }
 
 // All returns one handler per event the App subscribes to.
@@ -73,7 +73,7 @@ func repoOf(r *gogithub.Repository) workitem.Repo {
 
 // issueOf is the adapter's translation plus the comment count a payload carries.
 func issueOf(is *gogithub.Issue) workitem.Issue {
-	out := ghadapter.IssueOf(is)
+	out := ghclient.IssueOf(is)
 	if is.Comments != nil {
 		out.Comments = is.GetComments()
 	}

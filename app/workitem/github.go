@@ -1,6 +1,6 @@
 // Package workitem is the App's domain logic: what a label, a comment, an edit or a
 // run's progress does to a work item. It works against the small GitHub interface
-// below (app/github adapts go-github to it) and keeps the ledger on the issue.
+// below (app/ghclient adapts go-github to it) and keeps the ledger on the issue.
 package workitem
 
 import (

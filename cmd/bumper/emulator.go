@@ -11,7 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/app/ghtest"
+	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
 func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -28,24 +28,24 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	opts := ghtest.Options{StateDir: *stateDir, WebhookURL: *webhookURL, WebhookSecret: *webhookSecret,
+	opts := ghemu.Options{StateDir: *stateDir, WebhookURL: *webhookURL, WebhookSecret: *webhookSecret,
 		Logger: zerolog.New(stderr).With().Timestamp().Logger()}
 	if *seedFile != "" {
-		seed, err := ghtest.LoadSeed(*seedFile)
+		seed, err := ghemu.LoadSeed(*seedFile)
 		if err != nil {
 			return err
 		}
 		opts.Seed = seed
 	}
-	var checker *ghtest.Checker
+	var checker *ghemu.Checker
 	if *validate {
 		var err error
-		if checker, err = ghtest.NewChecker(); err != nil {
+		if checker, err = ghemu.NewChecker(); err != nil {
 			return err
 		}
 		opts.WebhookCheck = checker.CheckWebhook
 	}
-	emu, err := ghtest.New(opts)
+	emu, err := ghemu.New(opts)
 	if err != nil {
 		return err
 	}
@@ -76,16 +76,16 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return emu.Close()
 }
 
-func printEmulatorBanner(w io.Writer, emu *ghtest.Emulator, base, stateDir string, validating bool) {
+func printEmulatorBanner(w io.Writer, emu *ghemu.Emulator, base, stateDir string, validating bool) {
 	fmt.Fprintf(w, "GitHub emulator listening\n")
 	fmt.Fprintf(w, "  base URL:        %s\n", base)
 	fmt.Fprintf(w, "  App ID:          %d\n", emu.AppID())
 	fmt.Fprintf(w, "  App private key: %s\n", emu.AppKeyPath())
 	fmt.Fprintf(w, "  webhook secret:  %s\n", emu.WebhookSecret())
 	fmt.Fprintf(w, "  OIDC issuer:     %s\n", emu.OIDCIssuerURL())
-	if id := emu.InstallationID(ghtest.DefaultOrg); id != 0 {
-		fmt.Fprintf(w, "  installation:    %d (on %s)\n", id, ghtest.DefaultOrg)
-		fmt.Fprintf(w, "  clone:           git clone %s/%s/%s.git\n", base, ghtest.DefaultOrg, ghtest.DefaultRepo)
+	if id := emu.InstallationID(ghemu.DefaultOrg); id != 0 {
+		fmt.Fprintf(w, "  installation:    %d (on %s)\n", id, ghemu.DefaultOrg)
+		fmt.Fprintf(w, "  clone:           git clone %s/%s/%s.git\n", base, ghemu.DefaultOrg, ghemu.DefaultRepo)
 	}
 	for _, u := range emu.Users() {
 		fmt.Fprintf(w, "  user %-12s token %s\n", u.Login, u.Token)

@@ -1,0 +1,328 @@
+// Package ghclient adapts go-github to the small interfaces the App's domain code is
+// written against (workitem.GitHub and workitem.Connector).
+package ghclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/app/authz"
+	"github.com/bumperdev/bumper/app/workitem"
+)
+
+// perPage is the page size of every listing: GitHub's maximum, for the fewest calls.
+const perPage = 100
+
+// Client is one installation's view of GitHub.
+type Client struct {
+	gh   *gogithub.Client
+	app  *gogithub.Client
+	inst int64
+}
+
+var _ workitem.GitHub = (*Client)(nil)
+
+func split(repo string) (string, string, error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" {
+		return "", "", fmt.Errorf("repository %q: want owner/name", repo)
+	}
+	return owner, name, nil
+}
+
+func status(err error) int {
+	var er *gogithub.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode
+	}
+	return 0
+}
+
+func notFound(err error) error {
+	if status(err) == http.StatusNotFound {
+		return fmt.Errorf("%w: %v", workitem.ErrNotFound, err)
+	}
+	return err
+}
+
+// Permission implements workitem.GitHub.
+func (c *Client) Permission(ctx context.Context, repo, user string) (string, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return "", err
+	}
+	p, _, err := c.gh.Repositories.GetPermissionLevel(ctx, owner, name, user)
+	if status(err) == http.StatusNotFound {
+		return "none", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return authz.Effective(p.GetPermission(), p.GetRoleName()), nil
+}
+
+// File implements workitem.GitHub.
+func (c *Client) File(ctx context.Context, repo, path, ref string) ([]byte, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return nil, err
+	}
+	var opts *gogithub.RepositoryContentGetOptions
+	if ref != "" {
+		opts = &gogithub.RepositoryContentGetOptions{Ref: ref}
+	}
+	fc, _, _, err := c.gh.Repositories.GetContents(ctx, owner, name, path, opts)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if fc == nil {
+		return nil, fmt.Errorf("%s is a directory, not a file", path)
+	}
+	s, err := fc.GetContent()
+	if err != nil {
+		return nil, fmt.Errorf("failed to decode %s: %w", path, err)
+	}
+	return []byte(s), nil
+}
+
+// BranchHead implements workitem.GitHub.
+func (c *Client) BranchHead(ctx context.Context, repo, branch string) (string, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return "", err
+	}
+	ref, _, err := c.gh.Git.GetRef(ctx, owner, name, "heads/"+branch)
+	if err != nil {
+		return "", notFound(err)
+	}
+	return ref.GetObject().GetSHA(), nil
+}
+
+// IssueOf translates go-github's issue; the comment count is left unknown (-1).
+func IssueOf(is *gogithub.Issue) workitem.Issue {
+	out := workitem.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), Comments: -1}
+	for _, l := range is.Labels {
+		out.Labels = append(out.Labels, l.GetName())
+	}
+	return out
+}
+
+// IssuesWithLabel implements workitem.GitHub; it follows every page.
+func (c *Client) IssuesWithLabel(ctx context.Context, repo, label string) ([]workitem.Issue, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return nil, err
+	}
+	opts := &gogithub.IssueListByRepoOptions{State: "all", Labels: []string{label},
+		ListOptions: gogithub.ListOptions{PerPage: perPage}}
+	var out []workitem.Issue
+	for {
+		page, resp, err := c.gh.Issues.ListByRepo(ctx, owner, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, is := range page {
+			if !is.IsPullRequest() {
+				out = append(out, IssueOf(is))
+			}
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// Comments implements workitem.GitHub; it follows every page.
+func (c *Client) Comments(ctx context.Context, repo string, issue int) ([]workitem.Comment, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return nil, err
+	}
+	opts := &gogithub.IssueListCommentsOptions{ListOptions: gogithub.ListOptions{PerPage: perPage}}
+	var out []workitem.Comment
+	for {
+		page, resp, err := c.gh.Issues.ListComments(ctx, owner, name, issue, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, cm := range page {
+			out = append(out, commentOf(cm))
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// commentOf translates an issue comment.
+func commentOf(cm *gogithub.IssueComment) workitem.Comment {
+	return workitem.Comment{ID: cm.GetID(), Author: cm.GetUser().GetLogin(), AuthorType: cm.GetUser().GetType(),
+		Body: cm.GetBody(), CreatedAt: cm.GetCreatedAt().Time, UpdatedAt: cm.GetUpdatedAt().Time}
+}
+
+// Issue implements workitem.GitHub.
+func (c *Client) Issue(ctx context.Context, repo string, number int) (workitem.Issue, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return workitem.Issue{}, err
+	}
+	is, _, err := c.gh.Issues.Get(ctx, owner, name, number)
+	if err != nil {
+		return workitem.Issue{}, notFound(err)
+	}
+	return IssueOf(is), nil
+}
+
+// Comment implements workitem.GitHub.
+func (c *Client) Comment(ctx context.Context, repo string, id int64) (workitem.Comment, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return workitem.Comment{}, err
+	}
+	cm, _, err := c.gh.Issues.GetComment(ctx, owner, name, id)
+	if err != nil {
+		return workitem.Comment{}, notFound(err)
+	}
+	return commentOf(cm), nil
+}
+
+// PullRequest implements workitem.GitHub.
+func (c *Client) PullRequest(ctx context.Context, repo string, number int) (workitem.Pull, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return workitem.Pull{}, err
+	}
+	pr, _, err := c.gh.PullRequests.Get(ctx, owner, name, number)
+	if err != nil {
+		return workitem.Pull{}, notFound(err)
+	}
+	return PullOf(pr), nil
+}
+
+// PullOf translates a pull request.
+func PullOf(pr *gogithub.PullRequest) workitem.Pull {
+	return workitem.Pull{Number: pr.GetNumber(), Author: pr.GetUser().GetLogin(),
+		HeadRepo: pr.GetHead().GetRepo().GetFullName(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
+		BaseRef: pr.GetBase().GetRef(), State: pr.GetState(), Merged: pr.GetMerged()}
+}
+
+// CreateComment implements workitem.GitHub.
+func (c *Client) CreateComment(ctx context.Context, repo string, issue int, body string) (int64, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return 0, err
+	}
+	cm, _, err := c.gh.Issues.CreateComment(ctx, owner, name, issue, &gogithub.IssueComment{Body: &body})
+	if err != nil {
+		return 0, err
+	}
+	return cm.GetID(), nil
+}
+
+// EditComment implements workitem.GitHub.
+func (c *Client) EditComment(ctx context.Context, repo string, id int64, body string) error {
+	owner, name, err := split(repo)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.gh.Issues.EditComment(ctx, owner, name, id, &gogithub.IssueComment{Body: &body})
+	return notFound(err)
+}
+
+// AddLabel implements workitem.GitHub.
+func (c *Client) AddLabel(ctx context.Context, repo string, issue int, label string) error {
+	owner, name, err := split(repo)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.gh.Issues.AddLabelsToIssue(ctx, owner, name, issue, []string{label})
+	return err
+}
+
+// RemoveLabel implements workitem.GitHub.
+func (c *Client) RemoveLabel(ctx context.Context, repo string, issue int, label string) error {
+	owner, name, err := split(repo)
+	if err != nil {
+		return err
+	}
+	_, err = c.gh.Issues.RemoveLabelForIssue(ctx, owner, name, issue, label)
+	if status(err) == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+// CreateRef implements workitem.GitHub: 422 means the ref exists.
+func (c *Client) CreateRef(ctx context.Context, repo, ref, sha string) (bool, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return false, err
+	}
+	_, _, err = c.gh.Git.CreateRef(ctx, owner, name, &gogithub.Reference{Ref: &ref, Object: &gogithub.GitObject{SHA: &sha}})
+	if status(err) == http.StatusUnprocessableEntity {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Dispatch implements workitem.GitHub. It asks for the run's details
+// (return_run_details), which go-github v66 predates, so the request is built by hand.
+func (c *Client) Dispatch(ctx context.Context, repo, workflow, ref string, inputs map[string]string) (int64, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return 0, err
+	}
+	body := struct {
+		Ref              string            `json:"ref"`
+		Inputs           map[string]string `json:"inputs"`
+		ReturnRunDetails bool              `json:"return_run_details"`
+	}{ref, inputs, true}
+	req, err := c.gh.NewRequest(http.MethodPost, fmt.Sprintf("repos/%s/%s/actions/workflows/%s/dispatches", owner, name, workflow), body)
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		RunID int64 `json:"workflow_run_id"`
+	}
+	if _, err := c.gh.Do(ctx, req, &out); err != nil {
+		return 0, err
+	}
+	if out.RunID == 0 {
+		return 0, errors.New("GitHub did not return the dispatched run's ID")
+	}
+	return out.RunID, nil
+}
+
+// RepoToken implements workitem.GitHub: the token can reach only repo, with only perms.
+func (c *Client) RepoToken(ctx context.Context, repo string, perms map[string]string) (string, time.Time, error) {
+	_, name, err := split(repo)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	raw, err := json.Marshal(perms)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	var p gogithub.InstallationPermissions
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return "", time.Time{}, fmt.Errorf("failed to read the token permissions: %w", err)
+	}
+	tok, _, err := c.app.Apps.CreateInstallationToken(ctx, c.inst, &gogithub.InstallationTokenOptions{
+		Repositories: []string{name}, Permissions: &p})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return tok.GetToken(), tok.GetExpiresAt().Time, nil
+}

@@ -1,0 +1,209 @@
+package ghemu
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// controlPrefix holds the routes that are the emulator's own, not GitHub's: they do what
+// GitHub's UI or its Actions runners would do (move a workflow run, hand a run its OIDC
+// token, ask to re-run a check). They need no credential beyond what each says.
+const controlPrefix = "/_emulator/"
+
+// RunUpdate moves a workflow run, as a runner picking it up and finishing it would.
+type RunUpdate struct {
+	Status     string `json:"status"`     // in_progress or completed
+	Conclusion string `json:"conclusion"` // with completed: success, failure, cancelled, ...
+	RunnerName string `json:"runner_name"`
+}
+
+// UpdateRun moves a workflow run forward and sends the workflow_run and workflow_job
+// webhooks GitHub would. Runs only move forward: queued → in_progress → completed.
+func (e *Emulator) UpdateRun(owner, repoName string, runID int64, u RunUpdate) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rp := e.st.repoByName(owner, repoName)
+	if rp == nil {
+		return fmt.Errorf("no repository %s/%s", owner, repoName)
+	}
+	run := rp.Runs[runID]
+	if run == nil {
+		return fmt.Errorf("no workflow run %d in %s/%s", runID, owner, repoName)
+	}
+	order := map[string]int{"queued": 0, "in_progress": 1, "completed": 2}
+	next, ok := order[u.Status]
+	if !ok || u.Status == "queued" {
+		return fmt.Errorf("status %q: use in_progress or completed", u.Status)
+	}
+	if next <= order[run.Status] {
+		return fmt.Errorf("run %d is already %s; runs only move forward", runID, run.Status)
+	}
+	if u.Status == "completed" && !checkConclusions[u.Conclusion] {
+		return fmt.Errorf("conclusion %q: use one of success, failure, neutral, cancelled, skipped, stale, timed_out or action_required", u.Conclusion)
+	}
+	if u.RunnerName != "" {
+		run.RunnerName = u.RunnerName
+	} else if run.RunnerName == "" {
+		run.RunnerName = "bumper-runner-1"
+	}
+	now := e.timestamp()
+	if run.Status == "queued" {
+		run.Status, run.StartedAt, run.UpdatedAt = "in_progress", now, now
+		e.emit("workflow_run", "in_progress", rp, run.Actor, obj{"workflow_run": e.renderRun(rp, run), "workflow": e.renderWorkflow(rp, run)})
+		e.emit("workflow_job", "in_progress", rp, run.Actor, obj{"workflow_job": e.renderJob(rp, run)})
+	}
+	if u.Status == "completed" {
+		run.Status, run.Conclusion, run.UpdatedAt = "completed", u.Conclusion, now
+		e.emit("workflow_job", "completed", rp, run.Actor, obj{"workflow_job": e.renderJob(rp, run)})
+		e.emit("workflow_run", "completed", rp, run.Actor, obj{"workflow_run": e.renderRun(rp, run), "workflow": e.renderWorkflow(rp, run)})
+	}
+	e.saveLocked()
+	return nil
+}
+
+// RunInfo is what a runner learns about a dispatched run.
+type RunInfo struct {
+	ID               int64             `json:"id"`
+	Repository       string            `json:"repository"`
+	WorkflowPath     string            `json:"workflow_path"`
+	Ref              string            `json:"ref"`
+	SHA              string            `json:"sha"`
+	Actor            string            `json:"actor"`
+	Status           string            `json:"status"`
+	Inputs           map[string]string `json:"inputs"`
+	OIDCRequestURL   string            `json:"oidc_request_url"`
+	OIDCRequestToken string            `json:"oidc_request_token"`
+}
+
+// Runs lists a repository's workflow runs with what a runner needs to execute them,
+// including the ACTIONS_ID_TOKEN_REQUEST_URL/TOKEN pair of each.
+func (e *Emulator) Runs(owner, repoName string) ([]RunInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rp := e.st.repoByName(owner, repoName)
+	if rp == nil {
+		return nil, fmt.Errorf("no repository %s/%s", owner, repoName)
+	}
+	var out []RunInfo
+	for _, run := range rp.Runs {
+		out = append(out, e.runInfo(rp, run))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (e *Emulator) runInfo(rp *repo, run *workflowRun) RunInfo {
+	return RunInfo{ID: run.ID, Repository: rp.fullName(), WorkflowPath: run.WorkflowPath,
+		Ref: "refs/heads/" + run.Ref, SHA: run.HeadSHA, Actor: run.Actor, Status: run.Status,
+		Inputs:           run.Inputs,
+		OIDCRequestURL:   fmt.Sprintf("%s%sactions/runs/%d/id-token", e.baseURL, controlPrefix, run.ID),
+		OIDCRequestToken: run.OIDCRequestToken}
+}
+
+func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, controlPrefix), "/"), "/")
+	switch {
+	// GET /_emulator/actions/runs/{id}/id-token?audience=A, bearer = the run's request
+	// token: what ACTIONS_ID_TOKEN_REQUEST_URL answers on GitHub's runners.
+	case r.Method == http.MethodGet && len(parts) == 4 && parts[0] == "actions" && parts[1] == "runs" && parts[3] == "id-token":
+		e.serveRunIDToken(w, r, parts[2])
+	// GET /_emulator/repos/{owner}/{repo}/actions/runs: the runs with their OIDC request pairs.
+	case r.Method == http.MethodGet && len(parts) == 5 && parts[0] == "repos" && parts[3] == "actions" && parts[4] == "runs":
+		runs, err := e.Runs(parts[1], parts[2])
+		if err != nil {
+			writeError(w, errNotFound())
+			return
+		}
+		writeJSON(w, http.StatusOK, runs)
+	// PATCH /_emulator/repos/{owner}/{repo}/actions/runs/{id} {"status","conclusion"}.
+	case r.Method == http.MethodPatch && len(parts) == 6 && parts[0] == "repos" && parts[3] == "actions" && parts[4] == "runs":
+		id, err := strconv.ParseInt(parts[5], 10, 64)
+		if err != nil {
+			writeError(w, errNotFound())
+			return
+		}
+		var u RunUpdate
+		if err := decode(r, &u); err != nil {
+			writeError(w, err)
+			return
+		}
+		if err := e.UpdateRun(parts[1], parts[2], id, u); err != nil {
+			writeError(w, errUnprocessable(err.Error()))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	// POST /_emulator/repos/{owner}/{repo}/check-runs/{id}/rerequest: "Re-run" in the UI.
+	case r.Method == http.MethodPost && len(parts) == 6 && parts[0] == "repos" && parts[3] == "check-runs" && parts[5] == "rerequest":
+		id, err := strconv.ParseInt(parts[4], 10, 64)
+		if err != nil {
+			writeError(w, errNotFound())
+			return
+		}
+		if err := e.RerequestCheckRun(parts[1], parts[2], id, r.URL.Query().Get("user")); err != nil {
+			writeError(w, errUnprocessable(err.Error()))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeError(w, errNotFound())
+	}
+}
+
+func (e *Emulator) serveRunIDToken(w http.ResponseWriter, r *http.Request, idStr string) {
+	id, err := strconv.ParseInt(idStr, 10, 64)
+	if err != nil {
+		writeError(w, errNotFound())
+		return
+	}
+	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var rp *repo
+	var run *workflowRun
+	for _, cand := range e.st.Repos {
+		if cand.Runs[id] != nil {
+			rp, run = cand, cand.Runs[id]
+		}
+	}
+	if run == nil || !ok || bearer != run.OIDCRequestToken {
+		writeError(w, errBadCredentials())
+		return
+	}
+	if run.Status == "completed" {
+		writeError(w, newError(http.StatusForbidden, "the run has completed; its ID token request token expired"))
+		return
+	}
+	aud := r.URL.Query().Get("audience")
+	if aud == "" {
+		aud = e.baseURL + "/" + rp.Owner
+	}
+	tok, err := e.mintOIDCLocked(OIDCClaims{
+		Audience: aud, Repository: rp.fullName(), RepositoryID: strconv.FormatInt(rp.ID, 10),
+		WorkflowRef: rp.fullName() + "/" + run.WorkflowPath + "@refs/heads/" + run.Ref,
+		Ref:         "refs/heads/" + run.Ref, SHA: run.HeadSHA, RunID: strconv.FormatInt(run.ID, 10),
+		Actor: run.Actor,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, obj{"count": 1, "value": tok})
+}
+
+// RerequestCheckRun sends check_run "rerequested", as a user pressing "Re-run" does.
+func (e *Emulator) RerequestCheckRun(owner, repoName string, id int64, by string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rp := e.st.repoByName(owner, repoName)
+	if rp == nil || rp.CheckRuns[id] == nil {
+		return fmt.Errorf("no check run %d in %s/%s", id, owner, repoName)
+	}
+	if by == "" {
+		by = rp.Owner
+	}
+	e.emit("check_run", "rerequested", rp, by, obj{"check_run": e.hookCheckRun(rp, rp.CheckRuns[id])})
+	return nil
+}

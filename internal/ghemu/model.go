@@ -1,0 +1,265 @@
+package ghemu
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// The emulator's state. Everything GitHub would keep lives here, in one value guarded
+// by Emulator.mu, and is saved whole to the state directory after every change, so an
+// emulator restarted on the same --state DIR continues where it stopped.
+type state struct {
+	NextID        int64                    `json:"next_id"`
+	App           appInfo                  `json:"app"`
+	Users         map[string]*user         `json:"users"` // by lower-case login
+	Installations map[int64]*installation  `json:"installations"`
+	Repos         map[string]*repo         `json:"repos"`  // by lower-case "owner/name"
+	Tokens        map[string]*installToken `json:"tokens"` // by token value
+	Deliveries    []*delivery              `json:"deliveries"`
+	// Announced is set once the seeded installations were announced with
+	// "installation created" webhooks, which needs the base URL to render them.
+	Announced bool `json:"announced"`
+}
+
+// appInfo is the one GitHub App the emulator hosts.
+type appInfo struct {
+	ID            int64             `json:"id"`
+	Slug          string            `json:"slug"`
+	Name          string            `json:"name"`
+	Owner         string            `json:"owner"`
+	ClientID      string            `json:"client_id"`
+	WebhookURL    string            `json:"webhook_url"`
+	WebhookSecret string            `json:"webhook_secret"`
+	Permissions   map[string]string `json:"permissions"`
+	Events        []string          `json:"events"`
+	CreatedAt     time.Time         `json:"created_at"`
+}
+
+// user is a GitHub account: a person (type User), an organization, or the App's bot.
+type user struct {
+	ID    int64  `json:"id"`
+	Login string `json:"login"`
+	Type  string `json:"type"` // User, Organization, Bot
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email,omitempty"`
+	// Token is the user's personal access token; empty for organizations and bots.
+	Token string `json:"token,omitempty"`
+}
+
+type installation struct {
+	ID          int64             `json:"id"`
+	Account     string            `json:"account"`
+	AllRepos    bool              `json:"all_repos"`
+	RepoIDs     []int64           `json:"repo_ids"`
+	Permissions map[string]string `json:"permissions"`
+	Events      []string          `json:"events"`
+	CreatedAt   time.Time         `json:"created_at"`
+}
+
+// installToken is a one-hour installation access token as minted by
+// POST /app/installations/{id}/access_tokens.
+type installToken struct {
+	Value          string            `json:"value"`
+	InstallationID int64             `json:"installation_id"`
+	RepoIDs        []int64           `json:"repo_ids"` // nil: every repository of the installation
+	Permissions    map[string]string `json:"permissions"`
+	ExpiresAt      time.Time         `json:"expires_at"`
+	Revoked        bool              `json:"revoked"`
+}
+
+type repo struct {
+	ID            int64                  `json:"id"`
+	Owner         string                 `json:"owner"`
+	Name          string                 `json:"name"`
+	Private       bool                   `json:"private"`
+	Description   string                 `json:"description"`
+	DefaultBranch string                 `json:"default_branch"`
+	CreatedAt     time.Time              `json:"created_at"`
+	UpdatedAt     time.Time              `json:"updated_at"`
+	PushedAt      time.Time              `json:"pushed_at"`
+	Protected     map[string]*protection `json:"protected"`     // by branch name
+	Collaborators map[string]string      `json:"collaborators"` // lower-case login -> permission
+	Labels        map[string]*label      `json:"labels"`        // by lower-case name
+	NextNumber    int                    `json:"next_number"`
+	Issues        map[int]*issue         `json:"issues"` // pull requests are issues too
+	Comments      map[int64]*comment     `json:"comments"`
+	Pulls         map[int]*pull          `json:"pulls"`
+	Reviews       map[int64]*review      `json:"reviews"`
+	CheckRuns     map[int64]*checkRun    `json:"check_runs"`
+	Runs          map[int64]*workflowRun `json:"runs"`
+	NextRunNumber int                    `json:"next_run_number"`
+	Workflows     map[string]int64       `json:"workflows"` // workflow file path -> ID
+}
+
+func (r *repo) fullName() string { return r.Owner + "/" + r.Name }
+
+// protection is the subset of branch protection the emulator enforces: direct pushes to a
+// protected branch are refused, and the listed status checks are required to merge.
+type protection struct {
+	RequiredChecks  []string `json:"required_checks"`
+	RequiredReviews int      `json:"required_reviews"`
+	EnforceAdmins   bool     `json:"enforce_admins"`
+}
+
+type label struct {
+	ID          int64  `json:"id"`
+	Name        string `json:"name"`
+	Color       string `json:"color"`
+	Description string `json:"description"`
+	Default     bool   `json:"default"`
+}
+
+type issue struct {
+	ID          int64      `json:"id"`
+	Number      int        `json:"number"`
+	Title       string     `json:"title"`
+	Body        string     `json:"body"`
+	User        string     `json:"user"`
+	State       string     `json:"state"` // open, closed
+	StateReason string     `json:"state_reason,omitempty"`
+	Labels      []string   `json:"labels"` // lower-case label keys, in the order added
+	Assignees   []string   `json:"assignees"`
+	Locked      bool       `json:"locked"`
+	Comments    int        `json:"comments"`
+	IsPull      bool       `json:"is_pull"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	ClosedAt    *time.Time `json:"closed_at,omitempty"`
+	ClosedBy    string     `json:"closed_by,omitempty"`
+}
+
+func (i *issue) hasLabel(key string) bool { return slices.Contains(i.Labels, key) }
+
+type comment struct {
+	ID          int64     `json:"id"`
+	IssueNumber int       `json:"issue_number"`
+	User        string    `json:"user"`
+	Body        string    `json:"body"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	// ViaApp is set when the comment was made with an installation token: GitHub then
+	// reports performed_via_github_app.
+	ViaApp bool `json:"via_app"`
+}
+
+type pull struct {
+	Number         int        `json:"number"`
+	Head           string     `json:"head"` // branch in the same repository
+	Base           string     `json:"base"`
+	HeadSHA        string     `json:"head_sha"`
+	BaseSHA        string     `json:"base_sha"`
+	Draft          bool       `json:"draft"`
+	Merged         bool       `json:"merged"`
+	MergedAt       *time.Time `json:"merged_at,omitempty"`
+	MergedBy       string     `json:"merged_by,omitempty"`
+	MergeCommitSHA string     `json:"merge_commit_sha,omitempty"`
+	MaintainerMod  bool       `json:"maintainer_can_modify"`
+}
+
+type review struct {
+	ID          int64     `json:"id"`
+	PullNumber  int       `json:"pull_number"`
+	User        string    `json:"user"`
+	Body        string    `json:"body"`
+	State       string    `json:"state"` // APPROVED, CHANGES_REQUESTED, COMMENTED, PENDING, DISMISSED
+	CommitID    string    `json:"commit_id"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	ViaApp      bool      `json:"via_app"`
+}
+
+type checkRun struct {
+	ID          int64          `json:"id"`
+	Name        string         `json:"name"`
+	HeadSHA     string         `json:"head_sha"`
+	Status      string         `json:"status"`
+	Conclusion  string         `json:"conclusion,omitempty"`
+	ExternalID  string         `json:"external_id"`
+	DetailsURL  string         `json:"details_url"`
+	StartedAt   time.Time      `json:"started_at"`
+	CompletedAt *time.Time     `json:"completed_at,omitempty"`
+	Output      checkRunOutput `json:"output"`
+	SuiteID     int64          `json:"suite_id"`
+}
+
+type checkRunOutput struct {
+	Title   string `json:"title"`
+	Summary string `json:"summary"`
+	Text    string `json:"text"`
+}
+
+// workflowRun is a run created by a workflow_dispatch. The emulator runs nothing: tests,
+// the demo or a runner move it from queued to completed through the control API.
+type workflowRun struct {
+	ID           int64             `json:"id"`
+	Number       int               `json:"number"`
+	WorkflowID   int64             `json:"workflow_id"`
+	WorkflowPath string            `json:"workflow_path"`
+	WorkflowName string            `json:"workflow_name"`
+	Ref          string            `json:"ref"`
+	HeadSHA      string            `json:"head_sha"`
+	Event        string            `json:"event"`
+	Actor        string            `json:"actor"`
+	Inputs       map[string]string `json:"inputs"`
+	Status       string            `json:"status"` // queued, in_progress, completed
+	Conclusion   string            `json:"conclusion,omitempty"`
+	JobID        int64             `json:"job_id"`
+	RunnerName   string            `json:"runner_name,omitempty"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	StartedAt    time.Time         `json:"started_at"`
+	// OIDCRequestToken lets the run fetch Actions-style OIDC ID tokens, as
+	// ACTIONS_ID_TOKEN_REQUEST_TOKEN does on GitHub's runners.
+	OIDCRequestToken string `json:"oidc_request_token"`
+}
+
+// delivery is one webhook delivery attempt, kept so failed ones can be redelivered.
+type delivery struct {
+	ID           int64             `json:"id"`
+	GUID         string            `json:"guid"`
+	Event        string            `json:"event"`
+	Action       string            `json:"action"`
+	Installation int64             `json:"installation_id"`
+	RepoID       int64             `json:"repository_id"`
+	Payload      []byte            `json:"payload"`
+	Headers      map[string]string `json:"headers"`
+	StatusCode   int               `json:"status_code"`
+	Status       string            `json:"status"`
+	DeliveredAt  time.Time         `json:"delivered_at"`
+	Duration     float64           `json:"duration"`
+	Redelivery   bool              `json:"redelivery"`
+	Response     string            `json:"response"`
+}
+
+func key(s string) string { return strings.ToLower(s) }
+
+func (s *state) nextID() int64 {
+	s.NextID++
+	return s.NextID
+}
+
+func (s *state) repoByName(owner, name string) *repo {
+	return s.Repos[key(owner+"/"+name)]
+}
+
+func (s *state) repoByID(id int64) *repo {
+	for _, r := range s.Repos {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// installationFor returns the installation that covers the repository, if any.
+func (s *state) installationFor(r *repo) *installation {
+	for _, in := range s.Installations {
+		if !strings.EqualFold(in.Account, r.Owner) {
+			continue
+		}
+		if in.AllRepos || slices.Contains(in.RepoIDs, r.ID) {
+			return in
+		}
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package ghemu
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Seed is the starting world of an emulator: accounts, repositories and the App's
+// installations. DefaultSeed gives one organisation with one repository; a YAML file in
+// the same shape replaces it (bumper emulator --seed FILE).
+type Seed struct {
+	App           SeedApp            `yaml:"app"`
+	Users         []SeedUser         `yaml:"users"`
+	Organizations []string           `yaml:"organizations"`
+	Repositories  []SeedRepository   `yaml:"repositories"`
+	Installations []SeedInstallation `yaml:"installations"`
+}
+
+// SeedApp names the GitHub App the emulator hosts.
+type SeedApp struct {
+	ID          int64             `yaml:"id"`
+	Slug        string            `yaml:"slug"`
+	Name        string            `yaml:"name"`
+	Owner       string            `yaml:"owner"`
+	Permissions map[string]string `yaml:"permissions"`
+	Events      []string          `yaml:"events"`
+}
+
+// SeedUser is a person with a personal access token. Token may be left empty: one is
+// generated and printed at start.
+type SeedUser struct {
+	Login string `yaml:"login"`
+	Name  string `yaml:"name"`
+	Email string `yaml:"email"`
+	Token string `yaml:"token"`
+	// Bot makes the account another App's bot user (type Bot), whose login ends in
+	// "[bot]", such as "renovate[bot]".
+	Bot bool `yaml:"bot"`
+}
+
+// SeedRepository is a repository with a real git history of one commit holding Files.
+type SeedRepository struct {
+	Owner         string            `yaml:"owner"`
+	Name          string            `yaml:"name"`
+	Private       bool              `yaml:"private"`
+	Description   string            `yaml:"description"`
+	DefaultBranch string            `yaml:"default_branch"`
+	Protected     []SeedProtection  `yaml:"protected_branches"`
+	Collaborators map[string]string `yaml:"collaborators"` // login -> read|triage|write|maintain|admin
+	Labels        []SeedLabel       `yaml:"labels"`
+	Files         map[string]string `yaml:"files"`
+}
+
+// SeedProtection protects one branch: no direct pushes, and merges need the checks.
+type SeedProtection struct {
+	Branch          string   `yaml:"branch"`
+	RequiredChecks  []string `yaml:"required_checks"`
+	RequiredReviews int      `yaml:"required_reviews"`
+}
+
+// SeedLabel is a repository label.
+type SeedLabel struct {
+	Name        string `yaml:"name"`
+	Color       string `yaml:"color"`
+	Description string `yaml:"description"`
+}
+
+// SeedInstallation installs the App on an account, for some or all of its repositories.
+type SeedInstallation struct {
+	Account      string            `yaml:"account"`
+	Repositories []string          `yaml:"repositories"` // empty: all
+	Permissions  map[string]string `yaml:"permissions"`  // empty: the App's
+}
+
+// Names used by the default seed; tests and the README refer to them.
+const (
+	DefaultOrg        = "acme"
+	DefaultRepo       = "widgets"
+	DefaultMaintainer = "maintainer"
+	DefaultReader     = "reader"
+	DefaultAppID      = 4242
+	DefaultAppSlug    = "bumper"
+	DefaultWorkflow   = "bumper-run.yml"
+)
+
+// DefaultAppPermissions are what the Bumper App asks for when installed.
+func DefaultAppPermissions() map[string]string {
+	return map[string]string{
+		"actions":        "write",
+		"checks":         "write",
+		"contents":       "write",
+		"issues":         "write",
+		"metadata":       "read",
+		"pull_requests":  "write",
+		"administration": "read",
+	}
+}
+
+// DefaultSeed is one organisation, one private repository with a commit on a protected
+// main branch, a maintainer with write permission and a reader with read permission,
+// and the App installed on the organisation.
+func DefaultSeed() *Seed {
+	return &Seed{
+		App: SeedApp{ID: DefaultAppID, Slug: DefaultAppSlug, Name: "Bumper", Owner: DefaultOrg},
+		Users: []SeedUser{
+			{Login: DefaultMaintainer, Name: "Mae Maintainer", Email: "maintainer@example.test"},
+			{Login: DefaultReader, Name: "Rey Reader", Email: "reader@example.test"},
+		},
+		Organizations: []string{DefaultOrg},
+		Repositories: []SeedRepository{{
+			Owner: DefaultOrg, Name: DefaultRepo, Private: true,
+			Description:   "A small project that Bumper's agents work on",
+			DefaultBranch: "main",
+			Protected:     []SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1}},
+			Collaborators: map[string]string{DefaultMaintainer: "write", DefaultReader: "read"},
+			Labels: []SeedLabel{
+				{Name: "agent:implement", Color: "5319e7", Description: "Ask Bumper to implement this issue"},
+				{Name: "bug", Color: "d73a4a", Description: "Something isn't working"},
+			},
+			Files: map[string]string{
+				"README.md":                            "# widgets\n\nA small project for Bumper's demo.\n",
+				"widgets.sh":                           "#!/bin/sh\n# Prints the widget count.\necho 3\n",
+				"test.sh":                              "#!/bin/sh\nset -e\n[ \"$(sh widgets.sh)\" = 3 ]\necho '1 passed, 0 failed'\n",
+				".github/workflows/" + DefaultWorkflow: defaultWorkflowYAML,
+			},
+		}},
+		Installations: []SeedInstallation{{Account: DefaultOrg}},
+	}
+}
+
+const defaultWorkflowYAML = `name: bumper-run
+on:
+  workflow_dispatch:
+    inputs:
+      work_item: {description: "owner/repo#issue", required: true}
+      attempt: {description: "attempt number", required: true}
+      nonce: {description: "single-use nonce for the token exchange", required: true}
+      stage: {description: "plan, implement, fix or review", required: true}
+permissions:
+  id-token: write
+  contents: read
+jobs:
+  run:
+    runs-on: [self-hosted, bumper]
+    steps:
+      - uses: bumperdev/bumper@v0
+        with:
+          work_item: ${{ inputs.work_item }}
+          attempt: ${{ inputs.attempt }}
+          nonce: ${{ inputs.nonce }}
+          stage: ${{ inputs.stage }}
+`
+
+// LoadSeed reads a seed YAML file strictly: unknown fields are errors, so a typo does not
+// silently give a different world.
+func LoadSeed(path string) (*Seed, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read seed file: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var s Seed
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("failed to parse seed file %s: %w", path, err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid seed file %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+var loginRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$`)
+var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+
+// Validate checks that every name is well formed and every reference resolves.
+func (s *Seed) Validate() error {
+	accounts := map[string]bool{}
+	for _, u := range s.Users {
+		name, isBot := strings.CutSuffix(u.Login, "[bot]")
+		if !loginRE.MatchString(name) || isBot != u.Bot {
+			return fmt.Errorf("user login %q is not a valid GitHub login (letters, digits, single hyphens; a bot's, and only a bot's, ends in [bot])", u.Login)
+		}
+		if accounts[key(u.Login)] {
+			return fmt.Errorf("account %q is listed twice", u.Login)
+		}
+		accounts[key(u.Login)] = true
+	}
+	for _, o := range s.Organizations {
+		if !loginRE.MatchString(o) {
+			return fmt.Errorf("organization %q is not a valid GitHub login", o)
+		}
+		if accounts[key(o)] {
+			return fmt.Errorf("account %q is listed twice", o)
+		}
+		accounts[key(o)] = true
+	}
+	repos := map[string]bool{}
+	for _, r := range s.Repositories {
+		if !accounts[key(r.Owner)] {
+			return fmt.Errorf("repository %s/%s: owner %q is not a listed user or organization", r.Owner, r.Name, r.Owner)
+		}
+		if !repoNameRE.MatchString(r.Name) || r.Name == "." || r.Name == ".." {
+			return fmt.Errorf("repository name %q is not valid (letters, digits, '.', '-', '_')", r.Name)
+		}
+		for login, perm := range r.Collaborators {
+			if !accounts[key(login)] {
+				return fmt.Errorf("repository %s/%s: collaborator %q is not a listed user", r.Owner, r.Name, login)
+			}
+			if _, ok := roleRank[perm]; !ok || perm == "" {
+				return fmt.Errorf("repository %s/%s: collaborator %q has permission %q; use read, triage, write, maintain or admin", r.Owner, r.Name, login, perm)
+			}
+		}
+		repos[key(r.Owner+"/"+r.Name)] = true
+	}
+	for _, in := range s.Installations {
+		if !accounts[key(in.Account)] {
+			return fmt.Errorf("installation on %q: not a listed user or organization", in.Account)
+		}
+		for _, name := range in.Repositories {
+			if !repos[key(in.Account+"/"+name)] {
+				return fmt.Errorf("installation on %q: repository %q is not listed under that owner", in.Account, name)
+			}
+		}
+	}
+	return nil
+}
