@@ -13,10 +13,10 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 )
 
 // runnerToken fetches a run's OIDC token the way a runner does, from

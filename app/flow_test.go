@@ -7,8 +7,8 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
 // TestLabelApproveDispatch walks the main path: label → awaiting approval; a reader's

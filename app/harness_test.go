@@ -18,9 +18,9 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/emutest"
-	"github.com/bumperdev/bumper/app/ledger"
 )
 
 const (

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
 // TestPlanRun: with plan: true, labelling dispatches a read-only plan run; its plan

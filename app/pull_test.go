@@ -14,9 +14,9 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
 // TestPullRequestLifecycle: the work branch's pull request is recorded when opened;

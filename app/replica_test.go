@@ -9,8 +9,8 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
 // redeliverWhere redelivers the original deliveries that match (redelivering

@@ -14,10 +14,10 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 )
 
 // These tests play the attackers of the security review: an agent that got hold of

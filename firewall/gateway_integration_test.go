@@ -18,11 +18,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/gateway"
 	"github.com/bumperdev/bumper/firewall/meter"
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 
 	"github.com/bumperdev/bumper/internal/testgate"
 )

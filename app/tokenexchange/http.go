@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem"
 )
 
 // Log keys of the audit lines.
@@ -29,17 +30,10 @@ const (
 // maxBody bounds request bodies; call-backs are small.
 const maxBody = 1 << 20
 
-// Refusal refuses a runner's request: it is answered 403 and audited.
-type Refusal struct{ Reason string }
-
-func (r *Refusal) Error() string { return "refused: " + r.Reason }
-
-// Refuse builds a Refusal.
-func Refuse(format string, args ...any) error { return &Refusal{Reason: fmt.Sprintf(format, args...)} }
-
-// Ledger is what the endpoints act on: the App's work items.
+// Ledger is what the endpoints act on: the App's work items. A *workitem.Refusal from it
+// is answered 403 with its reason; any other error is the App's and answered 500.
 type Ledger interface {
-	Exchange(ctx context.Context, id Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error)
+	Exchange(ctx context.Context, id workitem.Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error)
 	Progress(ctx context.Context, c wire.RunClaims, p wire.Progress) error
 	Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error
 	Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error
@@ -116,7 +110,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := h.ledger.Exchange(ctx, id, req)
-	var ref *Refusal
+	var ref *workitem.Refusal
 	switch {
 	case errors.As(err, &ref):
 		h.refuse(ctx, w, req.WorkItem, id.RunID, ref.Reason)
@@ -164,7 +158,7 @@ func (h *Handler) callback(scope string, fn func(ctx context.Context, c wire.Run
 			return
 		}
 		out, err := fn(ctx, claims, body)
-		var ref *Refusal
+		var ref *workitem.Refusal
 		switch {
 		case errors.As(err, &ref):
 			h.refuse(ctx, w, claims.WorkItem, "", ref.Reason)

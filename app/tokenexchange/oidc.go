@@ -12,10 +12,11 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem"
 )
 
-// Identity is what a verified Actions OIDC token says about the run presenting it.
-type Identity struct {
+// claims are the Actions OIDC token's claims the App reads.
+type claims struct {
 	Repository  string `json:"repository"`
 	WorkflowRef string `json:"workflow_ref"` // owner/repo/.github/workflows/file.yml@refs/heads/main
 	Ref         string `json:"ref"`
@@ -44,20 +45,20 @@ func NewVerifier(ctx context.Context, issuer string, client *http.Client) (*Veri
 
 // Verify checks the token's signature, issuer, audience and expiry, and returns the
 // claims Bumper checks next.
-func (v *Verifier) Verify(ctx context.Context, raw string) (Identity, error) {
+func (v *Verifier) Verify(ctx context.Context, raw string) (workitem.Identity, error) {
 	if raw == "" {
-		return Identity{}, errors.New("no OIDC token was presented")
+		return workitem.Identity{}, errors.New("no OIDC token was presented")
 	}
 	tok, err := v.v.Verify(ctx, raw)
 	if err != nil {
-		return Identity{}, fmt.Errorf("failed to verify the OIDC token: %w", err)
+		return workitem.Identity{}, fmt.Errorf("failed to verify the OIDC token: %w", err)
 	}
-	var id Identity
+	var id claims
 	if err := tok.Claims(&id); err != nil {
-		return Identity{}, fmt.Errorf("failed to read the OIDC token's claims: %w", err)
+		return workitem.Identity{}, fmt.Errorf("failed to read the OIDC token's claims: %w", err)
 	}
 	if id.Repository == "" || id.WorkflowRef == "" || id.RunID == "" {
-		return Identity{}, errors.New("the OIDC token lacks repository, workflow_ref or run_id claims")
+		return workitem.Identity{}, errors.New("the OIDC token lacks repository, workflow_ref or run_id claims")
 	}
-	return id, nil
+	return workitem.Identity(id), nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/app/tokenexchange"
 	"github.com/bumperdev/bumper/app/wire"
 )
 
@@ -34,20 +33,20 @@ func ParseWorkItem(s string) (repo string, issue int, err error) {
 }
 
 // Exchange checks a runner's verified identity and nonce against the work item and
-// hands out the run's credentials. Every refusal is a tokenexchange.Refusal.
-func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error) {
+// hands out the run's credentials. Every refusal is a *Refusal.
+func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error) {
 	var none wire.ExchangeResponse
 	repo, n, err := ParseWorkItem(req.WorkItem)
 	if err != nil {
-		return none, tokenexchange.Refuse("%v", err)
+		return none, refuse("%v", err)
 	}
 	if !strings.EqualFold(id.Repository, repo) {
-		return none, tokenexchange.Refuse("the OIDC token is for repository %s, not %s", id.Repository, repo)
+		return none, refuse("the OIDC token is for repository %s, not %s", id.Repository, repo)
 	}
 	// Fail closed: GitHub always names the triggering event, so a token without one is
 	// not an Actions run Bumper dispatched.
 	if id.EventName != "workflow_dispatch" {
-		return none, tokenexchange.Refuse("the run was triggered by %q, not by Bumper's workflow_dispatch", id.EventName)
+		return none, refuse("the run was triggered by %q, not by Bumper's workflow_dispatch", id.EventName)
 	}
 	defer s.lock(ledger.ID(repo, n))()
 	gh, it, err := s.runItem(ctx, req.WorkItem)
@@ -57,23 +56,23 @@ func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req w
 	rec := it.rec
 	wantWF := fmt.Sprintf("%s/.github/workflows/%s@refs/heads/%s", rec.Repository, s.opts.Workflow, rec.BaseBranch)
 	if !strings.EqualFold(id.WorkflowRef, wantWF) {
-		return none, tokenexchange.Refuse("the run's workflow is %s, not Bumper's runner workflow %s", id.WorkflowRef, wantWF)
+		return none, refuse("the run's workflow is %s, not Bumper's runner workflow %s", id.WorkflowRef, wantWF)
 	}
 	if id.Ref != "refs/heads/"+rec.BaseBranch {
-		return none, tokenexchange.Refuse("the run's ref is %s, not refs/heads/%s", id.Ref, rec.BaseBranch)
+		return none, refuse("the run's ref is %s, not refs/heads/%s", id.Ref, rec.BaseBranch)
 	}
 	att := rec.CurrentAttempt()
 	if att == nil || att.Number != req.Attempt {
-		return none, tokenexchange.Refuse("attempt %d is not the current attempt of %s", req.Attempt, rec.ID())
+		return none, refuse("attempt %d is not the current attempt of %s", req.Attempt, rec.ID())
 	}
 	if subtle.ConstantTimeCompare([]byte(hashNonce(req.Nonce)), []byte(att.NonceHash)) != 1 {
-		return none, tokenexchange.Refuse("the nonce does not match attempt %d's", att.Number)
+		return none, refuse("the nonce does not match attempt %d's", att.Number)
 	}
 	if att.NonceUsed {
-		return none, tokenexchange.Refuse("the nonce of attempt %d was already used", att.Number)
+		return none, refuse("the nonce of attempt %d was already used", att.Number)
 	}
 	if strconv.FormatInt(att.RunID, 10) != id.RunID {
-		return none, tokenexchange.Refuse("run %s is not the run dispatched for attempt %d", id.RunID, att.Number)
+		return none, refuse("run %s is not the run dispatched for attempt %d", id.RunID, att.Number)
 	}
 	perms := s.opts.TokenPermissions
 	switch {
@@ -81,10 +80,10 @@ func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req w
 		perms = planPermissions
 	case att.Stage != StagePlan && rec.State == ledger.Running:
 		if a := rec.ActiveApproval(); a == nil || att.Revision != rec.ApprovalRevision() {
-			return none, tokenexchange.Refuse("attempt %d's approval no longer holds", att.Number)
+			return none, refuse("attempt %d's approval no longer holds", att.Number)
 		}
 	default:
-		return none, tokenexchange.Refuse("%s is %s; no run may start", rec.ID(), rec.State)
+		return none, refuse("%s is %s; no run may start", rec.ID(), rec.State)
 	}
 	// Approved is not authorized until now: the base must still be what was approved.
 	head, err := gh.BranchHead(ctx, repo, rec.BaseBranch)
@@ -109,7 +108,7 @@ func (s *Service) Exchange(ctx context.Context, id tokenexchange.Identity, req w
 		return none, fmt.Errorf("failed to claim the nonce of %s: %w", key, err)
 	}
 	if !created {
-		return none, tokenexchange.Refuse("the nonce of attempt %d was already used", att.Number)
+		return none, refuse("the nonce of attempt %d was already used", att.Number)
 	}
 	att.NonceUsed = true
 	if err := s.save(ctx, gh, it, ""); err != nil {
@@ -150,7 +149,7 @@ func (s *Service) baseMoved(ctx context.Context, gh GitHub, it *item, head strin
 		". A maintainer can comment `/approve` to authorize a run on the new base."); err != nil {
 		return err
 	}
-	return tokenexchange.Refuse("%s", reason)
+	return refuse("%s", reason)
 }
 
 // runItem loads the work item a runner names ("owner/repo#issue") through the
@@ -159,11 +158,11 @@ func (s *Service) baseMoved(ctx context.Context, gh GitHub, it *item, head strin
 func (s *Service) runItem(ctx context.Context, workItem string) (GitHub, *item, error) {
 	repo, n, err := ParseWorkItem(workItem)
 	if err != nil {
-		return nil, nil, tokenexchange.Refuse("%v", err)
+		return nil, nil, refuse("%v", err)
 	}
 	gh, err := s.opts.Connector.ForRepository(ctx, repo)
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil, tokenexchange.Refuse("the App is not installed on %s", repo)
+		return nil, nil, refuse("the App is not installed on %s", repo)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to reach the installation of %s: %w", repo, err)
@@ -173,7 +172,7 @@ func (s *Service) runItem(ctx context.Context, workItem string) (GitHub, *item, 
 		return nil, nil, err
 	}
 	if it == nil {
-		return nil, nil, tokenexchange.Refuse("%s has no work item", workItem)
+		return nil, nil, refuse("%s has no work item", workItem)
 	}
 	it.repo.DefaultBranch = it.rec.BaseBranch
 	return gh, it, nil
@@ -188,7 +187,7 @@ func (s *Service) current(ctx context.Context, c wire.RunClaims) (GitHub, *item,
 	}
 	att := it.rec.CurrentAttempt()
 	if att == nil || att.Number != c.Attempt || att.Revision != c.Revision || !att.NonceUsed {
-		return nil, nil, tokenexchange.Refuse("attempt %d is not the current run of %s", c.Attempt, c.WorkItem)
+		return nil, nil, refuse("attempt %d is not the current run of %s", c.Attempt, c.WorkItem)
 	}
 	return gh, it, nil
 }
@@ -202,13 +201,13 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 	}
 	to, err := ledger.ParseState(p.State)
 	if err != nil {
-		return tokenexchange.Refuse("%v", err)
+		return refuse("%v", err)
 	}
 	rec := it.rec
 	switch {
 	case c.Stage == StagePlan && to == ledger.AwaitingApproval:
 		if strings.TrimSpace(p.Plan) == "" {
-			return tokenexchange.Refuse("a plan run must post its plan")
+			return refuse("a plan run must post its plan")
 		}
 		rec.PlanRevision = ledger.ContentRevision([]byte(p.Plan))
 	case (c.Stage == StageImplement || c.Stage == StageFix) && (to == ledger.Verifying || to == ledger.Reviewing):
@@ -217,10 +216,10 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			return err
 		}
 	default:
-		return tokenexchange.Refuse("a %s run cannot report %s", c.Stage, p.State)
+		return refuse("a %s run cannot report %s", c.Stage, p.State)
 	}
 	if err := ledger.Transition(rec.State, to); err != nil {
-		return tokenexchange.Refuse("%v", err)
+		return refuse("%v", err)
 	}
 	if err := s.move(ctx, it, to, p.Message); err != nil {
 		return err
@@ -240,13 +239,13 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 // Evidence records an attempt's evidence bundle digest and figures.
 func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error {
 	if !ledger.IsRevision(e.Digest) {
-		return tokenexchange.Refuse("evidence digest %q: want sha256: and all 64 lower-case hex digits", e.Digest)
+		return refuse("evidence digest %q: want sha256: and all 64 lower-case hex digits", e.Digest)
 	}
 	if e.AuditHead != "" && !ledger.IsRevision(e.AuditHead) {
-		return tokenexchange.Refuse("audit head %q: want sha256: and all 64 lower-case hex digits of the audit chain's last line", e.AuditHead)
+		return refuse("audit head %q: want sha256: and all 64 lower-case hex digits of the audit chain's last line", e.AuditHead)
 	}
 	if c.Stage == StagePlan {
-		return tokenexchange.Refuse("a plan run has no evidence to report; it posts its plan")
+		return refuse("a plan run has no evidence to report; it posts its plan")
 	}
 	defer s.lock(c.WorkItem)()
 	gh, it, err := s.current(ctx, c)
@@ -271,15 +270,15 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 	switch v.Verdict {
 	case "approve", "request_changes", "comment":
 	default:
-		return tokenexchange.Refuse("verdict %q: want approve, request_changes or comment", v.Verdict)
+		return refuse("verdict %q: want approve, request_changes or comment", v.Verdict)
 	}
 	if v.Confidence < 0 || v.Confidence > 1 {
-		return tokenexchange.Refuse("confidence %v: want 0 to 1", v.Confidence)
+		return refuse("confidence %v: want 0 to 1", v.Confidence)
 	}
 	if c.Stage != StageReview {
 		// Only a reviewer run, with its fresh context, judges a pull request: the run that
 		// wrote the change may not grade it.
-		return tokenexchange.Refuse("a %s run cannot post a verdict; only a review run can", c.Stage)
+		return refuse("a %s run cannot post a verdict; only a review run can", c.Stage)
 	}
 	defer s.lock(c.WorkItem)()
 	gh, it, err := s.current(ctx, c)
@@ -287,7 +286,7 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 		return err
 	}
 	if it.rec.State != ledger.Reviewing {
-		return tokenexchange.Refuse("%s is %s, not reviewing", c.WorkItem, it.rec.State)
+		return refuse("%s is %s, not reviewing", c.WorkItem, it.rec.State)
 	}
 	if err := s.move(ctx, it, ledger.InReview, fmt.Sprintf("reviewer verdict: %s (confidence %.2f)", v.Verdict, v.Confidence)); err != nil {
 		return err
@@ -299,7 +298,7 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 // or moved on to another attempt.
 func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error) {
 	_, it, err := s.current(ctx, c)
-	var ref *tokenexchange.Refusal
+	var ref *Refusal
 	if err != nil {
 		if errors.As(err, &ref) {
 			return wire.ShouldStop{Stop: true, Reason: err.Error()}, nil

@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/app/tokenexchange"
 )
 
 // RunEvent is a workflow_run or workflow_job webhook about a run, translated.
@@ -215,17 +214,17 @@ func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int,
 	att := rec.CurrentAttempt()
 	switch {
 	case number < 1:
-		return tokenexchange.Refuse("in-review needs the pull request number")
+		return refuse("in-review needs the pull request number")
 	case !isCommit(head):
-		return tokenexchange.Refuse("the pull request's head commit %q: want the 40-hex commit the run pushed", head)
+		return refuse("the pull request's head commit %q: want the 40-hex commit the run pushed", head)
 	case rec.PullRequest != 0 && rec.PullRequest != number:
-		return tokenexchange.Refuse("the work item's pull request is #%d, not #%d", rec.PullRequest, number)
+		return refuse("the work item's pull request is #%d, not #%d", rec.PullRequest, number)
 	case att.HeadCommit != "" && att.HeadCommit != head:
-		return tokenexchange.Refuse("attempt %d already reported head %.12s, not %.12s", att.Number, att.HeadCommit, head)
+		return refuse("attempt %d already reported head %.12s, not %.12s", att.Number, att.HeadCommit, head)
 	}
 	pr, err := gh.PullRequest(ctx, rec.Repository, number)
 	if errors.Is(err, ErrNotFound) {
-		return tokenexchange.Refuse("pull request #%d does not exist in %s", number, rec.Repository)
+		return refuse("pull request #%d does not exist in %s", number, rec.Repository)
 	}
 	if err != nil {
 		return fmt.Errorf("failed to read pull request #%d of %s: %w", number, rec.Repository, err)
@@ -237,7 +236,7 @@ func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int,
 	att.HeadCommit = head
 	if why := pullMismatch(rec, bot, pr); why != "" {
 		att.HeadCommit = ""
-		return tokenexchange.Refuse("pull request #%d is not this run's: %s", number, why)
+		return refuse("pull request #%d is not this run's: %s", number, why)
 	}
 	rec.PullRequest = number
 	return nil

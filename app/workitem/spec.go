@@ -10,7 +10,6 @@ import (
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/reveal"
-	"github.com/bumperdev/bumper/app/tokenexchange"
 )
 
 // DefaultApproveWindow is how long after an edit a bare `/approve` is refused.
@@ -211,5 +210,5 @@ func (s *Service) voidAtMint(ctx context.Context, gh GitHub, it *item, why strin
 		"minted for the run. The current revision is `%s`; a maintainer who has read it can comment `/approve %s`.", why, id, id)); err != nil {
 		return err
 	}
-	return tokenexchange.Refuse("%s", why)
+	return refuse("%s", why)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/app/tokenexchange"
 	"github.com/bumperdev/bumper/app/wire"
 )
 
@@ -43,7 +42,7 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 	if c.Stage != StagePlan {
 		a := rec.ActiveApproval()
 		if a == nil || att.Revision != rec.ApprovalRevision() {
-			return none, tokenexchange.Refuse("attempt %d's approval no longer holds", att.Number)
+			return none, refuse("attempt %d's approval no longer holds", att.Number)
 		}
 		cutoff, approvalComment = a.At, a.CommentID
 	}
@@ -52,7 +51,7 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 		return none, fmt.Errorf("failed to re-read %s: %w", rec.ID(), err)
 	}
 	if ledger.SpecRevision(is.Title, is.Body) != rec.SpecRevision {
-		return none, tokenexchange.Refuse("the issue's title or body changed since it was approved; the run must not see the new text")
+		return none, refuse("the issue's title or body changed since it was approved; the run must not see the new text")
 	}
 	task := wire.Task{WorkItem: rec.ID(), Stage: c.Stage, SpecRevision: rec.SpecRevision, Title: is.Title, Body: is.Body,
 		BaseCommit: rec.BaseCommit, Comments: []wire.TaskComment{}}
@@ -65,7 +64,7 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 			why = "the plan comment was edited after approval"
 		}
 		if why != "" {
-			return none, tokenexchange.Refuse("%s", why)
+			return none, refuse("%s", why)
 		}
 		task.Plan, task.PlanRevision = plan, rec.PlanRevision
 	}

@@ -25,8 +25,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 	"github.com/bumperdev/bumper/internal/fsutil"
+	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 )
 
 // Options configure an Emulator.
