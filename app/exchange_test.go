@@ -251,8 +251,9 @@ func TestTokenExchange(t *testing.T) {
 			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: auditHead}, ledger.Verifying, http.StatusNoContent},
 			{wire.PathVerdict, wire.Verdict{Verdict: "approve", Confidence: 0.9}, ledger.Verifying, http.StatusForbidden},
-			{wire.PathProgress, wire.Progress{State: "reviewing"}, ledger.Reviewing, http.StatusNoContent},
-			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head}, ledger.InReview, http.StatusNoContent},
+			{wire.PathProgress, wire.Progress{State: "reviewing"}, ledger.Verifying, http.StatusForbidden},
+			{wire.PathProgress, wire.Progress{State: "reviewing", PullRequest: pr, HeadCommit: head}, ledger.Reviewing, http.StatusNoContent},
+			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head}, ledger.Reviewing, http.StatusForbidden},
 		}
 		for i, st := range steps {
 			code, body := h.post(http.MethodPost, st.path, granted.RunToken, st.body)
@@ -267,8 +268,13 @@ func TestTokenExchange(t *testing.T) {
 			t.Fatalf("evidence not recorded: %+v", r)
 		}
 		code, body := h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)
+		if code != http.StatusOK || !strings.Contains(string(body), `"stop":false`) {
+			t.Fatalf("should-stop while reviewing: %d %s", code, body)
+		}
+		h.comment(ghemu.DefaultMaintainer, n, "/stop")
+		code, body = h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)
 		if code != http.StatusOK || !strings.Contains(string(body), `"stop":true`) {
-			t.Fatalf("should-stop after in-review: %d %s", code, body)
+			t.Fatalf("should-stop after /stop: %d %s", code, body)
 		}
 	})
 }

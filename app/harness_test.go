@@ -71,7 +71,15 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func newHarness(t testing.TB, seed *ghemu.Seed) *harness {
 	t.Helper()
-	e := emutest.New(t, ghemu.Options{WebhookSecret: testSecret, Seed: seed})
+	return newHarnessOpts(t, ghemu.Options{Seed: seed})
+}
+
+// newHarnessOpts is newHarness with the emulator's options (its clock, say); the
+// webhook secret is the harness's.
+func newHarnessOpts(t testing.TB, opts ghemu.Options) *harness {
+	t.Helper()
+	opts.WebhookSecret = testSecret
+	e := emutest.New(t, opts)
 	logs := &lockedBuffer{}
 	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)
 	if _, ok := t.(*testing.B); ok {

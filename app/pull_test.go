@@ -23,16 +23,14 @@ import (
 // closing the issue meanwhile defers to it; Re-run on its check is /retry; closing it
 // unmerged stops the work item.
 func TestPullRequestLifecycle(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, noReviewer())
 	n, run := h.approved()
 	code, resp, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
 	if code != http.StatusOK {
 		t.Fatalf("exchange: %d %s", code, body)
 	}
-	for _, st := range []string{"verifying", "reviewing"} {
-		if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: st}); code != http.StatusNoContent {
-			t.Fatalf("%s: %d %s", st, code, body)
-		}
+	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "verifying"}); code != http.StatusNoContent {
+		t.Fatalf("verifying: %d %s", code, body)
 	}
 	prNum, head := h.runnerPull(n, 1, resp.InstallationToken)
 	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: prNum, HeadCommit: head}); code != http.StatusNoContent {

@@ -23,7 +23,7 @@ func (h *harness) redeliverAll() {
 // TestRestartInEveryState kills `serve` in each state, starts a new one and redelivers
 // every webhook: the state, the approvals and the single dispatch survive.
 func TestRestartInEveryState(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, noReviewer())
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
 	var runToken, instToken string
 	check := func(t *testing.T, want ledger.State, runs int) {
@@ -64,11 +64,6 @@ func TestRestartInEveryState(t *testing.T) {
 				t.Fatalf("progress: %d %s", code, body)
 			}
 		}, ledger.Verifying, 1},
-		{"reviewing", func(t *testing.T) {
-			if code, body := h.post(http.MethodPost, wire.PathProgress, runToken, wire.Progress{State: "reviewing"}); code != http.StatusNoContent {
-				t.Fatalf("progress: %d %s", code, body)
-			}
-		}, ledger.Reviewing, 1},
 		{"in-review", func(t *testing.T) {
 			pr, head := h.runnerPull(n, 1, instToken)
 			if code, body := h.post(http.MethodPost, wire.PathProgress, runToken, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head}); code != http.StatusNoContent {

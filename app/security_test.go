@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,29 +317,27 @@ func TestForeignPullRequests(t *testing.T) {
 			t.Fatal("the ignored pull request left no log line")
 		}
 	})
-	for _, st := range []string{"verifying", "reviewing"} {
-		if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: st}); code != http.StatusNoContent {
-			t.Fatalf("%s: %d %s", st, code, body)
-		}
+	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "verifying"}); code != http.StatusNoContent {
+		t.Fatalf("verifying: %d %s", code, body)
 	}
 	pr, head := h.runnerPull(n, 1, resp.InstallationToken)
 	t.Run("the run reports a head it did not push", func(t *testing.T) {
-		code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: strings.Repeat("a", 40)})
+		code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "reviewing", PullRequest: pr, HeadCommit: strings.Repeat("a", 40)})
 		if code != http.StatusForbidden || !strings.Contains(string(body), "not the run's commit") {
 			t.Fatalf("a wrong head was accepted: %d %s", code, body)
 		}
 	})
 	t.Run("the run's own pull request", func(t *testing.T) {
-		code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head})
+		code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "reviewing", PullRequest: pr, HeadCommit: head})
 		if code != http.StatusNoContent {
-			t.Fatalf("in-review: %d %s", code, body)
+			t.Fatalf("reviewing: %d %s", code, body)
 		}
 		h.settle()
-		h.expectState(n, ledger.InReview)
+		h.expectState(n, ledger.Reviewing)
 	})
 	t.Run("closing the fork's pull request now", func(t *testing.T) {
 		h.signedPull("closed", 77, "stranger/widgets", "stranger", branch, true)
-		h.expectState(n, ledger.InReview)
+		h.expectState(n, ledger.Reviewing)
 	})
 }
 
@@ -363,7 +362,7 @@ func TestPullByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.settle()
-	code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: pr.GetNumber(), HeadCommit: head})
+	code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "reviewing", PullRequest: pr.GetNumber(), HeadCommit: head})
 	if code != http.StatusForbidden || !strings.Contains(string(body), "not by Bumper") {
 		t.Fatalf("a hand-made pull request was taken: %d %s", code, body)
 	}
@@ -376,22 +375,136 @@ func TestPullByHand(t *testing.T) {
 func TestRunTokenStage(t *testing.T) {
 	h := newHarness(t, nil)
 	n, resp := h.granted("Make widgets 4", "The widget count should be 4.")
-	for _, st := range []string{"verifying", "reviewing"} {
-		if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: st}); code != http.StatusNoContent {
-			t.Fatalf("%s: %d %s", st, code, body)
-		}
+	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "verifying"}); code != http.StatusNoContent {
+		t.Fatalf("verifying: %d %s", code, body)
 	}
 	code, body := h.post(http.MethodPost, wire.PathVerdict, resp.RunToken, wire.Verdict{Verdict: "approve", Confidence: 1})
 	if code != http.StatusForbidden || !strings.Contains(string(body), "does not allow") {
 		t.Fatalf("an implement run posted a verdict: %d %s", code, body)
 	}
-	h.settle()
-	if r := h.expectState(n, ledger.Reviewing); r.Reason != "" && strings.Contains(r.Reason, "verdict") {
-		t.Fatalf("the verdict moved the item: %+v", r)
+	code, body = h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "awaiting-approval", Plan: "my own plan"})
+	if code != http.StatusForbidden {
+		t.Fatalf("an implement run posted a plan: %d %s", code, body)
 	}
-	code, body = h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: 1, HeadCommit: strings.Repeat("a", 40)})
+	code, body = h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "reviewing", PullRequest: 1, HeadCommit: strings.Repeat("a", 40)})
 	if code != http.StatusForbidden {
 		t.Fatalf("an implement run claimed pull request #1 it did not open: %d %s", code, body)
+	}
+	h.settle()
+	h.expectState(n, ledger.Verifying)
+}
+
+// noReviewer is the default seed with the repository's reviewer turned off.
+func noReviewer() *ghemu.Seed {
+	seed := ghemu.DefaultSeed()
+	seed.Repositories[0].Files[".github/bumper.yml"] = "version: 1\nreviewer: false\n"
+	return seed
+}
+
+// TestReviewGate: the run that wrote the change cannot hand it to humans past the
+// reviewer. With the reviewer on (the default) it reports reviewing with its pull
+// request, and in-review is refused; with the reviewer off it may go to in-review.
+func TestReviewGate(t *testing.T) {
+	t.Run("reviewer on", func(t *testing.T) {
+		h := newHarness(t, nil)
+		n, resp := h.granted("Make widgets 4", "The widget count should be 4.")
+		pr, head := h.runnerPull(n, 1, resp.InstallationToken)
+		code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head})
+		if code != http.StatusForbidden || !strings.Contains(string(body), "reviewer is on") {
+			t.Fatalf("an implement run skipped the reviewer: %d %s", code, body)
+		}
+		for _, st := range []wire.Progress{{State: "verifying"}, {State: "reviewing", PullRequest: pr, HeadCommit: head}} {
+			if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, st); code != http.StatusNoContent {
+				t.Fatalf("%s: %d %s", st.State, code, body)
+			}
+		}
+		code, body = h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head})
+		if code != http.StatusForbidden {
+			t.Fatalf("an implement run moved its own pull request past review: %d %s", code, body)
+		}
+		h.settle()
+		before := h.expectState(n, ledger.Reviewing)
+		h.restart()
+		if after := h.expectState(n, ledger.Reviewing); after.PullRequest != pr || before.PullRequest != pr {
+			t.Fatalf("pull request lost across a restart: %d", after.PullRequest)
+		}
+	})
+	t.Run("reviewer off", func(t *testing.T) {
+		h := newHarness(t, noReviewer())
+		n, resp := h.granted("Make widgets 4", "The widget count should be 4.")
+		pr, head := h.runnerPull(n, 1, resp.InstallationToken)
+		for _, st := range []wire.Progress{{State: "verifying"}, {State: "in-review", PullRequest: pr, HeadCommit: head}} {
+			if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, st); code != http.StatusNoContent {
+				t.Fatalf("%s: %d %s", st.State, code, body)
+			}
+		}
+		h.settle()
+		h.expectState(n, ledger.InReview)
+	})
+}
+
+// TestReplayedRecord: an older, validly signed record written back into the status
+// comment (to undo a /stop) is refused: the comment was edited long after the record's
+// own time.
+func TestReplayedRecord(t *testing.T) {
+	var skew atomic.Int64
+	h := newHarnessOpts(t, ghemu.Options{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	n, resp := h.granted("Make widgets 4", "The widget count should be 4.")
+	running := h.statusComment(n).GetBody()
+	h.comment(ghemu.DefaultMaintainer, n, "/stop")
+	h.expectState(n, ledger.Stopped)
+	// Some minutes later, whoever holds an installation token writes the running record
+	// back and puts its label back.
+	skew.Store(int64(6 * time.Minute))
+	bot := gogithub.NewClient(nil).WithAuthToken(resp.InstallationToken)
+	bot.BaseURL = mustURL(h.e.BaseURL() + "/")
+	if _, _, err := bot.Issues.EditComment(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, h.statusComment(n).GetID(), &gogithub.IssueComment{Body: &running}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bot.Issues.RemoveLabelForIssue(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, ledger.Stopped.Label()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bot.Issues.AddLabelsToIssue(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, []string{ledger.Running.Label()}); err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(0) // GitHub's clock and serve's agree again; the comment keeps its edit time
+	h.restart()
+	h.settle()
+	if r := h.expectState(n, ledger.Error); !strings.Contains(r.Reason, "older record was written back") {
+		t.Fatalf("reason %q", r.Reason)
+	}
+	code, body := h.post(http.MethodGet, wire.PathShouldStop, resp.RunToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `"stop":true`) {
+		t.Fatalf("the replay told the run to go on: %d %s", code, body)
+	}
+}
+
+// TestReopenByReader: closing and reopening an issue does not undo a /stop unless the
+// one who reopens it may give Bumper commands.
+func TestReopenByReader(t *testing.T) {
+	h := newHarness(t, nil)
+	// The reader wrote the issue, so GitHub lets them close and reopen it.
+	is, _, err := h.user(ghemu.DefaultReader).Issues.Create(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo,
+		&gogithub.IssueRequest{Title: gogithub.String("Make widgets 4"), Body: gogithub.String("The widget count should be 4.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := is.GetNumber()
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	h.comment(ghemu.DefaultMaintainer, n, "/stop")
+	h.expectState(n, ledger.Stopped)
+	for _, who := range []string{ghemu.DefaultReader, ghemu.DefaultMaintainer} {
+		for _, st := range []string{"closed", "open"} {
+			if _, _, err := h.user(who).Issues.Edit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, &gogithub.IssueRequest{State: gogithub.String(st)}); err != nil {
+				t.Fatalf("%s sets %s: %v", who, st, err)
+			}
+			h.settle()
+		}
+		want := ledger.Stopped
+		if who == ghemu.DefaultMaintainer {
+			want = ledger.AwaitingApproval
+		}
+		h.expectState(n, want)
 	}
 }
 

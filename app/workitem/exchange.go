@@ -210,8 +210,22 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			return refuse("a plan run must post its plan")
 		}
 		rec.PlanRevision = ledger.ContentRevision([]byte(p.Plan))
-	case (c.Stage == StageImplement || c.Stage == StageFix) && (to == ledger.Verifying || to == ledger.Reviewing):
-	case (c.Stage == StageImplement || c.Stage == StageFix) && to == ledger.InReview:
+	case writes(c.Stage) && to == ledger.Verifying:
+	case writes(c.Stage) && to == ledger.Reviewing:
+		// The pull request is open; a review run judges it next.
+		if err := s.takePull(ctx, gh, it, p.PullRequest, p.HeadCommit); err != nil {
+			return err
+		}
+	case writes(c.Stage) && to == ledger.InReview:
+		// The run that wrote the change hands it to humans itself only where the
+		// repository turned its reviewer off; otherwise only a review run's verdict does.
+		pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
+		if err != nil {
+			return refuse("%v", err)
+		}
+		if pol.ReviewerOn() {
+			return refuse("the repository's reviewer is on: a %s run reports reviewing with its pull request, and only the review run's verdict moves it to in-review", c.Stage)
+		}
 		if err := s.takePull(ctx, gh, it, p.PullRequest, p.HeadCommit); err != nil {
 			return err
 		}
@@ -235,6 +249,9 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 	}
 	return s.save(ctx, gh, it, "")
 }
+
+// writes reports whether a stage's run changes the code (and so opens the pull request).
+func writes(stage string) bool { return stage == StageImplement || stage == StageFix }
 
 // Evidence records an attempt's evidence bundle digest and figures.
 func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error {

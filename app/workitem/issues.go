@@ -88,6 +88,18 @@ func (s *Service) HandleIssue(ctx context.Context, gh GitHub, ev IssueEvent) err
 		if it == nil || it.rec.State != ledger.Stopped {
 			return nil
 		}
+		// An issue's author may reopen it whatever their permission; that must not undo
+		// a maintainer's /stop.
+		pol, err := s.policy(ctx, gh, ev.Repo.FullName)
+		if err != nil {
+			return nil
+		}
+		if no, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
+			return err
+		} else if no != nil {
+			zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Sender).Str(LogKeyReason, no.why).Msg("a reopening did not restart a stopped work item")
+			return nil
+		}
 		if err := s.move(ctx, it, ledger.AwaitingApproval, fmt.Sprintf("@%s reopened the issue", ev.Sender)); err != nil {
 			return nil
 		}
@@ -157,6 +169,8 @@ func (s *Service) stop(ctx context.Context, gh GitHub, it *item, reason, deliver
 	if err := s.move(ctx, it, ledger.Stopped, reason); err != nil {
 		return nil
 	}
+	// A stopped item starts again only with a new approval.
+	it.rec.VoidApprovals("the work item was stopped: " + reason)
 	return s.save(ctx, gh, it, delivery)
 }
 

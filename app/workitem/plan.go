@@ -10,24 +10,45 @@ import (
 	"github.com/bumperdev/bumper/app/reveal"
 )
 
-// planMarker opens the bot's plan comment. The plan sits between planHead's blank line
-// and planFoot, so it can be read back exactly and re-hashed when credentials are minted.
+// planMarker opens the bot's plan comment. The plan is shown as text in a fenced block,
+// whose fence is longer than any backtick run in the plan, so it can be read back
+// exactly and re-hashed when credentials are minted.
+//
+// Why as text: the plan is written by an agent that read the code. Rendered, its images
+// would make GitHub's image proxy fetch any URL (a channel around the firewall), its
+// links could mislead, and its HTML or diagram comments could hide instructions from
+// the approver that the implementing agent then reads.
 const (
 	planMarker = "<!-- bumper:plan -->"
-	planFoot   = "\n\n---\n"
+	planIntro  = "The plan as the plan run wrote it, shown as text (links, images and markup are not rendered):"
 )
 
 // planComment renders the comment that shows a plan for approval.
 func (s *Service) planComment(rec *ledger.Record, plan string) string {
 	id := s.opts.Sealer.ShortID(rec.TextRevision())
+	fence := strings.Repeat("`", max(3, longestRun(plan, '`')+1))
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n### Plan (revision `%s`)\n\n%s%s", planMarker, id, plan, planFoot)
+	fmt.Fprintf(&b, "%s\n### Plan (revision `%s`)\n\n%s\n\n%s\n%s\n%s\n\n", planMarker, id, planIntro, fence, plan, fence)
 	if notice := reveal.Render(reveal.Scan(plan)); notice != "" {
 		b.WriteString(notice)
-		b.WriteString("\n\n")
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "A maintainer who has read this plan can comment `/approve %s` to authorize a run of it.\n", id)
 	return b.String()
+}
+
+// longestRun is the length of the longest run of c in s.
+func longestRun(s string, c byte) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	return longest
 }
 
 // parsePlan reads the plan back out of a plan comment.
@@ -36,15 +57,16 @@ func parsePlan(body string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	_, rest, ok = strings.Cut(rest, "`)\n\n")
+	_, rest, ok = strings.Cut(rest, "`)\n\n"+planIntro+"\n\n")
 	if !ok {
 		return "", false
 	}
-	end := strings.LastIndex(rest, planFoot)
-	if end < 0 {
+	fence, rest, ok := strings.Cut(rest, "\n")
+	if !ok || len(fence) < 3 || strings.Trim(fence, "`") != "" {
 		return "", false
 	}
-	return rest[:end], true
+	plan, _, ok := strings.Cut(rest, "\n"+fence+"\n")
+	return plan, ok
 }
 
 // readPlan re-reads the approved plan from its comment. why says what is wrong with the

@@ -55,6 +55,10 @@ type Policy struct {
 	Revision string `yaml:"-"`
 }
 
+// ReviewerOn reports whether a review run must judge the pull request before humans
+// get it (the default).
+func (p Policy) ReviewerOn() bool { return p.Reviewer == nil || *p.Reviewer }
+
 // DefaultPolicy is what a repository without .github/bumper.yml gets: writers approve,
 // no bots, three attempts, no plan run.
 func DefaultPolicy() Policy {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -158,7 +159,25 @@ func checkRecord(sealer *ledger.Sealer, repo Repo, is Issue, comments []Comment,
 	if err := approvalsHold(rec, comments); err != nil {
 		return rec, commentID, err
 	}
+	if err := notEditedSince(rec, mine[0]); err != nil {
+		return rec, commentID, err
+	}
 	return rec, commentID, nil
+}
+
+// maxClockSkew bounds how much later than the record's own time GitHub may stamp the
+// comment's last edit. GitHub App authentication already fails beyond a minute of skew.
+const maxClockSkew = 5 * time.Minute
+
+// notEditedSince refuses a status comment edited after Bumper wrote its record: an
+// older, validly signed record written back (a replay, which could undo a /stop) shows
+// as a comment edited long after the time the record carries.
+func notEditedSince(rec *ledger.Record, c Comment) error {
+	if !c.UpdatedAt.IsZero() && c.UpdatedAt.After(rec.UpdatedAt.Add(maxClockSkew)) {
+		return fmt.Errorf("the status comment was edited at %s, after Bumper wrote its record (%s): an older record was written back",
+			c.UpdatedAt.UTC().Format(time.RFC3339), rec.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // approvalsHold checks that every approval that still holds points at a comment its

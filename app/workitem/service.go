@@ -173,6 +173,9 @@ func (s *Service) loadIssue(ctx context.Context, gh GitHub, repo Repo, is Issue)
 		if err := approvalsHold(rec, comments); err != nil {
 			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %v", errUntrusted, err)
 		}
+		if err := notEditedSince(rec, c); err != nil {
+			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %v", errUntrusted, err)
+		}
 		if err := s.idx.Put(rec, c.ID); err != nil {
 			return nil, err
 		}

@@ -86,6 +86,13 @@ func (s *Service) taskComments(ctx context.Context, gh GitHub, rec *ledger.Recor
 	if err != nil {
 		return nil, fmt.Errorf("failed to list the comments of %s: %w", rec.ID(), err)
 	}
+	// GitHub's own time of the approval comment is the cutoff: the App's clock may be
+	// skewed, and it handled the comment a moment after it was written.
+	for _, c := range comments {
+		if approvalComment != 0 && c.ID == approvalComment && c.CreatedAt.Before(cutoff) {
+			cutoff = c.CreatedAt
+		}
+	}
 	perms := map[string]string{}
 	out := []wire.TaskComment{}
 	for _, c := range comments {
