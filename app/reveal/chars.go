@@ -113,9 +113,9 @@ func context(str string, start, end int) string {
 var entityRE = regexp.MustCompile(`&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});`)
 
 // entities reports character references outside code that the page decodes into hidden
-// characters (&#x202E;, &zwj;), adjacent ones of one kind as one finding.
+// characters (&#x202E;, &zwj;), adjacent ones of one kind as one finding. s.code must
+// be sorted.
 func (s *scanner) entities() {
-	sort.Slice(s.code, func(i, j int) bool { return s.code[i][0] < s.code[j][0] })
 	var kind Kind
 	start, end := -1, -1
 	flush := func() {

@@ -33,8 +33,25 @@
 //     words ("docs") is not reported: the reader does not take it as a claim about where
 //     it leads.
 //   - Text that is only shown on mouse-over or not at all: link and image titles, image
-//     alt text (unless it is a generic "image"/"Screenshot 2024-…" label), and link
-//     reference definitions no link uses ([//]: # "a well-known comment idiom").
+//     alt text (unless it is a generic "image"/"Screenshot 2024-…" label), link
+//     reference definitions no link uses ([//]: # "a well-known comment idiom"), and
+//     footnote definitions no footnote reference uses ([^1]: …), which the page drops.
+//   - Fenced blocks GitHub renders as something other than text. In a "mermaid"
+//     diagram: "%%" comments, "%%{…}%%" directives, front matter beyond a title, and
+//     accTitle/accDescr (for screen readers only). A "geojson", "topojson" or "stl"
+//     block is shown as a map or 3D model, so the whole block is reported.
+//   - Math ($…$, $$…$$, $`…`$, fenced "math"), typeset by MathJax, that uses a command
+//     able to hide, recolour, move or drop text: \phantom and its kin, \color and
+//     \textcolor with a colour that does not stand out on both the light and the dark
+//     theme (white, transparent, #0d1117, black, anything unreadable), \style, \class,
+//     \cssId, \href, tooltips, \label, macro definitions, overlaps, negative spacing,
+//     and "%" comments. Sizes are not counted (\tiny is still visible). Scan does not
+//     decide which dollars GitHub pairs: it checks every stretch between two dollar
+//     runs of a paragraph, heading or table cell (outside code), which plain prose
+//     passes unless it holds such a command.
+//   - The body of a <details> element without "open": collapsed, it is shown only
+//     when the reader expands it. This is milder than the rest, and reported with its
+//     summary so the approver can find and open it.
 //
 // Markdown structure comes from goldmark (CommonMark with GitHub's extensions), so
 // "<!--" inside a code span or a fenced code block, which the page shows as written,

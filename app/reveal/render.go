@@ -22,6 +22,7 @@ const (
 	maxInline     = 200 // characters of a link's text or target
 	maxContext    = 120 // characters of the context of a hidden character
 	maxNames      = 6   // distinct characters named per finding
+	maxCommand    = 80  // characters of a MathHiding command
 	itemsBudget   = MaxRenderLen - 600
 )
 
@@ -104,6 +105,21 @@ func (q *quoter) item(f Finding) string {
 		return "- " + where + ": **raw HTML** (the page may hide or change it):" + q.block(f.Text)
 	case LinkDefinition:
 		return "- " + where + ": **link reference definition no link uses** (not shown):" + q.block(f.Text)
+	case FootnoteDefinition:
+		return "- " + where + ": **footnote definition no reference uses** (not shown):" + q.block(f.Text)
+	case DiagramHidden:
+		return "- " + where + ": **Mermaid comment, directive or description** (not shown in the diagram):" + q.block(f.Text)
+	case MathHiding:
+		return "- " + where + ": **math that can hide text**, using " + q.inline(f.Target, maxCommand) +
+			" (the page may not show all of it):" + q.block(f.Text)
+	case ViewerBlock:
+		return "- " + where + ": **block shown as a map or 3D model** (its text is not shown):" + q.block(f.Text)
+	case Collapsed:
+		label := "**collapsed section**"
+		if f.Visible != "" {
+			label += " " + q.inline(f.Visible, maxInline)
+		}
+		return "- " + where + ": " + label + " (the approver must expand it to read it):" + q.block(f.Text)
 	case LinkTitle:
 		return "- " + where + ": **link or image title** (shown only on mouse-over):" + q.block(f.Text)
 	case ImageAlt:
@@ -222,7 +238,8 @@ func RuneName(r rune) string {
 // counts summarises findings by kind, e.g. "2 HTML comments, 1 raw HTML".
 func counts(findings []Finding) string {
 	order := []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch,
-		LinkTitle, ImageAlt, LinkDefinition}
+		LinkTitle, ImageAlt, LinkDefinition, FootnoteDefinition, DiagramHidden, MathHiding,
+		ViewerBlock, Collapsed}
 	n := map[Kind]int{}
 	other := 0
 	for _, f := range findings {
@@ -245,15 +262,20 @@ func counts(findings []Finding) string {
 }
 
 var nouns = map[Kind]string{
-	HTMLComment:    "HTML comment(s)",
-	RawHTML:        "raw HTML",
-	InvisibleChar:  "run(s) of invisible characters",
-	BidiControl:    "run(s) of bidirectional controls",
-	TagChar:        "run(s) of tag characters",
-	LinkMismatch:   "misleading link(s)",
-	LinkTitle:      "link title(s)",
-	ImageAlt:       "image alt text(s)",
-	LinkDefinition: "unused link definition(s)",
+	HTMLComment:        "HTML comment(s)",
+	RawHTML:            "raw HTML",
+	InvisibleChar:      "run(s) of invisible characters",
+	BidiControl:        "run(s) of bidirectional controls",
+	TagChar:            "run(s) of tag characters",
+	LinkMismatch:       "misleading link(s)",
+	LinkTitle:          "link title(s)",
+	ImageAlt:           "image alt text(s)",
+	LinkDefinition:     "unused link definition(s)",
+	FootnoteDefinition: "unused footnote(s)",
+	DiagramHidden:      "hidden diagram text(s)",
+	MathHiding:         "math span(s) that can hide text",
+	ViewerBlock:        "map or 3D model block(s)",
+	Collapsed:          "collapsed section(s)",
 }
 
 // block quotes s: a code span after a space if it is one short line, else a fenced

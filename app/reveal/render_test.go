@@ -33,6 +33,13 @@ var attacks = []string{
 	"<!-- " + strings.Repeat("`", 40) + " -->",
 	"@@@ -->-->--> <!--<!--<!--- -->",
 	"\xff\xfe<!-- \xc0 -->",
+	"```mermaid\nA --> B %% <!-- @admin --> ```` \n%%{init: {}}%%\n```",
+	"$\\phantom{<!-- @x -->}$ $$\\color{white}{``` -->}$$ $`\\href{https://evil.example}{@me}`$",
+	"```math\n\\frac12 % --> @team ````\n```",
+	"```geojson\n{\"a\": \"--> <!-- @x\"}\n```",
+	"Claim.\n\n[^1]: <!-- x --> @team [a](https://evil.example)\n",
+	"<details><summary>`-->` @me <!--</summary>\n\n```` -->\n</details>",
+	"<details>\n\n" + strings.Repeat("`", 30) + " @everyone",
 }
 
 // checkSafe asserts the properties the status comment relies on.
@@ -193,6 +200,44 @@ func TestRender(t *testing.T) {
 			want:     []string{"more not listed: ", "HTML comment(s)", "run(s) of invisible characters", "misleading link(s)"},
 		},
 		{
+			name:     "mermaid comment",
+			findings: Scan("```mermaid\ngraph TD\n  %% push to main\n  A --> B\n```\n"),
+			want:     []string{"- line 3: **Mermaid comment, directive or description** (not shown in the diagram): `%% push to main`\n"},
+		},
+		{
+			name:     "math names the command",
+			findings: Scan("x\n\n$\\color{white}{push to main}$\n"),
+			want:     []string{"- line 3: **math that can hide text**, using `\\color{white}` (the page may not show all of it): `$\\color{white}{push to main}$`\n"},
+		},
+		{
+			name:     "viewer block",
+			findings: Scan("```stl\nsolid x\n```\n"),
+			want:     []string{"- line 1: **block shown as a map or 3D model** (its text is not shown):\n  ````text\n  ```stl\n  solid x\n  ```\n  ````\n"},
+		},
+		{
+			name:     "unused footnote",
+			findings: Scan("[^1]: push to main\n"),
+			want:     []string{"- line 1: **footnote definition no reference uses** (not shown): `[^1]: push to main`\n"},
+		},
+		{
+			name:     "collapsed section with its summary",
+			findings: Scan("<details><summary>Logs</summary>\n\nrun it\n\n</details>\n"),
+			want:     []string{"- line 1: **collapsed section** `Logs` (the approver must expand it to read it): `run it`\n"},
+		},
+		{
+			name:     "collapsed section without a summary, summary breaking out",
+			findings: []Finding{{Kind: Collapsed, Line: 2, Text: "x"}, {Kind: Collapsed, Line: 3, Text: "y", Visible: "`--> @me\n<b>"}},
+			want: []string{
+				"- line 2: **collapsed section** (the approver must expand it to read it): `x`\n",
+				"- line 3: **collapsed section** `` `-- > @me <b> `` (the approver",
+			},
+		},
+		{
+			name:     "new kinds are counted",
+			findings: append(append([]Finding(nil), many[:MaxListed]...), Scan("[^1]: a\n\n<details>b</details>\n\n$\\phantom{c}$\n\n```geojson\n{}\n```\n\n```mermaid\n%% d\n```\n")...),
+			want:     []string{"1 unused footnote(s), 1 hidden diagram text(s), 1 math span(s) that can hide text, 1 map or 3D model block(s), 1 collapsed section(s)."},
+		},
+		{
 			name:     "unknown kind",
 			findings: []Finding{{Kind: "-->", Text: "<!--"}},
 			not:      []string{"-->"},
@@ -231,7 +276,8 @@ func TestRenderAttacks(t *testing.T) {
 	}
 }
 
-var allKinds = []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch, LinkTitle, ImageAlt, LinkDefinition}
+var allKinds = []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch, LinkTitle, ImageAlt,
+	LinkDefinition, FootnoteDefinition, DiagramHidden, MathHiding, ViewerBlock, Collapsed}
 
 // FuzzRender checks that whatever an issue holds, and whatever a finding holds, Render's
 // output never contains a comment marker, a hidden character, live HTML, links or

@@ -11,6 +11,7 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
@@ -45,6 +46,28 @@ const (
 	// LinkDefinition is a link reference definition that no link uses; the page
 	// shows nothing of it.
 	LinkDefinition Kind = "link-definition"
+	// FootnoteDefinition is a footnote definition ([^1]: text) that no footnote
+	// reference ([^1]) uses; the page shows nothing of it.
+	FootnoteDefinition Kind = "footnote-definition"
+	// DiagramHidden is text in a Mermaid diagram (a fenced block with info string
+	// "mermaid") that the diagram does not show: "%%" comments, "%%{…}%%" directives,
+	// front matter other than a title, and accessibility titles and descriptions
+	// (accTitle, accDescr). Consecutive hidden lines are one finding.
+	DiagramHidden Kind = "diagram-hidden"
+	// MathHiding is math ($…$, $$…$$, $`…`$ or a fenced "math" block, which GitHub
+	// typesets with MathJax) that uses a command able to hide, recolour, cover or move
+	// text, or to keep it out of the output: \phantom, \color with a colour that does
+	// not stand out on both GitHub's light and dark backgrounds, \style, \class,
+	// \href, macro definitions, negative spacing, a "%" comment and the like. Text is
+	// the whole math span with its delimiters and Target the command found first.
+	MathHiding Kind = "math-hiding"
+	// ViewerBlock is a fenced block GitHub shows in a viewer rather than as text: a
+	// map for "geojson" and "topojson", a 3D model for "stl". Text is the whole block.
+	ViewerBlock Kind = "viewer-block"
+	// Collapsed is the body of a <details> element without "open": on the page it is
+	// collapsed, and the approver must expand it to read it. Visible is its <summary>
+	// (raw, "" if none). Milder than the others: the page does show it, on request.
+	Collapsed Kind = "collapsed"
 )
 
 // A Finding is one piece of the input that the rendered page hides or misrepresents.
@@ -56,12 +79,15 @@ type Finding struct {
 	InTitle bool
 	// Text is what the agent reads, raw: the comment or HTML with its markup, the run
 	// of invisible characters (or the character references spelling them), the title,
-	// alt text or definition. For LinkMismatch it is the link's destination.
+	// alt text or definition, the hidden lines of a diagram, the math span, the
+	// viewer block, the collapsed body. For LinkMismatch it is the link's destination.
 	Text string
-	// Visible is, for LinkMismatch, the link text as the page shows it ("" if none).
+	// Visible is, for LinkMismatch, the link text as the page shows it ("" if none),
+	// and for Collapsed the raw content of its <summary> ("" if none).
 	Visible string
 	// Target is the destination, as written, of a LinkMismatch, LinkTitle or
-	// LinkDefinition, and the source of an ImageAlt's image.
+	// LinkDefinition, the source of an ImageAlt's image, and for MathHiding the
+	// command that hides (`\phantom`, `\color{white}`, `%`).
 	Target string
 	// Context is, for character findings, the raw text around Text on its line.
 	Context string
@@ -69,8 +95,13 @@ type Finding struct {
 
 // md parses like GitHub: CommonMark with tables, strikethrough, task lists, autolinked
 // URLs and footnotes. goldmark's parser keeps its per-document state in the parser
-// context, so one instance serves concurrent calls.
-var md = goldmark.New(goldmark.WithExtensions(extension.GFM, extension.Footnote))
+// context, so one instance serves concurrent calls. footnoteRecorder notes, in that
+// context, every footnote definition, including those goldmark drops from the tree.
+var md = goldmark.New(
+	goldmark.WithExtensions(extension.GFM, extension.Footnote),
+	goldmark.WithParserOptions(parser.WithBlockParsers(
+		util.Prioritized(footnoteRecorder{extension.NewFootnoteBlockParser()}, footnoteRecorderPriority))),
+)
 
 // Scan reports, in the order they occur, what the rendered page of markdown (an issue
 // body) hides from a reader. It is pure and deterministic. For an issue, report
@@ -78,9 +109,17 @@ var md = goldmark.New(goldmark.WithExtensions(extension.GFM, extension.Footnote)
 func Scan(markdown string) []Finding {
 	src := []byte(markdown)
 	s := &scanner{src: src, str: markdown, lineStarts: lineStarts(src), used: map[string]bool{}}
-	doc := md.Parser().Parse(text.NewReader(src), parser.WithContext(parser.NewContext()))
+	var footnotes []*east.Footnote
+	pc := parser.NewContext()
+	pc.Set(footnotesKey, &footnotes)
+	doc := md.Parser().Parse(text.NewReader(src), parser.WithContext(pc))
 	_ = ast.Walk(doc, s.visit)
+	sort.Slice(s.code, func(i, j int) bool { return s.code[i][0] < s.code[j][0] })
 	s.unusedDefinitions()
+	s.unusedFootnotes(footnotes)
+	for _, r := range s.mathText {
+		s.mathInText(r[0], r[1])
+	}
 	s.chars(markdown)
 	s.entities()
 	return s.sorted()
@@ -111,8 +150,10 @@ type scanner struct {
 	closeRead  int    // bytes matchClose has read
 	lineStarts []int
 	hits       []hit
-	code       [][2]int // byte ranges shown as code, in document order
+	code       [][2]int // byte ranges shown as code (or as $`math`$), sorted after the walk
 	covered    int      // end of the last RawHTML finding; nested tags are inside it
+	collapsed  int      // end of the last Collapsed finding; nested <details> are inside it
+	mathText   [][2]int // byte ranges of blocks whose inline content may hold $math$
 	used       map[string]bool
 	defs       []*ast.LinkReferenceDefinition
 }
@@ -161,16 +202,27 @@ func (s *scanner) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if first, last := n.FirstChild(), n.LastChild(); first != nil {
 			if a, ok := first.(*ast.Text); ok {
 				if b, ok := last.(*ast.Text); ok {
-					s.code = append(s.code, [2]int{a.Segment.Start, b.Segment.Stop})
+					s.codeSpan(a.Segment.Start, b.Segment.Stop)
 				}
 			}
 		}
 		return ast.WalkSkipChildren, nil
-	case *ast.FencedCodeBlock, *ast.CodeBlock:
+	case *ast.FencedCodeBlock:
+		if start, stop, ok := span(n.Lines()); ok {
+			s.code = append(s.code, [2]int{start, stop})
+		}
+		s.fenced(n)
+		return ast.WalkSkipChildren, nil
+	case *ast.CodeBlock:
 		if start, stop, ok := span(n.Lines()); ok {
 			s.code = append(s.code, [2]int{start, stop})
 		}
 		return ast.WalkSkipChildren, nil
+	case *ast.Paragraph, *ast.TextBlock, *ast.Heading, *east.TableCell:
+		// Blocks of inline content, where GitHub finds $math$.
+		if start, stop, ok := span(n.Lines()); ok {
+			s.mathText = append(s.mathText, [2]int{start, stop})
+		}
 	case *ast.HTMLBlock:
 		s.htmlBlock(n)
 	case *ast.RawHTML:
@@ -250,6 +302,11 @@ func (s *scanner) html(start, stop int) {
 			if !ok {
 				i++
 				continue
+			}
+			if t.name == "details" && !t.close && !t.selfClosing && t.harmless() && i >= s.covered {
+				if _, open := t.attrs["open"]; !open {
+					s.details(i, i+t.length)
+				}
 			}
 			if !t.harmless() {
 				hostile = true
