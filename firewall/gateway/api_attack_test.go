@@ -146,6 +146,66 @@ var hostOnlyAttacks = []apiAttack{
 	{"read-only", "PUT", "/notifications", nil},
 	{"read-only", "POST", "/repos/o/r/import", nil},
 	{"read-only", "OPTIONS", "/rate_limit", nil},
+
+	// Reads of what issue and pull request authors write (the live issue, edited after
+	// approval; other issues; fork commits), events, sub-issues, search, forks' code and
+	// security alerts: refused under `* /**` too.
+	{"issue-text", "GET", "/repos/o/r/issues/7", nil},
+	{"issue-text", "HEAD", "/repos/o/r/issues/7", nil},
+	{"issue-text", "GET", "/repos/o/r/issues?state=all", nil},
+	{"issue-text", "GET", "/repos/o/r/issues", nil},
+	{"issue-text", "GET", "/repositories/123/issues/7", nil},
+	{"issue-text", "GET", "/api/v3/repos/o/r/Issues/7/", nil},
+	{"issue-text", "GET", "/repos/o/r/issues/7.json", nil},
+	{"issue-text", "GET", "/issues?filter=all", nil},
+	{"issue-text", "GET", "/user/issues", nil},
+	{"issue-text", "GET", "/orgs/o/issues", nil},
+	{"pull-request-text", "GET", "/repos/o/r/pulls/1", nil},
+	{"pull-request-text", "GET", "/repos/o/r/pulls", nil},
+	{"pull-request-text", "GET", "/repos/o/r/pulls?state=all&head=forker:main", nil},
+	{"pull-request-text", "GET", "/repos/o/r/pulls/1/commits", nil},
+	{"pull-request-text", "GET", "/repos/o/r/pulls/1/files", nil},
+	{"pull-request-text", "GET", "/repos/o/r/commits/abc/pulls", nil},
+	{"issue-events", "GET", "/repos/o/r/issues/events", nil},
+	{"issue-events", "GET", "/repos/o/r/issues/events/5", nil},
+	{"issue-events", "GET", "/repos/o/r/issues/7/events", nil},
+	{"sub-issues", "GET", "/repos/o/r/issues/7/sub_issues", nil},
+	{"sub-issues", "GET", "/repos/o/r/issues/7/parent", nil},
+	{"sub-issues", "GET", "/repos/o/r/issues/7/dependencies/blocked_by", nil},
+	{"search", "GET", "/search/issues?q=repo:o/r+is:open", nil},
+	{"search", "GET", "/search/code?q=_method+repo:o/r", nil},
+	{"search", "GET", "/search/commits?q=fix", nil},
+	{"search", "GET", "/Search/Repositories?q=x", nil},
+	{"fork-refs", "GET", "/repos/o/r/contents/x?ref=refs/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/contents/src/main.go?ref=pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/contents/x?ref=refs%2Fpull%2F9%2Fmerge", nil},
+	{"fork-refs", "GET", "/repos/o/r/contents/x?x=1;ref=refs/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/contents/x?ref[]=pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/readme?ref=REFS/PULL/9/HEAD", nil},
+	{"fork-refs", "GET", "/repos/o/r/git/refs/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/git/ref/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/git/matching-refs/pull", nil},
+	{"fork-refs", "GET", "/repos/o/r/commits?sha=refs/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/commits/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/commits/refs/pull/9/head/check-runs", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/main...refs/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/pull/9/head..main", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/main...forker:main", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/main...forker:r-fork:main", nil},
+	{"fork-refs", "GET", "/repos/o/r/tarball/refs/pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/zipball/pull/9/merge", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/secret-scanning/alerts", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/secret-scanning/alerts/1/locations", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/code-scanning/alerts", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/dependabot/alerts", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/dependabot/secrets", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/codespaces/secrets", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/environments/production/secrets", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/environments/production/variables", nil},
+	{"security-alerts-and-secrets", "GET", "/repos/o/r/security-advisories", nil},
+	{"security-alerts-and-secrets", "GET", "/orgs/o/secret-scanning/alerts", nil},
+	{"security-alerts-and-secrets", "GET", "/orgs/o/dependabot/secrets", nil},
+	{"security-alerts-and-secrets", "GET", "/user/codespaces/secrets", nil},
 }
 
 // evasions are the same operations spelled the way an attacker would to slip past a
@@ -226,18 +286,24 @@ func TestHostOnlyOperationsRefused(t *testing.T) {
 func TestAPIReadsUnderPermissiveAllowlist(t *testing.T) {
 	f := newFixture(t, 0, func(c *Config) { c.APIAllow = []string{"* /**"} })
 	for _, tc := range []struct{ method, path string }{
-		{"GET", "/repos/o/r/issues/7"},
-		{"HEAD", "/repos/o/r/issues/7"},
-		{"GET", "/repos/o/r/issues/7?per_page=1"},
-		{"GET", "/repos/o/r/pulls/1"},
-		{"GET", "/repos/o/r/pulls/1/files"},
-		{"GET", "/repos/o/r/git/refs/heads/main"},
-		{"GET", "/repos/o/r/contents/README.md"},
-		{"GET", "/repos/o/r/commits/abc/check-runs"},
-		{"GET", "/repos/o/r/labels"},
 		{"GET", "/repos/o/r"},
+		{"HEAD", "/repos/o/r"},
+		{"GET", "/repos/o/r/contents/README.md"},
+		{"GET", "/repos/o/r/contents/README.md?ref=main"},
+		{"GET", "/repos/o/r/contents/src?ref=bumper/12-1"},
+		{"GET", "/repos/o/r/contents/docs/pull/README.md"}, // a directory named pull is not a pull request's ref
+		{"GET", "/repos/o/r/readme?ref=refs/heads/main"},
+		{"GET", "/repos/o/r/git/refs/heads/main"},
+		{"GET", "/repos/o/r/git/trees/abc?recursive=1"},
+		{"GET", "/repos/o/r/branches/main"},
+		{"GET", "/repos/o/r/commits?sha=main&per_page=5"},
+		{"GET", "/repos/o/r/commits/abc/check-runs"},
+		{"GET", "/repos/o/r/compare/main...bumper/12-1"},
+		{"GET", "/repos/o/r/tarball/main"},
+		{"GET", "/repos/o/r/releases/latest"},
+		{"GET", "/repos/o/r/labels"},
 		{"GET", "/rate_limit"},
-		{"GET", "/search/code?q=_method+repo:o/r"}, // a query that mentions an override is not one
+		{"GET", "/repos/o/r/commits?path=docs/_method.md"}, // a query that mentions an override is not one
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			before := f.api.count()
@@ -289,8 +355,8 @@ func TestRefusalTableIsTested(t *testing.T) {
 			t.Errorf("entry %s appears twice in the table", r.name)
 		}
 		names[r.name] = true
-		if r.why == "" || len(r.patterns) == 0 || r.methods == 0 {
-			t.Errorf("entry %s lacks a reason, a pattern or its methods", r.name)
+		if r.why == "" || (len(r.patterns) == 0) == (r.match == nil) || r.methods == 0 {
+			t.Errorf("entry %s lacks a reason or its methods, or has neither or both of patterns and a match function", r.name)
 		}
 	}
 	tried := map[string]bool{}
@@ -323,5 +389,71 @@ func TestAPISegments(t *testing.T) {
 	}
 	if got := strings.Join(apiSegments("/api/graphql"), "/"); got != "graphql" {
 		t.Errorf("GHES graphql: %q", got)
+	}
+}
+
+// TestAPIPathSpellingsRefused: spellings a matcher might not canonicalise (matrix
+// parameters, NUL, whitespace, an encoded '?' or '#', invisible and format characters,
+// invalid UTF-8) are refused with 400 on every GitHub API path, reads included, before
+// the refusal table or the rules see them. File paths below /contents/ may hold spaces,
+// '@', '#' or any visible Unicode, but never ';', control, invisible or format characters.
+func TestAPIPathSpellingsRefused(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) { c.APIAllow = []string{"* /**"} })
+	for _, path := range []string{
+		"/repos/o/r/issues/7/comments;x",
+		"/repos/o/r/issues/7/comments%00",
+		"/repos/o/r/issues/7/comments%20",
+		"/repos/o/r/issues/7/comments%09",
+		"/repos/o/r/issues/comments%3Fx",
+		"/repos/o/r/pulls/1/reviews;",
+		"/repos/o/r/issues/7/COMMENTS%E2%80%8B",
+		"/repos/o/r/issues/7/comments%C2%A0",
+		"/repos/o/r/comments%EF%BB%BF",
+		"/repos/o/r/hooks%E2%80%AE",
+		"/repos/o/r/hooks%23x",
+		"/repos/o/r/%E3%85%A4",
+		"/repos/o/r/git/refs%0A",
+		"/repos/o%20/r/contents/x",
+		"/repos/o/r/contents/a;b",
+		"/repos/o/r/contents/a%3Bb",
+		"/repos/o/r/contents/a%00b",
+		"/repos/o/r/contents/a%0Ab",
+		"/repos/o/r/contents/x%E2%80%8B.md",
+		"/repos/o/r/contents/x%E2%80%AEdm.exe",
+		"/repos/o/r/contents/%FF",
+		"/repos/o/r/contents/a%C2%ADb",
+	} {
+		t.Run(path, func(t *testing.T) {
+			resp, body := f.do(t, "GET", "/api/github"+path, nil, "")
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "character") {
+				t.Fatalf("status %d (%s), want 400 naming the character", resp.StatusCode, body)
+			}
+		})
+	}
+	if n := f.api.count(); n != 0 {
+		t.Fatalf("%d odd spellings reached the GitHub API", n)
+	}
+	if a := f.auditText(t); strings.Count(a, `"status":400`) < 20 {
+		t.Fatalf("refusals not audited:\n%s", a)
+	}
+	// File names in the repository are whatever its authors chose.
+	for _, path := range []string{
+		"/repos/o/r/contents/docs/My%20File.md",
+		"/repos/o/r/contents/docs/user@host.md",
+		"/repos/o/r/contents/%C3%A9t%C3%A9/caf%C3%A9.md",
+		"/repos/o/r/contents/C%23/x.cs",
+		"/repos/o/r/contents/a+b(1),c=d.txt",
+		"/repos/o/r/contents/%E6%97%A5%E6%9C%AC%E8%AA%9E.md?ref=main",
+	} {
+		t.Run("file name "+path, func(t *testing.T) {
+			before := f.api.count()
+			resp, body := f.do(t, "GET", "/api/github"+path, nil, "")
+			if resp.StatusCode != http.StatusOK || f.api.count() != before+1 {
+				t.Fatalf("status %d (%s): a file read was not forwarded", resp.StatusCode, body)
+			}
+			if got, want := f.api.last(t).Get("X-Seen-Path"), mustUnescape(strings.SplitN(path, "?", 2)[0]); !strings.HasPrefix(got, want+"?") {
+				t.Fatalf("upstream saw %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -10,18 +10,29 @@
 // The GitHub API gateway is off unless the repository opts in (Config.APIAllow), and
 // read-only even then: the agent's only write to GitHub is its push through the git
 // gateway. Whatever the rules say, it refuses every method but GET and HEAD and never
-// serves text strangers can write (comments, reviews, timelines, discussions, gists,
-// event feeds) nor the host's own surfaces (Actions, hooks, GraphQL, the installation);
-// the list, with the reason for each entry, is apiRefusals in hostonly.go.
+// serves text strangers or issue authors can write (comments, reviews, timelines, events,
+// discussions, gists, issues and pull requests themselves, sub-issues, search), a fork's
+// code (anything naming refs/pull/…, or owner:branch in a compare), security alerts and
+// secrets, nor the host's own surfaces (Actions, hooks, GraphQL, the installation); the
+// list, with the reason for each entry, is apiRefusals in hostonly.go. A path segment
+// holding anything but letters, digits and - . _ ~ : is refused with 400 (file names
+// below /contents/ may hold any visible character and spaces, never ';', control,
+// invisible or format characters), and so is "%25" on every gateway path.
 //
 // The model gateways forward only the endpoints the harnesses use (POST /v1/messages and
 // /v1/messages/count_tokens and GET /v1/models[/{id}] to Anthropic; POST /v1/responses
 // and /v1/chat/completions and GET /v1/models[/{id}] to OpenAI), refuse every call once
 // the run's budget is spent, and read each request body (at most MaxModelBody) to learn
-// the model and output cap. A call that generates tokens is charged what its response
-// reports or, when the response reports no usage (a stream cut off, an error with a
-// body, a body without usage, a client that hung up), its worst case (meter.WorstCase);
-// a Chat Completions stream is made to report usage (stream_options.include_usage).
+// the model and output cap. They refuse (403) a call that declares a tool the harness
+// does not run itself (web search and fetch, code execution, MCP, file search, image
+// generation, which the provider runs and which would fetch URLs the allowlist never
+// sees; computer use, which no harness uses), a service tier dearer than the price table
+// (priority, scale) or Anthropic's 1M-token context beta (long-context rates). A call that generates tokens holds its worst case
+// (meter.WorstCase) against the budget while in flight (meter.Reserve), and is refused
+// in the API's own budget error when that does not fit in what is left; it is then
+// charged what its response reports or, when the response reports no usage (a stream
+// cut off, an error with a body, a body without usage, a client that hung up), its worst
+// case; a Chat Completions stream is made to report usage (stream_options.include_usage).
 package gateway
 
 import (
@@ -237,7 +248,7 @@ func isUpgrade(h http.Header) bool {
 }
 
 // checkPath refuses paths whose meaning could change between here and the upstream:
-// dot segments, encoded slashes or dots, backslashes, empty segments.
+// dot segments, encoded slashes, dots or percent signs, backslashes, empty segments.
 func checkPath(p string) string {
 	lower := strings.ToLower(p)
 	switch {
@@ -247,6 +258,9 @@ func checkPath(p string) string {
 		return "encoded '/', '\\' or '.' in the path is refused"
 	case strings.Contains(p, "//"):
 		return "empty path segment is refused"
+	case strings.Contains(lower, "%25"):
+		// An encoded '%': whatever decodes the path a second time reads another one.
+		return "encoded '%' (%25, an encoding meant to be decoded twice) in the path is refused"
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "." || seg == ".." {

@@ -157,7 +157,7 @@ func newFixture(t *testing.T, budget float64, mutate func(*Config)) *fixture {
 		GitHubAPIBase: f.api.srv.URL, AnthropicBase: f.anthropic.srv.URL + "/base", OpenAIBase: f.openai.srv.URL,
 		Token: testToken, AnthropicKey: testKey, OpenAIKey: testOpenAI,
 		CAFile: caFile(t, f.anthropic.srv), Meter: m, Audit: f.log,
-		APIAllow: []string{"GET /repos/*/*/issues/*", "POST /repos/o/r/issues/*/comments", "GET /rate_limit"},
+		APIAllow: []string{"GET /repos/*/*/contents/**", "GET /repos/*/*/issues/*", "POST /repos/o/r/issues/*/comments", "GET /rate_limit"},
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -253,7 +253,7 @@ func TestModelGateways(t *testing.T) {
 func TestBudgetRefusal(t *testing.T) {
 	tests := []struct {
 		name, path string
-		budget     float64 // below one call's cost
+		budget     float64 // already spent
 		status     int
 		check      func(t *testing.T, body map[string]any)
 	}{
@@ -273,16 +273,15 @@ func TestBudgetRefusal(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.budget, nil)
-			if resp, body := f.do(t, "POST", tc.path, nil, "{}"); resp.StatusCode != 200 {
-				t.Fatalf("first call refused: %d %s", resp.StatusCode, body)
-			}
+			// The run has spent its budget ($0.003 used).
+			f.meter.Record(meter.Usage{Model: "claude-sonnet-4-5", Input: 1000, Complete: true})
 			before := len(f.anthropic.seen) + len(f.openai.seen)
-			resp, body := f.do(t, "POST", tc.path, nil, "{}")
+			resp, body := f.do(t, "POST", tc.path, nil, `{"model":"claude-haiku-4-5","max_tokens":1}`)
 			if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != "application/json" {
-				t.Fatalf("second call: %d %s", resp.StatusCode, body)
+				t.Fatalf("call: %d %s", resp.StatusCode, body)
 			}
-			if !strings.Contains(body, "budget") {
-				t.Fatalf("second call: %d %s", resp.StatusCode, body)
+			if !strings.Contains(body, "budget") || !strings.Contains(body, "is spent") {
+				t.Fatalf("call: %d %s", resp.StatusCode, body)
 			}
 			var b map[string]any
 			if err := json.Unmarshal([]byte(body), &b); err != nil {
@@ -305,10 +304,13 @@ func TestGitHubAPIGateway(t *testing.T) {
 		method, path string
 		status       int
 	}{
-		{"GET", "/api/github/repos/o/r/issues/7", 200},
-		{"HEAD", "/api/github/repos/o/r/issues/7", 200},
+		{"GET", "/api/github/repos/o/r/contents/README.md", 200},
+		{"HEAD", "/api/github/repos/o/r/contents/README.md?ref=main", 200},
 		{"GET", "/api/github/rate_limit", 200},
-		// An allowlist rule does not open a host-only write or a comment read.
+		// An allowlist rule does not open a host-only write, the live issue or a
+		// comment read.
+		{"GET", "/api/github/repos/o/r/issues/7", 403},
+		{"HEAD", "/api/github/repos/o/r/issues/7", 403},
 		{"POST", "/api/github/repos/o/r/issues/7/comments", 403},
 		{"GET", "/api/github/repos/o/r/issues/comments", 403},
 		{"DELETE", "/api/github/repos/o/r/issues/7", 403},

@@ -1,21 +1,32 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The agent's only write to GitHub is the push of its own branch through the git
 // gateway; every other write (pull request, comments, check runs, reviews, refs, labels)
 // is made by the runner on the host, from the run's results (DESIGN, "Identity and
-// credentials"). And text strangers can write (comments, reviews, discussions) is a
-// prompt-injection path: the agent reads the approved task, not what anyone appended to
-// it. So the GitHub API gateway refuses, whatever api_allow says:
+// credentials"). And text strangers can write (comments, reviews, discussions, issues
+// and pull requests, forks' commits and code) is a prompt-injection path: the agent reads
+// the approved task, as the runner froze it at approval, not what anyone wrote or edited
+// since. So the GitHub API gateway refuses, whatever api_allow says:
 //
 //   - every method but GET and HEAD (spelled exactly so), anywhere: the agent's API is
 //     read-only;
-//   - the reads listed below with allMethods.
+//   - the reads listed below with allMethods: stranger-written text, issues and pull
+//     requests, their events, search, anything that names a fork's ref, security alerts
+//     and secrets, and the host's own surfaces.
+//
+// What stays readable under "* /**" is the repository as its maintainers keep it: the
+// repository, contents and commits of its branches, git objects, check runs, statuses,
+// releases, labels, branches.
 //
 // apiRefusals is the one list of those refusals. The write entries are covered by the
 // final "read-only" entry anyway; they are named so that a refusal says what it refused
@@ -64,11 +75,33 @@ var apiRefusals = compileRefusals([]apiRefusal{
 		"/repos/*/*/security-advisories/**", "/repos/*/*/codespaces/**", "/repos/*/*/lfs",
 	}},
 
+	// Reads refused: what issue and pull request authors write and edit (anyone, on a
+	// public repository), forks' code, search beyond the repository, and alerts and
+	// secrets. After the write entries, so that a write is named for what it writes.
+	{"issue-events", allMethods, strangerText + " (issue events carry titles, labels, renames and cross-references others write)", []string{"/repos/*/*/issues/events/**", "/repos/*/*/issues/*/events/**"}},
+	{"sub-issues", allMethods, "sub-issues, parents and dependencies are other issues, whose text their authors write and edit; the agent gets the approved task from the runner", []string{
+		"/repos/*/*/issues/*/sub_issues/**", "/repos/*/*/issues/*/sub_issue", "/repos/*/*/issues/*/parent", "/repos/*/*/issues/*/dependencies/**",
+	}},
+	{"issue-text", allMethods, issueText, []string{"/repos/*/*/issues/**", "/issues/**", "/user/issues/**", "/orgs/*/issues/**"}},
+	{"pull-request-text", allMethods, "pull requests (title, body, their commits' messages and their files) are written by their authors, from forks too, a prompt-injection path; the run's own pull request is the runner's", []string{
+		"/repos/*/*/pulls/**", "/repos/*/*/commits/*/pulls/**",
+	}},
+	{"search", allMethods, "search returns issue, pull request, comment and commit text, and any repository's code: text strangers write, beyond the run's repository", []string{"/search/**"}},
+	{"fork-refs", allMethods, "a pull request's ref (refs/pull/…, or pull/… which GitHub resolves the same) or another repository's branch (owner:branch in a compare) is a fork's code and commit messages, which strangers write; the agent reads its repository's branches", nil}, // matched by namesForkRef (refusalMatchers)
+	{"security-alerts-and-secrets", allMethods, "security alerts map unfixed vulnerabilities and leaked secrets, and secrets and variables are the host's: none is the agent's to read", []string{
+		"/repos/*/*/secret-scanning/**", "/repos/*/*/code-scanning/**", "/repos/*/*/dependabot/**", "/repos/*/*/codespaces/**",
+		"/repos/*/*/security-advisories/**", "/repos/*/*/vulnerability-alerts", "/repos/*/*/environments/*/secrets/**", "/repos/*/*/environments/*/variables/**",
+		"/orgs/*/secret-scanning/**", "/orgs/*/code-scanning/**", "/orgs/*/dependabot/**", "/orgs/*/codespaces/**", "/orgs/*/security-advisories/**",
+		"/enterprises/*/secret-scanning/**", "/enterprises/*/code-scanning/**", "/enterprises/*/dependabot/**", "/user/codespaces/**",
+	}},
+
 	// Everything else that is not a read.
 	{"read-only", writes, "the agent's GitHub API is read-only: only GET and HEAD are forwarded; every write is the host's", []string{"/**"}},
 })
 
 const strangerText = "comments and reviews are text anyone can write, a prompt-injection path; the agent reads the approved task only"
+
+const issueText = "issues are text their authors write and can edit after approval, and others' issues are anyone's text: a prompt-injection path; the agent gets the approved task from the runner, frozen at approval"
 
 // methodClass says which methods an apiRefusal applies to.
 type methodClass int
@@ -88,19 +121,28 @@ type apiRefusal struct {
 	why     string
 	// patterns are paths below the API base: a segment "*" matches one segment, a final
 	// "**" the rest of the path, nothing included. A literal segment also matches itself
-	// followed by a format suffix ("comments.json").
+	// followed by a format suffix ("comments.json"). An entry without patterns is matched
+	// by its function in refusalMatchers.
 	patterns []string
+}
+
+// refusalMatchers decide the entries that a path pattern cannot express, from the
+// segments (as apiSegments gives them) and the raw query.
+var refusalMatchers = map[string]func(segs []string, rawQuery string) bool{
+	"fork-refs": namesForkRef,
 }
 
 type compiledRefusal struct {
 	apiRefusal
-	segs [][]string
+	segs  [][]string
+	match func(segs []string, rawQuery string) bool
 }
 
 func compileRefusals(list []apiRefusal) []compiledRefusal {
 	out := make([]compiledRefusal, len(list))
 	for i, r := range list {
 		out[i].apiRefusal = r
+		out[i].match = refusalMatchers[r.name]
 		for _, p := range r.patterns {
 			out[i].segs = append(out[i].segs, strings.Split(strings.Trim(p, "/"), "/"))
 		}
@@ -112,14 +154,17 @@ func compileRefusals(list []apiRefusal) []compiledRefusal {
 func isRead(method string) bool { return method == http.MethodGet || method == http.MethodHead }
 
 // refusedAPI returns the refusal that applies to method and path (the escaped path below
-// /api/github), or nil.
-func refusedAPI(method, path string) *compiledRefusal {
+// /api/github) with its raw query, or nil.
+func refusedAPI(method, path, rawQuery string) *compiledRefusal {
 	segs := apiSegments(path)
 	read := isRead(method)
 	for i := range apiRefusals {
 		r := &apiRefusals[i]
 		if r.methods == writes && read {
 			continue
+		}
+		if r.match != nil && r.match(segs, rawQuery) {
+			return r
 		}
 		for _, p := range r.segs {
 			if matchRefusal(p, segs) {
@@ -128,6 +173,153 @@ func refusedAPI(method, path string) *compiledRefusal {
 		}
 	}
 	return nil
+}
+
+// refKeys are the query parameters by which the GitHub API takes a ref or a commit-ish
+// (contents?ref=, commits?sha=, pulls?head=&base=, deployments?ref=, …).
+var refKeys = map[string]bool{"ref": true, "sha": true, "head": true, "base": true, "branch": true, "commit_sha": true, "from": true, "to": true}
+
+// namesForkRef says whether a request names a pull request's ref: refs/pull/… anywhere
+// in its path or query, or pull/… (which GitHub resolves as refs/pull/…, the first place
+// git looks for a short name) as a ref in its path or in a ref parameter; or another
+// repository's branch (owner:branch) in a compare. The file path below /contents/ or
+// /readme/ is not a ref ("docs/pull/x.md" is a file), so it is not read as one; its ref
+// is in the query.
+func namesForkRef(segs []string, rawQuery string) bool {
+	if len(segs) >= 4 && segs[0] == "repos" {
+		rest := segs[3:]
+		if rest[0] == "contents" || rest[0] == "readme" {
+			rest = rest[:1]
+		}
+		for i := range rest {
+			if isPullRef(strings.Join(rest[i:], "/")) {
+				return true
+			}
+		}
+		if rest[0] == "compare" && strings.Contains(strings.Join(rest[1:], "/"), ":") {
+			return true
+		}
+	}
+	// Rack reads ';' as a separator as well as '&'.
+	for _, pair := range strings.FieldsFunc(rawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
+		key, value, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if v, err := url.QueryUnescape(value); err == nil {
+			value = v
+		}
+		value = strings.ToLower(value)
+		key = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(key)), "[]") // ref[]=… is a ref to Rack too
+		if strings.Contains(value, "refs/pull") || (refKeys[key] && isPullRef(value)) {
+			return true
+		}
+	}
+	return false
+}
+
+// revRange splits "a...b" and "a..b" into their revisions.
+var revRange = regexp.MustCompile(`\.{2,3}`)
+
+// isPullRef says whether s (lower-case) is, or is a range with a side that is, a pull
+// request's ref: refs/pull/…, pull/… or pull itself (all of them, to git/matching-refs).
+func isPullRef(s string) bool {
+	if strings.Contains(s, "refs/pull") {
+		return true
+	}
+	for _, rev := range revRange.Split(s, -1) {
+		rev = strings.TrimPrefix(strings.TrimSpace(rev), "refs/")
+		if rev == "pull" || strings.HasPrefix(rev, "pull/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAPIChars refuses a GitHub API path (escaped, below /api/github) whose decoded
+// segments hold a character a matcher might not read as GitHub does: the refusal table
+// and the rules compare plain segments, and "comments;x", "comments%00", "comments%20"
+// or "comments" with a zero-width space could each be read upstream as "comments". A
+// segment may hold only letters, digits, "-", ".", "_", "~" and ":" (labels such as
+// "bumper:approved", owner:branch in a compare). Below /repos/{owner}/{repo}/contents/
+// or /readme/, once those fixed segments passed, a file name may hold any visible
+// character and spaces, but never ';', a control, invisible or format character, or
+// invalid UTF-8. It returns the reason, or "".
+func checkAPIChars(path string) string {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	files := fileTail(segs)
+	for i, raw := range segs {
+		seg, err := url.PathUnescape(raw)
+		if err != nil {
+			return fmt.Sprintf("path segment %q is not valid percent-encoding", raw)
+		}
+		if i >= files {
+			if msg := checkFileName(seg); msg != "" {
+				return fmt.Sprintf("file path segment %q holds %s", raw, msg)
+			}
+			continue
+		}
+		for _, c := range []byte(seg) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
+				return fmt.Sprintf("path segment %q holds the character %q: API path segments may hold only letters, digits and - . _ ~ : (file names below /contents/ excepted)", raw, describeByte(seg, c))
+			}
+		}
+	}
+	return ""
+}
+
+// fileTail returns the index of the first segment of a file path (below
+// repos/{owner}/{repo}/contents/ or /readme/, or their /api/v3 and /repositories/{id}
+// forms), or len(segs) when the path has none.
+func fileTail(segs []string) int {
+	i := 0
+	for i+1 < len(segs) && strings.EqualFold(segs[i], "api") && strings.EqualFold(segs[i+1], "v3") {
+		i += 2
+	}
+	at := -1
+	switch {
+	case i+3 < len(segs) && strings.EqualFold(segs[i], "repos"):
+		at = i + 3
+	case i+2 < len(segs) && strings.EqualFold(segs[i], "repositories"):
+		at = i + 2
+	}
+	if at < 0 || !(strings.EqualFold(segs[at], "contents") || strings.EqualFold(segs[at], "readme")) {
+		return len(segs)
+	}
+	return at + 1
+}
+
+// checkFileName says what a decoded file-name segment holds that no request should carry,
+// or "".
+func checkFileName(seg string) string {
+	if !utf8.ValidString(seg) {
+		return "a byte that is not a UTF-8 character"
+	}
+	for _, r := range seg {
+		switch {
+		case r == ';':
+			return "the character ';' (a matrix parameter to some servers)"
+		case r == '%':
+			return "the character '%' (an encoding decoded twice)"
+		case r == ' ':
+		case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r), !unicode.IsPrint(r):
+			return fmt.Sprintf("the control, invisible or format character %U", r)
+		}
+	}
+	return ""
+}
+
+// describeByte names the character of seg that starts with (or is) byte c, for a refusal.
+func describeByte(seg string, c byte) string {
+	if c < utf8.RuneSelf {
+		return string(rune(c))
+	}
+	i := strings.IndexByte(seg, c)
+	r, _ := utf8.DecodeRuneInString(seg[i:])
+	if r == utf8.RuneError {
+		return fmt.Sprintf("\\x%02x", c)
+	}
+	return fmt.Sprintf("%U", r)
 }
 
 // apiSegments turns a path into the segments GitHub acts on, so that no spelling of an

@@ -92,8 +92,9 @@ type refusal struct {
 // readModelRequest reads a model call's body (bounded), learns from it what the meter
 // needs, and puts it back on r for forwarding: unchanged, except that a Chat
 // Completions stream is made to report its usage. It refuses a body it cannot read that
-// way, since the meter could not bound what the call costs.
-func readModelRequest(r *http.Request, ep modelEndpoint) (meter.Request, *refusal) {
+// way, since the meter could not bound what the call costs, and a call that asks for
+// what the firewall does not allow (checkModelFeatures).
+func readModelRequest(r *http.Request, kind string, ep modelEndpoint) (meter.Request, *refusal) {
 	var mr meter.Request
 	if enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" {
 		return mr, &refusal{http.StatusUnsupportedMediaType, fmt.Sprintf("request Content-Encoding %q is refused: the gateway reads the model and the output cap from a plain JSON body", enc)}
@@ -113,6 +114,9 @@ func readModelRequest(r *http.Request, ep modelEndpoint) (meter.Request, *refusa
 	if err != nil {
 		return mr, &refusal{http.StatusBadRequest, "request body refused: " + err.Error()}
 	}
+	if ref := checkModelFeatures(kind, fields); ref != nil {
+		return mr, ref
+	}
 	for _, f := range fields {
 		switch f.key {
 		case "model":
@@ -121,10 +125,9 @@ func readModelRequest(r *http.Request, ep modelEndpoint) (meter.Request, *refusa
 			mr.MaxOutput = max(mr.MaxOutput, tokenCount(f.raw))
 		case "n":
 			mr.Choices = tokenCount(f.raw)
-		case "previous_response_id", "conversation", "prompt", "mcp_servers":
+		case "previous_response_id", "conversation", "prompt":
 			// The API adds input from state it holds (an earlier response, a
-			// conversation, a stored prompt, a remote server's tools), which the body
-			// does not show.
+			// conversation, a stored prompt), which the body does not show.
 			if !isNull(f.raw) {
 				mr.HiddenInput = true
 			}
@@ -142,6 +145,127 @@ func readModelRequest(r *http.Request, ep modelEndpoint) (meter.Request, *refusa
 	r.TransferEncoding = nil
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return mr, nil
+}
+
+// allowedTiers are the service tiers billed at most the price table's standard rates:
+// the default ("auto", "default"; Anthropic's "standard_only") and OpenAI's "flex",
+// cheaper, which the meter charges at the standard rate. "priority" and "scale" (and any
+// tier not named here) cost more than the table says, so the meter would undercount
+// them: they are refused rather than priced.
+var allowedTiers = map[string]bool{"auto": true, "default": true, "standard_only": true, "flex": true}
+
+// clientToolTypes are the tool types the harness runs itself, in the VM, behind the
+// firewall: functions and custom tools, and the provider-defined tools whose calls the
+// client executes (Anthropic's bash, text editor and memory tools; OpenAI's shell,
+// local_shell and apply_patch). A tool without a type is an Anthropic client tool
+// ({"name", "input_schema"}). Any other type is refused: the provider runs it (web
+// search and fetch, code execution, MCP, file search, image generation, tool search) or
+// the harnesses have no use for it (computer use).
+var clientToolTypes = map[string][]string{
+	"anthropic": {"custom", "bash_*", "text_editor_*", "memory_*"},
+	"openai":    {"function", "custom", "local_shell", "shell", "apply_patch"},
+}
+
+// serverToolWhy says why a tool, field or model that makes the provider act on the
+// network is refused.
+const serverToolWhy = "it runs at the provider, which would fetch URLs the firewall's allowlist never sees (a way around default-deny egress) and bill fees the meter does not count; the firewall forwards only tools the harness runs itself in the VM"
+
+// checkModelFeatures refuses a model call that asks for what the firewall does not
+// allow: a tool the provider runs (a server tool), a remote MCP server, a code-execution
+// container, built-in web search, or a service tier dearer than the price table.
+func checkModelFeatures(kind string, fields []jsonField) *refusal {
+	forbidden := func(format string, a ...any) *refusal {
+		return &refusal{http.StatusForbidden, fmt.Sprintf(format, a...)}
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "service_tier":
+			var tier string
+			if !isNull(f.raw) && (json.Unmarshal(f.raw, &tier) != nil || !allowedTiers[tier]) {
+				return forbidden("service_tier %s is refused [service-tier]: the priority and scale tiers are billed above the price table's standard rates, so the meter would undercount them; leave it out or use auto or default (flex passes, charged at the standard rate)", f.raw)
+			}
+		case "tools":
+			if ref := checkTools(kind, f.raw); ref != nil {
+				return ref
+			}
+		case "mcp_servers", "container", "web_search_options":
+			// A remote MCP server the provider calls; the container server-side code
+			// execution and skills run in; Chat Completions' built-in web search.
+			if v := bytes.TrimSpace(f.raw); !isNull(v) && string(v) != "[]" {
+				return forbidden("%s is refused [server-tool]: %s", f.key, serverToolWhy)
+			}
+		case "model":
+			var model string
+			json.Unmarshal(f.raw, &model)
+			// The search models (gpt-4o-search-preview, gpt-5-search-api…) search
+			// the web on every call, without a tool to refuse.
+			if kind == "openai" && strings.Contains(strings.ToLower(model), "search") {
+				return forbidden("model %q is refused [server-tool]: it searches the web on every call: %s", model, serverToolWhy)
+			}
+		}
+	}
+	return nil
+}
+
+// checkTools refuses a tools array that declares a tool the harness does not run
+// itself, naming it, or that cannot be read as an array of objects without duplicate keys
+// (parsers disagree on which of two "type" keys wins).
+func checkTools(kind string, raw json.RawMessage) *refusal {
+	if isNull(raw) {
+		return nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return &refusal{http.StatusBadRequest, "request body refused: tools must be an array of objects"}
+	}
+	for i, item := range items {
+		tool, err := parseObject(item)
+		if err != nil {
+			return &refusal{http.StatusBadRequest, fmt.Sprintf("request body refused: tools[%d]: %v", i, err)}
+		}
+		var typ, name string
+		if j := fieldIndex(tool, "type"); j >= 0 && !isNull(tool[j].raw) {
+			if json.Unmarshal(tool[j].raw, &typ) != nil || typ == "" {
+				return &refusal{http.StatusBadRequest, fmt.Sprintf("request body refused: tools[%d].type must be a non-empty string", i)}
+			}
+		}
+		if j := fieldIndex(tool, "name"); j >= 0 {
+			json.Unmarshal(tool[j].raw, &name)
+		}
+		if !isClientTool(kind, typ) {
+			return &refusal{http.StatusForbidden, fmt.Sprintf("tool %q of type %q is refused [server-tool]: %s (%s tool types forwarded: %s)",
+				name, typ, serverToolWhy, kind, strings.Join(clientToolTypes[kind], ", "))}
+		}
+	}
+	return nil
+}
+
+// isClientTool says whether a tool of type typ ("" when it has none) runs in the harness.
+func isClientTool(kind, typ string) bool {
+	if typ == "" {
+		return kind == "anthropic"
+	}
+	for _, t := range clientToolTypes[kind] {
+		if prefix, ok := strings.CutSuffix(t, "*"); (ok && strings.HasPrefix(typ, prefix)) || t == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// longContextBeta returns the anthropic-beta value that turns on the 1M-token context
+// window, or "". Beyond 200k input tokens that window is billed at long-context rates
+// (twice the input rate, one and a half times the output rate) which the price table
+// does not charge, so the call is refused rather than undercounted.
+func longContextBeta(h http.Header) string {
+	for _, v := range h.Values("Anthropic-Beta") {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); strings.HasPrefix(strings.ToLower(b), "context-1m") {
+				return b
+			}
+		}
+	}
+	return ""
 }
 
 // jsonField is one member of a JSON object, in document order.

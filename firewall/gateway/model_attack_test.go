@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/meter"
 )
 
 // TestModelEndpointsOnly: only the endpoints the harnesses use are forwarded; batches,
@@ -280,7 +281,7 @@ func TestWorstCaseCharge(t *testing.T) {
 				w.WriteHeader(500)
 				io.WriteString(w, "oops")
 			}, false,
-			func(n float64) float64 { return ((n+1000)*18.75 + 128000*75) / 1e6 }},
+			func(n float64) float64 { return ((n+1000)*187.5 + 272000*600) / 1e6 }},
 		{"client hangs up before the response", "/anthropic/v1/messages",
 			`{"model":"claude-haiku-4-5","max_tokens":500,"messages":[]}`,
 			func(w http.ResponseWriter, r *http.Request) {
@@ -537,10 +538,9 @@ func TestModelRequestBodies(t *testing.T) {
 // POSTs.
 func TestBudgetEveryMethod(t *testing.T) {
 	f := newFixture(t, 0.001, nil)
-	if resp, body := f.do(t, "POST", "/anthropic/v1/messages", nil, `{"model":"claude-sonnet-4-5","max_tokens":100}`); resp.StatusCode != 200 {
-		t.Fatalf("first call: %d %s", resp.StatusCode, body)
-	}
-	f.spent(t, 1)
+	// Spent: $0.003 of $0.001 (a call can cost more than it held only if its usage
+	// passes its worst case; here the meter is charged directly).
+	f.meter.Record(meter.Usage{Model: "claude-sonnet-4-5", Input: 1000, Complete: true})
 	before := f.anthropic.count() + f.openai.count()
 	for _, tc := range []struct {
 		method, path string
@@ -560,5 +560,381 @@ func TestBudgetEveryMethod(t *testing.T) {
 	}
 	if f.anthropic.count()+f.openai.count() != before {
 		t.Fatal("a call after the budget was spent reached the upstream")
+	}
+}
+
+// parallel sends the same model call n times at once, as an agent that fans out would,
+// and returns the statuses and bodies.
+func parallel(t *testing.T, f *fixture, n int, path, body string) ([]int, []string) {
+	t.Helper()
+	statuses, bodies := make([]int, n), make([]string, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			resp, err := http.Post(f.srv.URL+path, "application/json", strings.NewReader(body))
+			if err != nil {
+				bodies[i] = err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			statuses[i], bodies[i] = resp.StatusCode, string(b)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return statuses, bodies
+}
+
+// TestParallelCallsCannotOverspend: an agent fires many calls at once against a slow
+// upstream, each of which the upstream bills in full. Whatever the interleaving, the run
+// never spends more than its budget: each call holds its worst case while in flight, and
+// the calls that would not fit are refused, in the API's own budget error, before they
+// reach the upstream.
+func TestParallelCallsCannotOverspend(t *testing.T) {
+	const budget, n = 1.0, 50
+	tests := []struct {
+		name, path, body string
+		usage            string // the JSON the slow upstream answers, its usage billed in full
+		refused          int    // the budget status of this API
+	}{
+		{"anthropic opus", "/anthropic/v1/messages",
+			`{"model":"claude-opus-4-1","max_tokens":1000,"messages":[{"role":"user","content":"go"}]}`,
+			`{"type":"message","model":"claude-opus-4-1-20250805","usage":{"input_tokens":1000,"output_tokens":1000}}`,
+			http.StatusPaymentRequired},
+		{"openai responses", "/openai/v1/responses",
+			`{"model":"gpt-5","max_output_tokens":8000,"input":"go"}`,
+			`{"object":"response","model":"gpt-5-2025-08-07","usage":{"input_tokens":1000,"output_tokens":8000}}`,
+			http.StatusTooManyRequests},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, budget, nil)
+			slow := func(w http.ResponseWriter, r *http.Request) {
+				time.Sleep(300 * time.Millisecond) // every call is in flight at once
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.usage)
+			}
+			f.anthropic.set(slow)
+			f.openai.set(slow)
+			statuses, bodies := parallel(t, f, n, tc.path, tc.body)
+			forwarded := f.anthropic.count() + f.openai.count()
+			spent := f.spent(t, forwarded)
+			if spent > budget {
+				t.Fatalf("%d parallel calls spent $%.4f of a $%.2f budget (%d reached the upstream)", n, spent, budget, forwarded)
+			}
+			if forwarded == 0 {
+				t.Fatal("no call was forwarded: the budget should let a few through")
+			}
+			refused := 0
+			for i, st := range statuses {
+				switch st {
+				case http.StatusOK:
+				case tc.refused:
+					refused++
+					if !strings.Contains(bodies[i], "worst case") || !strings.Contains(bodies[i], "max_") {
+						t.Fatalf("refusal does not say the call's worst case and how to lower it: %s", bodies[i])
+					}
+				default:
+					t.Fatalf("status %d: %s", st, bodies[i])
+				}
+			}
+			if refused+forwarded != n {
+				t.Fatalf("%d refused + %d forwarded != %d calls", refused, forwarded, n)
+			}
+			t.Logf("%d parallel calls: %d forwarded, %d refused, $%.4f spent of $%.2f", n, forwarded, refused, spent, budget)
+			if s := f.meter.Summary(); s.ReservedUSD != 0 || s.InFlight != 0 {
+				t.Fatalf("reservations left once every call settled: %+v", s)
+			}
+		})
+	}
+}
+
+// TestCallOverRemainingBudgetRefused: one call whose worst case exceeds what is left of
+// the budget is refused before it reaches the upstream, even if it would have been
+// cheap; the refusal says what is left, the call's worst case, and to lower the cap.
+func TestCallOverRemainingBudgetRefused(t *testing.T) {
+	tests := []struct {
+		name, path, body string
+		budget, spent    float64 // spent before the call
+		status           int
+		says             []string
+	}{
+		{"opus without a cap", "/anthropic/v1/messages", `{"model":"claude-opus-4-1","messages":[{"role":"user","content":"hi"}]}`,
+			1, 0, http.StatusPaymentRequired, []string{"$1.0000 left", "worst case $2.4", "32000 output tokens", "max_tokens"}},
+		{"gpt-5 without a cap", "/openai/v1/responses", `{"model":"gpt-5","input":"hi"}`,
+			1, 0, http.StatusTooManyRequests, []string{"$1.0000 left", "worst case $1.28", "max_output_tokens"}},
+		{"cheap call, little left", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":8000,"messages":[]}`,
+			1, 0.95, http.StatusPaymentRequired, []string{"$0.0500 left", "worst case $0.12", "max_tokens"}},
+		{"chat completions n=8", "/openai/v1/chat/completions", `{"model":"gpt-4o","n":8,"max_tokens":16000,"messages":[]}`,
+			1, 0, http.StatusTooManyRequests, []string{"worst case $1.28", "max_"}},
+		{"control: a capped call fits", "/anthropic/v1/messages", `{"model":"claude-opus-4-1","max_tokens":1000,"messages":[]}`,
+			1, 0, http.StatusOK, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.budget, nil)
+			if tc.spent > 0 {
+				// $3 per million input tokens: spend exactly tc.spent.
+				f.meter.Record(meter.Usage{Model: "claude-sonnet-4-5", Input: int64(tc.spent * 1e6 / 3), Complete: true})
+			}
+			resp, body := f.do(t, "POST", tc.path, nil, tc.body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d (%s), want %d", resp.StatusCode, body, tc.status)
+			}
+			if tc.status == http.StatusOK {
+				return
+			}
+			if n := f.anthropic.count() + f.openai.count(); n != 0 {
+				t.Fatal("the refused call reached the upstream")
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(body, s) {
+					t.Fatalf("refusal lacks %q: %s", s, body)
+				}
+			}
+			if a := f.auditText(t); !strings.Contains(a, "worst case") || !strings.Contains(a, `"allowed":false`) {
+				t.Fatalf("refusal not audited:\n%s", a)
+			}
+		})
+	}
+}
+
+// TestReservationSettles: a call's reservation is replaced by what it cost, or released
+// when it generated nothing, so the next call finds the budget it left.
+func TestReservationSettles(t *testing.T) {
+	// $0.10 holds one opus call capped at 1,000 output tokens (worst case ~$0.095).
+	const body = `{"model":"claude-opus-4-1","max_tokens":1000,"messages":[]}`
+	tests := []struct {
+		name     string
+		upstream http.HandlerFunc
+	}{
+		{"usage reported: the actual charge replaces the reservation", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"type":"message","model":"claude-opus-4-1","usage":{"input_tokens":10,"output_tokens":10}}`)
+		}},
+		{"nothing generated: the reservation is released", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+		}},
+		{"rate limited: the reservation is released", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 0.10, nil)
+			f.anthropic.set(tc.upstream)
+			for i := range 3 {
+				resp, b := f.do(t, "POST", "/anthropic/v1/messages", nil, body)
+				if resp.StatusCode == http.StatusPaymentRequired {
+					t.Fatalf("call %d refused: its predecessor's reservation was not settled: %s", i+1, b)
+				}
+				for deadline := time.Now().Add(5 * time.Second); f.meter.Summary().InFlight != 0; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("reservation still held: %+v", f.meter.Summary())
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestServerToolsRefused: a model call that declares a tool the provider runs itself
+// (web search, web fetch, code execution, MCP servers, file search, image generation,
+// computer use) is refused: the provider would fetch URLs the firewall's allowlist never
+// sees, a way around default-deny egress, and bill fees the meter does not count.
+func TestServerToolsRefused(t *testing.T) {
+	f := newFixture(t, 0, nil)
+	tests := []struct {
+		name, path, body string
+		status           int
+		says             string
+	}{
+		{"anthropic web search", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"search https://evil.test/?d=secret"}],"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5}]}`,
+			403, "web_search_20250305"},
+		{"claude code's WebSearch sub-call", "/anthropic/v1/messages?beta=true",
+			`{"model":"claude-sonnet-4-5-20250929","max_tokens":32000,"stream":true,"messages":[{"role":"user","content":"Perform a web search for the query: go 1.26 release notes"}],"system":[{"type":"text","text":"You are Claude Code"}],"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":8}]}`,
+			403, "web_search_20250305"},
+		{"anthropic web fetch among client tools", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":[{"name":"Bash","input_schema":{"type":"object"}},{"type":"web_fetch_20250910","name":"web_fetch"}]}`,
+			403, "web_fetch_20250910"},
+		{"anthropic code execution", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":[{"type":"code_execution_20250825","name":"code_execution"}]}`,
+			403, "code_execution_20250825"},
+		{"anthropic mcp_servers", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"mcp_servers":[{"type":"url","url":"https://evil.test/mcp","name":"x"}]}`,
+			403, "mcp_servers"},
+		{"anthropic mcp toolset", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":[{"type":"mcp_toolset","mcp_server_name":"x"}]}`,
+			403, "mcp_toolset"},
+		{"anthropic container (skills)", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"container":{"skills":[{"type":"anthropic","skill_id":"pptx"}]}}`,
+			403, "container"},
+		{"anthropic tool type spelled with an escape", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":[{"type":"web\u005fsearch_20250305","name":"web_search"}]}`,
+			403, "web_search_20250305"},
+		{"anthropic tool with two types", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":[{"type":"custom","name":"x","type":"web_search_20250305"}]}`,
+			400, "duplicate"},
+		{"anthropic tools not an array", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":{"type":"web_search_20250305"}}`,
+			400, "tools"},
+		{"anthropic count_tokens with web search", "/anthropic/v1/messages/count_tokens",
+			`{"model":"claude-sonnet-4-5","messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`,
+			403, "web_search_20250305"},
+		{"openai web_search", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"web_search"}]}`, 403, "web_search"},
+		{"openai web_search_preview", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"web_search_preview"}]}`, 403, "web_search_preview"},
+		{"openai mcp", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"mcp","server_label":"x","server_url":"https://evil.test/mcp","require_approval":"never"}]}`, 403, "mcp"},
+		{"openai code_interpreter", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"code_interpreter","container":{"type":"auto"}}]}`, 403, "code_interpreter"},
+		{"openai file_search", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]}`, 403, "file_search"},
+		{"openai computer_use_preview", "/openai/v1/responses", `{"model":"computer-use-preview","max_output_tokens":100,"input":"x","tools":[{"type":"computer_use_preview","display_width":1024,"display_height":768,"environment":"browser"}]}`, 403, "computer_use_preview"},
+		{"openai image_generation", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"image_generation"}]}`, 403, "image_generation"},
+		{"openai tool type unknown to the firewall", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"web_search_2026_01_01"}]}`, 403, "web_search_2026_01_01"},
+		{"chat completions web_search_options", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"web_search_options":{}}`, 403, "web_search_options"},
+		{"chat completions search model", "/openai/v1/chat/completions", `{"model":"gpt-4o-search-preview","max_tokens":100,"messages":[]}`, 403, "gpt-4o-search-preview"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.anthropic.count() + f.openai.count()
+			resp, body := f.do(t, "POST", tc.path, map[string]string{"X-Api-Key": testSentinel}, tc.body)
+			if resp.StatusCode != tc.status || !strings.Contains(body, tc.says) {
+				t.Fatalf("status %d (%s), want %d naming %q", resp.StatusCode, body, tc.status, tc.says)
+			}
+			if f.anthropic.count()+f.openai.count() != before {
+				t.Fatal("the refused call reached the upstream")
+			}
+		})
+	}
+	if a := f.auditText(t); strings.Count(a, "runs at the provider") < 10 {
+		t.Fatalf("server-tool refusals not audited with their reason:\n%s", a)
+	}
+}
+
+// TestClientToolsPass: the harnesses' own tools, which run in the VM, still work: a
+// Claude Code Messages request (testdata/claude_code_messages_request.json, rebuilt from
+// published captures of Claude Code's traffic: its system blocks, cache_control, thinking,
+// sixteen client tools with input_schema, tool_use and tool_result history, and its beta
+// headers) and a Codex-style Responses request (function, custom and local_shell tools)
+// are forwarded byte for byte.
+func TestClientToolsPass(t *testing.T) {
+	cc, err := os.ReadFile("testdata/claude_code_messages_request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, 5, nil)
+	tests := []struct {
+		name, path, body string
+		hdr              map[string]string
+		up               *recorder
+	}{
+		{"claude code", "/anthropic/v1/messages?beta=true", string(cc), map[string]string{
+			"Anthropic-Beta":    "claude-code-20250219,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14",
+			"Anthropic-Version": "2023-06-01", "X-App": "cli", "User-Agent": "claude-cli/2.0.36 (external, cli)",
+			"Anthropic-Dangerous-Direct-Browser-Access": "true", "X-Stainless-Helper-Method": "stream", "X-Api-Key": testSentinel,
+		}, f.anthropic},
+		{"anthropic-defined client tools", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1000,"messages":[],"tools":[{"type":"bash_20250124","name":"bash"},{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"custom","name":"x","input_schema":{"type":"object"}},{"type":"memory_20250818","name":"memory"}],"service_tier":"standard_only"}`, nil, f.anthropic},
+		{"codex", "/openai/v1/responses", `{"model":"gpt-5-codex","instructions":"You are Codex.","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}],"tools":[{"type":"function","name":"shell","description":"Runs a shell command","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"}}},"required":["command"]}},{"type":"custom","name":"apply_patch","description":"Apply a patch","format":{"type":"grammar","syntax":"lark","definition":"start: patch"}},{"type":"local_shell"}],"tool_choice":"auto","parallel_tool_calls":false,"reasoning":{"effort":"medium","summary":"auto"},"store":false,"stream":true,"include":["reasoning.encrypted_content"],"max_output_tokens":32000,"service_tier":"auto"}`, nil, f.openai},
+		{"chat completions function tools, flex tier", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"service_tier":"flex"}`, nil, f.openai},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f.openai.set(openAIChat)
+			if tc.path == "/openai/v1/responses" {
+				f.openai.set(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"object":"response","model":"gpt-5-codex","usage":{"input_tokens":100,"output_tokens":10}}`)
+				})
+			}
+			resp, body := f.do(t, "POST", tc.path, tc.hdr, tc.body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			if got := string(tc.up.lastBody(t)); got != tc.body && !strings.Contains(tc.path, "chat") {
+				t.Fatalf("body changed in transit:\n%.300s", got)
+			}
+		})
+	}
+}
+
+// TestDearerServiceRefused: a call that asks for a dearer service than the price table
+// prices (OpenAI's priority or scale tier, Anthropic's 1M-token context beta, billed at
+// long-context rates) is refused with 403 and the reason; the standard and cheaper tiers
+// pass.
+func TestDearerServiceRefused(t *testing.T) {
+	f := newFixture(t, 0, nil)
+	tests := []struct {
+		name, path, body string
+		hdr              []string // header lines, name: value
+		status           int
+		says             string
+	}{
+		{"openai priority", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":10,"input":"x","service_tier":"priority"}`, nil, 403, "priority"},
+		{"openai scale", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":10,"messages":[],"service_tier":"scale"}`, nil, 403, "scale"},
+		{"openai unknown tier", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":10,"input":"x","service_tier":"turbo"}`, nil, 403, "turbo"},
+		{"openai tier not a string", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":10,"input":"x","service_tier":["priority"]}`, nil, 403, "service_tier"},
+		{"anthropic priority", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[],"service_tier":"priority"}`, nil, 403, "priority"},
+		{"1M context beta", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[]}`,
+			[]string{"anthropic-beta: context-1m-2025-08-07"}, 403, "context-1m-2025-08-07"},
+		{"1M context beta among others", "/anthropic/v1/messages?beta=true", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[]}`,
+			[]string{"anthropic-beta: claude-code-20250219, Context-1M-2025-08-07 ,interleaved-thinking-2025-05-14"}, 403, "Context-1M-2025-08-07"},
+		{"1M context beta on a second header line", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[]}`,
+			[]string{"anthropic-beta: claude-code-20250219", "anthropic-beta: context-1m-2025-08-07"}, 403, "[long-context]"},
+		{"1M context beta on count_tokens", "/anthropic/v1/messages/count_tokens", `{"model":"claude-sonnet-4-5","messages":[]}`,
+			[]string{"anthropic-beta: context-1m-2025-08-07"}, 403, "[long-context]"},
+		{"control: openai default tier", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":10,"input":"x","service_tier":"default"}`, nil, 200, ""},
+		{"control: openai flex tier", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":10,"input":"x","service_tier":"flex"}`, nil, 200, ""},
+		{"control: tier null", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":10,"input":"x","service_tier":null}`, nil, 200, ""},
+		{"control: anthropic auto", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[],"service_tier":"auto"}`,
+			[]string{"anthropic-beta: claude-code-20250219,interleaved-thinking-2025-05-14"}, 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.anthropic.count() + f.openai.count()
+			req, _ := http.NewRequest("POST", f.srv.URL+tc.path, strings.NewReader(tc.body))
+			for _, h := range tc.hdr {
+				k, v, _ := strings.Cut(h, ": ")
+				req.Header.Add(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.says) {
+				t.Fatalf("status %d (%s), want %d naming %q", resp.StatusCode, b, tc.status, tc.says)
+			}
+			if reached := f.anthropic.count() + f.openai.count(); tc.status != 200 && reached != before {
+				t.Fatal("the refused call reached the upstream")
+			}
+		})
+	}
+}
+
+// TestDoubleEncodingRefused: %25 (an encoded '%', so a second decoding) is refused on
+// every gateway path with 400, before routing.
+func TestDoubleEncodingRefused(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) { c.APIAllow = []string{"* /**"} })
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/api/github/repos/o/r/issues/7/%2563omments"},
+		{"GET", "/api/github/repos/o/r/contents/%252e%252e/secret"},
+		{"POST", "/anthropic/v1/%256dessages"},
+		{"POST", "/openai/v1/responses%25"},
+		{"GET", "/git/o/r.git/info/refs%2525?service=git-upload-pack"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			resp, body := f.do(t, tc.method, tc.path, nil, `{"model":"gpt-5"}`)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "%25") {
+				t.Fatalf("status %d (%s), want 400 naming %%25", resp.StatusCode, body)
+			}
+		})
+	}
+	if n := f.api.count() + f.anthropic.count() + f.openai.count(); n != 0 {
+		t.Fatalf("%d double-encoded requests were forwarded", n)
 	}
 }

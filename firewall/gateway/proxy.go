@@ -32,9 +32,10 @@ type call struct {
 	path    string // upstream path below the base, escaped
 	setAuth func(http.Header)
 	reason  string // why it was allowed, for the audit log
-	// charge, when set, is the request of a call that generates tokens: its response is
-	// metered and the call is charged once, what it reported or else its worst case.
-	charge *meter.Request
+	// charge, when set, is the budget reservation of a call that generates tokens: its
+	// response is metered and the reservation settled once, to what the call reported or
+	// else its worst case, or released when nothing was generated.
+	charge *meter.Reservation
 
 	wrote    atomic.Bool // the request's headers went to the upstream
 	mu       sync.Mutex
@@ -147,8 +148,10 @@ func notGenerated(status int, bodyBytes int64) bool {
 	return false
 }
 
-// settle charges the call once. emptyError is a non-200 response without a body: the
-// upstream refused the call before generating anything, so it costs nothing.
+// settle charges the call once: its reservation is replaced by what it cost.
+// emptyError is a non-200 response without a body (or a short rate-limit or overload
+// answer): the upstream refused the call before generating anything, so it costs nothing
+// and its reservation is released.
 func (c *call) settle(u meter.Usage, emptyError bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -157,25 +160,28 @@ func (c *call) settle(u meter.Usage, emptyError bool) {
 	}
 	c.settled = true
 	if !u.Complete && emptyError {
+		c.charge.Release()
 		c.usageMsg = "not charged: an error response without a body, or a short rate-limit or overload answer (nothing was generated)"
 		return
 	}
-	ch := c.g.cfg.Meter.Settle(*c.charge, u)
+	ch := c.charge.Settle(u)
 	c.costUSD = ch.USD
 	if ch.Estimated {
 		c.usageMsg = estimateNote(ch, u)
 	} else {
 		c.usageMsg = usageNote(u, ch.Known)
 	}
+	c.usageMsg += " (held $" + strconv.FormatFloat(ch.ReservedUSD, 'f', 4, 64) + " while in flight)"
 }
 
 // settleUnsent notes a call that never reached the upstream (it failed to connect or to
-// verify TLS): nothing was generated, nothing is charged.
+// verify TLS): nothing was generated, nothing is charged, its reservation is released.
 func (c *call) settleUnsent() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.settled {
 		c.settled = true
+		c.charge.Release()
 		c.usageMsg = "not charged: the request never reached the upstream"
 	}
 }

@@ -14,9 +14,10 @@ import (
 
 // serveAPI proxies /api/github/<path> to the GitHub API with the installation token.
 // The agent's API is read-only and off unless the repository opts in: in order, a
-// request is refused when the gateway has no rules (api_allow), when it is on the
-// refusal table (hostonly.go: any write, and reads of stranger-written text), or when no
-// rule allows it.
+// request is refused when the gateway has no rules (api_allow), when a path segment
+// holds a character the matchers might not read as GitHub does (checkAPIChars, 400),
+// when it is on the refusal table (hostonly.go: any write, and reads of stranger-written
+// text, forks' code, search, alerts and secrets), or when no rule allows it.
 func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	if g.api == nil {
 		g.refuse(w, r, "github-api", http.StatusNotFound, "the GitHub API gateway is not configured")
@@ -26,7 +27,11 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, path string) 
 		g.refuse(w, r, "github-api", http.StatusForbidden, "the agent has no GitHub API: nothing is forwarded unless the repository opts in to read-only calls (gateways.api_allow)")
 		return
 	}
-	if ref := refusedAPI(r.Method, path); ref != nil {
+	if msg := checkAPIChars(path); msg != "" {
+		g.refuse(w, r, "github-api", http.StatusBadRequest, msg)
+		return
+	}
+	if ref := refusedAPI(r.Method, path, r.URL.RawQuery); ref != nil {
 		g.refuse(w, r, "github-api", http.StatusForbidden, fmt.Sprintf("%s %s is refused whatever api_allow says [%s]: %s", r.Method, path, ref.name, ref.why))
 		return
 	}
@@ -44,7 +49,10 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, path string) 
 
 // serveModel proxies a model API call: only the endpoints the harnesses use, only while
 // the run's budget lasts, with the body read first so that the call can be charged its
-// worst case if its response reports no usage.
+// worst case if its response reports no usage, and refused if it asks for what the
+// firewall does not allow (server tools, dearer tiers, the 1M-token context beta). A
+// call that generates tokens holds its worst case against the budget until it ends, and
+// is refused when that does not fit in what is left.
 func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request, up *upstream, kind, path string) {
 	if up == nil {
 		g.refuse(w, r, kind, http.StatusNotFound, "the "+kind+" gateway is not configured")
@@ -63,15 +71,26 @@ func (g *Gateway) serveModel(w http.ResponseWriter, r *http.Request, up *upstrea
 			return
 		}
 	}
-	var charge *meter.Request
+	var charge *meter.Reservation
 	if r.Method == http.MethodPost {
-		mr, ref := readModelRequest(r, ep)
+		if beta := longContextBeta(r.Header); kind == "anthropic" && beta != "" {
+			g.refuse(w, r, kind, http.StatusForbidden, fmt.Sprintf("anthropic-beta %q is refused [long-context]: the 1M-token context window bills input beyond 200k tokens at long-context rates (2x input, 1.5x output) that the price table does not charge; work within the standard 200k window", beta))
+			return
+		}
+		mr, ref := readModelRequest(r, kind, ep)
 		if ref != nil {
 			g.refuse(w, r, kind, ref.status, ref.msg)
 			return
 		}
 		if ep.generates && g.cfg.Meter != nil {
-			charge = &mr
+			// Last before forwarding: from here the call is settled or released
+			// whatever happens (call.forward).
+			res, err := g.cfg.Meter.Reserve(mr)
+			if err != nil {
+				g.refuseBudget(w, r, kind, err.Error())
+				return
+			}
+			charge = res
 		}
 	}
 	var setAuth func(http.Header)

@@ -2,10 +2,12 @@ package meter
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -126,12 +128,13 @@ func TestCost(t *testing.T) {
 		known bool
 	}{
 		{"sonnet with cache", Usage{Model: "claude-sonnet-4-5-20250929", Input: 1e6, Output: 1e6, CacheWrite: 1e6, CacheRead: 1e6}, 3 + 15 + 3.75 + 0.3, true},
-		{"longest prefix wins", Usage{Model: "claude-opus-4-5", Input: 1e6}, 5, true},
+		{"the exact row, not a shorter name", Usage{Model: "claude-opus-4-5", Input: 1e6}, 5, true},
 		{"opus 4", Usage{Model: "claude-opus-4-20250514", Input: 1e6}, 15, true},
 		{"openai cached part of input", Usage{Model: "gpt-5", Input: 1e6, CacheRead: 4e5, CachedIncluded: true, Output: 1e5}, 0.6*1.25 + 0.4*0.125 + 1, true},
 		{"gpt-5-mini not gpt-5", Usage{Model: "gpt-5-mini-2025-08-07", Input: 1e6}, 0.25, true},
-		{"unknown model uses default", Usage{Model: "mystery-1", Input: 1e6, Output: 1e6}, 90, false},
-		{"prefix without dash is not a match", Usage{Model: "gpt-5x", Input: 1e6}, 15, false},
+		{"unknown model uses default", Usage{Model: "mystery-1", Input: 1e6, Output: 1e6}, 750, false},
+		{"prefix without dash is not a match", Usage{Model: "gpt-5x", Input: 1e6}, 150, false},
+		{"prefix with a dash is not a match either", Usage{Model: "gpt-5-turbo", Input: 1e6}, 150, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,7 +170,7 @@ func TestParsePricesStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pr, known := p.Lookup("a-1"); !known || pr.MaxOutput != 10 || pr.Context != 100 {
+	if pr, known := p.Lookup("a-20250101"); !known || pr.MaxOutput != 10 || pr.Context != 100 {
 		t.Fatalf("Lookup = %+v %v", pr, known)
 	}
 }
@@ -183,7 +186,7 @@ func TestDefaultRowBoundsEveryModel(t *testing.T) {
 		if pr.MaxOutput > p.Default.MaxOutput || pr.Context > p.Default.Context {
 			t.Errorf("%s has larger limits than the default row", name)
 		}
-		if pr.Input > p.Default.Input || pr.Output > p.Default.Output || pr.CacheWrite > p.Default.CacheWrite {
+		if pr.Input > p.Default.Input || pr.Output > p.Default.Output || pr.CacheWrite > p.Default.CacheWrite || pr.CacheRead > p.Default.CacheRead {
 			t.Errorf("%s is dearer than the default row", name)
 		}
 	}
@@ -216,7 +219,7 @@ func TestWorstCase(t *testing.T) {
 			Usage{Model: "gpt-5", Input: 5000, CacheRead: 4000, CachedIncluded: true},
 			5000, 5, (5000*1.25 + 5*10) / 1e6, true},
 		{"unknown model: default price and limits", Request{Model: "mystery-9"}, Usage{},
-			1000, 128000, (1000*18.75 + 128000*75) / 1e6, false},
+			1000, 272000, (1000*187.5 + 272000*600) / 1e6, false},
 		{"model from the response when the request named none", Request{Bytes: 0, MaxOutput: 10}, Usage{Model: "gpt-4o"},
 			1000, 10, (1000*2.5 + 10*10) / 1e6, true},
 	}
@@ -239,15 +242,111 @@ func TestSettle(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := Request{Model: "claude-haiku-4-5", Bytes: 100, MaxOutput: 1000}
-	ch := m.Settle(req, Usage{Model: "claude-haiku-4-5", Input: 10, Output: 20, Complete: true})
+	settle := func(u Usage) Charge {
+		r, err := m.Reserve(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Settle(u)
+	}
+	ch := settle(Usage{Model: "claude-haiku-4-5", Input: 10, Output: 20, Complete: true})
 	if ch.Estimated || math.Abs(ch.USD-(10*1.0+20*5)/1e6) > 1e-12 {
 		t.Fatalf("complete usage: %+v", ch)
 	}
-	ch = m.Settle(req, Usage{Model: "claude-haiku-4-5", Input: 10, Output: 2})
-	if want := (1100*1.25 + 1000*5) / 1e6; !ch.Estimated || math.Abs(ch.USD-want) > 1e-12 {
-		t.Fatalf("cut-off usage: %+v, want $%v estimated", ch, want)
+	ch = settle(Usage{Model: "claude-haiku-4-5", Input: 10, Output: 2})
+	if want := (1100*1.25 + 1000*5) / 1e6; !ch.Estimated || math.Abs(ch.USD-want) > 1e-12 || ch.ReservedUSD != want {
+		t.Fatalf("cut-off usage: %+v, want $%v estimated, as reserved", ch, want)
 	}
-	if s := m.Summary(); s.Calls != 2 || s.Estimated != 1 || s.Partial != 1 {
+	if s := m.Summary(); s.Calls != 2 || s.Estimated != 1 || s.Partial != 1 || s.InFlight != 0 || s.ReservedUSD != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+// TestReserve: calls hold their worst case while in flight; a call whose worst case does
+// not fit in what the spend and the calls in flight leave is refused, and says so; a
+// settled call holds what it cost, a released one nothing; a budget of 0 refuses nothing.
+func TestReserve(t *testing.T) {
+	// Worst case of one call: (0 bytes + 1000 framing) × $3.75 + 1000 × $15 = $0.01875.
+	one := Request{Model: "claude-sonnet-4-5", MaxOutput: 1000}
+	const worst = (1000*3.75 + 1000*15) / 1e6
+	tests := []struct {
+		name   string
+		budget float64
+		// steps: "r" reserves (and must succeed), "x" reserves and must be refused,
+		// "s" settles the oldest hold with a small usage, "l" releases the oldest hold.
+		steps           string
+		spent, reserved float64
+		inFlight, calls int
+	}{
+		{"holds add up to the budget", 3 * worst, "rrrx", 0, 3 * worst, 3, 0},
+		{"a release frees the hold", 2 * worst, "rrxlr", 0, 2 * worst, 2, 0},
+		{"a settle keeps only the cost", 2*worst + 0.00002, "rrxsr", 0.000015, 2 * worst, 2, 1},
+		{"no budget: nothing refused", 0, "rrrrrrrrrr", 0, 10 * worst, 10, 0},
+		{"one call over the budget", worst / 2, "x", 0, 0, 0, 0},
+		{"all settled", worst + 3*0.000015, "rsrsrs", 3 * 0.000015, 0, 0, 3},
+		{"the spend counts", worst + 0.00001, "rsx", 0.000015, 0, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(prices(t), tc.budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var held []*Reservation
+			for i, st := range tc.steps {
+				switch st {
+				case 'r', 'x':
+					r, err := m.Reserve(one)
+					if (err == nil) != (st == 'r') {
+						t.Fatalf("step %d: Reserve err=%v", i, err)
+					}
+					if err != nil {
+						var be *BudgetError
+						if !errors.As(err, &be) || !strings.Contains(err.Error(), "worst case $0.018") || !strings.Contains(err.Error(), "max_tokens") {
+							t.Fatalf("step %d: refusal %v does not give the worst case and the remedy", i, err)
+						}
+						continue
+					}
+					held = append(held, r)
+				case 's':
+					held[0].Settle(Usage{Model: "claude-sonnet-4-5", Output: 1, Complete: true})
+					held[0].Settle(Usage{Model: "claude-sonnet-4-5", Output: 1e6, Complete: true}) // only the first counts
+					held = held[1:]
+				case 'l':
+					held[0].Release()
+					held[0].Release()
+					held = held[1:]
+				}
+			}
+			s := m.Summary()
+			if math.Abs(s.SpentUSD-tc.spent) > 1e-12 || math.Abs(s.ReservedUSD-tc.reserved) > 1e-12 || s.InFlight != tc.inFlight || s.Calls != tc.calls {
+				t.Fatalf("summary %+v, want spent $%v reserved $%v in flight %d calls %d", s, tc.spent, tc.reserved, tc.inFlight, tc.calls)
+			}
+		})
+	}
+}
+
+// TestReserveRace: however many calls reserve and settle at once, the spend never passes
+// the budget when each costs at most its worst case.
+func TestReserveRace(t *testing.T) {
+	const budget = 1.0
+	m, err := New(prices(t), budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Model: "claude-opus-4-1", MaxOutput: 1000}
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			r, err := m.Reserve(req)
+			if err != nil {
+				return
+			}
+			r.Settle(Usage{Model: "claude-opus-4-1", Input: 1000, Output: 1000, Complete: true})
+		})
+	}
+	wg.Wait()
+	if s := m.Summary(); s.SpentUSD > budget || s.InFlight != 0 || s.Calls == 0 {
 		t.Fatalf("summary %+v", s)
 	}
 }
@@ -264,7 +363,7 @@ func TestBudget(t *testing.T) {
 	if err := m.Check(); err != nil {
 		t.Fatalf("under budget refused: %v", err)
 	}
-	m.Record(Usage{Model: "unknown", Output: 10}) // default row, incomplete: $0.00075
+	m.Record(Usage{Model: "unknown", Output: 10}) // default row, incomplete: $0.006
 	err = m.Check()
 	if err == nil || !strings.Contains(err.Error(), "budget of $0.00") {
 		t.Fatalf("over budget: %v", err)
@@ -322,5 +421,50 @@ func BenchmarkParserSSE(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		feed(NewParser("text/event-stream"), body, 512)
+	}
+}
+
+// TestDearerVariantsNotPricedAsTheirBase: a model is priced by a row only when it is the
+// row's name exactly, or that name followed by a date or -latest; a dearer variant
+// (o3-pro, gpt-5-pro, o1-pro, a deep-research model) is never priced as its cheaper base
+// by sharing a prefix. Prices are USD per million output tokens.
+func TestDearerVariantsNotPricedAsTheirBase(t *testing.T) {
+	p := prices(t)
+	tests := []struct {
+		model  string
+		output float64 // what a million output tokens cost
+		known  bool
+	}{
+		{"o3-pro-2025-06-10", 80, true},
+		{"o3-pro", 80, true},
+		{"gpt-5-pro-2025-10-06", 120, true},
+		{"gpt-5-pro", 120, true},
+		{"o1-pro", 600, true},
+		{"o1-pro-2025-03-19", 600, true},
+		{"o3-deep-research", p.Default.Output, false},
+		{"o3-deep-research-2025-06-26", p.Default.Output, false},
+		{"gpt-5-codex-max", p.Default.Output, false},
+		{"claude-opus-4-5-fast", p.Default.Output, false},
+		{"gpt-5-2025", p.Default.Output, false},      // not a date
+		{"gpt-5-20250807x", p.Default.Output, false}, // not a date
+		{"gpt-5-2025-08-07-pro", p.Default.Output, false},
+		{"o3-2025-04-16", 8, true},
+		{"gpt-5-2025-08-07", 10, true},
+		{"gpt-5-mini-2025-08-07", 2, true},
+		{"claude-sonnet-4-5-20250929", 15, true},
+		{"claude-3-opus-latest", 75, true},
+		{"claude-opus-4-1-20250805", 75, true},
+		{"gpt-5-chat-latest", 10, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.model, func(t *testing.T) {
+			usd, known := p.Cost(Usage{Model: tc.model, Output: 1e6})
+			if math.Abs(usd-tc.output) > 1e-9 || known != tc.known {
+				t.Fatalf("%s: $%v per million output tokens known=%v, want $%v known=%v", tc.model, usd, known, tc.output, tc.known)
+			}
+		})
+	}
+	if p.Default.Output < 600 || p.Default.Input < 150 {
+		t.Fatalf("the default row ($%v/$%v) is below o1-pro's list price", p.Default.Input, p.Default.Output)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
-	"strings"
+	"regexp"
 
 	"gopkg.in/yaml.v3"
 )
@@ -74,18 +74,21 @@ func ParsePrices(data []byte) (*Prices, error) {
 }
 
 // Lookup returns the price of model and whether the model was found (otherwise the
-// default row is returned). Token limits a model row leaves out are the default row's.
+// default row is returned). A model matches a row only when it is the row's name, or the
+// name followed by a snapshot date ("-2025-08-07", "-20250514") or "-latest": never by a
+// shared prefix, since a longer name is often a dearer variant of the shorter one
+// ("o3-pro" of "o3", "gpt-5-pro" of "gpt-5"), which the default row covers until the
+// table has its own row. Token limits a model row leaves out are the default row's.
 func (p *Prices) Lookup(model string) (Price, bool) {
-	best, found := "", false
-	for name := range p.Models {
-		if (model == name || strings.HasPrefix(model, name+"-")) && len(name) > len(best) {
-			best, found = name, true
+	pr, found := p.Models[model]
+	if !found {
+		if base, ok := snapshotBase(model); ok {
+			pr, found = p.Models[base]
 		}
 	}
 	if !found {
 		return p.Default, false
 	}
-	pr := p.Models[best]
 	if pr.MaxOutput == 0 {
 		pr.MaxOutput = p.Default.MaxOutput
 	}
@@ -93,6 +96,19 @@ func (p *Prices) Lookup(model string) (Price, bool) {
 		pr.Context = p.Default.Context
 	}
 	return pr, true
+}
+
+// snapshotDate is the suffix a provider adds to a model's name for a dated snapshot of
+// it, or "-latest" for the alias of its newest one.
+var snapshotDate = regexp.MustCompile(`-(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{8}|latest)$`)
+
+// snapshotBase returns model without its snapshot suffix, if it has one.
+func snapshotBase(model string) (string, bool) {
+	loc := snapshotDate.FindStringIndex(model)
+	if loc == nil || loc[0] == 0 {
+		return "", false
+	}
+	return model[:loc[0]], true
 }
 
 // Cost prices u. known is false when the model was not in the table.
