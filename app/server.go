@@ -17,14 +17,8 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/tokenexchange"
 	"github.com/bumperdev/bumper/app/workitem"
-)
 
-// Log keys of the server's own lines.
-const (
-	LogKeyAddress      = "address"
-	LogKeyItems        = "items"
-	LogKeyRepositories = "repositories"
-	LogKeyUntrusted    = "untrusted"
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // Options are what tests and benchmarks change beyond the configuration.
@@ -148,7 +142,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("failed to rebuild the ledger from GitHub: %w", err)
 	}
-	log.Info().Int(LogKeyItems, st.Items).Int(LogKeyRepositories, st.Repositories).Int(LogKeyUntrusted, st.Untrusted).Msg("ledger rebuilt")
+	log.Info().Int(logkey.Items, st.Items).Int(logkey.Repositories, st.Repositories).Int(logkey.Untrusted, st.Untrusted).Msg("ledger rebuilt")
 	ln, err := net.Listen("tcp", s.cfg.Server.Address)
 	if err != nil {
 		return fmt.Errorf("failed to listen on %s: %w", s.cfg.Server.Address, err)
@@ -157,7 +151,7 @@ func (s *Server) Run(ctx context.Context) error {
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info().Str(LogKeyAddress, ln.Addr().String()).Msg("bumper serve is listening")
+	log.Info().Str(logkey.Address, ln.Addr().String()).Msg("bumper serve is listening")
 	select {
 	case err := <-errc:
 		return fmt.Errorf("failed to serve: %w", err)

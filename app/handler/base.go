@@ -15,14 +15,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ghclient"
 	"github.com/bumperdev/bumper/app/workitem"
-)
 
-// Log keys the handlers add.
-const (
-	LogKeyAction     = "action"
-	LogKeyRepository = "repository"
-	LogKeyItems      = "items"
-	LogKeyUntrusted  = "untrusted"
 )
 
 // Base is what every handler shares.

@@ -7,6 +7,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/workitem"
+
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // Installation handles `installation`: a new installation's repositories are indexed;
@@ -40,7 +42,7 @@ func forgetRepos(ctx context.Context, b Base, repos []*gogithub.Repository) {
 	for _, r := range repos {
 		n := b.Service.ForgetRepository(r.GetFullName())
 		b.Connector.Forget(r.GetFullName())
-		zerolog.Ctx(ctx).Info().Str(LogKeyRepository, r.GetFullName()).Int(LogKeyItems, n).Msg("forgot a repository")
+		zerolog.Ctx(ctx).Info().Str(logkey.Repository, r.GetFullName()).Int(logkey.Items, n).Msg("forgot a repository")
 	}
 }
 
@@ -54,7 +56,7 @@ func indexRepos(ctx context.Context, b Base, gh workitem.GitHub, inst int64, rep
 		if err != nil {
 			return err
 		}
-		zerolog.Ctx(ctx).Info().Str(LogKeyRepository, r.GetFullName()).Int(LogKeyItems, items).Int(LogKeyUntrusted, bad).Msg("indexed a repository")
+		zerolog.Ctx(ctx).Info().Str(logkey.Repository, r.GetFullName()).Int(logkey.Items, items).Int(logkey.Untrusted, bad).Msg("indexed a repository")
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/bumperdev/bumper/app/workitem"
+
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // Issues handles `issues`: labeled, unlabeled, edited, closed, reopened.
@@ -28,7 +30,7 @@ func (h *Issues) Handle(ctx context.Context, _, delivery string, payload []byte)
 	}
 	inst := ev.GetInstallation().GetID()
 	ctx, log := githubapp.PreparePRContext(ctx, inst, ev.GetRepo(), ev.GetIssue().GetNumber())
-	log.Debug().Str(LogKeyAction, ev.GetAction()).Msg("issues event")
+	log.Debug().Str(logkey.Action, ev.GetAction()).Msg("issues event")
 	return h.run(ctx, delivery, ev.GetRepo(), inst, func(ctx context.Context, gh workitem.GitHub) error {
 		return h.Service.HandleIssue(ctx, gh, workitem.IssueEvent{Delivery: delivery, Action: ev.GetAction(),
 			Repo: repoOf(ev.GetRepo()), Issue: issueOf(ev.GetIssue()), Label: ev.GetLabel().GetName(),

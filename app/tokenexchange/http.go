@@ -15,16 +15,8 @@ import (
 
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
-)
 
-// Log keys of the audit lines.
-const (
-	LogKeyAudit    = "audit"
-	LogKeyEndpoint = "endpoint"
-	LogKeyRunID    = "run_id"
-	LogKeyWorkItem = "work_item"
-	LogKeyReason   = "reason"
-	LogKeyAttempt  = "attempt"
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // maxBody bounds request bodies; call-backs are small.
@@ -92,7 +84,7 @@ func decode(body []byte, v any) error {
 
 func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	log := zerolog.Ctx(ctx).With().Str(LogKeyEndpoint, wire.PathTokenExchange).Logger()
+	log := zerolog.Ctx(ctx).With().Str(logkey.Endpoint, wire.PathTokenExchange).Logger()
 	ctx = log.WithContext(ctx)
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
@@ -120,14 +112,14 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "the token exchange failed; try again")
 		return
 	}
-	log.Info().Str(LogKeyAudit, "token-exchange-granted").Str(LogKeyWorkItem, resp.WorkItem).
-		Str(LogKeyRunID, id.RunID).Int(LogKeyAttempt, resp.Attempt).Msg("granted run credentials")
+	log.Info().Str(logkey.Audit, "token-exchange-granted").Str(logkey.WorkItem, resp.WorkItem).
+		Str(logkey.RunID, id.RunID).Int(logkey.Attempt, resp.Attempt).Msg("granted run credentials")
 	writeJSON(w, http.StatusOK, resp)
 }
 
 func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID, reason string) {
-	zerolog.Ctx(ctx).Warn().Str(LogKeyAudit, "refused").Str(LogKeyWorkItem, item).
-		Str(LogKeyRunID, runID).Str(LogKeyReason, reason).Msg("refused a runner request")
+	zerolog.Ctx(ctx).Warn().Str(logkey.Audit, "refused").Str(logkey.WorkItem, item).
+		Str(logkey.RunID, runID).Str(logkey.Reason, reason).Msg("refused a runner request")
 	writeError(w, http.StatusForbidden, reason)
 }
 
@@ -135,7 +127,7 @@ func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID
 func (h *Handler) callback(scope string, fn func(ctx context.Context, c wire.RunClaims, body []byte) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		log := zerolog.Ctx(ctx).With().Str(LogKeyEndpoint, r.URL.Path).Logger()
+		log := zerolog.Ctx(ctx).With().Str(logkey.Endpoint, r.URL.Path).Logger()
 		ctx = log.WithContext(ctx)
 		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
+
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // CommentEvent is an issue_comment "created" webhook, translated. Edited comments never
@@ -59,7 +61,7 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 		if no.bot {
 			return nil
 		}
-		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Author).Str(LogKeyCommand, cmd.Name).Str(LogKeyReason, no.why).Msg("refused a command")
+		zerolog.Ctx(ctx).Info().Str(logkey.User, ev.Author).Str(logkey.Command, cmd.Name).Str(logkey.Reason, no.why).Msg("refused a command")
 		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Sorry @%s, only %s can give Bumper commands here; %s. Nothing was changed.",
 			ev.Author, who(pol), no.why))
 	}
@@ -110,7 +112,7 @@ func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEv
 	// made just now.
 	changed, _ := s.noteSpec(it, ev.Issue, "", "title or body")
 	if why := s.approveRefusal(rec, cmd); why != "" {
-		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Author).Str(LogKeyReason, why).Msg("refused an approval")
+		zerolog.Ctx(ctx).Info().Str(logkey.User, ev.Author).Str(logkey.Reason, why).Msg("refused an approval")
 		if changed {
 			if err := s.save(ctx, gh, it, ev.Delivery); err != nil {
 				return err

@@ -12,6 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
+
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // The stages a run is dispatched for (the workflow's `stage` input).
@@ -47,7 +49,7 @@ func (s *Service) Stale(ctx context.Context, err error) {
 	var de *dispatchedElsewhere
 	if errors.As(err, &de) {
 		s.idx.Delete(de.item)
-		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, de.item).Msg("another replica moved the work item; reloading it next time")
+		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, de.item).Msg("another replica moved the work item; reloading it next time")
 	}
 }
 
@@ -70,7 +72,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 		return fmt.Errorf("failed to claim dispatch %s: %w", key, err)
 	}
 	if !created {
-		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Str(LogKeyDispatch, key).Msg("dispatch already made; standing down")
+		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("dispatch already made; standing down")
 		return &dispatchedElsewhere{item: rec.ID()}
 	}
 	nonce, err := newNonce()
@@ -89,7 +91,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 		if mErr := s.move(ctx, it, ledger.Failed, reason); mErr != nil {
 			return errors.Join(err, mErr)
 		}
-		zerolog.Ctx(ctx).Error().Err(err).Str(LogKeyWorkItem, rec.ID()).Msg("dispatch failed")
+		zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Msg("dispatch failed")
 		return nil
 	}
 	att.RunID = runID
@@ -97,8 +99,8 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 	if err := s.idx.PutDispatch(ledger.Dispatch{Key: key, ItemID: rec.ID(), RunID: runID}); err != nil {
 		return err
 	}
-	zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Int(LogKeyAttempt, n).Int64(LogKeyRunID, runID).
-		Str(LogKeyStage, stage).Msg("dispatched a run")
+	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
+		Str(logkey.Stage, stage).Msg("dispatched a run")
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/ledger"
+
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // IssueEvent is an `issues` webhook, translated.
@@ -97,7 +99,7 @@ func (s *Service) HandleIssue(ctx context.Context, gh GitHub, ev IssueEvent) err
 		if no, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
 			return err
 		} else if no != nil {
-			zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Sender).Str(LogKeyReason, no.why).Msg("a reopening did not restart a stopped work item")
+			zerolog.Ctx(ctx).Info().Str(logkey.User, ev.Sender).Str(logkey.Reason, no.why).Msg("a reopening did not restart a stopped work item")
 			return nil
 		}
 		if err := s.move(ctx, it, ledger.AwaitingApproval, fmt.Sprintf("@%s reopened the issue", ev.Sender)); err != nil {
@@ -123,7 +125,7 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 	if no, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
 		return err
 	} else if no != nil {
-		zerolog.Ctx(ctx).Info().Str(LogKeyUser, ev.Sender).Str(LogKeyReason, no.why).Msg("refused a labelling")
+		zerolog.Ctx(ctx).Info().Str(logkey.User, ev.Sender).Str(logkey.Reason, no.why).Msg("refused a labelling")
 		if no.bot {
 			return nil // bots get no answer: two bots could otherwise talk forever
 		}
@@ -208,7 +210,7 @@ func who(pol Policy) string {
 // markUntrusted moves an item whose record cannot be trusted to the error state, in a
 // fresh record that says why; the old one is not carried over.
 func (s *Service) markUntrusted(ctx context.Context, gh GitHub, repo Repo, is Issue, commentID int64, cause error, requester string) error {
-	zerolog.Ctx(ctx).Warn().Err(cause).Str(LogKeyWorkItem, ledger.ID(repo.FullName, is.Number)).Msg("untrusted work item record")
+	zerolog.Ctx(ctx).Warn().Err(cause).Str(logkey.WorkItem, ledger.ID(repo.FullName, is.Number)).Msg("untrusted work item record")
 	if requester == "" {
 		requester = "unknown"
 	}

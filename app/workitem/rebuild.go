@@ -11,6 +11,8 @@ import (
 
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
+
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // RebuildStats says what a rebuild found.
@@ -110,7 +112,7 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 			return false, err
 		}
 	}
-	zerolog.Ctx(ctx).Debug().Str(LogKeyWorkItem, id).Str(LogKeyState, string(rec.State)).Msg("rebuilt work item")
+	zerolog.Ctx(ctx).Debug().Str(logkey.WorkItem, id).Str(logkey.State, string(rec.State)).Msg("rebuilt work item")
 	return true, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
+
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // RunEvent is a workflow_run or workflow_job webhook about a run, translated.
@@ -86,7 +88,7 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 	} else {
 		reason += "; a maintainer can comment /retry"
 	}
-	zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Int(LogKeyAttempt, attempt).Str(LogKeyConclusion, conclusion).Msg("run ended")
+	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, attempt).Str(logkey.Conclusion, conclusion).Msg("run ended")
 	return s.move(ctx, it, ledger.Failed, reason)
 }
 
@@ -159,14 +161,14 @@ func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error
 	if it.rec.PullRequest == 0 || it.rec.PullRequest != ev.Number {
 		// Once checked, the number is the pull request's identity in the repository:
 		// later pushes by maintainers to its branch do not make it someone else's.
-		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, it.rec.ID()).Int(LogKeyPull, ev.Number).Str(LogKeyUser, ev.Author).Str(LogKeyHeadRepo, ev.HeadRepo).
-			Str(LogKeyReason, "not the pull request the run reported and the App checked").Msg("pull request is not the work item's; ignored")
+		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, it.rec.ID()).Int(logkey.Pull, ev.Number).Str(logkey.User, ev.Author).Str(logkey.HeadRepo, ev.HeadRepo).
+			Str(logkey.Reason, "not the pull request the run reported and the App checked").Msg("pull request is not the work item's; ignored")
 		return nil
 	}
 	if ev.Action != "closed" {
 		// opened, reopened, synchronize: the runner reports its pull request itself; the
 		// fix rounds are the runner's.
-		zerolog.Ctx(ctx).Debug().Str(LogKeyWorkItem, it.rec.ID()).Str(LogKeyAction, ev.Action).Msg("pull request event needs no change")
+		zerolog.Ctx(ctx).Debug().Str(logkey.WorkItem, it.rec.ID()).Str(logkey.Action, ev.Action).Msg("pull request event needs no change")
 		return nil
 	}
 	if it.rec.State.Terminal() {

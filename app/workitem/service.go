@@ -13,24 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
-)
 
-// Log keys of the App's domain logs.
-const (
-	LogKeyWorkItem   = "work_item"
-	LogKeyState      = "state"
-	LogKeyFrom       = "from_state"
-	LogKeyAttempt    = "attempt"
-	LogKeyRunID      = "run_id"
-	LogKeyUser       = "user"
-	LogKeyReason     = "reason"
-	LogKeyStage      = "stage"
-	LogKeyDispatch   = "dispatch"
-	LogKeyConclusion = "conclusion"
-	LogKeyCommand    = "command"
-	LogKeyAction     = "action"
-	LogKeyPull       = "pull_request"
-	LogKeyHeadRepo   = "head_repo"
+	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // Options configure a Service.
@@ -217,8 +201,8 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 				return fmt.Errorf("failed to remove label %s from %s: %w", from.Label(), rec.ID(), err)
 			}
 		}
-		zerolog.Ctx(ctx).Info().Str(LogKeyWorkItem, rec.ID()).Str(LogKeyFrom, string(from)).
-			Str(LogKeyState, string(rec.State)).Str(LogKeyReason, rec.Reason).Msg("work item moved")
+		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.From, string(from)).
+			Str(logkey.State, string(rec.State)).Str(logkey.Reason, rec.Reason).Msg("work item moved")
 	}
 	if err := s.idx.Put(rec, it.commentID); err != nil {
 		return err
@@ -231,7 +215,7 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 // logged and refused.
 func (s *Service) move(ctx context.Context, it *item, to ledger.State, reason string) error {
 	if err := it.rec.MoveTo(to, reason); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str(LogKeyWorkItem, it.rec.ID()).Msg("refused a state change")
+		zerolog.Ctx(ctx).Warn().Err(err).Str(logkey.WorkItem, it.rec.ID()).Msg("refused a state change")
 		return err
 	}
 	return nil

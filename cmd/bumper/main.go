@@ -20,6 +20,8 @@ import (
 // command is one `bumper <name>` subcommand.
 type command struct {
 	summary string
+	// doc is the page of docs/ that explains the command.
+	doc string
 	// run gets the arguments after the command name. It returns errUsage (wrapped or
 	// not) when the arguments are wrong, so main can point at the command's help.
 	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -30,14 +32,14 @@ var errUsage = errors.New("usage error")
 
 func commands() map[string]command {
 	return map[string]command{
-		"version":     {summary: "print the version of this build", run: runVersion},
-		"serve":       {summary: "run the GitHub App: webhooks, dispatch, token exchange (--config FILE)", run: runServe},
-		"emulator":    {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", run: runEmulator},
-		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs), or prune the image cache", run: runImage},
-		"firewall":    {summary: "run the default-deny egress proxy with gateways and audit log", run: runFirewall},
-		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", run: runAudit},
-		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", run: runGuestAgent},
-		"sandbox":     {summary: "run a command in a microVM behind the firewall: bumper sandbox run -- CMD", run: runSandbox},
+		"version":     {summary: "print the version of this build", doc: "CONTRIBUTING.md", run: runVersion},
+		"serve":       {summary: "run the GitHub App: webhooks, dispatch, token exchange (--config FILE)", doc: "docs/install.md", run: runServe},
+		"emulator":    {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", doc: "docs/emulator.md", run: runEmulator},
+		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs), or prune the image cache", doc: "docs/runner.md", run: runImage},
+		"firewall":    {summary: "run the default-deny egress proxy with gateways and audit log", doc: "docs/firewall.md", run: runFirewall},
+		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", doc: "docs/firewall.md", run: runAudit},
+		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", doc: "docs/runner.md", run: runGuestAgent},
+		"sandbox":     {summary: "run a command in a microVM behind the firewall: bumper sandbox run -- CMD", doc: "docs/runner.md", run: runSandbox},
 	}
 }
 
@@ -54,7 +56,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if c, ok := cmds[args[1]]; ok {
-				return exitCode(c.run(ctx, []string{"-h"}, stdout, stderr), args[1], stderr)
+				code := exitCode(c.run(ctx, []string{"-h"}, stdout, stderr), args[1], stderr)
+				fmt.Fprintf(stderr, "\nDocumentation: %s (%s)\n", c.doc, docsURL+c.doc)
+				return code
 			}
 			fmt.Fprintf(stderr, "bumper: unknown command %q; run 'bumper help' for the list\n", args[1])
 			return 2
@@ -109,7 +113,12 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, n, cmds[n].summary)
 	}
 	fmt.Fprintf(w, "  %-*s  %s\n", width, "help", "print this list, or 'bumper help <command>' for one command's flags")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Documentation: README.md and docs/ in the source (%s)\n", docsURL+"docs/README.md")
 }
+
+// docsURL is where the documentation is read without a checkout.
+const docsURL = "https://github.com/bumperdev/bumper/blob/main/"
 
 // newFlagSet returns a flag set that reports errors instead of exiting, with a usage
 // line naming the command.

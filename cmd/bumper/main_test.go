@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -46,5 +48,23 @@ func TestRun(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
 		{name: "help for unknown command", args: []string{"help", "frobnicate"}, wantCode: 2, wantStderr: "unknown command"},
 		{name: "bad flag", args: []string{"version", "--nope"}, wantCode: 2, wantStderr: "bumper help version"},
+		{name: "help points at the docs", args: []string{"help"}, wantCode: 0, wantStdout: "docs/README.md"},
+		{name: "a command's help points at its page", args: []string{"help", "firewall"}, wantCode: 0, wantStderr: "Documentation: docs/firewall.md"},
 	})
+}
+
+// TestCommandDocsExist: every page `bumper help` points at is there.
+func TestCommandDocsExist(t *testing.T) {
+	for name, c := range commands() {
+		if c.doc == "" {
+			t.Errorf("command %s names no documentation page", name)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", "..", c.doc)); err != nil {
+			t.Errorf("command %s points at %s: %v", name, c.doc, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", "docs", "README.md")); err != nil {
+		t.Error(err)
+	}
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
-// TestREADMEListsEveryRoute keeps the README's route table true.
-func TestREADMEListsEveryRoute(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestDocsListEveryRoute keeps the route table of docs/emulator.md true.
+func TestDocsListEveryRoute(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/emulator.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestREADMEListsEveryRoute(t *testing.T) {
 		method, path, _ := strings.Cut(r, " ")
 		row := "| `" + method + "` | `" + strings.ReplaceAll(path, "...}", "}") + "` |"
 		if !strings.Contains(string(readme), row) {
-			t.Errorf("README lacks the route row %s", row)
+			t.Errorf("docs/emulator.md lacks the route row %s", row)
 		}
 	}
 }
