@@ -101,6 +101,10 @@ func (s *Service) taskComments(ctx context.Context, gh GitHub, rec *ledger.Recor
 			continue
 		case c.CreatedAt.After(cutoff), c.UpdatedAt.After(cutoff):
 			continue
+		case c.UpdatedAt.After(c.CreatedAt) && !c.UpdatedAt.Before(cutoff):
+			// Edited in the approval's second (GitHub's times are whole seconds): the
+			// edit may have come after the approval.
+			continue
 		case approvalComment != 0 && c.ID >= approvalComment:
 			continue
 		}
