@@ -47,7 +47,7 @@ func status(err error) int {
 
 func notFound(err error) error {
 	if status(err) == http.StatusNotFound {
-		return fmt.Errorf("%w: %v", workitem.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", workitem.ErrNotFound, err)
 	}
 	return err
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bumperdev/bumper/app/ghclient"
 	"github.com/bumperdev/bumper/app/workitem"
-
 )
 
 // Base is what every handler shares.

@@ -107,8 +107,13 @@ func TestWorkflowDispatchRunsAndOIDC(t *testing.T) {
 			t.Errorf("claims = %+v", claims)
 		}
 		req.Header.Set("Authorization", "Bearer wrong")
-		if hr, err := http.DefaultClient.Do(req); err != nil || hr.StatusCode != http.StatusUnauthorized {
-			t.Errorf("a wrong request token got %v %v, want 401", hr.StatusCode, err)
+		hr, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Body.Close()
+		if hr.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a wrong request token got %d, want 401", hr.StatusCode)
 		}
 	})
 

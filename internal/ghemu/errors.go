@@ -2,6 +2,7 @@ package ghemu
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 )
@@ -74,8 +75,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	ae, ok := err.(*apiError)
-	if !ok {
+	var ae *apiError
+	if !errors.As(err, &ae) {
 		ae = newError(http.StatusInternalServerError, "Server Error: "+err.Error())
 	}
 	if ae.Status == http.StatusUnauthorized {

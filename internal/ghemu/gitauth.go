@@ -1,6 +1,7 @@
 package ghemu
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -32,7 +33,8 @@ func (e *Emulator) authorizeGit(r *http.Request, owner, name string, access gits
 		n.level, n.userLevel = "write", "write"
 	}
 	if err := e.authorize(who, n, rp); err != nil {
-		ae, _ := err.(*apiError)
+		var ae *apiError
+		errors.As(err, &ae)
 		status := http.StatusForbidden
 		msg := "Permission to " + rp.fullName() + ".git denied."
 		if ae != nil && ae.Status == http.StatusUnauthorized {

@@ -1,6 +1,7 @@
 package ghemu_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -189,7 +190,7 @@ func TestConditionalRequestsAndRateLimit(t *testing.T) {
 		_, resp, err = c.Repositories.Get(ctx, org, repo)
 	}
 	wantStatus(t, resp, err, http.StatusForbidden)
-	if _, ok := err.(*github.RateLimitError); !ok {
+	if rl := (*github.RateLimitError)(nil); !errors.As(err, &rl) {
 		t.Errorf("err = %T %v, want a *github.RateLimitError", err, err)
 	}
 }

@@ -119,7 +119,7 @@ func (e *Emulator) deleteRef(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if err := e.git.DeleteRef(r.Context(), c.repo.Owner, c.repo.Name, full); err != nil {
-		if ae, ok := refError(err).(*apiError); ok && ae.Status == http.StatusUnprocessableEntity {
+		if ae := (*apiError)(nil); errors.As(refError(err), &ae) && ae.Status == http.StatusUnprocessableEntity {
 			// GitHub's description gives this 422 no body.
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			return

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -197,7 +198,7 @@ func parseJSON(body []byte, v any) error {
 		return errBadJSON("the request body is empty")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		if te, ok := err.(*json.UnmarshalTypeError); ok {
+		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) {
 			return errValidation("", te.Field, "invalid",
 				fmt.Sprintf("%s is not a %s", te.Field, te.Type.String()))
 		}

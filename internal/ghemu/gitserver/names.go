@@ -58,7 +58,7 @@ func checkBranch(branch string) error {
 		return fmt.Errorf("%w: branch %q must not start with '-'", ErrInvalidName, branch)
 	}
 	if err := pktline.CheckRefName("refs/heads/" + branch); err != nil {
-		return fmt.Errorf("%w: branch %q: %v", ErrInvalidName, branch, err)
+		return fmt.Errorf("%w: branch %q: %w", ErrInvalidName, branch, err)
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func checkBranch(branch string) error {
 // checkRef checks a full ref name ("refs/heads/main").
 func checkRef(ref string) error {
 	if err := pktline.CheckRefName(ref); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidName, err)
+		return fmt.Errorf("%w: %w", ErrInvalidName, err)
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func checkRef(ref string) error {
 // checkOID checks a full object name.
 func checkOID(what, oid string) error {
 	if err := pktline.CheckOID(oid); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInvalidName, what, err)
+		return fmt.Errorf("%w: %s: %w", ErrInvalidName, what, err)
 	}
 	return nil
 }

@@ -279,7 +279,7 @@ func TestCommitFilesCompareAndSwap(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, errs[i] = f.srv.CommitFiles(ctx, "acme", "widgets", "main", main,
-				map[string][]byte{"w.txt": []byte{byte('a' + i)}}, "writer", Signature{Name: "w", Email: "w@example.com", When: time.Now()})
+				map[string][]byte{"w.txt": {byte('a' + i)}}, "writer", Signature{Name: "w", Email: "w@example.com", When: time.Now()})
 		}()
 	}
 	wg.Wait()

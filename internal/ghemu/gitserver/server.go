@@ -108,7 +108,7 @@ func New(opts Options) (*Server, error) {
 	}
 	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
 	if fi, err := os.Stat(backend); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return nil, fmt.Errorf("failed to find an executable git-http-backend at %s (install the git package): %v", backend, err)
+		return nil, fmt.Errorf("failed to find an executable git-http-backend at %s (install the git package): %w", backend, err)
 	}
 	if opts.NotFound == nil {
 		opts.NotFound = http.HandlerFunc(githubNotFound)
