@@ -2,7 +2,6 @@ package firewall
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -43,23 +42,6 @@ func BenchmarkForwardHTTP(b *testing.B) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			b.Fatalf("status %d", resp.StatusCode)
-		}
-	}
-}
-
-// BenchmarkReadHead measures parsing a typical request head.
-func BenchmarkReadHead(b *testing.B) {
-	raw := []byte("GET http://allowed.test:8080/small HTTP/1.1\r\nHost: allowed.test:8080\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n")
-	r := bytes.NewReader(raw)
-	br := bufio.NewReader(r)
-	var h head
-	b.ReportAllocs()
-	b.SetBytes(int64(len(raw)))
-	for b.Loop() {
-		r.Reset(raw)
-		br.Reset(r)
-		if err := h.read(br, DefaultMaxHeaderBytes, true); err != nil {
-			b.Fatal(err)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -21,12 +20,19 @@ const (
 )
 
 // Config is the firewall's YAML configuration. Secrets are never written in it: they
-// come from files it names or from environment variables.
+// come from files it names or from environment variables. A caller may set or add to any
+// field after loading it (the command layers its flags over the file this way).
 type Config struct {
-	Listen  string            `yaml:"listen"`
-	Audit   string            `yaml:"audit"`
-	Allow   []string          `yaml:"allow"`
-	Deny    []string          `yaml:"deny"`
+	// Listen is the proxy's address, e.g. 127.0.0.1:3128 (required).
+	Listen string `yaml:"listen"`
+	// Audit is the hash-chained JSON-lines audit log to append to (required).
+	Audit string `yaml:"audit"`
+	// Allow and Deny are policy entries: name, *.suffix or IP literal, optionally
+	// :port[,port].
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
+	// Resolve pins names to IP addresses, which are trusted as given (they skip the
+	// address filter).
 	Resolve map[string]string `yaml:"resolve"`
 	Limits  Limits            `yaml:"limits"`
 	Gateway GatewayConfig     `yaml:"gateways"`
@@ -78,19 +84,6 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("failed to parse firewall config %s: %w", path, err)
 	}
 	return &c, nil
-}
-
-// ParseResolve parses `HOST:IP` (IPv6 as `HOST:[IP]` or `HOST:IP`).
-func ParseResolve(s string) (string, netip.Addr, error) {
-	host, ip, ok := strings.Cut(s, ":")
-	if !ok || host == "" || ip == "" {
-		return "", netip.Addr{}, fmt.Errorf("--resolve %q: want HOST:IP, for example allowed.test:127.0.0.2", s)
-	}
-	a, err := netip.ParseAddr(strings.Trim(ip, "[]"))
-	if err != nil || a.Zone() != "" {
-		return "", netip.Addr{}, fmt.Errorf("--resolve %q: %q is not an IP address", s, ip)
-	}
-	return host, a.Unmap(), nil
 }
 
 // readSecret takes a secret from a file (trimmed) or, failing that, the environment.

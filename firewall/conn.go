@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/internal/http1"
 )
 
 // clientConn is the state of one client connection while the proxy owns it.
@@ -22,8 +23,8 @@ type clientConn struct {
 	bw       *bufio.Writer
 	client   string
 	deadline time.Time // end of the connection's allowed lifetime
-	h        head
-	resp     head             // upstream response head, reused
+	h        http1.Head
+	resp     http1.Head       // upstream response head, reused
 	lr       io.LimitedReader // body copies, reused
 }
 
@@ -59,12 +60,12 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) (handedOff bool) {
 	defer s.putClientConn(cc)
 	for {
 		c.SetReadDeadline(minTime(time.Now().Add(s.opts.IdleTimeout), cc.deadline))
-		err := cc.h.read(cc.br, s.opts.MaxHeaderBytes, true)
+		err := cc.h.ReadRequest(cc.br, s.opts.MaxHeaderBytes)
 		start := time.Now()
 		if err != nil {
-			var bad *errHead
+			var bad *http1.HeadError
 			if errors.As(err, &bad) {
-				s.deny(ctx, cc, start, "", "", "", http.StatusBadRequest, bad.msg)
+				s.deny(ctx, cc, start, "", "", "", http.StatusBadRequest, bad.Error())
 			}
 			return false
 		}
@@ -75,9 +76,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) (handedOff bool) {
 			cc.bw.Flush()
 			return false
 		}
-		method, target := cc.h.first[0], cc.h.first[1]
+		method, target := cc.h.Method(), cc.h.Target()
 		switch {
-		case eqFold(method, "connect"):
+		case http1.EqFold(method, "connect"):
 			s.connect(ctx, cc, start)
 			return false
 		case len(target) > 0 && target[0] == '/':
@@ -98,10 +99,10 @@ func (s *Server) deny(ctx context.Context, cc *clientConn, start time.Time, kind
 	cc.bw.Flush()
 	method := ""
 	if kind != "" {
-		method = string(cc.h.first[0])
+		method = string(cc.h.Method())
 	}
 	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: kindOr(kind, "request"), Method: method,
-		Target: target, Addr: addr, Reason: reason, Status: status, BytesUp: int64(len(cc.h.raw)), BytesDn: int64(n),
+		Target: target, Addr: addr, Reason: reason, Status: status, BytesUp: int64(len(cc.h.Raw)), BytesDn: int64(n),
 		Duration: time.Since(start)})
 }
 
@@ -155,13 +156,13 @@ func minTime(a, b time.Time) time.Time {
 // the gateway's HTTP server.
 func (s *Server) handOff(ctx context.Context, cc *clientConn, start time.Time) bool {
 	if s.gwLn == nil {
-		s.deny(ctx, cc, start, "gateway", string(cc.h.first[1]), "", http.StatusBadRequest,
+		s.deny(ctx, cc, start, "gateway", string(cc.h.Target()), "", http.StatusBadRequest,
 			"origin-form request but no gateway is configured: use an absolute http:// URI or CONNECT")
 		return false
 	}
 	buffered, _ := cc.br.Peek(cc.br.Buffered())
-	prefix := make([]byte, 0, len(cc.h.raw)+len(buffered))
-	prefix = append(append(prefix, cc.h.raw...), buffered...)
+	prefix := make([]byte, 0, len(cc.h.Raw)+len(buffered))
+	prefix = append(append(prefix, cc.h.Raw...), buffered...)
 	cc.c.SetReadDeadline(time.Time{})
 	c := cc.c // cc goes back to the pool when this returns; the gateway keeps only c
 	ip := clientAddr(c)

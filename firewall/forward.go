@@ -2,7 +2,6 @@ package firewall
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"syscall"
 	"time"
 
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/internal/http1"
 	"github.com/bumperdev/bumper/firewall/policy"
 )
 
@@ -20,50 +21,13 @@ import (
 // carry another.
 func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) bool {
 	h := &cc.h
-	target := h.first[1]
-	const scheme = "http://"
-	if len(target) < len(scheme) || !eqFold(target[:len(scheme)], scheme) {
-		reason := "request target must be an absolute http:// URI, a gateway path, or a CONNECT authority"
-		if len(target) > 8 && eqFold(target[:8], "https://") {
-			reason = "https:// request targets are refused: use CONNECT for TLS"
-		}
-		s.deny(ctx, cc, start, "http", clipBytes(target), "", http.StatusBadRequest, reason)
+	ft, ref := checkForward(h)
+	if ref != nil {
+		s.deny(ctx, cc, start, "http", ft.authority, "", ref.status, ref.reason)
 		return false
 	}
-	rest := target[len(scheme):]
-	authEnd := bytes.IndexAny(rest, "/?#")
-	if authEnd < 0 {
-		authEnd = len(rest)
-	}
-	authority, path := string(rest[:authEnd]), rest[authEnd:]
-	if bytes.IndexByte(path, '#') >= 0 {
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusBadRequest, "a fragment in the request target is refused")
-		return false
-	}
-	if bytes.IndexByte([]byte(authority), '@') >= 0 {
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusForbidden, "userinfo (user@host) in the request target is refused")
-		return false
-	}
-	host, port, err := splitHostPort(authority, policy.DefaultPlainPort)
-	if err != nil {
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusBadRequest, "bad request target: "+err.Error())
-		return false
-	}
-	switch {
-	case h.hostCount > 1:
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusBadRequest, "more than one Host header")
-		return false
-	case h.hostCount == 0 && !h.http10:
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusBadRequest, "HTTP/1.1 request without a Host header")
-		return false
-	case h.hostCount == 1 && !sameAuthority(string(h.host), host, port, policy.DefaultPlainPort):
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusBadRequest, "Host header disagrees with the request target")
-		return false
-	case h.upgrade:
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusBadRequest, "protocol upgrades through plain HTTP are refused")
-		return false
-	}
-	t, d := s.opts.Policy.CheckHost(host, port, policy.Plain)
+	authority := ft.authority
+	t, d := s.opts.Policy.CheckHost(ft.host, ft.port, policy.Plain)
 	if !d.Allowed {
 		s.deny(ctx, cc, start, "http", authority, "", http.StatusForbidden, d.Reason)
 		return false
@@ -73,23 +37,20 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 		s.deny(ctx, cc, start, "http", authority, ref.addr, ref.status, ref.reason)
 		return false
 	}
-	if len(path) == 0 {
-		path = []byte("/")
-	}
-	ex := exchange{cc: cc, path: path, authority: authority, resp: &cc.resp}
+	ex := exchange{cc: cc, path: ft.path, authority: authority, resp: &cc.resp}
 	ap, ref := s.roundTrip(ctx, &ex, addrs)
 	if ref != nil {
 		if ex.wroteResponse {
 			// The response had started: the client sees a cut connection, which is all
 			// that can honestly be said now.
-			s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: "http", Method: string(h.first[0]), Target: authority,
+			s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: "http", Method: string(h.Method()), Target: authority,
 				Addr: ap.String(), Allowed: true, Reason: d.Reason + "; " + ref.reason, Status: ex.status, BytesUp: ex.up, BytesDn: ex.down, Duration: time.Since(start)})
 			return false
 		}
 		s.deny(ctx, cc, start, "http", authority, ref.addr, ref.status, ref.reason)
 		return false
 	}
-	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: "http", Method: string(h.first[0]), Target: authority,
+	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: "http", Method: string(h.Method()), Target: authority,
 		Addr: ap.String(), Allowed: true, Reason: d.Reason, Status: ex.status, BytesUp: ex.up, BytesDn: ex.down, Duration: time.Since(start)})
 	return !ex.closeClient
 }
@@ -99,7 +60,7 @@ type exchange struct {
 	cc            *clientConn
 	path          []byte
 	authority     string
-	resp          *head // the connection's, reused across requests
+	resp          *http1.Head // the connection's, reused across requests
 	status        int
 	up, down      int64
 	wroteResponse bool
@@ -111,8 +72,7 @@ type exchange struct {
 // response. A pooled connection that turns out dead before any response byte is retried
 // once on a new one when the request had no body.
 func (s *Server) roundTrip(ctx context.Context, ex *exchange, addrs []netip.AddrPort) (netip.AddrPort, *refusal) {
-	h := &ex.cc.h
-	hasBody := h.chunked || h.contentLength > 0
+	hasBody := ex.cc.h.HasBody()
 	for attempt := 0; ; attempt++ {
 		u := s.pool.get(addrs)
 		pooled := u != nil
@@ -150,27 +110,27 @@ var errUpstreamEarly = errors.New("upstream closed the connection before respond
 func (s *Server) exchangeOn(ex *exchange, u *upConn) (bool, error) {
 	cc, h := ex.cc, &ex.cc.h
 	u.c.SetDeadline(minTime(time.Now().Add(s.opts.IdleTimeout), cc.deadline))
-	n := writeRequestHead(u.bw, h, ex.path)
+	n := http1.WriteRequestHead(u.bw, h, ex.path)
 	ex.up = int64(n)
-	if h.expectContinue && (h.chunked || h.contentLength > 0) && !ex.sentContinue {
+	if h.ExpectContinue && h.HasBody() && !ex.sentContinue {
 		// The proxy answers the expectation itself (and does not forward it), so the
 		// client sends its body without waiting for a 100 the upstream never sends.
 		ex.sentContinue = true
-		ex.down += int64(mustWrite(cc.bw, "HTTP/1.1 100 Continue\r\n\r\n"))
+		ex.down += int64(http1.WriteString(cc.bw, "HTTP/1.1 100 Continue\r\n\r\n"))
 		if err := cc.bw.Flush(); err != nil {
 			ex.closeClient = true
 			return false, fmt.Errorf("failed to answer 100-continue: %w", err)
 		}
 	}
-	if h.chunked {
-		m, err := copyChunked(u.bw, cc.br)
+	if h.Chunked {
+		m, err := http1.CopyChunked(u.bw, cc.br)
 		ex.up += m
 		if err != nil {
 			ex.closeClient = true
 			return false, fmt.Errorf("failed to forward request body: %w", err)
 		}
-	} else if h.contentLength > 0 {
-		m, err := copyN(u.bw, cc.br, h.contentLength, &cc.lr)
+	} else if h.ContentLength > 0 {
+		m, err := http1.CopyN(u.bw, cc.br, h.ContentLength, &cc.lr)
 		ex.up += m
 		if err != nil {
 			ex.closeClient = true
@@ -180,20 +140,20 @@ func (s *Server) exchangeOn(ex *exchange, u *upConn) (bool, error) {
 	if err := u.bw.Flush(); err != nil {
 		return false, errUpstreamEarly
 	}
-	head := eqFold(h.first[0], "head")
+	head := http1.EqFold(h.Method(), "head")
 	for {
-		if err := ex.resp.read(u.br, s.opts.MaxHeaderBytes, false); err != nil {
+		if err := ex.resp.ReadResponse(u.br, s.opts.MaxHeaderBytes); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err) {
 				return false, errUpstreamEarly
 			}
 			return false, fmt.Errorf("failed to read response head: %w", err)
 		}
-		ex.status = atoi3(ex.resp.first[1])
+		ex.status = ex.resp.StatusCode()
 		if ex.status >= 100 && ex.status < 200 {
 			if ex.status == http.StatusSwitchingProtocols {
 				return false, errors.New("upstream switched protocols, which is refused")
 			}
-			ex.down += int64(writeResponseHead(cc.bw, ex.resp, false))
+			ex.down += int64(http1.WriteResponseHead(cc.bw, ex.resp, false))
 			ex.wroteResponse = true
 			continue
 		}
@@ -201,10 +161,10 @@ func (s *Server) exchangeOn(ex *exchange, u *upConn) (bool, error) {
 	}
 	resp := ex.resp
 	noBody := head || ex.status == http.StatusNoContent || ex.status == http.StatusNotModified
-	closeDelimited := !noBody && !resp.chunked && resp.contentLength < 0
-	ex.closeClient = h.close || closeDelimited
-	reuse := !resp.close && !closeDelimited
-	ex.down += int64(writeResponseHead(cc.bw, resp, ex.closeClient))
+	closeDelimited := !noBody && !resp.Chunked && resp.ContentLength < 0
+	ex.closeClient = h.Close || closeDelimited
+	reuse := !resp.Close && !closeDelimited
+	ex.down += int64(http1.WriteResponseHead(cc.bw, resp, ex.closeClient))
 	ex.wroteResponse = true
 	cc.c.SetWriteDeadline(cc.deadline)
 	u.c.SetReadDeadline(cc.deadline)
@@ -212,10 +172,10 @@ func (s *Server) exchangeOn(ex *exchange, u *upConn) (bool, error) {
 	var err error
 	switch {
 	case noBody:
-	case resp.chunked:
-		m, err = copyChunked(cc.bw, u.br)
-	case resp.contentLength >= 0:
-		m, err = copyN(cc.bw, u.br, resp.contentLength, &cc.lr)
+	case resp.Chunked:
+		m, err = http1.CopyChunked(cc.bw, u.br)
+	case resp.ContentLength >= 0:
+		m, err = http1.CopyN(cc.bw, u.br, resp.ContentLength, &cc.lr)
 	default:
 		m, err = io.Copy(cc.bw, u.br)
 	}
@@ -231,112 +191,10 @@ func (s *Server) exchangeOn(ex *exchange, u *upConn) (bool, error) {
 	return reuse, nil
 }
 
-func atoi3(b []byte) int {
-	if len(b) != 3 {
-		return 0
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
-}
-
-// writeRequestHead writes the origin-form request line and the end-to-end headers.
-func writeRequestHead(w *bufio.Writer, h *head, path []byte) int {
-	n, _ := w.Write(h.first[0])
-	n += mustWrite(w, " ")
-	m, _ := w.Write(path)
-	// An HTTP/1.0 client is forwarded as HTTP/1.0 so the upstream does not answer with
-	// chunked encoding the client cannot read.
-	if h.http10 {
-		n += m + mustWrite(w, " HTTP/1.0\r\n")
-	} else {
-		n += m + mustWrite(w, " HTTP/1.1\r\n")
-	}
-	conn, _ := h.get("connection")
-	for _, hd := range h.headers {
-		if isHopByHop(hd.name) || listedIn(conn, hd.name) || eqFold(hd.name, "expect") {
-			continue
-		}
-		n += writeHeader(w, hd)
-	}
-	if h.hostCount == 0 {
-		// HTTP/1.0 without Host: name the origin, which the policy already checked.
-		host := h.first[1][len("http://"):]
-		if i := bytes.IndexAny(host, "/?"); i >= 0 {
-			host = host[:i]
-		}
-		n += writeHeader(w, header{[]byte("Host"), host})
-	}
-	return n + mustWrite(w, "\r\n")
-}
-
-// writeResponseHead relays a response head without hop-by-hop headers.
-func writeResponseHead(w *bufio.Writer, r *head, closeConn bool) int {
-	n, _ := w.WriteString("HTTP/1.1 ")
-	m, _ := w.Write(r.first[1])
-	n += m + mustWrite(w, " ")
-	m, _ = w.Write(r.first[2])
-	n += m + mustWrite(w, "\r\n")
-	conn, _ := r.get("connection")
-	for _, hd := range r.headers {
-		if isHopByHop(hd.name) || listedIn(conn, hd.name) {
-			continue
-		}
-		n += writeHeader(w, hd)
-	}
-	if closeConn {
-		n += mustWrite(w, "Connection: close\r\n")
-	}
-	return n + mustWrite(w, "\r\n")
-}
-
-func writeHeader(w *bufio.Writer, hd header) int {
-	n, _ := w.Write(hd.name)
-	n += mustWrite(w, ": ")
-	m, _ := w.Write(hd.value)
-	return n + m + mustWrite(w, "\r\n")
-}
-
-// mustWrite writes to a bufio.Writer, whose error is sticky and surfaces at Flush.
-func mustWrite(w *bufio.Writer, s string) int {
-	n, _ := w.WriteString(s)
-	return n
-}
-
-// listedIn reports whether a Connection header value names header name (those are
-// hop-by-hop too, RFC 9110 7.6.1).
-func listedIn(conn, name []byte) bool {
-	for len(conn) > 0 {
-		var part []byte
-		if i := bytes.IndexByte(conn, ','); i >= 0 {
-			part, conn = conn[:i], conn[i+1:]
-		} else {
-			part, conn = conn, nil
-		}
-		if bytes.EqualFold(bytes.Trim(part, " \t"), name) {
-			return true
-		}
-	}
-	return false
-}
-
-// copyN is io.CopyN with a caller-owned LimitedReader, to spare an allocation per body.
-func copyN(dst io.Writer, src io.Reader, n int64, lr *io.LimitedReader) (int64, error) {
-	lr.R, lr.N = src, n
-	written, err := io.Copy(dst, lr)
-	lr.R = nil
-	if written == n {
-		return n, nil
-	}
-	if err == nil {
-		err = io.EOF
-	}
-	return written, err
+// isReset reports an upstream that reset the connection (or whose end was closed while
+// the proxy wrote to it).
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // newUpConn wraps a new upstream connection, reusing buffers of closed ones: upstreams

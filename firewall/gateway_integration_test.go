@@ -107,7 +107,7 @@ func TestGitAndModelThroughFirewall(t *testing.T) {
 	}
 	defer gw.Close()
 	pol, _ := policy.New(nil, nil)
-	srv, err := New(Options{Policy: pol, Filter: policy.NewAddrFilter(nil), Audit: al, Gateway: gw, Resolver: fakeResolver{}})
+	srv, err := NewServer(Options{Policy: pol, Filter: policy.NewAddrFilter(nil), Audit: al, Gateway: gw, Resolver: fakeResolver{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +176,9 @@ func TestGitAndModelThroughFirewall(t *testing.T) {
 		})
 	}
 
-	// A model call on the same listener: the sentinel is replaced by the real key.
-	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/anthropic/v1/messages", strings.NewReader("{}"))
+	// A model call on the same listener: the sentinel is replaced by the real key. It
+	// names its model and max_tokens, so the meter can hold its worst case.
+	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/anthropic/v1/messages", strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":100}`))
 	req.Header.Set("X-Api-Key", "sentinel")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

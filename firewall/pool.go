@@ -20,7 +20,7 @@ type upConn struct {
 // maxIdlePerAddr bounds idle connections kept per upstream address.
 const maxIdlePerAddr = 64
 
-// pool keeps idle upstream connections keyed by the address dialled, so a reused
+// pool keeps idle upstream connections keyed by the address dialed, so a reused
 // connection always leads where the policy allowed.
 type pool struct {
 	idleTimeout time.Duration

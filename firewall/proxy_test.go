@@ -73,7 +73,7 @@ func startProxy(t testing.TB, httpPort, tlsPort string, mutate func(*Options)) *
 	if mutate != nil {
 		mutate(&opts)
 	}
-	srv, err := New(opts)
+	srv, err := NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,6 +388,7 @@ func TestExpectContinueAndHTTP10(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
 			if resp.StatusCode != 200 || !strings.Contains(string(b), tc.want) {
 				t.Fatalf("status %d body %q, want %q", resp.StatusCode, b, tc.want)
 			}
@@ -433,6 +434,7 @@ func TestPooledConnectionClosedByUpstream(t *testing.T) {
 			t.Fatalf("request %d: %v", i, err)
 		}
 		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		if resp.StatusCode != 200 || string(b) != "ok" {
 			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
 		}

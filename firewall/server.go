@@ -47,8 +47,8 @@ type Options struct {
 	Policy   *policy.Policy
 	Filter   *policy.AddrFilter
 	Resolver Resolver // default: NetResolver()
-	// Overrides pin names to addresses (`--resolve HOST:IP`). These addresses are trusted
-	// as given: they skip the address filter, which is the point of naming them.
+	// Overrides pin names to addresses (Config.Resolve). These addresses are trusted as
+	// given: they skip the address filter, which is the point of naming them.
 	Overrides map[string]netip.Addr
 	Audit     *audit.Log
 	// Gateway serves origin-form requests (`GET /anthropic/...`). Nil: they are refused.
@@ -62,7 +62,9 @@ type Options struct {
 	DNSCacheTTL       time.Duration
 }
 
-// Server is the firewall proxy. Create it with New and run it with Serve.
+// Server is the firewall proxy on a listener the caller provides, with an explicit
+// policy, filter, resolver and gateway: create it with NewServer and run it with Serve.
+// Firewall (New) builds one from a Config and runs it.
 type Server struct {
 	opts     Options
 	resolver Resolver
@@ -81,8 +83,8 @@ type Server struct {
 	upPool  sync.Pool // *upConn whose connection was closed, for their buffers
 }
 
-// New checks opts and returns a server.
-func New(opts Options) (*Server, error) {
+// NewServer checks opts and returns a server.
+func NewServer(opts Options) (*Server, error) {
 	if opts.Policy == nil || opts.Filter == nil || opts.Audit == nil {
 		return nil, errors.New("failed to create firewall: Policy, Filter and Audit are required")
 	}
@@ -125,12 +127,12 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// Serve accepts connections on ln until ctx is cancelled, then closes every connection,
+// Serve accepts connections on ln until ctx is canceled, then closes every connection,
 // waits for their handlers and flushes the audit log. It closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	log := zerolog.Ctx(ctx)
 	for name, a := range s.opts.Overrides {
-		log.Warn().Str(logKeyResolve, name).Str(logKeyAddr, a.String()).Msg("name pinned by --resolve; its address skips the address filter")
+		log.Warn().Str(logKeyResolve, name).Str(logKeyAddr, a.String()).Msg("name pinned by a resolve entry; its address skips the address filter")
 	}
 	if s.gwSrv != nil {
 		go s.gwSrv.Serve(s.gwLn) //nolint:errcheck // returns when gwLn closes

@@ -24,31 +24,19 @@ const connectEstablished = "HTTP/1.1 200 Connection established\r\n\r\n"
 // connect serves a CONNECT request: check, resolve, filter, dial, then splice bytes both
 // ways until either side closes or a time limit passes.
 func (s *Server) connect(ctx context.Context, cc *clientConn, start time.Time) {
-	target := string(cc.h.first[1])
-	host, port, err := splitHostPort(target, 0)
-	if err != nil {
-		s.deny(ctx, cc, start, "connect", target, "", http.StatusBadRequest, "bad CONNECT target: "+err.Error())
+	ct, ref := checkConnect(&cc.h)
+	target := ct.target
+	if ref != nil {
+		s.deny(ctx, cc, start, "connect", target, "", ref.status, ref.reason)
 		return
 	}
-	if cc.h.hostCount > 1 {
-		s.deny(ctx, cc, start, "connect", target, "", http.StatusBadRequest, "more than one Host header")
-		return
-	}
-	if cc.h.hostCount == 1 && !sameAuthority(string(cc.h.host), host, port, 0) {
-		s.deny(ctx, cc, start, "connect", target, "", http.StatusBadRequest, "Host header disagrees with the CONNECT target")
-		return
-	}
-	if cc.h.chunked || cc.h.contentLength > 0 {
-		s.deny(ctx, cc, start, "connect", target, "", http.StatusBadRequest, "a CONNECT request may not have a body")
-		return
-	}
-	t, d := s.opts.Policy.CheckHost(host, port, policy.Connect)
+	t, d := s.opts.Policy.CheckHost(ct.host, ct.port, policy.Connect)
 	if !d.Allowed {
 		s.deny(ctx, cc, start, "connect", target, "", http.StatusForbidden, d.Reason)
 		return
 	}
-	if cc.br.Buffered() > 0 {
-		s.deny(ctx, cc, start, "connect", target, "", http.StatusBadRequest, "bytes sent after CONNECT before the tunnel was established")
+	if ref := checkTunnelStart(cc.br.Buffered()); ref != nil {
+		s.deny(ctx, cc, start, "connect", target, "", ref.status, ref.reason)
 		return
 	}
 	addrs, ref := s.resolve(ctx, t)
@@ -70,7 +58,7 @@ func (s *Server) connect(ctx context.Context, cc *clientConn, start time.Time) {
 	upBytes, downBytes := s.splice(cc.c, up, cc.deadline)
 	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: "connect", Method: "CONNECT", Target: target,
 		Addr: ap.String(), Allowed: true, Reason: d.Reason, Status: http.StatusOK,
-		BytesUp: upBytes + int64(len(cc.h.raw)), BytesDn: downBytes + int64(len(connectEstablished)),
+		BytesUp: upBytes + int64(len(cc.h.Raw)), BytesDn: downBytes + int64(len(connectEstablished)),
 		Duration: time.Since(start)})
 }
 

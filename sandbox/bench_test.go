@@ -89,7 +89,7 @@ func BenchmarkSandbox(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, s := range m.Steps() {
-				if s.Name == "workspace disk" {
+				if s.Name == StepWorkspaceDisk {
 					wsDisk = append(wsDisk, s.Duration)
 				}
 			}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +38,7 @@ func (m *Machine) start(ctx context.Context) error {
 		}
 		m.pushCleanup("run record", func() error { return reaper.Remove(m.cfg.StateDir, m.id) })
 	}
-	if err := m.step("run directory", func() error {
+	if err := m.step(StepRunDir, func() error {
 		m.runDir, err = os.MkdirTemp(m.cfg.RunDir, "bumper-"+m.id+"-")
 		if err != nil {
 			return fmt.Errorf("failed to create run directory in %s: %w", m.cfg.RunDir, err)
@@ -48,7 +50,7 @@ func (m *Machine) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := m.step("accelerator", func() error {
+	if err := m.step(StepAccel, func() error {
 		m.accel = ChooseAccel(ctx, m.cfg)
 		m.log.Info().Str(logKeyAccel, m.accel.Accel).Str(logKeyReason, m.accel.Reason).Msg("accelerator chosen")
 		return nil
@@ -68,20 +70,20 @@ func (m *Machine) start(ctx context.Context) error {
 		layout.tscKHz = khz
 	}
 	var backing, backingFormat, template string
-	if err := m.step("snapshot lookup", func() error {
+	if err := m.step(StepSnapshotLookup, func() error {
 		backing, backingFormat = m.cfg.Rootfs, "raw"
 		switch {
 		case m.snapshotTo != "":
-			m.boot = BootInfo{Mode: "snapshot", Reason: "booting to take a snapshot"}
+			m.boot = BootInfo{Mode: BootSnapshot, Reason: "booting to take a snapshot"}
 		case m.cfg.SnapshotDir == "":
-			m.boot = BootInfo{Mode: "cold", Reason: "warm starts not configured"}
+			m.boot = BootInfo{Mode: BootCold, Reason: "warm starts not configured"}
 		default:
 			snap, reason := findSnapshot(m.cfg.SnapshotDir, layout)
 			if snap == nil {
-				m.boot = BootInfo{Mode: "cold", Reason: reason}
+				m.boot = BootInfo{Mode: BootCold, Reason: reason}
 				break
 			}
-			m.boot = BootInfo{Mode: "warm", Reason: "restoring snapshot " + snap.Key}
+			m.boot = BootInfo{Mode: BootWarm, Reason: "restoring snapshot " + snap.Key}
 			m.restoring = snap.dir
 			backing, backingFormat, template = snap.rootPath(), "qcow2", snap.overlayPath()
 			layout.incoming = snap.statePath()
@@ -97,7 +99,7 @@ func (m *Machine) start(ctx context.Context) error {
 	if m.snapshotTo != "" {
 		layout.overlay = filepath.Join(m.snapshotTo, snapshotRoot)
 	}
-	if err := m.step("overlay", func() error {
+	if err := m.step(StepOverlay, func() error {
 		if template != "" {
 			return copyFile(template, layout.overlay)
 		}
@@ -107,7 +109,7 @@ func (m *Machine) start(ctx context.Context) error {
 	}
 	if m.cfg.WorkspaceDir != "" || layout.fixedDisks {
 		layout.workspace = filepath.Join(m.runDir, "workspace.ext4")
-		if err := m.step("workspace disk", func() error {
+		if err := m.step(StepWorkspaceDisk, func() error {
 			switch {
 			case m.cfg.WorkspaceDir == "":
 				return workspace.CreateOutDisk(layout.workspace, int64(m.cfg.WorkspaceDiskMB)<<20)
@@ -119,20 +121,20 @@ func (m *Machine) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := m.step("out disk", func() error {
+	if err := m.step(StepOutDisk, func() error {
 		// A little over the cap so the tar's trailer fits after a maximal archive.
 		return workspace.CreateOutDisk(layout.outDisk, m.cfg.OutMaxBytes+1<<20)
 	}); err != nil {
 		return err
 	}
 	m.layout = layout
-	if err := m.step("qemu", func() error { return m.launch(layout) }); err != nil {
+	if err := m.step(StepQEMU, func() error { return m.launch(layout) }); err != nil {
 		return err
 	}
-	if m.boot.Mode == "warm" {
-		return m.step("agent channel", func() error { return m.connect(ctx, layout.agentSock, false) })
+	if m.boot.Mode == BootWarm {
+		return m.step(StepAgentChannel, func() error { return m.connect(ctx, layout.agentSock, false) })
 	}
-	return m.step("agent hello", func() error { return m.connect(ctx, layout.agentSock, true) })
+	return m.step(StepAgentHello, func() error { return m.connect(ctx, layout.agentSock, true) })
 }
 
 func createOverlay(ctx context.Context, backing, format string, sizeMB int, overlay string) error {
@@ -153,6 +155,18 @@ func qemuImg(ctx context.Context, args []string) error {
 	out, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("failed to create the qcow2 overlay (is qemu-utils installed?): %w: %s", err, out)
+	}
+	return nil
+}
+
+// copyFile copies a small regular file (a template overlay) to a new file dst.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("failed to read %s: %w", src, err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		return fmt.Errorf("failed to write %s: %w", dst, err)
 	}
 	return nil
 }
@@ -246,6 +260,20 @@ func (m *Machine) launch(l qemuLayout) error {
 	return m.saveRecord()
 }
 
+// chownAll gives the run directory to QEMU's user so it can open its disks and sockets.
+func chownAll(dir string, uid, gid int) error {
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("failed to give the run directory to uid %d: %w", uid, err)
+	}
+	return nil
+}
+
 // reap waits for QEMU, runs the cleanups and releases Wait.
 func (m *Machine) reap() {
 	err := m.cmd.Wait()
@@ -275,6 +303,22 @@ func (m *Machine) exitTail() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.qemuTail
+}
+
+// tailFile returns the last lines of a log file for error messages.
+func tailFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log)"
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 600 {
+		s = "…" + s[len(s)-600:]
+	}
+	if s == "" {
+		return "(empty)"
+	}
+	return s
 }
 
 func (m *Machine) finish(err error) {

@@ -163,7 +163,7 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 		f, err := m.r.Read()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("run cancelled: %w", ctx.Err())
+				return nil, fmt.Errorf("run canceled: %w", ctx.Err())
 			}
 			return m.ended(err)
 		}

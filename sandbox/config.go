@@ -10,6 +10,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bumperdev/bumper/sandbox/agentproto"
@@ -183,4 +187,31 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("QEMU binary %q not found: apt-get install qemu-system-x86", c.QEMU))
 	}
 	return errors.Join(errs...)
+}
+
+// parseUser turns "name", "uid" or "uid:gid" into a credential; "" means no change.
+func parseUser(s string) (*syscall.Credential, error) {
+	if s == "" {
+		return nil, nil
+	}
+	name, group, _ := strings.Cut(s, ":")
+	uid, err := strconv.ParseUint(name, 10, 32)
+	gid := uid
+	if err != nil {
+		u, lerr := user.Lookup(name)
+		if lerr != nil {
+			return nil, fmt.Errorf("QEMUUser %q: no such user (create it with useradd --system %s, or give uid:gid)", s, name)
+		}
+		uid, _ = strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ = strconv.ParseUint(u.Gid, 10, 32)
+	}
+	if group != "" {
+		if gid, err = strconv.ParseUint(group, 10, 32); err != nil {
+			return nil, fmt.Errorf("QEMUUser %q: group must be numeric", s)
+		}
+	}
+	if uid == 0 {
+		return nil, fmt.Errorf("QEMUUser %q is root; QEMU must run unprivileged", s)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }

@@ -37,7 +37,7 @@ tcp metadata 169.254.169.254 80
 tcp host-other-port HOSTADDR OTHERPORT
 tcp host-ssh HOSTADDR 22
 tcp gateway-other-port 10.0.2.2 22
-tcp gateway-proxy-neighbour 10.0.2.2 3129
+tcp gateway-proxy-neighbor 10.0.2.2 3129
 tcp namespace-peer PEERADDR 3128
 tcp private-10 10.0.0.1 80
 tcp private-192 192.168.1.1 80

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -41,9 +43,32 @@ var ErrStarted = errors.New("machine already started; a Machine boots once")
 
 // Step is one named phase of a boot, with how long it took.
 type Step struct {
-	Name     string
+	Name     string // one of the Step* names
 	Duration time.Duration
 }
+
+// Boot step names, in boot order: what Steps and Report.Steps hold and what the "boot
+// step" log lines say. A cold boot waits for the agent's hello; a warm start only opens
+// the agent channel; PrepareSnapshot adds the warm-up.
+const (
+	StepRunDir         = "run directory"
+	StepAccel          = "accelerator"
+	StepSnapshotLookup = "snapshot lookup"
+	StepOverlay        = "overlay"
+	StepWorkspaceDisk  = "workspace disk"
+	StepOutDisk        = "out disk"
+	StepQEMU           = "qemu"
+	StepAgentHello     = "agent hello"
+	StepAgentChannel   = "agent channel"
+	StepWarmUp         = "warm-up"
+)
+
+// Boot modes (BootInfo.Mode).
+const (
+	BootCold     = "cold"     // booted from the image
+	BootWarm     = "warm"     // restored from a snapshot
+	BootSnapshot = "snapshot" // booted to take a snapshot
+)
 
 // Result is how the command ended.
 type Result struct {
@@ -141,8 +166,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Machine, error) {
 // ID returns the run's name.
 func (m *Machine) ID() string { return m.id }
 
-// BootInfo says how a machine booted: "cold", "warm" (restored from a snapshot) or
-// "snapshot" (booted to take one), and why.
+// BootInfo says how a machine booted (BootCold, BootWarm or BootSnapshot), and why.
 type BootInfo struct {
 	Mode   string
 	Reason string
@@ -231,7 +255,7 @@ func (m *Machine) Start(ctx context.Context) error {
 // ShutdownGrace between steps, and returns when everything is cleaned up.
 func (m *Machine) Shutdown(ctx context.Context) error {
 	if m.cmd == nil {
-		return m.Wait()
+		return m.waitDone()
 	}
 	if m.w != nil {
 		_ = m.w.Write(agentproto.TypeShutdown, nil)
@@ -249,13 +273,13 @@ func (m *Machine) Shutdown(ctx context.Context) error {
 	for _, next := range escalate {
 		select {
 		case <-m.exited:
-			return m.Wait()
+			return m.waitDone()
 		case <-ctx.Done():
 		case <-time.After(ShutdownGrace):
 		}
 		next()
 	}
-	return m.Wait()
+	return m.waitDone()
 }
 
 // qmpQuit asks QEMU to quit over its QMP socket.
@@ -277,10 +301,10 @@ func (m *Machine) qmpQuit() error {
 // Kill ends QEMU at once and returns when everything is cleaned up.
 func (m *Machine) Kill() error {
 	if m.cmd == nil {
-		return m.Wait()
+		return m.waitDone()
 	}
 	m.killProcess()
-	return m.Wait()
+	return m.waitDone()
 }
 
 func (m *Machine) killProcess() {
@@ -289,20 +313,41 @@ func (m *Machine) killProcess() {
 	}
 }
 
-// Wait blocks until the VM has exited and its cleanups have run; it is safe to call
-// from many goroutines and returns the same error to all.
-func (m *Machine) Wait() error {
+// Wait blocks until the VM has exited and its cleanups have run, and returns how that
+// went; it is safe to call from many goroutines and returns the same error to all. When
+// ctx ends first it returns ctx.Err() and the machine runs on.
+func (m *Machine) Wait(ctx context.Context) error {
 	if !m.isStarted() {
 		return errors.New("machine not started")
 	}
-	<-m.done
+	select {
+	case <-m.done:
+	default:
+		select {
+		case <-m.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.waitErr
 }
 
+// waitDone waits for the end of a machine that is known to be going away (killed, or
+// quitting on its own), whatever the caller's context says: the cleanups must have run
+// before the caller returns.
+func (m *Machine) waitDone() error { return m.Wait(context.Background()) }
+
 func (m *Machine) isStarted() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.started
+}
+
+// randomID names a run when the caller does not.
+func randomID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -97,7 +98,7 @@ func TestMachineRun(t *testing.T) {
 				t.Fatalf("Start: %v", err)
 			}
 			t.Logf("accelerator %s: %s; steps %v", m.Accel().Accel, m.Accel().Reason, m.Steps())
-			if err := m.Start(ctx); err != ErrStarted {
+			if err := m.Start(ctx); !errors.Is(err, ErrStarted) {
 				t.Errorf("second Start = %v, want ErrStarted", err)
 			}
 			if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.cmd.Process.Pid)); err != nil || bytes.Contains(env, []byte("BUMPER_TEST_SECRET")) {
@@ -130,10 +131,15 @@ func TestMachineRun(t *testing.T) {
 			if tt.qemuUser != "" {
 				assertQEMUUser(t, m, tt.qemuUser)
 			}
+			short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			if err := m.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Wait on a running machine with an expiring context = %v, want DeadlineExceeded", err)
+			}
+			cancel()
 			var wg sync.WaitGroup
 			errs := make([]error, 3)
 			for i := range errs {
-				wg.Go(func() { errs[i] = m.Wait() })
+				wg.Go(func() { errs[i] = m.Wait(ctx) })
 			}
 			if err := m.Shutdown(ctx); err != nil {
 				t.Errorf("Shutdown: %v", err)
@@ -146,6 +152,40 @@ func TestMachineRun(t *testing.T) {
 			}
 			assertNothingLeft(t, cfg.RunDir)
 		})
+	}
+}
+
+// TestWaitContext checks Wait's contract without a VM: an error before Start, ctx.Err()
+// while the machine runs (from every waiter), then the machine's own error to all, even
+// with a context that has ended since.
+func TestWaitContext(t *testing.T) {
+	m := &Machine{exited: make(chan struct{}), done: make(chan struct{})}
+	if err := m.Wait(t.Context()); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Fatalf("Wait before Start = %v, want not started", err)
+	}
+	m.started = true
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = m.Wait(ended) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait with a canceled context on a running machine = %v, want context.Canceled", err)
+		}
+	}
+	exitErr := errors.New("qemu failed: boom")
+	waiting := make(chan error, 1)
+	go func() { waiting <- m.Wait(t.Context()) }()
+	m.finish(exitErr)
+	if err := <-waiting; !errors.Is(err, exitErr) {
+		t.Fatalf("Wait = %v, want the exit error", err)
+	}
+	if err := m.Wait(ended); !errors.Is(err, exitErr) {
+		t.Fatalf("Wait with an ended context after the exit = %v, want the exit error", err)
 	}
 }
 
@@ -170,7 +210,7 @@ func TestMachineTimeout(t *testing.T) {
 	if !res.TimedOut || res.ExitCode != -1 {
 		t.Fatalf("result %+v, want a timeout", res)
 	}
-	if err := m.Wait(); err != nil {
+	if err := m.Wait(ctx); err != nil {
 		t.Errorf("Wait: %v", err)
 	}
 	assertNothingLeft(t, cfg.RunDir)
@@ -249,7 +289,7 @@ func TestStartFailureCleansUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "qemu") {
 		t.Fatalf("Start = %v, want a QEMU failure", err)
 	}
-	if err := m.Wait(); err == nil {
+	if err := m.Wait(ctx); err == nil {
 		t.Error("Wait after a failed Start returned no error")
 	}
 	assertNothingLeft(t, cfg.RunDir)

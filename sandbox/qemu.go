@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bumperdev/bumper/sandbox/guest"
+	"github.com/bumperdev/bumper/sandbox/agentproto"
 )
 
 // qemuLayout is what the QEMU command line is built from. The device order is fixed
@@ -64,16 +64,16 @@ func (l qemuLayout) args() []string {
 		"-display", "none", "-monitor", "none", "-serial", "file:" + l.console,
 		"-no-reboot",
 		"-drive", "id=root,file=" + optPath(l.overlay) + ",format=qcow2,if=none,discard=unmap",
-		"-device", "virtio-blk-device,drive=root,serial=" + guest.RootSerial,
+		"-device", "virtio-blk-device,drive=root,serial=" + agentproto.RootSerial,
 	}
 	if l.workspace != "" {
 		a = append(a,
 			"-drive", "id=ws,file="+optPath(l.workspace)+",format=raw,if=none",
-			"-device", "virtio-blk-device,drive=ws,serial="+guest.WorkspaceSerial)
+			"-device", "virtio-blk-device,drive=ws,serial="+agentproto.WorkspaceSerial)
 	}
 	a = append(a,
 		"-drive", "id=out,file="+optPath(l.outDisk)+",format=raw,if=none",
-		"-device", "virtio-blk-device,drive=out,serial="+guest.OutSerial)
+		"-device", "virtio-blk-device,drive=out,serial="+agentproto.OutSerial)
 	if l.tapFD > 0 {
 		a = append(a,
 			"-netdev", fmt.Sprintf("tap,id=net0,fd=%d", l.tapFD),
@@ -84,7 +84,7 @@ func (l qemuLayout) args() []string {
 	a = append(a,
 		"-chardev", "socket,id=agent,path="+optPath(l.agentSock)+",server=on,wait=off",
 		"-device", "virtio-serial-device",
-		"-device", "virtserialport,chardev=agent,name="+guest.PortName,
+		"-device", "virtserialport,chardev=agent,name="+agentproto.PortName,
 		"-qmp", "unix:"+optPath(l.qmpSock)+",server=on,wait=off")
 	if l.incomingFD > 0 {
 		a = append(a, "-incoming", fmt.Sprintf("fd:%d", l.incomingFD))

@@ -141,7 +141,7 @@ func Run(ctx context.Context, spec Spec) (_ *Report, err error) {
 		if errors.As(runErr, &re) && broken == "" {
 			// The command never ran: move the snapshot aside (the next run makes a new
 			// one) and boot cold this once.
-			_ = m.Wait()
+			_ = m.waitDone() // QEMU has exited; its cleanups finish before the cold boot
 			broken = quarantineSnapshot(re)
 			zerolog.Ctx(ctx).Info().Str(logKeyReason, broken).Msg("warm start failed; booting cold")
 			continue

@@ -19,7 +19,7 @@ import (
 )
 
 // snapshotLayoutVersion changes whenever the device layout or the agent's boot-time
-// behaviour changes in a way that invalidates saved snapshots.
+// behavior changes in a way that invalidates saved snapshots.
 const snapshotLayoutVersion = 3
 
 // Files of a snapshot directory.
@@ -158,7 +158,7 @@ func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
 	if err := m.Start(ctx); err != nil {
 		return false, fmt.Errorf("failed to boot the VM to snapshot: %w", err)
 	}
-	if err := m.step("warm-up", func() error { return m.prepare(ctx) }); err != nil {
+	if err := m.step(StepWarmUp, func() error { return m.prepare(ctx) }); err != nil {
 		_ = m.Kill()
 		return false, err
 	}
@@ -166,7 +166,9 @@ func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
 		_ = m.Kill()
 		return false, err
 	}
-	if err := m.Wait(); err != nil {
+	// QEMU quits once the state is saved; wait for it whatever ctx says, so the
+	// snapshot directory is not removed under it.
+	if err := m.waitDone(); err != nil {
 		return false, fmt.Errorf("the snapshotted VM did not exit cleanly: %w", err)
 	}
 	meta, err := json.Marshal(snapshot{Key: key, TSCkHz: m.layout.tscKHz, Created: time.Now().UTC(), Rootfs: m.cfg.Rootfs})
@@ -235,7 +237,7 @@ func (m *Machine) saveState(file string) error {
 		case "completed":
 			_, _ = mon.Run([]byte(`{"execute":"quit"}`))
 			return nil
-		case "failed", "cancelled":
+		case "failed", "cancelled": //nolint:misspell // QMP's status, spelled its way
 			return fmt.Errorf("saving the VM failed: %s %s", resp.Return.Status, resp.Return.ErrorDesc)
 		}
 		if time.Now().After(deadline) {

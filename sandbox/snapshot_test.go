@@ -34,7 +34,7 @@ func TestWarmStart(t *testing.T) {
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if b := m.Boot(); b.Mode != "cold" || b.Reason == "" {
+	if b := m.Boot(); b.Mode != BootCold || b.Reason == "" {
 		t.Errorf("boot without snapshot = %+v, want cold with a reason", b)
 	}
 	if err := m.Kill(); err != nil {
@@ -65,7 +65,7 @@ func TestWarmStart(t *testing.T) {
 		if err := m.Start(ctx); err != nil {
 			t.Fatalf("restore %d: %v", i, err)
 		}
-		if b := m.Boot(); b.Mode != "warm" {
+		if b := m.Boot(); b.Mode != BootWarm {
 			t.Fatalf("restore %d booted %+v, want warm", i, b)
 		}
 		var out, errOut bytes.Buffer
@@ -83,7 +83,7 @@ func TestWarmStart(t *testing.T) {
 		for _, st := range m.Steps() {
 			names = append(names, st.Name)
 		}
-		if !slices.Contains(names, "agent channel") || slices.Contains(names, "agent hello") {
+		if !slices.Contains(names, StepAgentChannel) || slices.Contains(names, StepAgentHello) {
 			t.Errorf("restore %d steps %v, want an agent channel step and no hello wait", i, names)
 		}
 		if err := m.Shutdown(ctx); err != nil {
@@ -105,7 +105,7 @@ func TestWarmStart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run with a broken snapshot: %v", err)
 	}
-	if rep.ExitCode != 0 || out.String() != "still runs\n" || rep.Boot.Mode != "cold" || !strings.Contains(rep.SnapshotBroken, "failed to restore") {
+	if rep.ExitCode != 0 || out.String() != "still runs\n" || rep.Boot.Mode != BootCold || !strings.Contains(rep.SnapshotBroken, "failed to restore") {
 		t.Errorf("Run with a broken snapshot: exit %d, output %q, boot %+v, broken %q; want the command run after a cold boot, and why",
 			rep.ExitCode, out.String(), rep.Boot, rep.SnapshotBroken)
 	}
@@ -126,7 +126,7 @@ func TestWarmStart(t *testing.T) {
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if b := m.Boot(); b.Mode != "cold" {
+	if b := m.Boot(); b.Mode != BootCold {
 		t.Errorf("boot with changed memory = %+v, want cold", b)
 	}
 	if err := m.Kill(); err != nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -21,9 +23,67 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
+// firewallFlags are the firewall's command-line settings, layered over its config file.
+type firewallFlags struct {
+	Listen  string
+	Audit   string
+	Allow   []string // added to the config's allowlist
+	Resolve []string // HOST:IP, added to (and overriding) the config's resolve pins
+}
+
+// apply merges the flags into c, the flags winning.
+func (f firewallFlags) apply(c *firewall.Config) error {
+	if f.Listen != "" {
+		c.Listen = f.Listen
+	}
+	if f.Audit != "" {
+		c.Audit = f.Audit
+	}
+	c.Allow = append(c.Allow, f.Allow...)
+	for _, r := range f.Resolve {
+		host, a, err := parseResolve(r)
+		if err != nil {
+			return err
+		}
+		if c.Resolve == nil {
+			c.Resolve = map[string]string{}
+		}
+		c.Resolve[host] = a.String()
+	}
+	return nil
+}
+
+// newFirewall layers f over c and builds the firewall; errors say which flag fixes them.
+func newFirewall(c *firewall.Config, f firewallFlags) (*firewall.Firewall, error) {
+	if err := f.apply(c); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	fw, err := firewall.New(c)
+	switch {
+	case errors.Is(err, firewall.ErrNoListen):
+		return nil, fmt.Errorf("%w: no listen address: pass --listen or set listen in the config", errUsage)
+	case errors.Is(err, firewall.ErrNoAudit):
+		return nil, fmt.Errorf("%w: no audit log: pass --audit FILE or set audit in the config", errUsage)
+	}
+	return fw, err
+}
+
+// parseResolve parses `HOST:IP` (IPv6 as `HOST:[IP]` or `HOST:IP`).
+func parseResolve(s string) (string, netip.Addr, error) {
+	host, ip, ok := strings.Cut(s, ":")
+	if !ok || host == "" || ip == "" {
+		return "", netip.Addr{}, fmt.Errorf("--resolve %q: want HOST:IP, for example allowed.test:127.0.0.2", s)
+	}
+	a, err := netip.ParseAddr(strings.Trim(ip, "[]"))
+	if err != nil || a.Zone() != "" {
+		return "", netip.Addr{}, fmt.Errorf("--resolve %q: %q is not an IP address", s, ip)
+	}
+	return host, a.Unmap(), nil
+}
+
 func runFirewall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("firewall", "--listen ADDR [--config FILE] [--allow DOMAIN]... [--resolve HOST:IP]... --audit FILE", stderr)
-	var flags firewall.Flags
+	var flags firewallFlags
 	var allow, resolve stringList
 	configPath := fs.String("config", "", "YAML config file (policy, limits, gateways, budget); see the README, section Firewall")
 	fs.StringVar(&flags.Listen, "listen", "", "address to listen on, e.g. 127.0.0.1:3128 (overrides the config)")
@@ -44,12 +104,16 @@ func runFirewall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 	}
-	if err := cfg.Apply(flags); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	fw, err := newFirewall(cfg, flags)
+	if err != nil {
+		return err
 	}
 	logger := zerolog.New(stderr).With().Timestamp().Logger()
 	ctx = logger.WithContext(ctx)
-	return firewall.Run(ctx, cfg, func(addr string) {
-		fmt.Fprintf(stdout, "bumper firewall listening on %s\n", addr)
-	})
+	// It serves until ctx ends (an interrupt or SIGTERM), then closes everything.
+	if err := fw.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bumper firewall listening on %s\n", fw.Addr())
+	return fw.Wait(context.Background())
 }

@@ -43,7 +43,7 @@ func runImagePrune(_ context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	d, err := parseAge(*age)
 	if err != nil {
-		return fmt.Errorf("%w: --unused-for: %v", errUsage, err)
+		return fmt.Errorf("%w: --unused-for: %w", errUsage, err)
 	}
 	removed, err := sandbox.PruneCache(*cache, time.Now().Add(-d), *dryRun)
 	verb := "removed"

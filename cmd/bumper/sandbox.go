@@ -57,12 +57,12 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	memMB, err := sandbox.ParseSize(*memory)
 	if err != nil {
-		return fmt.Errorf("%w: --memory: %v", errUsage, err)
+		return fmt.Errorf("%w: --memory: %w", errUsage, err)
 	}
 	diskMB := 0
 	if *disk != "" {
 		if diskMB, err = sandbox.ParseSize(*disk); err != nil {
-			return fmt.Errorf("%w: --disk: %v", errUsage, err)
+			return fmt.Errorf("%w: --disk: %w", errUsage, err)
 		}
 	}
 	if len(resolve) > 0 && len(allow) == 0 {
@@ -95,7 +95,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if auditPath == "" {
 			auditPath = filepath.Join(os.TempDir(), fmt.Sprintf("bumper-sandbox-audit-%d.jsonl", time.Now().UnixNano()))
 		}
-		spec.StartProxy = firewallStarter(firewall.Flags{Audit: auditPath, Allow: allow, Resolve: resolve})
+		spec.StartProxy = firewallStarter(firewallFlags{Audit: auditPath, Allow: allow, Resolve: resolve})
 	}
 	rep, err := sandbox.Run(ctx, spec)
 	if rep != nil && *verbose {
@@ -112,7 +112,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 			fmt.Fprintf(stderr, "sandbox: warm start failed, booted cold: %s\n", rep.SnapshotBroken)
 		case rep.SnapshotMade:
 			fmt.Fprintln(stderr, "sandbox: first run of this image and VM shape: made a snapshot, later runs start warm")
-		case rep.Boot.Mode == "cold":
+		case rep.Boot.Mode == sandbox.BootCold:
 			fmt.Fprintf(stderr, "sandbox: booted cold: %s\n", rep.Boot.Reason)
 		}
 	}
@@ -169,18 +169,22 @@ func loadOrBuildImage(ctx context.Context, dir, cache string, stderr io.Writer) 
 }
 
 // firewallStarter wires the firewall into the sandbox: the sandbox calls it with the
-// run's host-side address once the network exists.
-func firewallStarter(f firewall.Flags) sandbox.ProxyStarter {
+// run's host-side address once the network exists, and calls the function it returns
+// to stop the firewall when the run ends.
+func firewallStarter(f firewallFlags) sandbox.ProxyStarter {
 	return func(ctx context.Context, listen string) (func() error, error) {
 		f.Listen = listen
 		var cfg firewall.Config
-		if err := cfg.Apply(f); err != nil {
+		if err := f.apply(&cfg); err != nil {
 			return nil, err
 		}
-		fw, err := firewall.Start(ctx, &cfg)
+		fw, err := firewall.New(&cfg)
 		if err != nil {
 			return nil, err
 		}
-		return fw.Stop, nil
+		if err := fw.Start(ctx); err != nil {
+			return nil, err
+		}
+		return func() error { return fw.Stop(context.Background()) }, nil
 	}
 }

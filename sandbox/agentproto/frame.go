@@ -5,7 +5,9 @@
 // so a hostile peer cannot make the other side buffer more than that. Which frame types
 // each side accepts is fixed here: the host accepts only what a guest may report (hello,
 // output, result), the guest only what the host may ask (run, shutdown). No frame type
-// makes the host execute anything.
+// makes the host execute anything. The device names both ends agree on (the agent's
+// virtio-serial port, the disks' serials) are here too, so neither side imports the
+// other.
 package agentproto
 
 import (

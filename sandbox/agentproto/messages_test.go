@@ -34,7 +34,7 @@ func TestDecodeResult(t *testing.T) {
 		wantErr bool
 	}{
 		{"exit zero", `{"exit_code":0,"out_bytes":0}`, false},
-		{"signalled", `{"exit_code":-1,"signal":"killed","out_bytes":0}`, false},
+		{"signaled", `{"exit_code":-1,"signal":"killed","out_bytes":0}`, false},
 		{"exit too large", `{"exit_code":256,"out_bytes":0}`, true},
 		{"exit too small", `{"exit_code":-2,"out_bytes":0}`, true},
 		{"negative out", `{"exit_code":0,"out_bytes":-5}`, true},

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-)
 
-// PortName is the virtio-serial port name the host's QEMU command line declares.
-const PortName = "bumper.agent"
+	"github.com/bumperdev/bumper/sandbox/agentproto"
+)
 
 // Fixed guest paths and the agent user (created in the rootfs by the image builder).
 const (
@@ -55,7 +54,7 @@ func serve(ctx context.Context) error {
 	// The port's sysfs entry appears when virtio_console has probed; give it a moment.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		p, err := PortByName(PortName)
+		p, err := PortByName(agentproto.PortName)
 		if err == nil {
 			port = p
 			break
@@ -79,7 +78,7 @@ func serve(ctx context.Context) error {
 			return fmt.Errorf("failed to give %s to the agent user: %w", d, err)
 		}
 	}
-	outDev, err := DiskBySerial(OutSerial)
+	outDev, err := DiskBySerial(agentproto.OutSerial)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func writeOut(dir, device string, max int64) (int64, error) {
 		// Two zero blocks at the start make the host read an empty archive instead of a
 		// truncated one.
 		if _, zerr := f.WriteAt(make([]byte, 1024), 0); zerr != nil {
-			return 0, fmt.Errorf("failed to reset out device after %v: %w", err, zerr)
+			return 0, fmt.Errorf("failed to reset out device after %w: %w", err, zerr)
 		}
 		if serr := f.Sync(); serr != nil {
 			return 0, fmt.Errorf("failed to sync out device: %w", serr)

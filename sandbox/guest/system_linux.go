@@ -96,18 +96,10 @@ func (LinuxSystem) ConfigureNetwork(n agentproto.Network) error {
 	return nil
 }
 
-// WorkspaceSerial and OutSerial are the virtio-blk serials the host gives the workspace
-// and out disks; the guest finds them by serial, not by probe order.
-const (
-	RootSerial      = "bumper-root"
-	WorkspaceSerial = "bumper-workspace"
-	OutSerial       = "bumper-out"
-)
-
 // MountWorkspace mounts the workspace disk at dir and gives its files to uid:gid (the
 // host builds it with its own ownership).
 func (LinuxSystem) MountWorkspace(dir string, uid, gid int) error {
-	dev, err := DiskBySerial(WorkspaceSerial)
+	dev, err := DiskBySerial(agentproto.WorkspaceSerial)
 	if err != nil {
 		return err
 	}
@@ -136,7 +128,7 @@ func (LinuxSystem) MountWorkspace(dir string, uid, gid int) error {
 
 // GrowRoot grows the mounted root ext4 filesystem online to fill its disk.
 func (LinuxSystem) GrowRoot() error {
-	dev, err := DiskBySerial(RootSerial)
+	dev, err := DiskBySerial(agentproto.RootSerial)
 	if err != nil {
 		return err
 	}

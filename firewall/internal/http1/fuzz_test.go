@@ -1,11 +1,9 @@
-package firewall
+package http1
 
 import (
 	"bufio"
 	"bytes"
 	"testing"
-
-	"github.com/bumperdev/bumper/firewall/policy"
 )
 
 // FuzzReadHead feeds arbitrary bytes to the request parser: it must never panic, and a
@@ -21,57 +19,29 @@ func FuzzReadHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var h head
-		err := h.read(bufio.NewReaderSize(bytes.NewReader(data), 256), 1024, true)
+		var h Head
+		err := h.ReadRequest(bufio.NewReaderSize(bytes.NewReader(data), 256), 1024)
 		if err != nil {
 			return
 		}
-		if h.chunked && h.contentLength >= 0 {
+		if h.Chunked && h.ContentLength >= 0 {
 			t.Fatal("accepted both Content-Length and Transfer-Encoding")
 		}
-		if len(h.raw) > 1024 {
-			t.Fatalf("accepted a %d-byte head over the 1024 limit", len(h.raw))
+		if len(h.Raw) > 1024 {
+			t.Fatalf("accepted a %d-byte head over the 1024 limit", len(h.Raw))
 		}
-		if !bytes.HasSuffix(h.raw, []byte("\r\n\r\n")) && !bytes.Equal(h.raw, []byte("\r\n")) {
-			t.Fatalf("accepted head not ended by an empty line: %q", h.raw)
+		if !bytes.HasSuffix(h.Raw, []byte("\r\n\r\n")) && !bytes.Equal(h.Raw, []byte("\r\n")) {
+			t.Fatalf("accepted head not ended by an empty line: %q", h.Raw)
 		}
-		for _, c := range h.first[1] {
+		for _, c := range h.Target() {
 			if c <= ' ' || c == 0x7f {
-				t.Fatalf("control byte in accepted target %q", h.first[1])
+				t.Fatalf("control byte in accepted target %q", h.Target())
 			}
 		}
-		for _, hd := range h.headers {
-			if bytes.ContainsAny(hd.value, "\r\n\x00") {
-				t.Fatalf("control byte in accepted header %q", hd.value)
+		for _, hd := range h.Headers {
+			if bytes.ContainsAny(hd.Value, "\r\n\x00") {
+				t.Fatalf("control byte in accepted header %q", hd.Value)
 			}
-		}
-	})
-}
-
-// FuzzTarget runs the authority splitting and the policy on arbitrary targets: an
-// accepted target must be a clean allowed name.
-func FuzzTarget(f *testing.F) {
-	p, err := policy.New([]string{"allowed.test", "*.allowed.test"}, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, s := range []string{"allowed.test:443", "www.allowed.test:443", "[::1]:443", "2130706433:443", "allowed.test@evil:443", "ALLOWED.test.:443"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, target string) {
-		host, port, err := splitHostPort(target, 0)
-		if err != nil {
-			return
-		}
-		tgt, d := p.CheckHost(host, port, policy.Connect)
-		if !d.Allowed {
-			return
-		}
-		if tgt.Name != "allowed.test" && !bytes.HasSuffix([]byte(tgt.Name), []byte(".allowed.test")) {
-			t.Fatalf("%q allowed as %q", target, tgt.Name)
-		}
-		if port != 443 {
-			t.Fatalf("%q allowed on port %d", target, port)
 		}
 	})
 }
@@ -86,7 +56,7 @@ func FuzzChunked(f *testing.F) {
 		var out bytes.Buffer
 		bw := bufio.NewWriter(&out)
 		src := bufio.NewReaderSize(bytes.NewReader(data), 64)
-		n, err := copyChunked(bw, src)
+		n, err := CopyChunked(bw, src)
 		bw.Flush()
 		if int64(out.Len()) != n {
 			t.Fatalf("reported %d bytes, wrote %d", n, out.Len())

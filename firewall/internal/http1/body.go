@@ -1,4 +1,4 @@
-package firewall
+package http1
 
 import (
 	"bufio"
@@ -12,11 +12,12 @@ import (
 // maxChunkLine bounds a chunk-size line (size, extensions) and each trailer line.
 const maxChunkLine = 4096
 
-var errBadChunk = errors.New("malformed chunked body")
+// ErrBadChunk is a chunked body whose framing is malformed.
+var ErrBadChunk = errors.New("malformed chunked body")
 
-// copyChunked forwards a chunked body byte for byte, checking its framing, and returns
+// CopyChunked forwards a chunked body byte for byte, checking its framing, and returns
 // the bytes written. The framing is validated, not rewritten, so both ends agree on it.
-func copyChunked(dst *bufio.Writer, src *bufio.Reader) (int64, error) {
+func CopyChunked(dst *bufio.Writer, src *bufio.Reader) (int64, error) {
 	var total int64
 	for {
 		line, err := src.ReadSlice('\n')
@@ -24,7 +25,7 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader) (int64, error) {
 			return total, fmt.Errorf("failed to read chunk size: %w", err)
 		}
 		if len(line) > maxChunkLine || len(line) < 3 || line[len(line)-2] != '\r' {
-			return total, errBadChunk
+			return total, ErrBadChunk
 		}
 		size, err := parseChunkSize(line[:len(line)-2])
 		if err != nil {
@@ -42,7 +43,7 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader) (int64, error) {
 		}
 		crlf, err := src.ReadSlice('\n')
 		if err != nil || len(crlf) != 2 || crlf[0] != '\r' {
-			return total, errBadChunk
+			return total, ErrBadChunk
 		}
 		n, _ = dst.Write(crlf)
 		total += int64(n)
@@ -53,7 +54,7 @@ func copyChunked(dst *bufio.Writer, src *bufio.Reader) (int64, error) {
 			return total, fmt.Errorf("failed to read trailer: %w", err)
 		}
 		if len(line) > maxChunkLine || len(line) < 2 || line[len(line)-2] != '\r' {
-			return total, errBadChunk
+			return total, ErrBadChunk
 		}
 		n, _ := dst.Write(line)
 		total += int64(n)
@@ -71,11 +72,26 @@ func parseChunkSize(b []byte) (int64, error) {
 		b = b[:i]
 	}
 	if len(b) == 0 || len(b) > 15 {
-		return 0, errBadChunk
+		return 0, ErrBadChunk
 	}
 	size, err := strconv.ParseUint(string(b), 16, 64)
 	if err != nil {
-		return 0, errBadChunk
+		return 0, ErrBadChunk
 	}
 	return int64(size), nil
+}
+
+// CopyN is io.CopyN with a caller-owned LimitedReader, to spare an allocation per body.
+// Short of n bytes it returns the error that ended the copy, io.EOF if none.
+func CopyN(dst io.Writer, src io.Reader, n int64, lr *io.LimitedReader) (int64, error) {
+	lr.R, lr.N = src, n
+	written, err := io.Copy(dst, lr)
+	lr.R = nil
+	if written == n {
+		return n, nil
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	return written, err
 }

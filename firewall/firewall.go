@@ -1,0 +1,323 @@
+package firewall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/gateway"
+	"github.com/bumperdev/bumper/firewall/meter"
+	"github.com/bumperdev/bumper/firewall/policy"
+)
+
+const (
+	logKeyAllow   = "allow_entries"
+	logKeyDeny    = "deny_entries"
+	logKeySpent   = "model_spent_usd"
+	logKeyCalls   = "model_calls"
+	logKeyPrices  = "price_table"
+	logKeyBudget  = "model_budget_usd"
+	logKeyOwnAddr = "own_addresses"
+	logKeyCleanup = "cleanup"
+)
+
+// Errors of New for a config that lacks what every firewall needs.
+var (
+	ErrNoListen = errors.New("no listen address: set listen in the config")
+	ErrNoAudit  = errors.New("no audit log: set audit in the config")
+)
+
+// ErrStarted is returned by a second Start, or a Start after Stop.
+var ErrStarted = errors.New("firewall already started (or stopped); a Firewall starts once")
+
+// Firewall is one firewall run from a Config. New checks the config; Start opens the
+// audit log, builds the gateways, listens and serves in the background, and returns once
+// it listens; Stop (or the end of Start's context) closes the listener and every
+// connection, flushes the audit log and undoes what Start made, in reverse order; Wait
+// returns when that is done.
+type Firewall struct {
+	cfg       Config
+	policy    *policy.Policy
+	overrides map[string]netip.Addr
+
+	mu        sync.Mutex
+	started   bool
+	stopAsked bool
+	addr      string
+	cancel    context.CancelFunc
+	cleanups  []cleanup
+	done      chan struct{} // closed when the firewall has stopped and cleaned up
+	err       error
+}
+
+type cleanup struct {
+	name string
+	fn   func() error
+}
+
+// New checks c (a listen address, an audit log, the allow and deny lists, the resolve
+// pins) and returns a firewall that has not started. It keeps a copy of c.
+func New(c *Config) (*Firewall, error) {
+	if c.Listen == "" {
+		return nil, ErrNoListen
+	}
+	if c.Audit == "" {
+		return nil, ErrNoAudit
+	}
+	pol, err := policy.New(c.Allow, c.Deny)
+	if err != nil {
+		return nil, err
+	}
+	overrides := map[string]netip.Addr{}
+	for host, ip := range c.Resolve {
+		name, err := policy.NormalizeName(host)
+		if err != nil {
+			return nil, fmt.Errorf("failed to use resolve entry %q: %w", host, err)
+		}
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return nil, fmt.Errorf("failed to use resolve entry %q: %q is not an IP address", host, ip)
+		}
+		overrides[name] = a.Unmap()
+	}
+	return &Firewall{cfg: *c, policy: pol, overrides: overrides, done: make(chan struct{})}, nil
+}
+
+// Start opens the audit log, builds the gateways and listens, then serves in the
+// background until Stop is called or ctx ends; it returns once the firewall listens
+// (see Addr). It may be called once; on failure everything it made is already undone.
+// The firewall logs to ctx's zerolog logger.
+func (f *Firewall) Start(ctx context.Context) error {
+	f.mu.Lock()
+	if f.started {
+		f.mu.Unlock()
+		return ErrStarted
+	}
+	f.started = true
+	f.mu.Unlock()
+	if err := f.start(ctx); err != nil {
+		f.runCleanups(ctx) //nolint:errcheck // logged; the first failure is what the caller needs
+		f.finish(err)
+		return err
+	}
+	return nil
+}
+
+func (f *Firewall) start(ctx context.Context) error {
+	log := zerolog.Ctx(ctx)
+	own, err := ownAddresses()
+	if err != nil {
+		return err
+	}
+	al, err := audit.Open(f.cfg.Audit)
+	if err != nil {
+		return err
+	}
+	f.pushCleanup("audit log", al.Close)
+	gw, m, err := buildGateway(&f.cfg, al)
+	if err != nil {
+		return err
+	}
+	l := f.cfg.Limits
+	opts := Options{
+		Policy: f.policy, Filter: policy.NewAddrFilter(own), Overrides: f.overrides, Audit: al,
+		MaxHeaderBytes: l.MaxHeaderBytes, IdleTimeout: l.IdleTimeout, MaxConnDuration: l.MaxConnDuration,
+		DialTimeout: l.DialTimeout, MaxConnsPerClient: l.MaxConnsPerClient, DNSCacheTTL: l.DNSCacheTTL,
+	}
+	if gw != nil {
+		opts.Gateway = gw
+		f.pushCleanup("gateways", func() error { gw.Close(); return nil })
+	}
+	srv, err := NewServer(opts)
+	if err != nil {
+		return err
+	}
+	ln, err := Listen(ctx, f.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("failed to listen on %s: %w", f.cfg.Listen, err)
+	}
+	log.Info().Str(logKeyListen, ln.Addr().String()).Int(logKeyAllow, len(f.cfg.Allow)).Int(logKeyDeny, len(f.cfg.Deny)).
+		Int(logKeyOwnAddr, len(own)).Msg("firewall listening")
+	sctx, cancel := context.WithCancel(ctx)
+	f.mu.Lock()
+	f.addr, f.cancel = ln.Addr().String(), cancel
+	if f.stopAsked {
+		cancel()
+	}
+	f.mu.Unlock()
+	go func() {
+		err := srv.Serve(sctx, ln) // closes ln, every connection, and flushes the audit log
+		cancel()
+		if m != nil {
+			s := m.Summary()
+			log.Info().Float64(logKeySpent, s.SpentUSD).Int(logKeyCalls, s.Calls).Float64(logKeyBudget, s.BudgetUSD).
+				Str(logKeyPrices, s.PriceTable).Msg("model usage")
+		}
+		if cerr := f.runCleanups(ctx); err == nil {
+			err = cerr
+		}
+		f.finish(err)
+	}()
+	return nil
+}
+
+// Addr is the address the firewall listens on once Start has returned, else "".
+func (f *Firewall) Addr() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addr
+}
+
+// Stop closes the listener and every connection, flushes and closes the audit log, and
+// returns what Wait returns. It is idempotent and safe from many goroutines; when ctx
+// ends before the firewall has stopped, it returns ctx.Err() and the stop goes on. A
+// firewall stopped before Start never starts.
+func (f *Firewall) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	f.stopAsked = true
+	if !f.started {
+		f.started = true
+		f.mu.Unlock()
+		f.finish(nil)
+		return nil
+	}
+	cancel := f.cancel
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return f.Wait(ctx)
+}
+
+// Wait blocks until the firewall has stopped (Stop, the end of Start's context, or a
+// failure to serve) and cleaned up, and returns why it failed, if it did: the same error
+// to every caller. When ctx ends first it returns ctx.Err().
+func (f *Firewall) Wait(ctx context.Context) error {
+	f.mu.Lock()
+	started := f.started
+	f.mu.Unlock()
+	if !started {
+		return errors.New("firewall not started")
+	}
+	select {
+	case <-f.done:
+	default:
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+func (f *Firewall) pushCleanup(name string, fn func() error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cleanups = append(f.cleanups, cleanup{name, fn})
+}
+
+// runCleanups undoes what Start made, in reverse order, once. Failures are logged, and
+// returned joined.
+func (f *Firewall) runCleanups(ctx context.Context) error {
+	f.mu.Lock()
+	cs := f.cleanups
+	f.cleanups = nil
+	f.mu.Unlock()
+	var errs []error
+	for i := len(cs) - 1; i >= 0; i-- {
+		if err := cs[i].fn(); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str(logKeyCleanup, cs[i].name).Msg("cleanup failed")
+			errs = append(errs, fmt.Errorf("failed to close the %s: %w", cs[i].name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f *Firewall) finish(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+	close(f.done)
+}
+
+// buildGateway returns nil when no gateway is configured.
+func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, error) {
+	g := c.Gateway
+	if g.GitBase == "" && g.GitHubAPIBase == "" && g.AnthropicBase == "" && g.OpenAIBase == "" {
+		return nil, nil, nil
+	}
+	token, err := readSecret(g.TokenFile, EnvGitHubToken)
+	if err != nil {
+		return nil, nil, err
+	}
+	akey, err := readSecret(g.AnthropicKeyFile, EnvAnthropicKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	okey, err := readSecret(g.OpenAIKeyFile, EnvOpenAIKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m *meter.Meter
+	if g.AnthropicBase != "" || g.OpenAIBase != "" {
+		prices, err := loadPrices(c.Budget.PricesFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		if m, err = meter.New(prices, c.Budget.USD); err != nil {
+			return nil, nil, err
+		}
+	}
+	gw, err := gateway.New(gateway.Config{
+		GitBase: g.GitBase, GitHubAPIBase: g.GitHubAPIBase, AnthropicBase: g.AnthropicBase, OpenAIBase: g.OpenAIBase,
+		Token: token, AnthropicKey: akey, OpenAIKey: okey, APIAllow: g.APIAllow, PushRef: g.PushRef, CAFile: g.CAFile,
+		Meter: m, Audit: al,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return gw, m, nil
+}
+
+func loadPrices(path string) (*meter.Prices, error) {
+	if path == "" {
+		return meter.DefaultPrices()
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read price table: %w", err)
+	}
+	return meter.ParsePrices(data)
+}
+
+// ownAddresses lists this host's interface addresses, which the firewall never dials.
+func ownAddresses() ([]netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("failed to list this host's addresses: %w", err)
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out, nil
+}
+
+// Listen opens the proxy's listener without TCP keep-alive on accepted connections (the
+// proxy bounds idle time itself), which saves system calls on every new connection.
+func Listen(ctx context.Context, addr string) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	return lc.Listen(ctx, "tcp", addr)
+}
