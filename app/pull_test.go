@@ -86,13 +86,20 @@ func (h *harness) rerequest(pr int, by string) {
 		"installation": map[string]any{"id": h.e.InstallationID(ghemu.DefaultOrg)},
 		"sender":       map[string]any{"login": by, "type": "User"},
 	}
+	h.deliver("check_run", fmt.Sprintf("rerequest-%d-%s", pr, by), payload)
+}
+
+// deliver posts a webhook to serve, signed with the App's secret, as GitHub sends it,
+// for the events the emulator does not emit itself, and waits until it is handled.
+func (h *harness) deliver(event, delivery string, payload any) {
+	h.t.Helper()
 	raw, _ := json.Marshal(payload)
 	mac := hmac.New(sha256.New, []byte(testSecret))
 	mac.Write(raw)
 	req, _ := http.NewRequest(http.MethodPost, h.hs.URL+h.cfg.Server.WebhookPath, bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "check_run")
-	req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("rerequest-%d-%s-%d", pr, by, time.Now().UnixNano()))
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("%s-%d", delivery, time.Now().UnixNano()))
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -100,7 +107,7 @@ func (h *harness) rerequest(pr int, by string) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		h.t.Fatalf("check_run webhook answered %d", resp.StatusCode)
+		h.t.Fatalf("%s webhook answered %d", event, resp.StatusCode)
 	}
 	h.settle()
 }

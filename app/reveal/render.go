@@ -286,7 +286,7 @@ func (q *quoter) block(s string) string {
 	if !strings.Contains(s, "\n") && utf8.RuneCountInString(s) <= 100 {
 		return " " + codeSpan(s) + moreNote(more) + "\n"
 	}
-	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
+	fence := Fence(s)
 	var b strings.Builder
 	b.WriteString("\n  " + fence + "text\n")
 	for line := range strings.SplitSeq(s, "\n") {
@@ -367,6 +367,10 @@ func codeSpan(s string) string {
 	}
 	return d + s + d
 }
+
+// Fence is a code fence of backticks longer than any run of backticks in s (at least
+// three), so s shown between two of them cannot end the block early.
+func Fence(s string) string { return strings.Repeat("`", max(3, longestRun(s, '`')+1)) }
 
 func longestRun(s string, c byte) int {
 	longest, n := 0, 0

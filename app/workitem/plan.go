@@ -26,7 +26,7 @@ const (
 // planComment renders the comment that shows a plan for approval.
 func (s *Service) planComment(rec *ledger.Record, plan string) string {
 	id := s.opts.Sealer.ShortID(rec.TextRevision())
-	fence := strings.Repeat("`", max(3, longestRun(plan, '`')+1))
+	fence := reveal.Fence(plan)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n### Plan (revision `%s`)\n\n%s\n\n%s\n%s\n%s\n\n", planMarker, id, planIntro, fence, plan, fence)
 	if notice := reveal.Render(reveal.Scan(plan)); notice != "" {
@@ -35,20 +35,6 @@ func (s *Service) planComment(rec *ledger.Record, plan string) string {
 	}
 	fmt.Fprintf(&b, "A maintainer who has read this plan can comment `/approve %s` to authorize a run of it.\n", id)
 	return b.String()
-}
-
-// longestRun is the length of the longest run of c in s.
-func longestRun(s string, c byte) int {
-	longest, n := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			n++
-			longest = max(longest, n)
-		} else {
-			n = 0
-		}
-	}
-	return longest
 }
 
 // parsePlan reads the plan back out of a plan comment.
