@@ -51,10 +51,15 @@ type Limits struct {
 
 // GatewayConfig configures the gateways; an empty base URL turns that gateway off.
 type GatewayConfig struct {
-	GitBase          string   `yaml:"git_base"`
-	GitHubAPIBase    string   `yaml:"github_api_base"`
-	AnthropicBase    string   `yaml:"anthropic_base"`
-	OpenAIBase       string   `yaml:"openai_base"`
+	GitBase       string `yaml:"git_base"`
+	GitHubAPIBase string `yaml:"github_api_base"`
+	AnthropicBase string `yaml:"anthropic_base"`
+	OpenAIBase    string `yaml:"openai_base"`
+	// Repository is the run's repository, owner/name: the only one the git and API
+	// gateways serve (required when either is on); RepositoryID its numeric id, which
+	// /repositories/{id} paths need (gateway.Config.Repository, RepositoryID).
+	Repository       string   `yaml:"repository"`
+	RepositoryID     int64    `yaml:"repository_id"`
 	APIAllow         []string `yaml:"api_allow"` // the agent's GitHub API, read-only; empty: none (gateway.Config.APIAllow)
 	PushRef          string   `yaml:"push_ref"`
 	CAFile           string   `yaml:"ca_file"`

@@ -6,17 +6,42 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bumperdev/bumper/firewall/audit"
 )
 
 func TestLoadConfig(t *testing.T) {
-	c, err := LoadConfig("testdata/firewall.example.yml")
+	c, err := LoadConfig("config.example.yml")
 	if err != nil {
 		t.Fatalf("example config: %v", err)
 	}
-	if c.Limits.IdleTimeout != time.Minute || c.Gateway.PushRef != "refs/heads/bumper/12-1" || c.Budget.USD != 5 || len(c.Allow) != 6 {
+	if c.Limits.IdleTimeout != time.Minute || c.Gateway.PushRef != "refs/heads/bumper/12-1" || c.Budget.USD != 5 || len(c.Allow) != 6 ||
+		c.Gateway.Repository != "acme/widgets" || c.Gateway.RepositoryID != 123456789 {
 		t.Fatalf("decoded %+v", c)
 	}
 	dir := t.TempDir()
+
+	// The example builds its gateways once its secret files exist; without the run's
+	// repository it does not, and says which key to set.
+	al, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer al.Close()
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("s3cret\n"), 0o600)
+	c.Gateway.TokenFile, c.Gateway.AnthropicKeyFile = secret, secret
+	t.Setenv(EnvOpenAIKey, "sk-openai")
+	gw, _, err := buildGateway(c, al)
+	if err != nil || gw == nil {
+		t.Fatalf("the example's gateways: %v", err)
+	}
+	gw.Close()
+	c.Gateway.Repository = ""
+	if _, _, err := buildGateway(c, al); err == nil || !strings.Contains(err.Error(), "gateways.repository") {
+		t.Fatalf("gateways without the run's repository: %v, want an error naming gateways.repository", err)
+	}
+
 	tests := []struct {
 		name, yaml, want string
 	}{

@@ -280,7 +280,8 @@ func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, err
 	}
 	gw, err := gateway.New(gateway.Config{
 		GitBase: g.GitBase, GitHubAPIBase: g.GitHubAPIBase, AnthropicBase: g.AnthropicBase, OpenAIBase: g.OpenAIBase,
-		Token: token, AnthropicKey: akey, OpenAIKey: okey, APIAllow: g.APIAllow, PushRef: g.PushRef, CAFile: g.CAFile,
+		Token: token, AnthropicKey: akey, OpenAIKey: okey, Repository: g.Repository, RepositoryID: g.RepositoryID,
+		APIAllow: g.APIAllow, PushRef: g.PushRef, CAFile: g.CAFile,
 		Meter: m, Audit: al,
 	})
 	if err != nil {

@@ -441,3 +441,71 @@ func TestPooledConnectionClosedByUpstream(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // let the upstream's close arrive
 	}
 }
+
+// TestWhatUpstreamReceives: what a real upstream reads of a forwarded request. A target
+// with an empty path (with or without a query) goes upstream in origin form with its "/"
+// ("GET http://a.test?x" as "GET /?x"), and the head limit is the documented one: 62
+// header lines reach the upstream, 63 are refused before anything is dialled.
+func TestWhatUpstreamReceives(t *testing.T) {
+	lines := make(chan string, 16)
+	_, port := serveTCP(t, func(c net.Conn) {
+		first, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return
+		}
+		first = strings.TrimSuffix(first, "\r\n")
+		lines <- first
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(first), first)
+	})
+	px := startProxy(t, port, "1", nil)
+	a := "allowed.test:" + port
+	headers := func(n int) string { // n header lines, Host among them
+		return "Host: " + a + "\r\n" + strings.Repeat("X-A: 1\r\n", n-1)
+	}
+	tests := []struct {
+		name, raw string
+		status    int
+		upstream  string // the request line the upstream read; "" when it must read none
+	}{
+		{"query without a path", "GET http://" + a + "?x=1 HTTP/1.1\r\n" + headers(1) + "\r\n", 200, "GET /?x=1 HTTP/1.1"},
+		{"bare query mark", "GET http://" + a + "? HTTP/1.1\r\n" + headers(1) + "\r\n", 200, "GET /? HTTP/1.1"},
+		{"no path", "GET http://" + a + " HTTP/1.1\r\n" + headers(1) + "\r\n", 200, "GET / HTTP/1.1"},
+		{"path and query", "GET http://" + a + "/p?x HTTP/1.1\r\n" + headers(1) + "\r\n", 200, "GET /p?x HTTP/1.1"},
+		{"62 header lines", "GET http://" + a + "/62 HTTP/1.1\r\n" + headers(62) + "\r\n", 200, "GET /62 HTTP/1.1"},
+		{"63 header lines", "GET http://" + a + "/63 HTTP/1.1\r\n" + headers(63) + "\r\n", 400, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", px.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, tc.raw)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d (%s), want %d", resp.StatusCode, b, tc.status)
+			}
+			if tc.upstream == "" {
+				if !strings.Contains(string(b), "more than 62 header lines") {
+					t.Fatalf("refusal %q does not give the limit", b)
+				}
+				select {
+				case got := <-lines:
+					t.Fatalf("the upstream read %q", got)
+				case <-time.After(50 * time.Millisecond):
+				}
+				return
+			}
+			if got := <-lines; got != tc.upstream || string(b) != tc.upstream {
+				t.Fatalf("upstream read %q (answered %q), want %q", got, b, tc.upstream)
+			}
+		})
+	}
+}

@@ -33,7 +33,7 @@ type forwardTarget struct {
 	authority string
 	host      string
 	port      uint16
-	path      []byte // origin form, "/" when the target had none
+	path      []byte // origin form, starting with "/" (added when the target's path was empty)
 }
 
 // checkForward applies the shape rules of an absolute-URI (plain HTTP) request: an
@@ -76,8 +76,10 @@ func checkForward(h *http1.Head) (forwardTarget, *refusal) {
 	case h.Upgrade:
 		return t, badRequest("protocol upgrades through plain HTTP are refused")
 	}
-	if len(t.path) == 0 {
-		t.path = []byte("/")
+	if len(t.path) == 0 || t.path[0] != '/' {
+		// "http://a.test" and "http://a.test?x" have an empty path, which origin form
+		// writes as "/" ("/?x"); a target without its "/" is malformed upstream.
+		t.path = append([]byte("/"), t.path...)
 	}
 	return t, nil
 }

@@ -33,6 +33,7 @@ func TestCheckForward(t *testing.T) {
 		path      string
 	}{
 		{name: "plain", raw: req("http://a.test/p?q=1", "Host: a.test\r\n"), authority: "a.test", host: "a.test", port: 80, path: "/p?q=1"},
+		{name: "query without a path", raw: req("http://a.test?x=1", "Host: a.test\r\n"), authority: "a.test", host: "a.test", port: 80, path: "/?x=1"},
 		{name: "scheme case, port, no path", raw: req("HTTP://a.test:8080", "Host: A.TEST.:8080\r\n"), authority: "a.test:8080", host: "a.test", port: 8080, path: "/"},
 		{name: "default port in Host", raw: req("http://a.test:80/", "Host: a.test\r\n"), authority: "a.test:80", host: "a.test", port: 80, path: "/"},
 		{name: "ipv6 literal", raw: req("http://[::1]:81/", "Host: [::1]:81\r\n"), authority: "[::1]:81", host: "[::1]", port: 81, path: "/"},

@@ -198,7 +198,7 @@ type RestoreError struct {
 }
 
 func (e *RestoreError) Error() string {
-	return fmt.Sprintf("failed to restore snapshot %s (delete it, or boot with --cold): %s", e.Snapshot, e.QEMU)
+	return fmt.Sprintf("failed to restore snapshot %s (delete it, or boot cold: leave Config.SnapshotDir empty): %s", e.Snapshot, e.QEMU)
 }
 
 // ended explains a broken channel: a timed-out result when the wall-time limit killed

@@ -82,3 +82,15 @@ func bigFile(t *testing.T) string {
 	}
 	return p
 }
+
+// TestRestoreErrorMessage: the library says what to do in its own terms (delete the
+// snapshot, or boot cold without Config.SnapshotDir), never with a command's flag; the
+// command adds its flag (cmd/bumper).
+func TestRestoreErrorMessage(t *testing.T) {
+	re := &RestoreError{Snapshot: filepath.Join(t.TempDir(), "gone"), QEMU: "qemu-system-x86_64: Missing section footer"}
+	for _, msg := range []string{re.Error(), quarantineSnapshot(re)} { // the snapshot cannot be moved: it is not there
+		if strings.Contains(msg, "--") || !strings.Contains(msg, "boot cold") || !strings.Contains(msg, "Config.SnapshotDir") || !strings.Contains(msg, "Missing section footer") {
+			t.Errorf("message %q: want the library's own terms (boot cold, Config.SnapshotDir) and QEMU's words, no flag", msg)
+		}
+	}
+}

@@ -237,7 +237,7 @@ func (m *Machine) saveState(file string) error {
 		case "completed":
 			_, _ = mon.Run([]byte(`{"execute":"quit"}`))
 			return nil
-		case "failed", "cancelled": //nolint:misspell // QMP's status, spelled its way
+		case "failed", "cancelled": // QMP's status, spelled its way
 			return fmt.Errorf("saving the VM failed: %s %s", resp.Return.Status, resp.Return.ErrorDesc)
 		}
 		if time.Now().After(deadline) {

@@ -85,7 +85,7 @@ func runFirewall(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlagSet("firewall", "--listen ADDR [--config FILE] [--allow DOMAIN]... [--resolve HOST:IP]... --audit FILE", stderr)
 	var flags firewallFlags
 	var allow, resolve stringList
-	configPath := fs.String("config", "", "YAML config file (policy, limits, gateways, budget); see the README, section Firewall")
+	configPath := fs.String("config", "", "YAML config file (policy, limits, gateways, budget); see docs/firewall.md and firewall/config.example.yml")
 	fs.StringVar(&flags.Listen, "listen", "", "address to listen on, e.g. 127.0.0.1:3128 (overrides the config)")
 	fs.StringVar(&flags.Audit, "audit", "", "hash-chained JSON-lines audit log to append to (overrides the config)")
 	fs.Var(&allow, "allow", "allow a domain: name, *.suffix, or IP literal, optionally :port[,port] (repeatable)")

@@ -66,8 +66,16 @@ func TestFirewallUsage(t *testing.T) {
 	if err := os.WriteFile(badConfig, []byte("allow_list: [a]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A GitHub gateway that does not know the run's repository would serve every
+	// repository the token reads: the firewall refuses to start, saying which key to set.
+	noRepo := filepath.Join(dir, "no-repo.yml")
+	if err := os.WriteFile(noRepo, []byte("gateways:\n  github_api_base: https://api.github.com\n  api_allow: [\"GET /repos/*/*/contents/**\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(firewall.EnvGitHubToken, "ghs_test")
 	audit := filepath.Join(dir, "audit.jsonl")
 	runCLICases(t, []cliCase{
+		{name: "gateway without repository", args: []string{"firewall", "--config", noRepo, "--listen", "127.0.0.1:0", "--audit", audit}, wantCode: 1, wantStderr: "no repository: set the run's repository (gateways.repository: owner/name)"},
 		{name: "help", args: []string{"firewall", "--help"}, wantCode: 0, wantStderr: "--resolve"},
 		{name: "no listen", args: []string{"firewall", "--audit", audit}, wantCode: 2, wantStderr: "pass --listen"},
 		{name: "no audit", args: []string{"firewall", "--listen", "127.0.0.1:0"}, wantCode: 2, wantStderr: "pass --audit FILE"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,7 +119,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	autoPrune(*cache, stderr)
 	if err != nil {
-		return err
+		return withColdHint(err)
 	}
 	if rep.Out != nil && len(rep.Out.Skipped) > 0 {
 		fmt.Fprintf(stderr, "sandbox: %d entries of /out refused:\n", len(rep.Out.Skipped))
@@ -143,6 +144,16 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitError{code: rep.ExitCode}
 	}
 	return nil
+}
+
+// withColdHint adds to a failed snapshot restore the flag that boots without
+// snapshots; the library names only its own terms.
+func withColdHint(err error) error {
+	var re *sandbox.RestoreError
+	if errors.As(err, &re) {
+		return fmt.Errorf("%w\n(bumper sandbox run --cold boots without snapshots)", err)
+	}
+	return err
 }
 
 // autoPrune runs sandbox.AutoPrune and says what it did. It never fails the run:

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +28,23 @@ func TestSandboxUsage(t *testing.T) {
 		{name: "missing image", args: []string{"sandbox", "run", "--image", "/nonexistent/image", "--", "true"}, wantCode: 1, wantStderr: "/nonexistent/image"},
 		{name: "guest agent on a host", args: []string{"guest-agent"}, wantCode: 1, wantStderr: "only as PID 1"},
 	})
+}
+
+// TestRestoreErrorHint: a snapshot that fails to restore reaches the user with the flag
+// that boots without snapshots; the library's message names no flag.
+func TestRestoreErrorHint(t *testing.T) {
+	re := &sandbox.RestoreError{Snapshot: "/cache/snapshots/abc", QEMU: "qemu-system-x86_64: Missing section footer"}
+	if strings.Contains(re.Error(), "--") {
+		t.Fatalf("the library's message names a command-line flag: %q", re)
+	}
+	err := withColdHint(fmt.Errorf("run: %w", re))
+	var got *sandbox.RestoreError
+	if !errors.As(err, &got) || !strings.Contains(err.Error(), "--cold") || !strings.Contains(err.Error(), "Missing section footer") {
+		t.Fatalf("withColdHint: %v, want the restore error with the --cold hint", err)
+	}
+	if got := withColdHint(errors.New("other")); got.Error() != "other" {
+		t.Fatal("withColdHint changed an unrelated error")
+	}
 }
 
 // TestSandboxRun runs a command in a real VM through the command line, as a user would.

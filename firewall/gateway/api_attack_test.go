@@ -206,6 +206,55 @@ var hostOnlyAttacks = []apiAttack{
 	{"security-alerts-and-secrets", "GET", "/orgs/o/secret-scanning/alerts", nil},
 	{"security-alerts-and-secrets", "GET", "/orgs/o/dependabot/secrets", nil},
 	{"security-alerts-and-secrets", "GET", "/user/codespaces/secrets", nil},
+
+	// Listings of refs that include refs/pull/* (a prefix of pull/ or refs/pull/, or no
+	// prefix at all), compare ranges a four-dot split would misread, and check run
+	// annotations (what fork pull requests' workflows print).
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs/pu", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs/pul", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs/p", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs/PU", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs/refs/pu", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs/refs", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs/", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/matching-refs", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/refs", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/refs/", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/refs?per_page=100", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/refs/pu", nil},
+	{"pull-ref-listings", "GET", "/repos/o/r/git/refs/refs/pul", nil},
+	{"pull-ref-listings", "HEAD", "/repos/o/r/git/matching-refs/pu", nil},
+	{"pull-ref-listings", "GET", "/repositories/123/git/matching-refs/pu", nil},
+	{"pull-ref-listings", "GET", "/api/v3/repos/o/r/git/matching-refs/pu", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/main....pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/main.....pull/9/head", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/pull/9/head....main", nil},
+	{"fork-refs", "GET", "/repos/o/r/compare/main....bumper/12-1", nil},
+	{"fork-refs", "GET", "/repos/o/r/commits/main....pull/9/head", nil},
+	{"check-run-annotations", "GET", "/repos/o/r/check-runs/5/annotations", nil},
+	{"check-run-annotations", "GET", "/repos/o/r/check-runs/5/annotations?per_page=100", nil},
+	{"check-run-annotations", "GET", "/repos/o/r/check-runs/5/Annotations/", nil},
+	{"check-run-annotations", "GET", "/repositories/123/check-runs/5/annotations", nil},
+
+	// Other people and their repositories: lists of forks and repositories, profiles.
+	{"forks-and-repository-lists", "GET", "/repos/o/r/forks", nil},
+	{"forks-and-repository-lists", "GET", "/repos/o/r/forks?sort=newest", nil},
+	{"forks-and-repository-lists", "GET", "/repositories/123/forks", nil},
+	{"forks-and-repository-lists", "GET", "/users/stranger/repos", nil},
+	{"forks-and-repository-lists", "GET", "/users/stranger/starred", nil},
+	{"forks-and-repository-lists", "GET", "/orgs/o/repos", nil},
+	{"forks-and-repository-lists", "GET", "/orgs/stranger-org/repos?type=forks", nil},
+	{"forks-and-repository-lists", "GET", "/user/repos", nil},
+	{"forks-and-repository-lists", "GET", "/repositories", nil},
+	{"forks-and-repository-lists", "GET", "/repositories?since=1", nil},
+	{"user-and-organization-profiles", "GET", "/users/stranger", nil},
+	{"user-and-organization-profiles", "GET", "/users/o", nil},
+	{"user-and-organization-profiles", "GET", "/users", nil},
+	{"user-and-organization-profiles", "GET", "/users/stranger/followers", nil},
+	{"user-and-organization-profiles", "GET", "/user", nil},
+	{"user-and-organization-profiles", "GET", "/orgs/o", nil},
+	{"user-and-organization-profiles", "GET", "/orgs/o/members", nil},
+	{"user-and-organization-profiles", "GET", "/organizations", nil},
 }
 
 // evasions are the same operations spelled the way an attacker would to slip past a
@@ -234,6 +283,10 @@ var evasions = []apiAttack{
 	{"issue-comments", "GET", "/api/v3/repos/o/r/issues/comments", nil},
 	{"pull-request-reviews", "HEAD", "/repos/o/r/pulls/1/reviews", nil},
 	{"read-only", "get", "/rate_limit", nil},
+	{"user-and-organization-profiles", "GET", "/api/v3/users/stranger", nil},
+	{"user-and-organization-profiles", "GET", "/Users/Stranger/", nil},
+	{"user-and-organization-profiles", "GET", "/users/stranger.json", nil},
+	{"forks-and-repository-lists", "GET", "/repos/o/r/Forks/", nil},
 	{"method-override", "GET", "/repos/o/r/issues/7", map[string]string{"X-HTTP-Method-Override": "DELETE"}},
 	{"method-override", "GET", "/repos/o/r/issues/7", map[string]string{"X-HTTP-Method": "PATCH"}},
 	{"method-override", "GET", "/repos/o/r/issues/7", map[string]string{"x-method-override": "PUT"}},
@@ -455,5 +508,126 @@ func TestAPIPathSpellingsRefused(t *testing.T) {
 				t.Fatalf("upstream saw %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestOtherRepositoriesRefused: the API gateway serves the run's repository only. An
+// agent holding the run's token (which reads every public repository) tries a
+// stranger's fork by name and by id, another branch of it, and whatever else lies
+// outside the repository, under the example config's rules and under `* /**`: each is
+// refused with 403 naming why, audited, and never reaches GitHub, while the run's own
+// repository, in any case and by its id, and GitHub's metadata still pass.
+func TestOtherRepositoriesRefused(t *testing.T) {
+	// config.example.yml's rules, and the other reads the controls make.
+	exampleRules := []string{"GET /repos/*/*", "GET /repos/*/*/contents/**", "GET /repos/*/*/commits/**", "GET /repos/*/*/check-runs/**",
+		"GET /repositories/*/contents/**", "GET /rate_limit", "GET /meta", "GET /licenses/*"}
+	tests := []struct {
+		path   string // below /api/github
+		status int
+		says   string // in the refusal
+	}{
+		{"/repos/stranger/fork/contents/x.go?ref=evil-branch", 403, "[other-repository]"},
+		{"/repos/stranger/fork/commits", 403, "[other-repository]"},
+		{"/repos/stranger/fork/commits/evil-branch", 403, "[other-repository]"},
+		{"/repos/stranger/fork", 403, "[other-repository]"},
+		{"/repos/stranger/r/contents/README.md", 403, "[other-repository]"},
+		{"/repos/o/r-fork/contents/README.md", 403, "[other-repository]"},
+		{"/repos/o/r.git/contents/README.md", 403, "[other-repository]"},
+		{"/repos/o", 403, "[other-repository]"},
+		{"/REPOS/Stranger/Fork/contents/x", 403, "[other-repository]"},
+		{"/api/v3/repos/stranger/fork/contents/x", 403, "[other-repository]"},
+		{"/repos/stranger/fork/contents/x?ref=main&owner=o&repo=r", 403, "[other-repository]"},
+		{"/repositories/123456/contents/x.go", 403, "[other-repository]"},
+		{"/repositories/0123/contents/x.go", 403, "[other-repository]"},
+		{"/repositories/123456", 403, "[other-repository]"},
+		{"/api/v3/repositories/9/commits", 403, "[other-repository]"},
+		{"/feeds", 403, "[outside-the-repository]"},
+		{"/notifications", 403, "[outside-the-repository]"},
+		{"/enterprises/e/settings/billing", 403, "[outside-the-repository]"},
+		{"/projects/1/columns", 403, "[outside-the-repository]"},
+		{"/teams/5/members", 403, "[outside-the-repository]"},
+		{"/marketplace_listing/plans", 403, "[outside-the-repository]"},
+
+		// The run's repository and GitHub's own metadata.
+		{"/repos/o/r", 200, ""},
+		{"/repos/O/R/contents/x.go", 200, ""},
+		{"/repos/o/r/commits/main", 200, ""},
+		{"/repositories/123/contents/x.go", 200, ""},
+		{"/rate_limit", 200, ""},
+		{"/meta", 200, ""},
+		{"/licenses/mit", 200, ""},
+	}
+	for _, rules := range [][]string{exampleRules, {"* /**"}} {
+		f := newFixture(t, 0, func(c *Config) { c.APIAllow = rules })
+		refused := 0
+		for _, tc := range tests {
+			t.Run(strings.Join(rules, ",")+"/"+tc.path, func(t *testing.T) {
+				before := f.api.count()
+				resp, body := f.do(t, "GET", "/api/github"+tc.path, map[string]string{"Authorization": "token sentinel"}, "")
+				if resp.StatusCode != tc.status || !strings.Contains(body, tc.says) {
+					t.Fatalf("status %d (%s), want %d naming %s", resp.StatusCode, body, tc.status, tc.says)
+				}
+				if reached := f.api.count() - before; reached != map[bool]int{true: 1, false: 0}[tc.status == 200] {
+					t.Fatalf("%d requests reached GitHub", reached)
+				}
+			})
+			if tc.status != 200 {
+				refused++
+			}
+		}
+		a := f.auditText(t)
+		if got := strings.Count(a, `"allowed":false`); got != refused || !strings.Contains(a, "serves only the run's repository, o/r") {
+			t.Fatalf("%d refusals audited, want %d saying why:\n%s", got, refused, a)
+		}
+	}
+
+	// Without the repository's id, no /repositories/{id} path is served, its own included.
+	f := newFixture(t, 0, func(c *Config) { c.APIAllow = []string{"* /**"}; c.RepositoryID = 0 })
+	resp, body := f.do(t, "GET", "/api/github/repositories/123/contents/x.go", nil, "")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "repository_id") {
+		t.Fatalf("by id without the id configured: %d %s", resp.StatusCode, body)
+	}
+	if f.api.count() != 0 {
+		t.Fatal("the request reached GitHub")
+	}
+}
+
+// TestGitOtherRepositoriesRefused: the git gateway serves the run's repository only: a
+// clone or fetch of a stranger's fork (any public repository, which the token can read)
+// is refused before it reaches the git host; the run's own repository, in any case, is
+// served.
+func TestGitOtherRepositoriesRefused(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) { c.GitBase = c.GitHubAPIBase })
+	tests := []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/git/stranger/fork.git/info/refs?service=git-upload-pack", 403},
+		{"POST", "/git/stranger/fork.git/git-upload-pack", 403},
+		{"GET", "/git/o/r-fork.git/info/refs?service=git-upload-pack", 403},
+		{"GET", "/git/stranger/r.git/info/refs?service=git-upload-pack", 403},
+		{"POST", "/git/stranger/fork.git/git-receive-pack", 403},
+		{"GET", "/git/o/r.git.git/info/refs?service=git-upload-pack", 403},
+		{"GET", "/git/o/r.git/info/refs?service=git-upload-pack", 200},
+		{"GET", "/git/O/R.git/info/refs?service=git-upload-pack", 200},
+		{"POST", "/git/o/r.git/git-upload-pack", 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			before := f.api.count()
+			resp, body := f.do(t, tc.method, tc.path, nil, "0000")
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d (%s), want %d", resp.StatusCode, body, tc.status)
+			}
+			if tc.status == 403 && (!strings.Contains(body, "[other-repository]") || f.api.count() != before) {
+				t.Fatalf("refusal %q does not say why, or the request reached the git host", body)
+			}
+			if tc.status == 200 && f.api.count() != before+1 {
+				t.Fatal("the run's repository was not served")
+			}
+		})
+	}
+	if a := f.auditText(t); strings.Count(a, "[other-repository]") != 6 {
+		t.Fatalf("refusals not audited:\n%s", a)
 	}
 }

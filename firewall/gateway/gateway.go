@@ -7,14 +7,19 @@
 // request that asks for another method by header (X-HTTP-Method-Override and the like)
 // or by a _method query parameter, before anything is forwarded.
 //
+// The git and API gateways serve the run's repository only (Config.Repository, which
+// they require): another repository, a stranger's fork included, is refused.
+//
 // The GitHub API gateway is off unless the repository opts in (Config.APIAllow), and
 // read-only even then: the agent's only write to GitHub is its push through the git
 // gateway. Whatever the rules say, it refuses every method but GET and HEAD and never
 // serves text strangers or issue authors can write (comments, reviews, timelines, events,
-// discussions, gists, issues and pull requests themselves, sub-issues, search), a fork's
-// code (anything naming refs/pull/…, or owner:branch in a compare), security alerts and
+// discussions, gists, issues and pull requests themselves, sub-issues, search, check run
+// annotations, profiles), a fork's code (anything naming refs/pull/…, a listing of refs
+// that includes them, owner:branch in a compare, lists of forks), security alerts and
 // secrets, nor the host's own surfaces (Actions, hooks, GraphQL, the installation); the
-// list, with the reason for each entry, is apiRefusals in hostonly.go. A path segment
+// list, with the reason for each entry, is apiRefusals in hostonly.go. Outside the run's
+// repository it forwards only GitHub's own metadata (repository.go). A path segment
 // holding anything but letters, digits and - . _ ~ : is refused with 400 (file names
 // below /contents/ may hold any visible character and spaces, never ';', control,
 // invisible or format characters), and so is "%25" on every gateway path.
@@ -24,9 +29,12 @@
 // and /v1/chat/completions and GET /v1/models[/{id}] to OpenAI), refuse every call once
 // the run's budget is spent, and read each request body (at most MaxModelBody) to learn
 // the model and output cap. They refuse (403) a call that declares a tool the harness
-// does not run itself (web search and fetch, code execution, MCP, file search, image
-// generation, which the provider runs and which would fetch URLs the allowlist never
-// sees; computer use, which no harness uses), a service tier dearer than the price table
+// does not run itself, or names one in tool_choice (web search and fetch, code
+// execution, MCP, file search, image generation, which the provider runs and which would
+// fetch URLs the allowlist never sees; computer use, which no harness uses), content
+// the provider would fetch from a URL (an image, document, file or audio source given as
+// an http(s) URL, anywhere in the messages, input, system or tool results; base64 and
+// data: URLs pass), a service tier dearer than the price table
 // (priority, scale) or Anthropic's 1M-token context beta (long-context rates). A call that generates tokens holds its worst case
 // (meter.WorstCase) against the budget while in flight (meter.Reserve), and is refused
 // in the API's own budget error when that does not fit in what is left; it is then
@@ -45,6 +53,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,7 +77,16 @@ type Config struct {
 	AnthropicBase string // e.g. https://api.anthropic.com
 	OpenAIBase    string // e.g. https://api.openai.com
 
-	Token        string // GitHub installation token (git and API)
+	Token string // GitHub installation token (git and API)
+
+	// Repository is the run's repository, "owner/name", compared case-insensitively as
+	// GitHub does: the only repository the git and API gateways serve. Required when
+	// either of them is on, since the token reads every public repository, forks
+	// included, and the agent would read any of them.
+	Repository string
+	// RepositoryID is the run's repository's numeric id, when known: the API gateway
+	// serves /repositories/{id}/… for that id only, and none of them when it is 0.
+	RepositoryID int64
 	AnthropicKey string
 	OpenAIKey    string
 
@@ -98,6 +116,9 @@ type Gateway struct {
 	openai    *upstream
 	apiRules  []apiRule
 	transport *http.Transport
+	// owner and repo are Config.Repository's halves, lower-cased; repoID is
+	// Config.RepositoryID in decimal, "" when not known.
+	owner, repo, repoID string
 }
 
 type upstream struct {
@@ -123,6 +144,11 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if g.openai, err = parseBase("openai", cfg.OpenAIBase, cfg.OpenAIKey, "openai key"); err != nil {
 		return nil, err
+	}
+	if g.git != nil || g.api != nil {
+		if err := g.setRepository(cfg.Repository, cfg.RepositoryID); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range cfg.APIAllow {
 		rule, err := parseAPIRule(r)
@@ -156,6 +182,29 @@ func New(cfg Config) (*Gateway, error) {
 		Proxy:                 nil,              // never through another proxy: the token goes direct
 	}
 	return g, nil
+}
+
+// setRepository checks and keeps the run's repository, which a git or API gateway needs.
+func (g *Gateway) setRepository(repo string, id int64) error {
+	which := "github-api"
+	if g.api == nil {
+		which = "git"
+	}
+	if repo == "" {
+		return fmt.Errorf("failed to configure gateway %s: no repository: set the run's repository (gateways.repository: owner/name); without it the gateway would serve every repository the token can read, any public one and its forks included", which)
+	}
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || !validName(owner) || !validName(name) || strings.HasSuffix(strings.ToLower(name), ".git") {
+		return fmt.Errorf("failed to configure gateway %s: repository %q is not owner/name", which, repo)
+	}
+	if id < 0 {
+		return fmt.Errorf("failed to configure gateway %s: repository id %d is negative", which, id)
+	}
+	g.owner, g.repo = strings.ToLower(owner), strings.ToLower(name)
+	if id > 0 {
+		g.repoID = strconv.FormatInt(id, 10)
+	}
+	return nil
 }
 
 // isLoopback says whether host is localhost or a loopback address.

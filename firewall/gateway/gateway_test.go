@@ -155,7 +155,7 @@ func newFixture(t *testing.T, budget float64, mutate func(*Config)) *fixture {
 	f.meter = m
 	cfg := Config{
 		GitHubAPIBase: f.api.srv.URL, AnthropicBase: f.anthropic.srv.URL + "/base", OpenAIBase: f.openai.srv.URL,
-		Token: testToken, AnthropicKey: testKey, OpenAIKey: testOpenAI,
+		Token: testToken, AnthropicKey: testKey, OpenAIKey: testOpenAI, Repository: "o/r", RepositoryID: 123,
 		CAFile: caFile(t, f.anthropic.srv), Meter: m, Audit: f.log,
 		APIAllow: []string{"GET /repos/*/*/contents/**", "GET /repos/*/*/issues/*", "POST /repos/o/r/issues/*/comments", "GET /rate_limit"},
 	}
@@ -170,7 +170,13 @@ func newFixture(t *testing.T, budget float64, mutate func(*Config)) *fixture {
 	return f
 }
 
-func (f *fixture) do(t *testing.T, method, path string, hdr map[string]string, body string) (*http.Response, string) {
+// reply is what a test reads of a gateway's answer, whose body do has read and closed.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func (f *fixture) do(t *testing.T, method, path string, hdr map[string]string, body string) (reply, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
 	for k, v := range hdr {
@@ -182,7 +188,7 @@ func (f *fixture) do(t *testing.T, method, path string, hdr map[string]string, b
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return reply{resp.StatusCode, resp.Header}, string(b)
 }
 
 func (f *fixture) auditText(t *testing.T) string {
@@ -360,6 +366,30 @@ func TestUnconfiguredAndBadConfig(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("config %d accepted", i)
 		}
+	}
+	// A git or API gateway must know the run's repository: without it the agent would
+	// read every repository the token can (any public one, forks included).
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"api without repository", Config{Audit: a, GitHubAPIBase: "https://api.github.com", Token: "t", APIAllow: []string{"GET /repos/*/*/contents/**"}}, "gateway github-api: no repository: set the run's repository (gateways.repository: owner/name)"},
+		{"api without repository or rules", Config{Audit: a, GitHubAPIBase: "https://api.github.com", Token: "t"}, "no repository"},
+		{"git without repository", Config{Audit: a, GitBase: "https://github.com", Token: "t"}, "gateway git: no repository"},
+		{"owner only", Config{Audit: a, GitBase: "https://github.com", Token: "t", Repository: "o"}, "is not owner/name"},
+		{"three parts", Config{Audit: a, GitBase: "https://github.com", Token: "t", Repository: "o/r/x"}, "is not owner/name"},
+		{"git suffix", Config{Audit: a, GitBase: "https://github.com", Token: "t", Repository: "o/r.git"}, "is not owner/name"},
+		{"wildcard", Config{Audit: a, GitHubAPIBase: "https://api.github.com", Token: "t", Repository: "*/*"}, "is not owner/name"},
+		{"negative id", Config{Audit: a, GitHubAPIBase: "https://api.github.com", Token: "t", Repository: "o/r", RepositoryID: -1}, "negative"},
+	} {
+		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	// The model gateways alone need no repository.
+	if _, err := New(Config{Audit: a, AnthropicBase: "https://api.anthropic.com", AnthropicKey: "k"}); err != nil {
+		t.Errorf("model gateway alone: %v", err)
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 // gets to read the refusal instead of a broken pipe.
 const maxDrain = 64 << 20
 
-// serveGit proxies smart-HTTP git (/git/{owner}/{repo}.git/...) with the installation
-// token, enforcing the push policy on receive-pack.
+// serveGit proxies smart-HTTP git (/git/{owner}/{repo}.git/...) for the run's repository
+// only, with the installation token, enforcing the push policy on receive-pack.
 func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) {
 	if g.git == nil {
 		g.refuse(w, r, "git", http.StatusNotFound, "the git gateway is not configured")
@@ -27,6 +27,11 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) 
 	segs := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 3)
 	if len(segs) < 3 || !validName(segs[0]) || !strings.HasSuffix(segs[1], ".git") || !validName(strings.TrimSuffix(segs[1], ".git")) {
 		g.refuse(w, r, "git", http.StatusNotFound, "git paths look like /git/{owner}/{repo}.git/...")
+		return
+	}
+	if !strings.EqualFold(segs[0], g.owner) || !strings.EqualFold(strings.TrimSuffix(segs[1], ".git"), g.repo) {
+		// The token reads every public repository; a stranger's fork is their code.
+		g.refuse(w, r, "git", http.StatusForbidden, fmt.Sprintf("%s/%s is refused [other-repository]: the git gateway serves only the run's repository, %s/%s", segs[0], strings.TrimSuffix(segs[1], ".git"), g.owner, g.repo))
 		return
 	}
 	service := ""

@@ -24,9 +24,10 @@ import (
 //     requests, their events, search, anything that names a fork's ref, security alerts
 //     and secrets, and the host's own surfaces.
 //
-// What stays readable under "* /**" is the repository as its maintainers keep it: the
-// repository, contents and commits of its branches, git objects, check runs, statuses,
-// releases, labels, branches.
+// What stays readable under "* /**" is the run's repository as its maintainers keep it:
+// the repository, contents and commits of its branches, git objects, check runs,
+// statuses, releases, labels, branches. Other repositories, users and organisations are
+// refused too (repository.go).
 //
 // apiRefusals is the one list of those refusals. The write entries are covered by the
 // final "read-only" entry anyway; they are named so that a refusal says what it refused
@@ -87,12 +88,24 @@ var apiRefusals = compileRefusals([]apiRefusal{
 		"/repos/*/*/pulls/**", "/repos/*/*/commits/*/pulls/**",
 	}},
 	{"search", allMethods, "search returns issue, pull request, comment and commit text, and any repository's code: text strangers write, beyond the run's repository", []string{"/search/**"}},
-	{"fork-refs", allMethods, "a pull request's ref (refs/pull/…, or pull/… which GitHub resolves the same) or another repository's branch (owner:branch in a compare) is a fork's code and commit messages, which strangers write; the agent reads its repository's branches", nil}, // matched by namesForkRef (refusalMatchers)
+	{"fork-refs", allMethods, "a pull request's ref (refs/pull/…, or pull/… which GitHub resolves the same) or another repository's branch (owner:branch in a compare; a compare range of four dots or more, which could be split either way) is a fork's code and commit messages, which strangers write; the agent reads its repository's branches", nil}, // matched by namesForkRef (refusalMatchers)
+	// matched by listsPullRefs (refusalMatchers)
+	{"pull-ref-listings", allMethods, "listing refs by a prefix of pull/ or refs/pull/ (pu, refs/p, …), or all of them (git/refs, git/matching-refs without a prefix), lists pull requests' refs: forks' commits, which strangers write; name the branch or tag (git/ref/heads/main, git/matching-refs/heads/)", nil},
+	{"check-run-annotations", allMethods, "annotations are what a workflow's steps print, from a fork's pull request too (its code runs in the workflow): text strangers write, a prompt-injection path", []string{"/repos/*/*/check-runs/*/annotations/**"}},
 	{"security-alerts-and-secrets", allMethods, "security alerts map unfixed vulnerabilities and leaked secrets, and secrets and variables are the host's: none is the agent's to read", []string{
 		"/repos/*/*/secret-scanning/**", "/repos/*/*/code-scanning/**", "/repos/*/*/dependabot/**", "/repos/*/*/codespaces/**",
 		"/repos/*/*/security-advisories/**", "/repos/*/*/vulnerability-alerts", "/repos/*/*/environments/*/secrets/**", "/repos/*/*/environments/*/variables/**",
 		"/orgs/*/secret-scanning/**", "/orgs/*/code-scanning/**", "/orgs/*/dependabot/**", "/orgs/*/codespaces/**", "/orgs/*/security-advisories/**",
 		"/enterprises/*/secret-scanning/**", "/enterprises/*/code-scanning/**", "/enterprises/*/dependabot/**", "/user/codespaces/**",
+	}},
+
+	// Other people and other repositories: the run reads its own repository only
+	// (repositoryScope refuses the rest too; these entries name the common ones).
+	{"forks-and-repository-lists", allMethods, "lists of forks and of users' and organisations' repositories point at code strangers write, outside the run's repository", []string{
+		"/repos/*/*/forks/**", "/users/*/repos/**", "/users/*/starred/**", "/users/*/subscriptions/**", "/orgs/*/repos/**", "/user/repos/**", "/repositories",
+	}},
+	{"user-and-organization-profiles", allMethods, "profiles (names, bios, blogs, organisation descriptions) are text their owners write, and their lists lead outside the run's repository", []string{
+		"/users/**", "/user/**", "/orgs/**", "/organizations/**",
 	}},
 
 	// Everything else that is not a read.
@@ -129,7 +142,8 @@ type apiRefusal struct {
 // refusalMatchers decide the entries that a path pattern cannot express, from the
 // segments (as apiSegments gives them) and the raw query.
 var refusalMatchers = map[string]func(segs []string, rawQuery string) bool{
-	"fork-refs": namesForkRef,
+	"fork-refs":         namesForkRef,
+	"pull-ref-listings": listsPullRefs,
 }
 
 type compiledRefusal struct {
@@ -196,7 +210,9 @@ func namesForkRef(segs []string, rawQuery string) bool {
 				return true
 			}
 		}
-		if rest[0] == "compare" && strings.Contains(strings.Join(rest[1:], "/"), ":") {
+		if basehead := strings.Join(rest[1:], "/"); rest[0] == "compare" && (strings.Contains(basehead, ":") || strings.Contains(basehead, "....")) {
+			// A ref name never holds "..": four dots or more is a range GitHub
+			// could split either way ("main....pull/9/head").
 			return true
 		}
 	}
@@ -218,8 +234,24 @@ func namesForkRef(segs []string, rawQuery string) bool {
 	return false
 }
 
-// revRange splits "a...b" and "a..b" into their revisions.
-var revRange = regexp.MustCompile(`\.{2,3}`)
+// revRange splits "a...b" and "a..b" into their revisions, and so any run of two dots or
+// more ("a....b" is read as "a" and "b" too, never as "a" and ".b").
+var revRange = regexp.MustCompile(`\.{2,}`)
+
+// listsPullRefs says whether a request lists refs by a prefix that pull requests' refs
+// share: git/matching-refs/{prefix} and the older git/refs/{prefix} list every ref
+// starting with refs/{prefix}, so any prefix of "pull/" (p, pu, pul, pull) or of
+// "refs/pull/" (refs/p, …), or none at all (every ref), lists refs/pull/*.
+func listsPullRefs(segs []string, _ string) bool {
+	if len(segs) < 5 || segs[0] != "repos" || segs[3] != "git" {
+		return false
+	}
+	if list, _, _ := strings.Cut(segs[4], "."); list != "matching-refs" && list != "refs" {
+		return false
+	}
+	prefix := strings.Join(segs[5:], "/")
+	return prefix == "" || strings.HasPrefix("pull/", prefix) || strings.HasPrefix("refs/pull/", prefix)
+}
 
 // isPullRef says whether s (lower-case) is, or is a range with a side that is, a pull
 // request's ref: refs/pull/…, pull/… or pull itself (all of them, to git/matching-refs).

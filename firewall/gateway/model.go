@@ -171,8 +171,10 @@ var clientToolTypes = map[string][]string{
 const serverToolWhy = "it runs at the provider, which would fetch URLs the firewall's allowlist never sees (a way around default-deny egress) and bill fees the meter does not count; the firewall forwards only tools the harness runs itself in the VM"
 
 // checkModelFeatures refuses a model call that asks for what the firewall does not
-// allow: a tool the provider runs (a server tool), a remote MCP server, a code-execution
-// container, built-in web search, or a service tier dearer than the price table.
+// allow: a tool the provider runs (a server tool), declared or named by tool_choice, a
+// remote MCP server, a code-execution container, built-in web search, content the
+// provider would fetch from a URL (sources.go), or a service tier dearer than the price
+// table.
 func checkModelFeatures(kind string, fields []jsonField) *refusal {
 	forbidden := func(format string, a ...any) *refusal {
 		return &refusal{http.StatusForbidden, fmt.Sprintf(format, a...)}
@@ -186,6 +188,10 @@ func checkModelFeatures(kind string, fields []jsonField) *refusal {
 			}
 		case "tools":
 			if ref := checkTools(kind, f.raw); ref != nil {
+				return ref
+			}
+		case "tool_choice":
+			if ref := checkToolChoice(kind, f.raw); ref != nil {
 				return ref
 			}
 		case "mcp_servers", "container", "web_search_options":
@@ -204,7 +210,7 @@ func checkModelFeatures(kind string, fields []jsonField) *refusal {
 			}
 		}
 	}
-	return nil
+	return checkURLSources(kind, fields)
 }
 
 // checkTools refuses a tools array that declares a tool the harness does not run

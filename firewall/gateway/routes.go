@@ -17,7 +17,8 @@ import (
 // request is refused when the gateway has no rules (api_allow), when a path segment
 // holds a character the matchers might not read as GitHub does (checkAPIChars, 400),
 // when it is on the refusal table (hostonly.go: any write, and reads of stranger-written
-// text, forks' code, search, alerts and secrets), or when no rule allows it.
+// text, forks' code, search, alerts and secrets), when it is outside the run's repository
+// (repositoryScope), or when no rule allows it.
 func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	if g.api == nil {
 		g.refuse(w, r, "github-api", http.StatusNotFound, "the GitHub API gateway is not configured")
@@ -33,6 +34,10 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request, path string) 
 	}
 	if ref := refusedAPI(r.Method, path, r.URL.RawQuery); ref != nil {
 		g.refuse(w, r, "github-api", http.StatusForbidden, fmt.Sprintf("%s %s is refused whatever api_allow says [%s]: %s", r.Method, path, ref.name, ref.why))
+		return
+	}
+	if name, why := g.repositoryScope(path); name != "" {
+		g.refuse(w, r, "github-api", http.StatusForbidden, fmt.Sprintf("%s %s is refused whatever api_allow says [%s]: %s", r.Method, path, name, why))
 		return
 	}
 	rule, ok := g.matchAPI(r.Method, path)

@@ -468,3 +468,48 @@ func TestDearerVariantsNotPricedAsTheirBase(t *testing.T) {
 		t.Fatalf("the default row ($%v/$%v) is below o1-pro's list price", p.Default.Input, p.Default.Output)
 	}
 }
+
+// TestOffPriceSnapshots: a dated snapshot billed above its base model is never priced as
+// the base ("a dearer variant is never priced as its base model"), whether the table has
+// a row for it or prices it at the default row. Each entry is a snapshot an agent can
+// name, with its standard list price per million input and output tokens (and cached
+// input, where it has no discount); a new one belongs here with its row.
+func TestOffPriceSnapshots(t *testing.T) {
+	p := prices(t)
+	tests := []struct {
+		model                    string
+		input, output, cacheRead float64 // list prices, USD per million tokens
+		row                      bool    // the table has a row of its own for it
+	}{
+		// gpt-4o's first snapshot: $5/$15 and no cached-input discount; gpt-4o
+		// (2024-08-06 and later) is $2.50/$10.
+		{"gpt-4o-2024-05-13", 5, 15, 5, true},
+		// Dearer variants whose base has no row: the default row prices them.
+		{"chatgpt-4o-latest", 5, 15, 5, false},
+		{"o1-preview-2024-09-12", 15, 60, 7.5, false},
+		{"gpt-4o-realtime-preview-2024-12-17", 5, 20, 2.5, false},
+		{"gpt-4o-audio-preview-2024-12-17", 2.5, 10, 2.5, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.model, func(t *testing.T) {
+			pr, known := p.Lookup(tc.model)
+			if known != tc.row {
+				t.Fatalf("%s: known=%v, want %v (a row of its own, or the default row)", tc.model, known, tc.row)
+			}
+			if pr.Input < tc.input || pr.Output < tc.output || pr.CacheRead < tc.cacheRead {
+				t.Fatalf("%s priced $%v/$%v (cached $%v) per million, below its list price $%v/$%v (cached $%v)",
+					tc.model, pr.Input, pr.Output, pr.CacheRead, tc.input, tc.output, tc.cacheRead)
+			}
+			if base, ok := snapshotBase(tc.model); ok {
+				if bp, found := p.Models[base]; found && bp.Input >= tc.input && bp.Output >= tc.output {
+					t.Fatalf("%s: the test's list price is not above its base %s's; it is not an off-price snapshot", tc.model, base)
+				}
+			}
+		})
+	}
+	// The charge follows the row: a million output tokens of the first gpt-4o snapshot
+	// cost $15, not gpt-4o's $10.
+	if usd, _ := p.Cost(Usage{Model: "gpt-4o-2024-05-13", Output: 1e6}); math.Abs(usd-15) > 1e-9 {
+		t.Fatalf("gpt-4o-2024-05-13: $%v per million output tokens, want $15", usd)
+	}
+}

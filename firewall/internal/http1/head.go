@@ -76,7 +76,8 @@ func badHead(format string, args ...any) error { return &HeadError{fmt.Sprintf(f
 // ErrHeadTooLarge is the HeadError for a head over the size limit.
 var ErrHeadTooLarge error = &HeadError{"request head larger than the configured limit"}
 
-// MaxHeaderLines is the header-line limit a refused head is told about.
+// MaxHeaderLines is how many header lines a head may hold, besides its first line and
+// the blank line that ends it; one more is refused.
 const MaxHeaderLines = 62
 
 // ReadRequest reads one request head of at most max bytes into h. It returns io.EOF
@@ -115,7 +116,9 @@ func (h *Head) read(br *bufio.Reader, max int, request bool) error {
 		if blank && len(h.Raw) == 0 && request {
 			continue // RFC 9112 2.2: a server should ignore empty lines before a request
 		}
-		if len(lines) == cap(lineStarts) && !blank {
+		// lines holds the first line and the header lines so far: one more header
+		// line than MaxHeaderLines is refused.
+		if len(lines) == 1+MaxHeaderLines && !blank {
 			return badHead("more than %d header lines", MaxHeaderLines)
 		}
 		lines = append(lines, len(h.Raw))

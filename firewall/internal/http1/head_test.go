@@ -14,6 +14,39 @@ func readRequest(raw string, max int) (*Head, error) {
 	return &h, h.ReadRequest(bufio.NewReaderSize(strings.NewReader(raw), 256), max)
 }
 
+// TestHeaderLineLimit: a head holds at most MaxHeaderLines (62) header lines besides its
+// first line, as the refusal and the docs say: 62 pass, 63 are refused, whether the
+// first line is a request's or a response's.
+func TestHeaderLineLimit(t *testing.T) {
+	const a = "allowed.test:80"
+	head := func(first string, n int) string {
+		return first + "\r\n" + strings.Repeat("X-A: 1\r\n", n) + "\r\n"
+	}
+	for _, tc := range []struct {
+		name  string
+		read  func(*Head, *bufio.Reader, int) error
+		first string
+	}{
+		{"request", (*Head).ReadRequest, "GET http://" + a + "/ HTTP/1.1"},
+		{"response", (*Head).ReadResponse, "HTTP/1.1 200 OK"},
+	} {
+		for _, n := range []int{MaxHeaderLines - 1, MaxHeaderLines, MaxHeaderLines + 1} {
+			var h Head
+			err := tc.read(&h, bufio.NewReaderSize(strings.NewReader(head(tc.first, n)), 256), 4096)
+			if n <= MaxHeaderLines {
+				if err != nil || len(h.Headers) != n {
+					t.Errorf("%s with %d header lines: %v, %d headers read; want it read", tc.name, n, err, len(h.Headers))
+				}
+				continue
+			}
+			var he *HeadError
+			if !errors.As(err, &he) || !strings.Contains(he.Error(), "more than 62 header lines") {
+				t.Errorf("%s with %d header lines: %v, want it refused: more than 62 header lines", tc.name, n, err)
+			}
+		}
+	}
+}
+
 // TestReadRequestRefuses covers each malformed-head rule: a *HeadError whose text says
 // which rule, for the client's 400.
 func TestReadRequestRefuses(t *testing.T) {
@@ -50,7 +83,7 @@ func TestReadRequestRefuses(t *testing.T) {
 			}
 		})
 	}
-	if _, err := readRequest("", 512); err != io.EOF {
+	if _, err := readRequest("", 512); !errors.Is(err, io.EOF) {
 		t.Errorf("ReadRequest on an empty connection = %v, want io.EOF", err)
 	}
 	var he *HeadError
@@ -157,7 +190,7 @@ func TestCopyN(t *testing.T) {
 	if n, err := CopyN(&out, strings.NewReader("abcdef"), 4, &lr); n != 4 || err != nil || out.String() != "abcd" || lr.R != nil {
 		t.Fatalf("CopyN = %d, %v, %q", n, err, out.String())
 	}
-	if n, err := CopyN(&out, strings.NewReader("ab"), 4, &lr); n != 2 || err != io.EOF {
+	if n, err := CopyN(&out, strings.NewReader("ab"), 4, &lr); n != 2 || !errors.Is(err, io.EOF) {
 		t.Fatalf("short CopyN = %d, %v, want 2, io.EOF", n, err)
 	}
 }
