@@ -84,4 +84,4 @@ echo "== the dispatched run, as a runner sees it"
 api "$MAINT" GET /_emulator/repos/acme/widgets/actions/runs | python3 -c 'import json,sys
 for r in json.load(sys.stdin):
     print("   run %d %s %s inputs=%s" % (r["id"], r["workflow_path"], r["status"], json.dumps(r["inputs"], sort_keys=True)))'
-echo "== done (the runner side, firewall and sandbox, are run separately: see the README)"
+echo "== done (the runner side, firewall and sandbox, are run separately: see docs/runner.md and docs/firewall.md)"
