@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,13 +17,20 @@ import (
 )
 
 func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("emulator", "--listen ADDR [--state DIR] [--seed FILE] [--webhook-url URL] [--validate]", stderr)
+	fs := newFlagSet("emulator", "--listen ADDR [--state DIR] [--seed FILE] [--webhook-url URL] [--validate] [--runner 'CMD' [--runner-workflow FILE]... [--runner-env KEY=VALUE]... [--runner-timeout D] [--runner-parallel N] [--runner-dir DIR]]", stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the emulated GitHub on")
 	stateDir := fs.String("state", "", "directory that keeps state, keys and git repositories across restarts (default: a temporary one)")
 	seedFile := fs.String("seed", "", "YAML file describing accounts, repositories and installations (default: one org, one repo, a maintainer and a reader)")
 	webhookURL := fs.String("webhook-url", "", "where to deliver the App's webhooks")
 	webhookSecret := fs.String("webhook-secret", "", "secret to sign webhooks with (default: generated, or the one kept in --state)")
 	validate := fs.Bool("validate", false, "check every request, response and webhook against GitHub's OpenAPI description and webhook schema, and log each mismatch")
+	var rf runnerFlags
+	fs.StringVar(&rf.command, "runner", "", "execute each dispatched workflow run with this shell command (sh -e -c 'CMD', in the run's workspace, with GitHub's Actions environment); default: runs stay queued")
+	fs.Var(&rf.workflows, "runner-workflow", "only runs of this workflow file (name or .github/workflows/ path) go to --runner (repeatable; default: every dispatched run)")
+	fs.Var(&rf.env, "runner-env", "extra KEY=VALUE in the --runner command's environment (repeatable)")
+	fs.DurationVar(&rf.timeout, "runner-timeout", 0, "cap on each run's time, besides the workflow's timeout-minutes (default: that, or GitHub's 360m)")
+	fs.IntVar(&rf.parallel, "runner-parallel", 1, "how many runs --runner executes at once; the others stay queued")
+	fs.StringVar(&rf.dir, "runner-dir", "", "directory for the runs' logs, summaries and workspaces (default: runner/ in the state directory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -30,6 +39,11 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	opts := ghemu.Options{StateDir: *stateDir, WebhookURL: *webhookURL, WebhookSecret: *webhookSecret,
 		Logger: zerolog.New(stderr).With().Timestamp().Logger()}
+	runner, err := rf.runner(fs)
+	if err != nil {
+		return err
+	}
+	opts.Runner = runner
 	if *seedFile != "" {
 		seed, err := ghemu.LoadSeed(*seedFile)
 		if err != nil {
@@ -59,7 +73,11 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	emu.SetBaseURL(base)
-	printEmulatorBanner(stdout, emu, base, *stateDir, checker != nil)
+	runnerLine := ""
+	if runner != nil {
+		runnerLine = fmt.Sprintf("sh -e -c %q (%s, %d at a time)", rf.command, rf.served(), runner.Parallel)
+	}
+	printEmulatorBanner(stdout, emu, base, *stateDir, checker != nil, runnerLine)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -76,7 +94,7 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return emu.Close()
 }
 
-func printEmulatorBanner(w io.Writer, emu *ghemu.Emulator, base, stateDir string, validating bool) {
+func printEmulatorBanner(w io.Writer, emu *ghemu.Emulator, base, stateDir string, validating bool, runner string) {
 	fmt.Fprintf(w, "GitHub emulator listening\n")
 	fmt.Fprintf(w, "  base URL:        %s\n", base)
 	fmt.Fprintf(w, "  App ID:          %d\n", emu.AppID())
@@ -96,6 +114,9 @@ func printEmulatorBanner(w io.Writer, emu *ghemu.Emulator, base, stateDir string
 	if validating {
 		fmt.Fprintf(w, "  validation:      on (mismatches are logged)\n")
 	}
+	if runner != "" {
+		fmt.Fprintf(w, "  runner:          %s\n", runner)
+	}
 	if f, ok := w.(*os.File); ok {
 		_ = f.Sync()
 	}
@@ -112,4 +133,50 @@ func listenAndServe(ctx context.Context, addr string, h http.Handler) (*http.Ser
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// runnerFlags are the --runner* flags of bumper emulator.
+type runnerFlags struct {
+	command        string
+	workflows, env stringList
+	timeout        time.Duration
+	parallel       int
+	dir            string
+}
+
+// runner is the local runner the flags ask for, or nil without --runner. The command
+// is run by sh -e, as a workflow's `run:` step with `shell: sh` is.
+func (f *runnerFlags) runner(fs *flag.FlagSet) (*ghemu.Runner, error) {
+	if f.command == "" {
+		var stray []string
+		fs.Visit(func(fl *flag.Flag) {
+			if strings.HasPrefix(fl.Name, "runner-") {
+				stray = append(stray, "--"+fl.Name)
+			}
+		})
+		if len(stray) > 0 {
+			return nil, fmt.Errorf("%w: %s need --runner", errUsage, strings.Join(stray, ", "))
+		}
+		return nil, nil
+	}
+	if f.parallel < 1 {
+		return nil, fmt.Errorf("%w: --runner-parallel must be at least 1", errUsage)
+	}
+	if f.timeout < 0 {
+		return nil, fmt.Errorf("%w: --runner-timeout must not be negative", errUsage)
+	}
+	for _, kv := range f.env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("%w: --runner-env %q is not KEY=VALUE", errUsage, kv)
+		}
+	}
+	return &ghemu.Runner{Command: []string{"sh", "-e", "-c", f.command}, Workflows: f.workflows,
+		Env: f.env, Timeout: f.timeout, Parallel: f.parallel, WorkDir: f.dir}, nil
+}
+
+func (f *runnerFlags) served() string {
+	if len(f.workflows) == 0 {
+		return "every dispatched run"
+	}
+	return "runs of " + strings.Join(f.workflows, ", ")
 }

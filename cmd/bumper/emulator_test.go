@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -95,5 +97,98 @@ func TestEmulatorCommandBadSeed(t *testing.T) {
 	code := run(context.Background(), []string{"emulator", "--seed", seed, "--listen", "127.0.0.1:0"}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "nope") {
 		t.Fatalf("code %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestEmulatorCommandRunner: with --runner, a dispatched run is executed by the shell
+// command with the Actions environment, and its outcome is read on the control routes.
+func TestEmulatorCommandRunner(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	step := `echo "run $GITHUB_RUN_ID of $GITHUB_REPOSITORY, stage $INPUT_STAGE, $EXTRA"; echo "stage=$INPUT_STAGE" >> "$GITHUB_OUTPUT"`
+	go func() {
+		done <- run(ctx, []string{"emulator", "--listen", "127.0.0.1:0", "--validate", "--runner", step,
+			"--runner-workflow", "bumper-run.yml", "--runner-env", "EXTRA=extra", "--runner-timeout", "1m",
+			"--runner-dir", t.TempDir()}, &stdout, &stderr)
+	}()
+	runnerRE := regexp.MustCompile(`runner:\s+sh -e -c .* \(runs of bumper-run.yml, 1 at a time\)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for !runnerRE.MatchString(stdout.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no runner line in the banner; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := stdout.String()
+	base := regexp.MustCompile(`base URL:\s+(\S+)`).FindStringSubmatch(out)[1]
+	token := regexp.MustCompile(`user maintainer\s+token (\S+)`).FindStringSubmatch(out)[1]
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "token "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := call("POST", "/repos/acme/widgets/actions/workflows/bumper-run.yml/dispatches",
+		`{"ref":"main","return_run_details":true,"inputs":{"work_item":"acme/widgets#1","attempt":"1","nonce":"n","stage":"plan"}}`)
+	var dispatched struct {
+		ID int64 `json:"workflow_run_id"`
+	}
+	if err := json.Unmarshal([]byte(body), &dispatched); code != 200 || err != nil {
+		t.Fatalf("dispatch = %d %s", code, body)
+	}
+	runPath := fmt.Sprintf("/_emulator/repos/acme/widgets/actions/runs/%d", dispatched.ID)
+	code, body = call("GET", runPath+"?wait=30s", "")
+	var info struct {
+		Conclusion string            `json:"conclusion"`
+		Outputs    map[string]string `json:"outputs"`
+	}
+	if err := json.Unmarshal([]byte(body), &info); code != 200 || err != nil || info.Conclusion != "success" || info.Outputs["stage"] != "plan" {
+		t.Fatalf("run = %d %s", code, body)
+	}
+	want := fmt.Sprintf("run %d of acme/widgets, stage plan, extra\n", dispatched.ID)
+	if code, body := call("GET", runPath+"/log", ""); code != 200 || body != want {
+		t.Errorf("log = %d %q, want %q", code, body, want)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the emulator did not stop on cancel")
+	}
+	if !strings.Contains(stderr.String(), "1 REST exchanges and 7 webhooks checked, 0 mismatches") {
+		t.Errorf("fidelity summary missing or wrong:\n%s", stderr.String())
+	}
+}
+
+func TestEmulatorCommandRunnerFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runner-workflow", "x.yml"}, "--runner-workflow need --runner"},
+		{[]string{"--runner", "true", "--runner-parallel", "0"}, "--runner-parallel must be at least 1"},
+		{[]string{"--runner", "true", "--runner-env", "NOEQUALS"}, `--runner-env "NOEQUALS" is not KEY=VALUE`},
+		{[]string{"--runner", "true", "--runner-timeout", "-1s"}, "--runner-timeout must not be negative"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"emulator", "--listen", "127.0.0.1:0"}, tt.args...)
+		if code := run(context.Background(), args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%v: code %d, stderr %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
+		}
 	}
 }

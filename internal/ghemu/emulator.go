@@ -50,6 +50,10 @@ type Options struct {
 	// WebhookCheck, when set, sees every webhook body before it is sent (the fidelity
 	// checker validates them against GitHub's webhook schema).
 	WebhookCheck func(event string, body []byte)
+	// Runner, when set, makes the emulator execute dispatched workflow runs itself, as
+	// GitHub's Actions runner would (runner.go). Nil: runs stay queued until someone
+	// moves them through the control API.
+	Runner *Runner
 }
 
 // Emulator is a GitHub on loopback. Create it with New, serve Handler() and set the
@@ -76,6 +80,17 @@ type Emulator struct {
 	// change, and rendering a list of workflow runs or check runs would otherwise start
 	// one git process per item. Guarded by mu.
 	commits map[string]*gitserver.CommitInfo
+
+	// runner executes dispatched runs; nil without Options.Runner.
+	runner *localRunner
+	// runsChanged is closed, and replaced, whenever a workflow run moves (WaitRun).
+	// Guarded by mu.
+	runsChanged chan struct{}
+	// recovered is set once the local runner's unfinished runs of an earlier process
+	// were settled (recoverRunsLocked). Guarded by mu.
+	recovered bool
+	// logKey signs the job log download URLs.
+	logKey []byte
 }
 
 const (
@@ -96,6 +111,8 @@ func New(opts Options) (*Emulator, error) {
 		commits: map[string]*gitserver.CommitInfo{},
 
 		webhookCheck: opts.WebhookCheck,
+		runsChanged:  make(chan struct{}),
+		logKey:       []byte(randomToken("")),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -147,6 +164,12 @@ func New(opts Options) (*Emulator, error) {
 		e.cleanupTemp()
 		return nil, err
 	}
+	if opts.Runner != nil {
+		if e.runner, err = newLocalRunner(*opts.Runner, e.dir); err != nil {
+			e.cleanupTemp()
+			return nil, err
+		}
+	}
 	e.hooks = newWebhookSender(e)
 	e.registerRoutes()
 	return e, nil
@@ -183,6 +206,10 @@ func (e *Emulator) SetBaseURL(u string) {
 		}
 		e.saveLocked()
 	}
+	if !e.recovered {
+		e.recovered = true
+		e.recoverRunsLocked()
+	}
 }
 
 // emitInstallation sends an installation webhook, with the repositories it covers.
@@ -217,8 +244,9 @@ func (e *Emulator) BaseURL() string {
 	return e.baseURL
 }
 
-// Close stops serving, waits for webhook deliveries in flight, and removes a temporary
-// state directory.
+// Close stops serving, cancels the local runner's runs (their processes are stopped
+// and the runs complete as cancelled), waits for webhook deliveries in flight, and
+// removes a temporary state directory.
 func (e *Emulator) Close() error {
 	var err error
 	if e.server != nil {
@@ -226,6 +254,7 @@ func (e *Emulator) Close() error {
 		err = e.server.Shutdown(ctx)
 		cancel()
 	}
+	e.shutdownRunner()
 	e.hooks.close()
 	e.cleanupTemp()
 	return err

@@ -188,8 +188,10 @@ type checkRunOutput struct {
 	Text    string `json:"text"`
 }
 
-// workflowRun is a run created by a workflow_dispatch. The emulator runs nothing: tests,
-// the demo or a runner move it from queued to completed through the control API.
+// workflowRun is a run created by a workflow_dispatch. Without Options.Runner the
+// emulator runs nothing: tests, the demo or an outside runner move it from queued to
+// completed through the control API. With one, the emulator's local runner executes it
+// (runner.go).
 type workflowRun struct {
 	ID           int64             `json:"id"`
 	Number       int               `json:"number"`
@@ -211,6 +213,25 @@ type workflowRun struct {
 	// OIDCRequestToken lets the run fetch Actions-style OIDC ID tokens, as
 	// ACTIONS_ID_TOKEN_REQUEST_TOKEN does on GitHub's runners.
 	OIDCRequestToken string `json:"oidc_request_token"`
+
+	// What the workflow file says of its (first) job, read at dispatch.
+	Job            string  `json:"job,omitempty"`             // the job's id (GITHUB_JOB); "" means "run"
+	TimeoutMinutes float64 `json:"timeout_minutes,omitempty"` // jobs.<id>.timeout-minutes; 0: GitHub's 360
+	IDToken        bool    `json:"id_token,omitempty"`        // permissions grant id-token: write
+
+	// Set when the emulator's local runner took the run (runner.go).
+	LocalRunner bool              `json:"local_runner,omitempty"`
+	Dir         string            `json:"dir,omitempty"`       // the run's directory: job.log, summary.md, _work/
+	ExitCode    *int              `json:"exit_code,omitempty"` // the command's; 128+n when killed by signal n
+	Outputs     map[string]string `json:"outputs,omitempty"`   // from GITHUB_OUTPUT
+}
+
+// jobName is the run's job id, as GITHUB_JOB and the job's name give it.
+func (r *workflowRun) jobName() string {
+	if r.Job == "" {
+		return "run"
+	}
+	return r.Job
 }
 
 // delivery is one webhook delivery attempt, kept so failed ones can be redelivered.

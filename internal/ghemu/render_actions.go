@@ -78,7 +78,7 @@ func (e *Emulator) renderJob(rp *repo, run *workflowRun) obj {
 			strconv.FormatInt(run.ID, 10) + "/job/" + strconv.FormatInt(run.JobID, 10),
 		"status": run.Status, "conclusion": nilIfEmpty(run.Conclusion),
 		"created_at": ts(run.CreatedAt), "started_at": ts(run.StartedAt), "completed_at": completed,
-		"name": "run", "steps": []obj{}, "check_run_url": e.baseURL + "/repos/" + rp.fullName() +
+		"name": run.jobName(), "steps": []obj{}, "check_run_url": e.baseURL + "/repos/" + rp.fullName() +
 			"/check-runs/" + strconv.FormatInt(run.JobID, 10),
 		"labels": []string{"self-hosted", "bumper"}, "runner_id": runnerID, "runner_name": runnerName,
 		"runner_group_id": groupID, "runner_group_name": groupName, "workflow_name": run.WorkflowName,

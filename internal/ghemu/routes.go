@@ -97,6 +97,9 @@ func (e *Emulator) registerRoutes() {
 	rt.add(get, "/repos/{owner}/{repo}/actions/runs", actionsR, e.listRuns)
 	rt.add(get, "/repos/{owner}/{repo}/actions/runs/{run_id}", actionsR, e.getRun)
 	rt.add(get, "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs", actionsR, e.listRunJobs)
+	rt.add(post, "/repos/{owner}/{repo}/actions/runs/{run_id}/cancel", actionsW, e.cancelRun)
+	rt.add(get, "/repos/{owner}/{repo}/actions/jobs/{job_id}", actionsR, e.getJob)
+	rt.add(get, "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", actionsR, e.downloadJobLogs)
 }
 
 // Routes lists the emulated REST routes as "METHOD /template", in registration order.

@@ -13,8 +13,9 @@ import (
 // maxDispatchInputs is GitHub's limit on workflow_dispatch inputs.
 const maxDispatchInputs = 25
 
-// workflowFile is the part of a workflow file the emulator reads: its name and its
-// workflow_dispatch inputs.
+// workflowFile is the part of a workflow file the emulator reads: its name, its
+// workflow_dispatch inputs, and, for the local runner, its first job's id,
+// timeout-minutes and whether the permissions grant id-token: write.
 type workflowFile struct {
 	Name string `yaml:"name"`
 	On   struct {
@@ -25,6 +26,41 @@ type workflowFile struct {
 			} `yaml:"inputs"`
 		} `yaml:"workflow_dispatch"`
 	} `yaml:"on"`
+	Permissions yaml.Node `yaml:"permissions"`
+	Jobs        yaml.Node `yaml:"jobs"` // a node, to keep the jobs' order
+}
+
+// firstJob reads the first job of the workflow: its id, its timeout-minutes (0 when
+// absent or an expression), and whether the job's permissions, or the workflow's when
+// the job sets none, grant id-token: write, as GitHub requires before a job may ask for
+// an OIDC token.
+func (wf *workflowFile) firstJob() (id string, timeoutMinutes float64, idToken bool) {
+	perms := &wf.Permissions
+	if wf.Jobs.Kind == yaml.MappingNode && len(wf.Jobs.Content) >= 2 {
+		id = wf.Jobs.Content[0].Value
+		job := wf.Jobs.Content[1]
+		for i := 0; job.Kind == yaml.MappingNode && i+1 < len(job.Content); i += 2 {
+			switch k, v := job.Content[i].Value, job.Content[i+1]; k {
+			case "timeout-minutes":
+				if f, err := strconv.ParseFloat(v.Value, 64); err == nil && v.Kind == yaml.ScalarNode && f > 0 {
+					timeoutMinutes = f
+				}
+			case "permissions":
+				perms = v
+			}
+		}
+	}
+	switch perms.Kind {
+	case yaml.ScalarNode:
+		idToken = perms.Value == "write-all"
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(perms.Content); i += 2 {
+			if perms.Content[i].Value == "id-token" && perms.Content[i+1].Value == "write" {
+				idToken = true
+			}
+		}
+	}
+	return id, timeoutMinutes, idToken
 }
 
 func (e *Emulator) workflowID(rp *repo, p string) int64 {
@@ -137,16 +173,19 @@ func (e *Emulator) dispatchWorkflow(w http.ResponseWriter, r *http.Request, c *c
 		name = wfPath
 	}
 	branch := strings.TrimPrefix(req.Ref, "refs/heads/")
+	job, timeout, idToken := wf.firstJob()
 	run := &workflowRun{ID: e.st.nextID(), Number: c.repo.NextRunNumber, WorkflowID: e.workflowID(c.repo, wfPath),
 		WorkflowPath: wfPath, WorkflowName: name, Ref: branch, HeadSHA: sha, Event: "workflow_dispatch",
 		Actor: c.who.actor(), Inputs: inputs, Status: "queued", JobID: e.st.nextID(),
-		CreatedAt: now, UpdatedAt: now, StartedAt: now, OIDCRequestToken: randomToken("ghr_")}
+		CreatedAt: now, UpdatedAt: now, StartedAt: now, OIDCRequestToken: randomToken("ghr_"),
+		Job: job, TimeoutMinutes: timeout, IDToken: idToken}
 	c.repo.NextRunNumber++
 	c.repo.Runs[run.ID] = run
 	c.mutated = true
 	e.emit("workflow_run", "requested", c.repo, run.Actor, obj{"workflow_run": e.renderRun(c.repo, run),
 		"workflow": e.renderWorkflow(c.repo, run)})
 	e.emit("workflow_job", "queued", c.repo, run.Actor, obj{"workflow_job": e.renderJob(c.repo, run)})
+	e.handToRunnerLocked(c.repo, run)
 	if req.ReturnRunDetails {
 		writeJSON(w, http.StatusOK, obj{"workflow_run_id": run.ID,
 			"run_url":  e.baseURL + "/repos/" + c.repo.fullName() + "/actions/runs/" + strconv.FormatInt(run.ID, 10),
@@ -223,4 +262,71 @@ func (e *Emulator) listRunJobs(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	writeJSON(w, http.StatusOK, obj{"total_count": 1, "jobs": []obj{e.renderJob(c.repo, run)}})
+}
+
+// runByJob finds the run whose (only) job has the job_id parameter.
+func (c *call) runByJob() (*workflowRun, error) {
+	id, err := strconv.ParseInt(c.params["job_id"], 10, 64)
+	if err != nil {
+		return nil, errNotFound()
+	}
+	for _, run := range c.repo.Runs {
+		if run.JobID == id {
+			return run, nil
+		}
+	}
+	return nil, errNotFound()
+}
+
+func (e *Emulator) getJob(w http.ResponseWriter, r *http.Request, c *call) {
+	run, err := c.runByJob()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e.renderJob(c.repo, run))
+}
+
+// downloadJobLogs answers as GitHub does: 302 to a short-lived download URL that needs
+// no credentials. Only jobs the local runner executed have a log.
+func (e *Emulator) downloadJobLogs(w http.ResponseWriter, r *http.Request, c *call) {
+	run, err := c.runByJob()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if run.Dir == "" {
+		writeError(w, errNotFound())
+		return
+	}
+	w.Header().Set("Location", e.signedLogURL(run.JobID, e.now().Add(logURLTTL)))
+	w.WriteHeader(http.StatusFound)
+}
+
+// cancelRun is POST /actions/runs/{id}/cancel. A queued run, or one no local process
+// executes, completes as cancelled at once; a run the local runner executes is told to
+// stop (SIGINT, SIGTERM, SIGKILL to its process group) and completes as cancelled when
+// its process has exited. Either way GitHub answers 202 before the run has completed.
+func (e *Emulator) cancelRun(w http.ResponseWriter, r *http.Request, c *call) {
+	run, err := c.run()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if run.Status == "completed" {
+		writeError(w, newError(http.StatusConflict, "Cannot cancel a workflow run that is completed."))
+		return
+	}
+	lr := e.localRunLocked(run.ID)
+	if lr == nil || !lr.started {
+		if err := e.moveRunLocked(c.repo, run, RunUpdate{Status: "completed", Conclusion: "cancelled", neverStarted: true}); err != nil {
+			writeError(w, err)
+			return
+		}
+		c.mutated = true
+	}
+	if lr != nil {
+		lr.stop(errRunCancelled)
+	}
+	writeJSON(w, http.StatusAccepted, obj{})
 }
