@@ -1,0 +1,159 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+)
+
+// DecisionsSchemaVersion is the version of decisions.json this package reads
+// (schema/decisions-v1.json).
+const DecisionsSchemaVersion = 1
+
+// MaxDecisionsBytes bounds the agent's decisions.json.
+const MaxDecisionsBytes = 256 << 10
+
+// maxJSONDepth bounds the nesting of any JSON this package reads.
+const maxJSONDepth = 32
+
+// Decision is one judgment call the agent made where the issue was silent.
+type Decision struct {
+	// Question is what the issue did not say.
+	Question string `json:"question"`
+	// Choice is what the agent decided.
+	Choice    string `json:"choice"`
+	Rationale string `json:"rationale,omitempty"`
+	// Confidence is how sure the agent is that a maintainer would have decided the
+	// same, from 0 (a guess) to 1.
+	Confidence   float64  `json:"confidence"`
+	Alternatives []string `json:"alternatives,omitempty"`
+}
+
+// decisionsFile is decisions.json.
+type decisionsFile struct {
+	SchemaVersion int        `json:"schema_version"`
+	Decisions     []Decision `json:"decisions"`
+}
+
+// ParseDecisions reads the decision ledger the agent wrote (decisions.json), which is
+// untrusted: at most MaxDecisionsBytes of valid UTF-8 holding one JSON object with no
+// duplicate keys, valid against schema/decisions-v1.json (version 1, no unknown
+// fields, at most 100 decisions, bounded strings, confidence a number from 0 to 1).
+// The error names what was wrong and where (a JSON pointer). The decisions come back
+// least confident first; equal confidences keep the file's order.
+func ParseDecisions(data []byte) ([]Decision, error) {
+	if len(data) > MaxDecisionsBytes {
+		return nil, fmt.Errorf("decisions.json is %d bytes; at most %d are read", len(data), MaxDecisionsBytes)
+	}
+	if !utf8.Valid(data) {
+		return nil, errors.New("decisions.json is not valid UTF-8")
+	}
+	if err := checkJSONShape(data); err != nil {
+		return nil, fmt.Errorf("decisions.json: %w", err)
+	}
+	if err := validateSchema(decisionsSchemaURL, data); err != nil {
+		return nil, fmt.Errorf("decisions.json does not match schema/decisions-v1.json: %w", err)
+	}
+	var f decisionsFile
+	if err := decodeStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("decisions.json: %w", err)
+	}
+	sortDecisions(f.Decisions)
+	return f.Decisions, nil
+}
+
+// sortDecisions puts the least confident first, keeping the order of equals.
+func sortDecisions(ds []Decision) {
+	slices.SortStableFunc(ds, func(a, b Decision) int {
+		switch {
+		case a.Confidence < b.Confidence:
+			return -1
+		case a.Confidence > b.Confidence:
+			return 1
+		}
+		return 0
+	})
+}
+
+// decodeStrict decodes one JSON value into v, refusing unknown fields and trailing data.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// checkJSONShape reads data as one JSON value, refusing duplicate object keys (which
+// decoders resolve differently), nesting deeper than maxJSONDepth and trailing data.
+// The error says where, as a JSON pointer.
+func checkJSONShape(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := walkValue(dec, "", 0); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err == nil {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+func walkValue(dec *json.Decoder, path string, depth int) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%s: not valid JSON: %w", pointerOrRoot(path), err)
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	if depth >= maxJSONDepth {
+		return fmt.Errorf("%s: nested deeper than %d levels", pointerOrRoot(path), maxJSONDepth)
+	}
+	switch d {
+	case '{':
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return fmt.Errorf("%s: not valid JSON: %w", pointerOrRoot(path), err)
+			}
+			key, _ := kt.(string)
+			if seen[key] {
+				return fmt.Errorf("%s: duplicate key %s", pointerOrRoot(path), quoteName(key))
+			}
+			seen[key] = true
+			if err := walkValue(dec, path+"/"+escapePointer(key), depth+1); err != nil {
+				return err
+			}
+		}
+	case '[':
+		for i := 0; dec.More(); i++ {
+			if err := walkValue(dec, fmt.Sprintf("%s/%d", path, i), depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return fmt.Errorf("%s: not valid JSON: %w", pointerOrRoot(path), err)
+	}
+	return nil
+}
+
+// quoteName quotes a key taken from untrusted input for an error message, cut short.
+func quoteName(s string) string { return fmt.Sprintf("%q", cutRunes(s, 64)) }
+
+func pointerOrRoot(p string) string {
+	if p == "" {
+		return "(root)"
+	}
+	return p
+}

@@ -1,0 +1,319 @@
+package evidence
+
+import (
+	"time"
+)
+
+// SchemaVersion is the version of evidence.json this package writes and reads
+// (schema/evidence-v1.json).
+const SchemaVersion = 1
+
+// File names of the bundle.
+const (
+	// FileName is the bundle as uploaded in the run's artifact.
+	FileName = "evidence.json"
+	// DecisionsFile is where the agent writes its decision ledger inside the VM.
+	DecisionsFile = "/out/decisions.json"
+)
+
+// Limits of GitHub's Markdown fields, for Markdown's limit.
+const (
+	// CommentLimit is the most characters of an issue or pull request comment.
+	CommentLimit = 65536
+	// CheckRunSummaryLimit is the most characters of a check run's output summary.
+	CheckRunSummaryLimit = 65535
+)
+
+// Bounds of what a bundle holds (the schema says the same).
+const (
+	// MaxExcerptBytes bounds one failure's output excerpt; see Excerpt.
+	MaxExcerptBytes = 8192
+	// MaxFailures bounds the failures kept per test run.
+	MaxFailures = 1000
+	// MaxEgressHosts bounds each of SummarizeEgress's lists.
+	MaxEgressHosts = 100
+)
+
+// Evidence is the bundle of one run (evidence.json). Slices may be nil; Marshal writes
+// them as empty lists. Times may be in any zone; Marshal writes them in UTC.
+type Evidence struct {
+	SchemaVersion int      `json:"schema_version"`
+	WorkItem      WorkItem `json:"work_item"`
+	Trigger       Trigger  `json:"trigger"`
+	// Revision is the approval revision the run was dispatched for ("sha256:…").
+	Revision string `json:"revision"`
+	// Approvals authorized the run; empty only for a plan run.
+	Approvals []Approval `json:"approvals"`
+	Stage     Stage      `json:"stage"`
+	Attempt   int        `json:"attempt"`
+	Outcome   Outcome    `json:"outcome"`
+	// OutcomeReason says why, in a line, when the outcome is not success.
+	OutcomeReason string `json:"outcome_reason,omitempty"`
+	// BaseCommit and HeadCommit are full git object ids; HeadCommit is what the run
+	// pushed to Branch, empty when it pushed nothing.
+	BaseCommit  string    `json:"base_commit"`
+	HeadCommit  string    `json:"head_commit,omitempty"`
+	Branch      string    `json:"branch,omitempty"`
+	PullRequest int       `json:"pull_request,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	EndedAt     time.Time `json:"ended_at"`
+	// WallTimeMS is EndedAt − StartedAt in milliseconds (see Finish).
+	WallTimeMS int64 `json:"wall_time_ms"`
+	// Sandbox is nil when the run ended before a VM booted.
+	Sandbox  *Sandbox   `json:"sandbox,omitempty"`
+	Phases   []Phase    `json:"phases"`
+	Commands []Command  `json:"commands"`
+	Tests    []TestRun  `json:"tests"`
+	Diff     DiffStat   `json:"diff"`
+	Egress   Egress     `json:"egress"`
+	Cost     Cost       `json:"cost"`
+	Ledger   Ledger     `json:"decision_ledger"`
+	Risk     []RiskFlag `json:"risk_flags"`
+	// Audit is nil when the firewall never started.
+	Audit      *Audit     `json:"audit,omitempty"`
+	Revocation Revocation `json:"token_revocation"`
+	// Artifact names where evidence.json was uploaded; Markdown points at it when it
+	// cuts something.
+	Artifact *Artifact `json:"artifact,omitempty"`
+}
+
+// Finish sets EndedAt and WallTimeMS.
+func (e *Evidence) Finish(end time.Time) {
+	e.EndedAt = end
+	e.WallTimeMS = end.Sub(e.StartedAt).Milliseconds()
+}
+
+// WorkItem is the issue the run works on.
+type WorkItem struct {
+	Repository string `json:"repository"` // owner/name
+	Issue      int    `json:"issue"`
+	Title      string `json:"title"`
+}
+
+// Trigger is the Actions run that executed the attempt (GITHUB_EVENT_NAME,
+// GITHUB_WORKFLOW_REF, GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_ACTOR, RUNNER_NAME).
+type Trigger struct {
+	Event       string `json:"event"`
+	WorkflowRef string `json:"workflow_ref"`
+	RunID       int64  `json:"run_id"`
+	RunAttempt  int    `json:"run_attempt"`
+	Actor       string `json:"actor"`
+	Runner      string `json:"runner,omitempty"`
+}
+
+// Approval is one /approve that authorized the run.
+type Approval struct {
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	Revision  string    `json:"revision"`
+	CommentID int64     `json:"comment_id"`
+}
+
+// Stage is what the run was dispatched to do.
+type Stage string
+
+// The stages.
+const (
+	StagePlan      Stage = "plan"
+	StageImplement Stage = "implement"
+	StageFix       Stage = "fix"
+	StageReview    Stage = "review"
+)
+
+// Outcome is how the run ended.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomeSuccess    Outcome = "success"
+	OutcomeFailure    Outcome = "failure"
+	OutcomeStopped    Outcome = "stopped"
+	OutcomeTimedOut   Outcome = "timed_out"
+	OutcomeOverBudget Outcome = "over_budget"
+	OutcomeError      Outcome = "error"
+)
+
+// Sandbox describes the microVM.
+type Sandbox struct {
+	VMM         string `json:"vmm"`   // e.g. "qemu-microvm 9.2.0"
+	Accel       string `json:"accel"` // kvm or tcg
+	AccelReason string `json:"accel_reason"`
+	ImageDigest string `json:"image_digest"`
+	VCPUs       int    `json:"vcpus"`
+	MemoryMB    int    `json:"memory_mb"`
+	Boot        string `json:"boot,omitempty"` // cold or warm
+	BootReason  string `json:"boot_reason,omitempty"`
+}
+
+// PhaseName names a step of the run.
+type PhaseName string
+
+// The phases, in the order a run goes through them.
+const (
+	PhaseExchange     PhaseName = "exchange"
+	PhaseFirewall     PhaseName = "firewall"
+	PhaseWorkspace    PhaseName = "workspace"
+	PhaseBoot         PhaseName = "boot"
+	PhaseAgent        PhaseName = "agent"
+	PhaseVerification PhaseName = "verification"
+	PhasePush         PhaseName = "push"
+	PhasePullRequest  PhaseName = "pull_request"
+	PhaseReport       PhaseName = "report"
+	PhaseRevoke       PhaseName = "revoke"
+)
+
+// PhaseOutcome is how a phase ended.
+type PhaseOutcome string
+
+// The phase outcomes.
+const (
+	PhaseOK        PhaseOutcome = "ok"
+	PhaseFailed    PhaseOutcome = "failed"
+	PhaseSkipped   PhaseOutcome = "skipped"
+	PhaseTimedOut  PhaseOutcome = "timed_out"
+	PhaseCancelled PhaseOutcome = "cancelled"
+)
+
+// Phase is one step of the run. Round is set for verification phases only.
+type Phase struct {
+	Name       PhaseName    `json:"name"`
+	Round      int          `json:"round,omitempty"`
+	StartedAt  time.Time    `json:"started_at"`
+	EndedAt    time.Time    `json:"ended_at"`
+	DurationMS int64        `json:"duration_ms"`
+	Outcome    PhaseOutcome `json:"outcome"`
+	Detail     string       `json:"detail,omitempty"`
+}
+
+// NewPhase is a phase that ran from start to end, with its duration.
+func NewPhase(name PhaseName, start, end time.Time, outcome PhaseOutcome) Phase {
+	return Phase{Name: name, StartedAt: start, EndedAt: end, DurationMS: end.Sub(start).Milliseconds(), Outcome: outcome}
+}
+
+// Command is one command the run executed.
+type Command struct {
+	Phase      PhaseName `json:"phase"`
+	Command    string    `json:"command"`
+	ExitCode   int       `json:"exit_code"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// TestRun is one test command of a verification round.
+type TestRun struct {
+	Round    int    `json:"round"`
+	Command  string `json:"command"`
+	ExitCode int    `json:"exit_code"`
+	// Format says where the counts come from: a report the runner parsed
+	// ("go-test-json", "junit", "tap"), or "exit-code" when only the exit code is known.
+	Format     string    `json:"format"`
+	Passed     int       `json:"passed"`
+	Failed     int       `json:"failed"`
+	Skipped    int       `json:"skipped"`
+	DurationMS int64     `json:"duration_ms"`
+	Failures   []Failure `json:"failures"`
+}
+
+// Failure is one failed test with an excerpt of its output (see Excerpt).
+type Failure struct {
+	Name    string `json:"name"`
+	Excerpt string `json:"excerpt"`
+}
+
+// DiffStat is the change from base to head.
+type DiffStat struct {
+	Files        []FileStat `json:"files"`
+	FilesChanged int        `json:"files_changed"`
+	Insertions   int        `json:"insertions"`
+	Deletions    int        `json:"deletions"`
+}
+
+// FileStat is one changed file; a binary file counts no lines.
+type FileStat struct {
+	Path       string `json:"path"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Binary     bool   `json:"binary,omitempty"`
+}
+
+// NewDiffStat totals files.
+func NewDiffStat(files []FileStat) DiffStat {
+	d := DiffStat{Files: files, FilesChanged: len(files)}
+	for _, f := range files {
+		d.Insertions += f.Insertions
+		d.Deletions += f.Deletions
+	}
+	return d
+}
+
+// Paths are the changed files' paths, for RiskNote.
+func (d DiffStat) Paths() []string {
+	out := make([]string, len(d.Files))
+	for i, f := range d.Files {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// Cost is what the run spent on model calls, in micro-USD.
+type Cost struct {
+	// MeteredMicroUSD is the firewall's figure, which is authoritative.
+	MeteredMicroUSD int64 `json:"metered_micro_usd"`
+	MeteredCalls    int64 `json:"metered_calls"`
+	// Estimated says some calls reported no usage and were charged their worst case.
+	Estimated      bool  `json:"estimated"`
+	EstimatedCalls int64 `json:"estimated_calls"`
+	// SelfReportedMicroUSD is what the harness said it spent; nil when it said nothing.
+	SelfReportedMicroUSD *int64 `json:"self_reported_micro_usd,omitempty"`
+	BudgetMicroUSD       int64  `json:"budget_micro_usd,omitempty"`
+}
+
+// LedgerStatus says whether the agent's decision ledger was there and valid.
+type LedgerStatus string
+
+// The ledger statuses.
+const (
+	LedgerOK      LedgerStatus = "ok"
+	LedgerAbsent  LedgerStatus = "absent"
+	LedgerInvalid LedgerStatus = "invalid"
+)
+
+// Ledger is the agent's decision ledger, least confident first.
+type Ledger struct {
+	Status LedgerStatus `json:"status"`
+	// Error says what was wrong with an invalid ledger.
+	Error     string     `json:"error,omitempty"`
+	Decisions []Decision `json:"decisions"`
+}
+
+// NewLedger is the ledger read from the agent's file: data is nil when the file was
+// absent; an invalid file gives an invalid ledger that says why.
+func NewLedger(data []byte, present bool) Ledger {
+	if !present {
+		return Ledger{Status: LedgerAbsent}
+	}
+	ds, err := ParseDecisions(data)
+	if err != nil {
+		return Ledger{Status: LedgerInvalid, Error: cutRunes(err.Error(), 1000)}
+	}
+	return Ledger{Status: LedgerOK, Decisions: ds}
+}
+
+// Audit is the head of the firewall's hash-chained audit log.
+type Audit struct {
+	Head    string `json:"head"` // "sha256:…" of the last line
+	Entries int64  `json:"entries"`
+}
+
+// Revocation says whether the run's installation token was revoked when it ended,
+// when, or why not.
+type Revocation struct {
+	Revoked bool      `json:"revoked"`
+	At      time.Time `json:"at,omitzero"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// Artifact is the run's artifact holding evidence.json.
+type Artifact struct {
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"`
+}

@@ -1,0 +1,167 @@
+package evidence_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bumperdev/bumper/action/evidence"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, got)
+	}
+}
+
+func hash(c byte) string {
+	b := make([]byte, 64)
+	for i := range b {
+		b[i] = "0123456789abcdef"[(int(c)+i*7)%16]
+	}
+	return string(b)
+}
+
+func sha(c byte) string { return "sha256:" + hash(c) }
+
+var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+
+func at(seconds float64) time.Time { return t0.Add(time.Duration(seconds * float64(time.Second))) }
+
+func int64p(n int64) *int64 { return &n }
+
+// realistic is a full bundle of a successful implement run that needed two
+// verification rounds, with every optional field set.
+func realistic() *evidence.Evidence {
+	files := []evidence.FileStat{
+		{Path: "internal/webhook/client.go", Insertions: 84, Deletions: 12},
+		{Path: "internal/webhook/client_test.go", Insertions: 121, Deletions: 3},
+		{Path: "internal/webhook/testdata/retry.golden", Insertions: 9},
+		{Path: "docs/webhooks.md", Insertions: 14, Deletions: 2},
+		{Path: ".github/workflows/ci.yml", Insertions: 2, Deletions: 1},
+		{Path: "assets/diagram.png", Binary: true},
+	}
+	diff := evidence.NewDiffStat(files)
+	decisions, err := evidence.ParseDecisions([]byte(`{"schema_version": 1, "decisions": [
+	  {"question": "Which errors should be retried?", "choice": "Network errors and 5xx responses; never 4xx",
+	   "rationale": "A 4xx means the request is wrong and retrying it cannot help.", "confidence": 0.85},
+	  {"question": "How many retries, and how long between them?", "choice": "Five attempts, exponential backoff from 200ms with full jitter, capped at 10s",
+	   "rationale": "The issue asks for backoff but names no numbers; these follow the AWS architecture blog's advice.",
+	   "confidence": 0.4, "alternatives": ["Three attempts with fixed 1s delays", "Make the numbers configurable"]},
+	  {"question": "Should the CI workflow run the new tests with -race?", "choice": "Yes: added -race to the test step",
+	   "rationale": "The retry loop starts goroutines; the race detector is the only check that sees misuse.", "confidence": 0.55}
+	]}`))
+	if err != nil {
+		panic(err)
+	}
+	phases := []evidence.Phase{
+		evidence.NewPhase(evidence.PhaseExchange, at(0), at(0.412), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseFirewall, at(0.412), at(0.530), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseWorkspace, at(0.530), at(2.104), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseBoot, at(2.104), at(2.891), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseAgent, at(2.891), at(401.2), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseVerification, at(401.2), at(455.75), evidence.PhaseFailed),
+		evidence.NewPhase(evidence.PhaseAgent, at(455.75), at(590.3), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseVerification, at(590.3), at(642.9), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhasePush, at(642.9), at(644.1), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhasePullRequest, at(644.1), at(645.0), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseReport, at(645.0), at(645.6), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseRevoke, at(645.6), at(645.8), evidence.PhaseOK),
+	}
+	phases[5].Round, phases[5].Detail = 1, "1 test failed"
+	phases[7].Round = 2
+	phases[3].Detail = "warm start from snapshot 4f2a"
+
+	e := &evidence.Evidence{
+		SchemaVersion: evidence.SchemaVersion,
+		WorkItem:      evidence.WorkItem{Repository: "acme/widgets", Issue: 42, Title: "Retry webhook deliveries with backoff"},
+		Trigger: evidence.Trigger{Event: "workflow_dispatch", WorkflowRef: "acme/widgets/.github/workflows/bumper-run.yml@refs/heads/main",
+			RunID: 9876543210, RunAttempt: 1, Actor: "bumper-app[bot]", Runner: "bumper-runner-03"},
+		Revision:    sha(1),
+		Approvals:   []evidence.Approval{{By: "maintainer-jo", At: at(-600), Revision: sha(1), CommentID: 2468013579}},
+		Stage:       evidence.StageImplement,
+		Attempt:     2,
+		Outcome:     evidence.OutcomeSuccess,
+		BaseCommit:  "9fceb02d0ae598e95dc970b74767f19372d61af8",
+		HeadCommit:  "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+		Branch:      "bumper/42-2",
+		PullRequest: 57,
+		StartedAt:   at(0),
+		Sandbox: &evidence.Sandbox{VMM: "qemu-microvm 9.2.0", Accel: "tcg",
+			AccelReason: "KVM canary did not finish booting within 5s (nested KVM hangs)", ImageDigest: sha(2),
+			VCPUs: 2, MemoryMB: 2048, Boot: "warm", BootReason: "restoring snapshot 4f2a"},
+		Phases: phases,
+		Commands: []evidence.Command{
+			{Phase: evidence.PhaseAgent, Command: "claude -p @TASK.md --output-format stream-json --max-turns 60", ExitCode: 0, DurationMS: 398309},
+			{Phase: evidence.PhaseVerification, Command: "go test -json ./...", ExitCode: 1, DurationMS: 54550},
+			{Phase: evidence.PhaseAgent, Command: "claude -p @FIX.md --output-format stream-json --max-turns 20", ExitCode: 0, DurationMS: 134550},
+			{Phase: evidence.PhaseVerification, Command: "go test -json ./...", ExitCode: 0, DurationMS: 52600},
+			{Phase: evidence.PhasePush, Command: "git push origin HEAD:refs/heads/bumper/42-2", ExitCode: 0, DurationMS: 1200},
+		},
+		Tests: []evidence.TestRun{
+			{Round: 1, Command: "go test -json ./...", ExitCode: 1, Format: "go-test-json", Passed: 311, Failed: 1, Skipped: 4, DurationMS: 54550,
+				Failures: []evidence.Failure{{Name: "TestRetryBackoff/gives_up_after_five_attempts",
+					Excerpt: evidence.Excerpt("=== RUN   TestRetryBackoff/gives_up_after_five_attempts\n" +
+						"    client_test.go:88: attempts = 6, want 5\n" +
+						"--- FAIL: TestRetryBackoff/gives_up_after_five_attempts (0.01s)\n")}}},
+			{Round: 2, Command: "go test -json ./...", ExitCode: 0, Format: "go-test-json", Passed: 312, Skipped: 4, DurationMS: 52600},
+		},
+		Diff: diff,
+		Egress: evidence.SummarizeEgress([]evidence.AuditEntry{
+			{Kind: "connect", Target: "proxy.golang.org:443", Allowed: true, Reason: "allowlist proxy.golang.org", BytesUp: 8_200, BytesDown: 3_400_000},
+			{Kind: "connect", Target: "proxy.golang.org:443", Allowed: true, Reason: "allowlist proxy.golang.org", BytesUp: 7_900, BytesDown: 1_100_000},
+			{Kind: "connect", Target: "sum.golang.org:443", Allowed: true, Reason: "allowlist sum.golang.org", BytesUp: 2_100, BytesDown: 45_000},
+			{Kind: "anthropic", Target: "/anthropic/v1/messages", Allowed: true, Reason: "model call", BytesUp: 310_000, BytesDown: 82_000},
+			{Kind: "anthropic", Target: "/anthropic/v1/messages", Allowed: true, Reason: "model call", BytesUp: 290_000, BytesDown: 61_000},
+			{Kind: "git", Target: "/git/acme/widgets.git/git-receive-pack", Allowed: true, Reason: "push to refs/heads/bumper/42-2", BytesUp: 24_000, BytesDown: 900},
+			{Kind: "connect", Target: "pastebin.com:443", Allowed: false, Reason: "not in the allowlist"},
+			{Kind: "http", Target: "169.254.169.254", Allowed: false, Reason: "not in the allowlist"},
+			{Kind: "http", Target: "169.254.169.254", Allowed: false, Reason: "not in the allowlist"},
+		}),
+		Cost: evidence.Cost{MeteredMicroUSD: 1_842_310, MeteredCalls: 37, Estimated: true, EstimatedCalls: 1,
+			SelfReportedMicroUSD: int64p(1_790_000), BudgetMicroUSD: 5_000_000},
+		Ledger:     evidence.Ledger{Status: evidence.LedgerOK, Decisions: decisions},
+		Risk:       evidence.RiskNote(diff.Paths()),
+		Audit:      &evidence.Audit{Head: sha(3), Entries: 214},
+		Revocation: evidence.Revocation{Revoked: true, At: at(645.8)},
+		Artifact:   &evidence.Artifact{Name: "bumper-evidence-42-2", URL: "https://github.com/acme/widgets/actions/runs/9876543210/artifacts/1234567"},
+	}
+	e.Finish(at(645.8))
+	return e
+}
+
+// failedRun is a run that ran out of verification rounds: the optional fields of a
+// failure are set (outcome reason, an invalid decision ledger, a token not revoked).
+func failedRun() *evidence.Evidence {
+	e := realistic()
+	e.Outcome = evidence.OutcomeFailure
+	e.OutcomeReason = "verification failed in every round (2 of 2)"
+	e.HeadCommit, e.Branch, e.PullRequest = "", "", 0
+	e.Tests[1].ExitCode, e.Tests[1].Passed, e.Tests[1].Failed = 1, 311, 1
+	e.Tests[1].Failures = e.Tests[0].Failures
+	e.Phases[7].Outcome = evidence.PhaseFailed
+	e.Phases = append(e.Phases[:8], e.Phases[10:]...) // no push, no pull request
+	e.Commands = e.Commands[:4]
+	e.Ledger = evidence.NewLedger([]byte(`{"schema_version": 1, "decisions": [{"question": "?", "choice": "x", "confidence": "high"}]}`), true)
+	e.Revocation = evidence.Revocation{Reason: "DELETE /installation/token answered 502"}
+	e.Audit = nil
+	e.Artifact = nil
+	return e
+}

@@ -1,0 +1,438 @@
+package evidence
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Overflow says what Markdown shortened or left out to stay within its limit (and its
+// fixed bounds on each part, such as an excerpt's lines). The whole record is always in
+// evidence.json.
+type Overflow struct {
+	// Cuts are in the order of the rendering, one per part that was cut.
+	Cuts []Cut
+}
+
+// Cut is one part Markdown shortened: the section ("summary", "phases", "commands",
+// "tests", "files", "egress", "decisions", "sandbox", "approvals", "audit",
+// "revocation") and what was cut.
+type Cut struct {
+	Section string
+	Detail  string
+}
+
+// Any reports whether anything was cut.
+func (o Overflow) Any() bool { return len(o.Cuts) > 0 }
+
+func (o Overflow) String() string {
+	parts := make([]string, len(o.Cuts))
+	for i, c := range o.Cuts {
+		parts[i] = c.Section + ": " + c.Detail
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Fixed bounds of the rendering, whatever the limit.
+const (
+	mdExcerptBytes = 2000 // of one failure's output
+	mdExcerptLines = 40
+	mdName         = 200 // characters of a test name, path, host or title
+	mdText         = 300 // characters of a command, reason or decision text
+	mdSummaryRisk  = 10  // risk flags listed in the summary
+	mdSummaryRound = 10  // verification rounds listed in the summary
+)
+
+// Markdown renders the bundle for the pull request comment and the check run summary,
+// in at most limit bytes (never fewer than characters, so CommentLimit and
+// CheckRunSummaryLimit may be given as they are).
+//
+// The summary comes first: outcome, tests, verification rounds, diff stat, cost, risk
+// flags, wall time, decisions, egress and the token's revocation. Then each part in a
+// collapsed <details> section: phases, commands, tests with output excerpts, changed
+// files, egress, decisions (least confident first), sandbox, approvals, audit log head
+// and token revocation. Last, the digest of evidence.json.
+//
+// Every string taken from the bundle is quoted: in a code span, or a fenced block whose
+// fence is longer than any backtick run inside, with hidden characters written as
+// [U+XXXX], "<!--" and "-->" broken up with a space, and secret-looking text redacted.
+// So no text from the run becomes HTML, a link, an image or an @mention, and none can
+// open or close an HTML comment (the caller may append one holding a record).
+//
+// Each part has fixed bounds (an excerpt shows 40 lines or 2,000 bytes); when the whole
+// is still too long, the longest sections are cut first (tests weigh more than the
+// rest), item by item, with a line saying how many were left out and that the whole
+// record is evidence.json in the run's artifact. Overflow lists every cut. A bundle need
+// not be valid to be rendered safely.
+func Markdown(e *Evidence, limit int) (string, Overflow) {
+	if e == nil || limit <= 0 {
+		return "", Overflow{}
+	}
+	r := newRenderer(e, limit)
+	head := r.head(false)
+	secs := r.sections()
+	footMax := r.footer(append([]string{"summary"}, sectionNames(secs)...), true, true)
+
+	var of Overflow
+	avail := limit - len(head) - len(footMax)
+	if avail < 0 {
+		head = r.head(true)
+		of.Cuts = append(of.Cuts, Cut{Section: "summary", Detail: "shortened to outcome, tests and cost"})
+		avail = limit - len(head) - len(footMax)
+	}
+	if avail < 0 {
+		return r.minimal(limit, secs)
+	}
+	texts, cuts := fit(secs, avail)
+	var body strings.Builder
+	var cutNames []string
+	if of.Any() {
+		cutNames = append(cutNames, "summary")
+	}
+	for i, s := range secs {
+		body.WriteString(texts[i])
+		if len(cuts[i]) > 0 {
+			of.Cuts = append(of.Cuts, Cut{Section: s.name, Detail: strings.Join(cuts[i], "; ")})
+			cutNames = append(cutNames, s.name)
+		}
+	}
+	out := head + body.String() + r.footer(cutNames, of.Any(), false)
+	if len(out) > limit { // cannot happen: every part stays within its share
+		return r.minimal(limit, secs)
+	}
+	return out, of
+}
+
+// fit renders the sections within total bytes. When they do not all fit whole, room is
+// shared out from the smallest section (relative to its weight) to the largest: each
+// takes what it needs up to its weighted share of what is left, and what a section
+// does not use goes to those after it.
+func fit(secs []*section, total int) ([]string, [][]string) {
+	texts := make([]string, len(secs))
+	cuts := make([][]string, len(secs))
+	sizes := make([]int, len(secs))
+	sum := 0
+	for i, s := range secs {
+		sizes[i] = s.size()
+		sum += sizes[i]
+	}
+	if sum <= total {
+		for i, s := range secs {
+			texts[i], cuts[i] = s.render(sizes[i])
+		}
+		return texts, cuts
+	}
+	order := make([]int, len(secs))
+	wsum := 0
+	for i, s := range secs {
+		order[i] = i
+		wsum += s.weight
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		i, j := order[a], order[b]
+		return sizes[i]*secs[j].weight < sizes[j]*secs[i].weight
+	})
+	left := total
+	for _, i := range order {
+		share := left * secs[i].weight / max(wsum, 1)
+		texts[i], cuts[i] = secs[i].render(min(sizes[i], share))
+		left -= len(texts[i])
+		wsum -= secs[i].weight
+	}
+	return texts, cuts
+}
+
+// renderer holds what every part of the rendering shares.
+type renderer struct {
+	e        *Evidence
+	maxItems int // items worth building per list: no more fit in the limit
+	q        *quoter
+	ref      string // where the whole record is, as Markdown
+	digest   string
+}
+
+var (
+	artifactName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	artifactURL  = regexp.MustCompile(`^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._~/%-]*$`)
+	sha256Ref    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+func newRenderer(e *Evidence, limit int) *renderer {
+	// Every item is longer than 12 bytes, so no more than limit/12 of a list can show.
+	r := &renderer{e: e, maxItems: limit/12 + 1, q: &quoter{}, ref: "`" + FileName + "` in the run's artifacts"}
+	if a := e.Artifact; a != nil && artifactName.MatchString(a.Name) {
+		r.ref = "`" + FileName + "` in the run's artifact `" + a.Name + "`"
+		if len(a.URL) <= 2048 && artifactURL.MatchString(a.URL) {
+			r.ref += " ([download](" + a.URL + "))"
+		}
+	}
+	if d, err := e.Digest(); err == nil {
+		r.digest = d
+	}
+	return r
+}
+
+// head is the title and the summary; compact keeps outcome (without its reason), tests
+// and cost only.
+func (r *renderer) head(compact bool) string {
+	e, q := r.e, r.q
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Bumper evidence: %s\n\n", q.word(string(e.Outcome)))
+	fmt.Fprintf(&b, "%s %s · stage %s · attempt %d\n\n",
+		q.inline(fmt.Sprintf("%s#%d", e.WorkItem.Repository, e.WorkItem.Issue), mdName),
+		q.inline(e.WorkItem.Title, mdName), q.word(string(e.Stage)), e.Attempt)
+
+	b.WriteString("- **Outcome:** " + q.word(string(e.Outcome)))
+	if e.OutcomeReason != "" && !compact {
+		b.WriteString(": " + q.inline(e.OutcomeReason, mdText))
+	}
+	b.WriteString("\n- **Tests:** " + r.testsLine() + "\n")
+	if !compact {
+		b.WriteString("- **Verification rounds:** " + r.roundsLine() + "\n")
+		b.WriteString("- **Diff:** " + r.diffLine() + "\n")
+	}
+	b.WriteString("- **Cost:** " + r.costLine() + "\n")
+	if compact {
+		b.WriteString("\n")
+		return b.String()
+	}
+	b.WriteString(r.riskLines())
+	fmt.Fprintf(&b, "- **Wall time:** %s\n", duration(e.WallTimeMS))
+	b.WriteString("- **Decisions:** " + r.decisionsLine() + "\n")
+	b.WriteString("- **Egress:** " + r.egressLine() + "\n")
+	b.WriteString("- " + r.tokenLine() + "\n\n")
+	return b.String()
+}
+
+// rounds sums the test runs of each verification round, in round order.
+type roundSum struct {
+	round                   int
+	passed, failed, skipped int64
+	ok                      bool
+}
+
+func (r *renderer) rounds() []roundSum {
+	by := map[int]*roundSum{}
+	for _, t := range r.e.Tests {
+		s := by[t.Round]
+		if s == nil {
+			s = &roundSum{round: t.Round, ok: true}
+			by[t.Round] = s
+		}
+		s.passed += int64(max(t.Passed, 0))
+		s.failed += int64(max(t.Failed, 0))
+		s.skipped += int64(max(t.Skipped, 0))
+		if t.ExitCode != 0 || t.Failed > 0 {
+			s.ok = false
+		}
+	}
+	out := make([]roundSum, 0, len(by))
+	for _, s := range by {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b roundSum) int { return a.round - b.round })
+	return out
+}
+
+func (r *renderer) testsLine() string {
+	rs := r.rounds()
+	if len(rs) == 0 {
+		return "no tests ran"
+	}
+	last := rs[len(rs)-1]
+	verdict := "passed"
+	if !last.ok {
+		verdict = "**failed**"
+	}
+	return fmt.Sprintf("%s in the last round (%d): %s passed, %s failed, %s skipped", verdict, last.round,
+		commas(last.passed), commas(last.failed), commas(last.skipped))
+}
+
+func (r *renderer) roundsLine() string {
+	rs := r.rounds()
+	if len(rs) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, min(len(rs), mdSummaryRound)+1)
+	for i, s := range rs {
+		if i == mdSummaryRound {
+			parts = append(parts, fmt.Sprintf("and %d more", len(rs)-mdSummaryRound))
+			break
+		}
+		if s.ok {
+			parts = append(parts, fmt.Sprintf("round %d passed", s.round))
+		} else {
+			parts = append(parts, fmt.Sprintf("round %d failed (%s failed)", s.round, commas(s.failed)))
+		}
+	}
+	return fmt.Sprintf("%d: %s", len(rs), strings.Join(parts, ", "))
+}
+
+func (r *renderer) diffLine() string {
+	e, q := r.e, r.q
+	d := e.Diff
+	s := fmt.Sprintf("%s files changed, +%s −%s; base %s", commas(int64(d.FilesChanged)),
+		commas(int64(d.Insertions)), commas(int64(d.Deletions)), q.inline(e.BaseCommit, 64))
+	if e.HeadCommit != "" {
+		s += ", head " + q.inline(e.HeadCommit, 64)
+	}
+	if e.Branch != "" {
+		s += " on " + q.inline(e.Branch, 64)
+	}
+	if e.PullRequest > 0 {
+		s += fmt.Sprintf(", pull request #%d", e.PullRequest)
+	}
+	return s
+}
+
+func (r *renderer) costLine() string {
+	c := r.e.Cost
+	s := fmt.Sprintf("%s metered over %s", usd(c.MeteredMicroUSD), plural(c.MeteredCalls, "model call"))
+	if c.Estimated || c.EstimatedCalls > 0 {
+		s += fmt.Sprintf(" (**estimated**: the worst case was charged for %s that reported no usage)", plural(c.EstimatedCalls, "call"))
+	}
+	if c.SelfReportedMicroUSD != nil {
+		s += "; the harness reported " + usd(*c.SelfReportedMicroUSD)
+	} else {
+		s += "; the harness reported nothing"
+	}
+	if c.BudgetMicroUSD > 0 {
+		s += "; budget " + usd(c.BudgetMicroUSD)
+	}
+	return s
+}
+
+// knownReasons are RiskNote's own reasons, shown as text; anything else is quoted.
+var knownReasons = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range riskRules {
+		m[r.reason] = true
+	}
+	return m
+}()
+
+func (r *renderer) riskLines() string {
+	q := r.q
+	flags := r.e.Risk
+	if len(flags) == 0 {
+		return "- **Risk:** no changed file governs the checks\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- **Risk:** %s the checks:\n", plural(int64(len(flags)), "changed file governs", "changed files govern"))
+	for i, f := range flags {
+		if i == mdSummaryRisk {
+			fmt.Fprintf(&b, "  - …and %s more: see %s\n", commas(int64(len(flags)-mdSummaryRisk)), r.ref)
+			break
+		}
+		reason := q.inline(f.Reason, mdText)
+		if knownReasons[f.Reason] {
+			reason = f.Reason
+		}
+		fmt.Fprintf(&b, "  - %s (%s): %s\n", q.inline(f.Path, mdName), q.word(string(f.Category)), reason)
+	}
+	return b.String()
+}
+
+func (r *renderer) decisionsLine() string {
+	l, q := r.e.Ledger, r.q
+	switch l.Status {
+	case LedgerAbsent:
+		return "the agent wrote no decision ledger"
+	case LedgerInvalid:
+		return "**the agent's decision ledger was invalid**: " + q.inline(l.Error, mdText)
+	case LedgerOK:
+	default:
+		return "ledger status " + q.word(string(l.Status))
+	}
+	if len(l.Decisions) == 0 {
+		return "none: the agent reports no judgment call the issue left open"
+	}
+	least := sortedDecisions(l.Decisions)[0]
+	return fmt.Sprintf("%s where the issue was silent; least confident (%s): %s",
+		plural(int64(len(l.Decisions)), "judgment call"), confidence(least.Confidence), q.inline(least.Question, mdText))
+}
+
+func (r *renderer) egressLine() string {
+	g := r.e.Egress
+	s := fmt.Sprintf("%s allowed to %s", plural(g.AllowedRequests, "request"),
+		plural(int64(len(g.Allowed)+g.OmittedAllowedHosts), "destination"))
+	if g.DeniedRequests > 0 {
+		s += fmt.Sprintf("; **%s denied** to %s", commas(g.DeniedRequests),
+			plural(int64(len(g.Denied)+g.OmittedDeniedHosts), "destination"))
+	} else {
+		s += "; none denied"
+	}
+	return s
+}
+
+func (r *renderer) tokenLine() string {
+	v := r.e.Revocation
+	if v.Revoked {
+		return "**Token:** revoked at " + stamp(v.At)
+	}
+	s := "**Token: not revoked**"
+	if v.Reason != "" {
+		s += ": " + r.q.inline(v.Reason, mdText)
+	}
+	return s
+}
+
+// footer is the digest, the legend for what quoting did and, when something was cut,
+// where the whole record is. worst assumes every legend entry, for reserving room.
+func (r *renderer) footer(cutNames []string, cut, worst bool) string {
+	var b strings.Builder
+	if r.digest != "" {
+		fmt.Fprintf(&b, "Digest of `%s`: `%s`.\n", FileName, r.digest)
+	}
+	q := r.q
+	var legend []string
+	if worst || q.hidden {
+		legend = append(legend, "hidden characters as `[U+XXXX]`")
+	}
+	if worst || q.marked {
+		legend = append(legend, "HTML comment markers with a space (`<! --`, `-- >`)")
+	}
+	if worst || q.redacted {
+		legend = append(legend, "text that looks like a secret as `[redacted …]`")
+	}
+	if len(legend) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("Text from the run is quoted as code, with " + strings.Join(legend, ", ") + ".\n")
+	}
+	if cut {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("**Cut to fit**")
+		if len(cutNames) > 0 {
+			b.WriteString(" (" + strings.Join(cutNames, ", ") + ")")
+		}
+		b.WriteString(": the whole record is " + r.ref + ".\n")
+	}
+	return b.String()
+}
+
+// minimal is what fits when not even the compact summary does.
+func (r *renderer) minimal(limit int, secs []*section) (string, Overflow) {
+	of := Overflow{Cuts: []Cut{{Section: "summary", Detail: "left out"}}}
+	for _, s := range secs {
+		of.Cuts = append(of.Cuts, Cut{Section: s.name, Detail: "left out"})
+	}
+	// The first that fits; none is cut, so none leaves markup half written.
+	text := ""
+	for _, t := range []string{
+		"### Bumper evidence\n\nToo long to show here: the whole record is " + r.ref + ".\n",
+		"Too long to show here: see `" + FileName + "`.\n",
+		"See " + FileName + ".\n",
+	} {
+		if len(t) <= limit {
+			text = t
+			break
+		}
+	}
+	return text, of
+}

@@ -1,0 +1,217 @@
+package evidence
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// quoter writes untrusted text as Markdown that shows it, never renders it: code spans
+// and fenced blocks, hidden characters as [U+XXXX], comment markers broken up, and
+// secret-looking text redacted. It remembers what it had to do, for the legend, and
+// counts the texts it cut.
+type quoter struct {
+	marked   bool // broke up "<!--" or "-->"
+	hidden   bool // wrote a hidden character as [U+XXXX]
+	redacted bool // redacted a secret-looking text
+	cuts     int  // texts cut to their bound
+}
+
+// redactWindow is how far past what is shown a text is searched for secrets, so a
+// secret that starts in the shown part is redacted whole, not cut to a prefix (a GitHub
+// token's prefix is all of its entropy).
+const redactWindow = 1024
+
+// hiddenRune reports runes a reader cannot see or that reorder the display: controls
+// (other than newline and tab), format characters (zero-width, bidirectional controls,
+// tag characters, soft hyphen), variation selectors, fillers and line separators.
+func hiddenRune(r rune) bool {
+	if r == '\n' || r == '\t' {
+		return false
+	}
+	switch r {
+	case 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2028, 0x2029, 0x3164, 0xFFA0, 0xFFFC:
+		return true
+	}
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r)
+}
+
+// stripHidden drops hidden runes, to find secrets split by them.
+func stripHidden(s string) string {
+	return strings.Map(func(r rune) rune {
+		if hiddenRune(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// prepare takes at most maxBytes of s (on a character boundary), as valid UTF-8 with
+// "\n" line ends and secrets redacted.
+func (q *quoter) prepare(s string, maxBytes int) string {
+	s = cutBytes(s, maxBytes)
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
+	if r, changed := redactSecrets(s); changed {
+		q.redacted = true
+		s = r
+	}
+	return s
+}
+
+// visible writes hidden runes as [U+XXXX] and breaks up "<!--" and "-->".
+func (q *quoter) visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if hiddenRune(r) {
+			q.hidden = true
+			fmt.Fprintf(&b, "[U+%04X]", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	// Inserting a space never forms a new marker, so this ends.
+	for strings.Contains(out, "<!--") || strings.Contains(out, "-->") {
+		q.marked = true
+		out = strings.ReplaceAll(out, "<!--", "<! --")
+		out = strings.ReplaceAll(out, "-->", "-- >")
+	}
+	return out
+}
+
+// inline quotes s as one code span: line breaks and tabs shown as spaces, cut at limit
+// characters with the length of the whole.
+func (q *quoter) inline(s string, limit int) string {
+	window := 4*limit + redactWindow // a character is at most 4 bytes
+	p := q.prepare(s, window)
+	cut, more := truncateRunes(p, limit)
+	cut = strings.NewReplacer("\n", " ", "\t", " ").Replace(cut)
+	span := codeSpan(q.visible(cut))
+	if more > 0 || len(s) > window {
+		q.cuts++
+		return span + fmt.Sprintf(" … (cut from %s bytes)", commas(int64(len(s))))
+	}
+	return span
+}
+
+// cell is inline for a table cell: a pipe would end the cell, even inside code, so it
+// is escaped (GitHub shows "\|" in a cell's code span as "|").
+func (q *quoter) cell(s string, limit int) string {
+	return strings.ReplaceAll(q.inline(s, limit), "|", `\|`)
+}
+
+// word writes s as is when it is a plain lower-case word (an enum value), else quotes it.
+func (q *quoter) word(s string) string {
+	if s != "" && len(s) <= 32 && strings.IndexFunc(s, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' && r != '-'
+	}) < 0 {
+		return s
+	}
+	return q.inline(s, 40)
+}
+
+// block quotes s as a fenced "text" block at the top level, keeping at most maxBytes
+// and maxLines of it; it returns the block (ending in a newline) and whether it cut s.
+func (q *quoter) block(s string, maxBytes, maxLines int) (string, bool) {
+	p := q.prepare(s, maxBytes+redactWindow)
+	kept := cutLines(p, maxBytes, maxLines)
+	cut := len(kept) < len(p) || len(s) > maxBytes+redactWindow
+	if cut {
+		q.cuts++
+	}
+	body := strings.TrimRight(q.visible(kept), "\n")
+	f := fence(body)
+	return f + "text\n" + body + "\n" + f + "\n", cut
+}
+
+// fence is a code fence of backticks longer than any run of backticks in s (at least
+// three), so s between two of them cannot end the block early.
+func fence(s string) string { return strings.Repeat("`", max(3, longestRun(s, '`')+1)) }
+
+func longestRun(s string, c byte) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	return longest
+}
+
+// codeSpan wraps s, which has no line break, in a code span that shows it as is.
+func codeSpan(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	d := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") ||
+		(strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.Trim(s, " ") != "") {
+		return d + " " + s + " " + d
+	}
+	return d + s + d
+}
+
+// truncateRunes keeps at most n characters of s and says how many it dropped.
+func truncateRunes(s string, n int) (string, int) {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j], utf8.RuneCountInString(s[j:])
+		}
+		i++
+	}
+	return s, 0
+}
+
+// cutLines keeps at most maxBytes and maxLines lines of s, ending on a character
+// boundary.
+func cutLines(s string, maxBytes, maxLines int) string {
+	s = cutBytes(s, maxBytes)
+	lines := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			lines++
+			if lines == maxLines {
+				return s[:i]
+			}
+		}
+	}
+	return s
+}
+
+// cutBytes keeps at most n bytes of s, ending on a character boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Excerpt cuts a test's output to at most MaxExcerptBytes for the bundle, keeping its
+// beginning and its end (where test runners put the failure and the summary) and
+// saying how much of the middle it left out. The result is valid UTF-8.
+func Excerpt(output string) string {
+	output = strings.ToValidUTF8(output, "\uFFFD")
+	if len(output) <= MaxExcerptBytes {
+		return output
+	}
+	const marker = "\n[… %s bytes left out …]\n"
+	room := MaxExcerptBytes - len(fmt.Sprintf(marker, commas(int64(len(output)))))
+	headEnd := room / 2
+	for headEnd > 0 && !utf8.RuneStart(output[headEnd]) {
+		headEnd--
+	}
+	tailStart := len(output) - (room - headEnd)
+	for tailStart < len(output) && !utf8.RuneStart(output[tailStart]) {
+		tailStart++
+	}
+	return output[:headEnd] + fmt.Sprintf(marker, commas(int64(tailStart-headEnd))) + output[tailStart:]
+}

@@ -1,0 +1,419 @@
+package evidence_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bumperdev/bumper/action/evidence"
+)
+
+func TestRealisticBundleIsValid(t *testing.T) {
+	e := realistic()
+	if err := e.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	b, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "realistic.json", b)
+
+	back, err := evidence.Parse(b)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	again, err := back.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, b) {
+		t.Errorf("Parse(Marshal(e)) marshals differently:\n%s", again)
+	}
+}
+
+func TestFixturesAreValid(t *testing.T) {
+	e := failedRun()
+	if err := e.Validate(); err != nil {
+		t.Fatalf("failed run: %v", err)
+	}
+	if e.Ledger.Status != evidence.LedgerInvalid || !strings.Contains(e.Ledger.Error, "/decisions/0/confidence") {
+		t.Errorf("ledger = %+v, want invalid naming /decisions/0/confidence", e.Ledger)
+	}
+}
+
+func TestSchemaFiles(t *testing.T) {
+	files := evidence.SchemaFiles()
+	for _, name := range []string{"evidence-v1.json", "decisions-v1.json"} {
+		var doc map[string]any
+		if err := json.Unmarshal(files[name], &doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if doc["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+			t.Errorf("%s: $schema = %v, want draft 2020-12", name, doc["$schema"])
+		}
+	}
+}
+
+// TestSchemaMirrorsTypes checks that every property the schema names appears in the
+// realistic or the failed bundle (so the Go types write every field and the fixtures
+// set every optional one); the schema's additionalProperties: false checks the other
+// way, in TestFixturesAreValid.
+func TestSchemaMirrorsTypes(t *testing.T) {
+	files := evidence.SchemaFiles()
+	docs := map[string]map[string]any{}
+	for name, b := range files {
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		docs[name] = doc
+	}
+	var instances []any
+	for _, e := range []*evidence.Evidence{realistic(), failedRun()} {
+		b, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inst any
+		if err := json.Unmarshal(b, &inst); err != nil {
+			t.Fatal(err)
+		}
+		instances = append(instances, inst)
+	}
+	// The schema's egress_host serves both lists; only denied hosts have reasons.
+	exempt := map[string]bool{"/egress/allowed/*/reasons": true}
+	var visit func(file string, schema map[string]any, values []any, path string)
+	visit = func(file string, schema map[string]any, values []any, path string) {
+		if ref, ok := schema["$ref"].(string); ok {
+			refFile, ptr, _ := strings.Cut(ref, "#")
+			if refFile != "" {
+				file = refFile
+			}
+			node := any(docs[file])
+			for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+				node = node.(map[string]any)[tok]
+			}
+			schema = node.(map[string]any)
+		}
+		if props, ok := schema["properties"].(map[string]any); ok {
+			for name, ps := range props {
+				var vals []any
+				for _, v := range values {
+					if m, ok := v.(map[string]any); ok {
+						if pv, ok := m[name]; ok {
+							vals = append(vals, pv)
+						}
+					}
+				}
+				if len(vals) == 0 {
+					if !exempt[path+"/"+name] {
+						t.Errorf("%s/%s: in the schema but in neither fixture", path, name)
+					}
+					continue
+				}
+				visit(file, ps.(map[string]any), vals, path+"/"+name)
+			}
+		}
+		if items, ok := schema["items"].(map[string]any); ok {
+			var vals []any
+			for _, v := range values {
+				if a, ok := v.([]any); ok {
+					vals = append(vals, a...)
+				}
+			}
+			if len(vals) == 0 {
+				t.Errorf("%s: no items in either fixture", path)
+				return
+			}
+			visit(file, items, vals, path+"/*")
+		}
+	}
+	visit("evidence-v1.json", docs["evidence-v1.json"], instances, "")
+}
+
+func TestPlanRunNeedsNoApproval(t *testing.T) {
+	e := realistic()
+	e.Stage, e.Approvals = evidence.StagePlan, nil
+	if err := e.Validate(); err != nil {
+		t.Fatalf("a plan run without approvals: %v", err)
+	}
+	e.Stage = evidence.StageFix
+	wantProblem(t, e.Validate(), "/approvals", "minItems")
+}
+
+func TestValidateRejects(t *testing.T) {
+	token := "ghs_" + strings.Repeat("A1b2C3d4", 5)
+	tests := []struct {
+		name   string
+		mutate func(e *evidence.Evidence)
+		path   string // JSON pointer of the problem
+		msg    string // part of its message
+	}{
+		{"wrong version", func(e *evidence.Evidence) { e.SchemaVersion = 2 }, "/schema_version", "must be 1"},
+		{"no version", func(e *evidence.Evidence) { e.SchemaVersion = 0 }, "/schema_version", "must be 1"},
+		{"missing repository", func(e *evidence.Evidence) { e.WorkItem.Repository = "" }, "/work_item/repository", "does not match pattern"},
+		{"missing issue", func(e *evidence.Evidence) { e.WorkItem.Issue = 0 }, "/work_item/issue", "minimum"},
+		{"missing base commit", func(e *evidence.Evidence) { e.BaseCommit = "" }, "/base_commit", "does not match pattern"},
+		{"short commit", func(e *evidence.Evidence) { e.HeadCommit = "e69de29" }, "/head_commit", "does not match pattern"},
+		{"missing revision", func(e *evidence.Evidence) { e.Revision = "" }, "/revision", "does not match pattern"},
+		{"short revision hash", func(e *evidence.Evidence) { e.Revision = "sha256:" + hash(1)[:16] }, "/revision", "does not match pattern"},
+		{"hash without its algorithm", func(e *evidence.Evidence) { e.Audit.Head = hash(3) }, "/audit/head", "does not match pattern"},
+		{"upper-case hash", func(e *evidence.Evidence) { e.Sandbox.ImageDigest = strings.ToUpper(sha(2)) }, "/sandbox/image_digest", "does not match pattern"},
+		{"sha1 digest", func(e *evidence.Evidence) { e.Approvals[0].Revision = "sha1:" + hash(1)[:40] }, "/approvals/0/revision", "does not match pattern"},
+		{"approval without comment", func(e *evidence.Evidence) { e.Approvals[0].CommentID = 0 }, "/approvals/0/comment_id", "minimum"},
+		{"no approvals for implement", func(e *evidence.Evidence) { e.Approvals = nil }, "/approvals", "minItems"},
+		{"unknown stage", func(e *evidence.Evidence) { e.Stage = "deploy" }, "/stage", "value must be one of"},
+		{"unknown outcome", func(e *evidence.Evidence) { e.Outcome = "" }, "/outcome", "value must be one of"},
+		{"unknown accelerator", func(e *evidence.Evidence) { e.Sandbox.Accel = "hvf" }, "/sandbox/accel", "value must be one of"},
+		{"no vCPU", func(e *evidence.Evidence) { e.Sandbox.VCPUs = 0 }, "/sandbox/vcpus", "minimum"},
+		{"verification without round", func(e *evidence.Evidence) { e.Phases[5].Round = 0 }, "/phases/5", "round"},
+		{"round on another phase", func(e *evidence.Evidence) { e.Phases[0].Round = 1 }, "/phases/0", "not"},
+		{"negative count", func(e *evidence.Evidence) { e.Tests[0].Passed = -1 }, "/tests/0/passed", "minimum"},
+		{"exit code out of range", func(e *evidence.Evidence) { e.Commands[0].ExitCode = 256 }, "/commands/0/exit_code", "maximum"},
+		{"excerpt too long", func(e *evidence.Evidence) { e.Tests[0].Failures[0].Excerpt = strings.Repeat("x", 8193) }, "/tests/0/failures/0/excerpt", "maxLength"},
+		{"revoked without time", func(e *evidence.Evidence) { e.Revocation.At = time.Time{} }, "/token_revocation", "at"},
+		{"not revoked without reason", func(e *evidence.Evidence) { e.Revocation = evidence.Revocation{} }, "/token_revocation", "reason"},
+		{"invalid ledger without error", func(e *evidence.Evidence) { e.Ledger = evidence.Ledger{Status: evidence.LedgerInvalid} }, "/decision_ledger", "error"},
+		{"absent ledger with decisions", func(e *evidence.Evidence) { e.Ledger.Status = evidence.LedgerAbsent }, "/decision_ledger/decisions", "maxItems"},
+		{"artifact URL not https", func(e *evidence.Evidence) { e.Artifact.URL = "javascript:alert(1)" }, "/artifact/url", "does not match pattern"},
+
+		{"token in a command line", func(e *evidence.Evidence) {
+			e.Commands[4].Command = "git push https://x-access-token:" + token + "@github.com/acme/widgets HEAD"
+		}, "/commands/4/command", "GitHub token"},
+		{"personal token in an excerpt", func(e *evidence.Evidence) {
+			e.Tests[0].Failures[0].Excerpt = "env: GH_TOKEN=ghp_" + strings.Repeat("x9Y", 12)
+		}, "/tests/0/failures/0/excerpt", "GitHub token"},
+		{"fine-grained token in a title", func(e *evidence.Evidence) {
+			e.WorkItem.Title = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
+		}, "/work_item/title", "fine-grained"},
+		{"Anthropic key in a decision", func(e *evidence.Evidence) {
+			e.Ledger.Decisions[0].Rationale = "used sk-ant-api03-" + strings.Repeat("Zq9_", 10)
+		}, "/decision_ledger/decisions/0/rationale", "Anthropic"},
+		{"OpenAI key in a phase detail", func(e *evidence.Evidence) {
+			e.Phases[3].Detail = "OPENAI_API_KEY=sk-proj-" + strings.Repeat("aB3xY7", 8)
+		}, "/phases/3/detail", "OpenAI"},
+		{"bearer token in a denial reason", func(e *evidence.Evidence) {
+			e.Egress.Denied[0].Reasons = []string{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}
+		}, "/egress/denied/0/reasons/0", "bearer"},
+		{"PEM key in an outcome reason", func(e *evidence.Evidence) {
+			e.OutcomeReason = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
+		}, "/outcome_reason", "PEM private key"},
+		{"token split by a zero-width space", func(e *evidence.Evidence) {
+			e.Tests[0].Failures[0].Name = token[:12] + "\u200b" + token[12:]
+		}, "/tests/0/failures/0/name", "GitHub token"},
+
+		{"wall time does not match", func(e *evidence.Evidence) { e.WallTimeMS++ }, "/wall_time_ms", "span"},
+		{"run ends before it starts", func(e *evidence.Evidence) { e.Finish(e.StartedAt.Add(-time.Second)) }, "/ended_at", "before"},
+		{"phase duration does not match", func(e *evidence.Evidence) { e.Phases[2].DurationMS = 1 }, "/phases/2/duration_ms", "span"},
+		{"more failures listed than counted", func(e *evidence.Evidence) { e.Tests[0].Failed = 0 }, "/tests/0/failed", "listed"},
+		{"diff totals do not add up", func(e *evidence.Evidence) { e.Diff.Insertions++ }, "/diff", "do not match"},
+		{"files changed does not match", func(e *evidence.Evidence) { e.Diff.FilesChanged = 2 }, "/diff/files_changed", "listed"},
+		{"decisions not least confident first", func(e *evidence.Evidence) {
+			d := e.Ledger.Decisions
+			d[0], d[2] = d[2], d[0]
+		}, "/decision_ledger/decisions/1", "least confident first"},
+		{"estimated flag without estimated calls", func(e *evidence.Evidence) { e.Cost.EstimatedCalls = 0 }, "/cost/estimated", "estimated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := realistic()
+			tt.mutate(e)
+			wantProblem(t, e.Validate(), tt.path, tt.msg)
+		})
+	}
+}
+
+func TestSecretNeverInError(t *testing.T) {
+	e := realistic()
+	secret := "ghp_" + strings.Repeat("Qw3", 12)
+	e.Commands[0].Command = "echo " + secret
+	err := e.Validate()
+	if err == nil {
+		t.Fatal("a token in a command was accepted")
+	}
+	if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), secret[:12]) {
+		t.Errorf("the error quotes the secret: %v", err)
+	}
+}
+
+func TestNotSecrets(t *testing.T) {
+	e := realistic()
+	e.OutcomeReason = "disk-image task-force sk-learn-compatibility-layer-for-models " +
+		"Bearer authentication is documented; ghs_ prefix; -----BEGIN PUBLIC KEY-----"
+	if err := e.Validate(); err != nil {
+		t.Errorf("ordinary text taken for a secret: %v", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	e := realistic()
+	token := "ghs_" + strings.Repeat("A1b2C3d4", 5)
+	e.Tests[0].Failures[0].Excerpt = "fixture key sk-ant-api03-" + strings.Repeat("Zq9_", 10) + " end"
+	e.Commands[4].Command = "git push https://x:" + token + "@github.com/acme/widgets"
+	paths, err := e.Redact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/commands/4/command", "/tests/0/failures/0/excerpt"}
+	if fmt.Sprint(paths) != fmt.Sprint(want) {
+		t.Errorf("Redact paths = %v, want %v", paths, want)
+	}
+	if err := e.Validate(); err != nil {
+		t.Errorf("still invalid after Redact: %v", err)
+	}
+	if got := e.Tests[0].Failures[0].Excerpt; got != "fixture key [redacted Anthropic API key] end" {
+		t.Errorf("excerpt = %q", got)
+	}
+	if paths, err := realistic().Redact(); err != nil || paths != nil {
+		t.Errorf("Redact of a clean bundle = %v, %v", paths, err)
+	}
+}
+
+func TestMarshalDeterministic(t *testing.T) {
+	a, err := realistic().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		b, _ := realistic().Marshal()
+		if !bytes.Equal(a, b) {
+			t.Fatal("Marshal differs between equal bundles")
+		}
+	}
+	if !bytes.HasSuffix(a, []byte("}\n")) || bytes.HasSuffix(a, []byte("\n\n")) {
+		t.Error("Marshal does not end in exactly one newline")
+	}
+
+	// The same instants in another zone, nil lists instead of empty ones.
+	e := realistic()
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	e.StartedAt, e.EndedAt = e.StartedAt.In(zone), e.EndedAt.In(zone)
+	e.Approvals[0].At = e.Approvals[0].At.In(zone)
+	for i := range e.Phases {
+		e.Phases[i].StartedAt = e.Phases[i].StartedAt.In(zone)
+	}
+	e.Tests[1].Failures = []evidence.Failure{}
+	b, _ := e.Marshal()
+	if !bytes.Equal(a, b) {
+		t.Error("times in another zone or empty lists change the bytes")
+	}
+
+	// Keys are sorted at every level.
+	dec := json.NewDecoder(bytes.NewReader(a))
+	var stack [][]string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				stack = append(stack, nil)
+			} else {
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			top := len(stack) - 1
+			if top >= 0 && dec.More() { // a key is followed by its value
+				keys := stack[top]
+				if len(keys) > 0 && keys[len(keys)-1] > v && isKey(a, dec.InputOffset()) {
+					t.Errorf("key %q after %q", v, keys[len(keys)-1])
+				}
+				if isKey(a, dec.InputOffset()) {
+					stack[top] = append(keys, v)
+				}
+			}
+		}
+	}
+
+	// No HTML escaping.
+	e = realistic()
+	e.OutcomeReason = "a <b> & c"
+	b, _ = e.Marshal()
+	if !bytes.Contains(b, []byte(`"a <b> & c"`)) {
+		t.Error("Marshal escapes HTML")
+	}
+}
+
+// isKey reports whether the string token that ended at off is an object key.
+func isKey(data []byte, off int64) bool {
+	rest := bytes.TrimLeft(data[off:], " \n")
+	return len(rest) > 0 && rest[0] == ':'
+}
+
+func TestDigest(t *testing.T) {
+	e := realistic()
+	d, err := e.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}$`).MatchString(d) {
+		t.Fatalf("Digest = %q", d)
+	}
+	if d2, _ := realistic().Digest(); d2 != d {
+		t.Error("Digest differs between equal bundles")
+	}
+	e.Cost.MeteredCalls++
+	if d3, _ := e.Digest(); d3 == d {
+		t.Error("Digest does not change with the content")
+	}
+	e.Ledger.Decisions[0].Confidence = nan()
+	if _, err := e.Digest(); err == nil {
+		t.Error("Digest of a NaN confidence succeeded")
+	}
+}
+
+func nan() float64 {
+	zero := 0.0
+	return zero / zero
+}
+
+func TestParseRefuses(t *testing.T) {
+	good, err := realistic().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"unknown field", bytes.Replace(good, []byte(`"attempt": 2,`), []byte(`"attempt": 2, "extra": 1,`), 1), "extra"},
+		{"duplicate key", bytes.Replace(good, []byte(`"attempt": 2,`), []byte(`"attempt": 2, "attempt": 3,`), 1), "duplicate key"},
+		{"trailing data", append(append([]byte{}, good...), "{}"...), "trailing data"},
+		{"invalid UTF-8", bytes.Replace(good, []byte("Retry webhook"), []byte("Retry \xff webhook"), 1), "UTF-8"},
+		{"not JSON", []byte("evidence"), "not valid JSON"},
+		{"short hash", bytes.Replace(good, []byte(sha(3)), []byte("sha256:abc"), 1), "/audit/head"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := evidence.Parse(tt.data)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse error = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// wantProblem checks that err is a *ValidationError with a problem at path whose
+// message holds msg.
+func wantProblem(t *testing.T, err error, path, msg string) {
+	t.Helper()
+	var ve *evidence.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error = %v, want a *ValidationError", err)
+	}
+	for _, p := range ve.Problems {
+		if p.Path == path && strings.Contains(p.Message, msg) {
+			return
+		}
+	}
+	t.Errorf("no problem at %s mentioning %q; got: %v", path, msg, err)
+}
