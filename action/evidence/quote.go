@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"github.com/bumperdev/bumper/internal/mdcode"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -88,7 +89,7 @@ func (q *quoter) inline(s string, limit int) string {
 	p := q.prepare(s, window)
 	cut, more := truncateRunes(p, limit)
 	cut = strings.NewReplacer("\n", " ", "\t", " ").Replace(cut)
-	span := codeSpan(q.visible(cut))
+	span := mdcode.Span(q.visible(cut))
 	if more > 0 || len(s) > window {
 		q.cuts++
 		return span + fmt.Sprintf(" … (cut from %s bytes)", commas(int64(len(s))))
@@ -122,38 +123,8 @@ func (q *quoter) block(s string, maxBytes, maxLines int) (string, bool) {
 		q.cuts++
 	}
 	body := strings.TrimRight(q.visible(kept), "\n")
-	f := fence(body)
+	f := mdcode.Fence(body)
 	return f + "text\n" + body + "\n" + f + "\n", cut
-}
-
-// fence is a code fence of backticks longer than any run of backticks in s (at least
-// three), so s between two of them cannot end the block early.
-func fence(s string) string { return strings.Repeat("`", max(3, longestRun(s, '`')+1)) }
-
-func longestRun(s string, c byte) int {
-	longest, n := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			n++
-			longest = max(longest, n)
-		} else {
-			n = 0
-		}
-	}
-	return longest
-}
-
-// codeSpan wraps s, which has no line break, in a code span that shows it as is.
-func codeSpan(s string) string {
-	if s == "" {
-		return "(empty)"
-	}
-	d := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") ||
-		(strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.Trim(s, " ") != "") {
-		return d + " " + s + " " + d
-	}
-	return d + s + d
 }
 
 // truncateRunes keeps at most n characters of s and says how many it dropped.

@@ -2,6 +2,7 @@ package reveal
 
 import (
 	"fmt"
+	"github.com/bumperdev/bumper/internal/mdcode"
 	"html"
 	"strings"
 	"unicode/utf8"
@@ -284,9 +285,9 @@ func (q *quoter) block(s string) string {
 	s, more := truncate(s, MaxQuote, maxQuoteLines)
 	s = q.visible(s)
 	if !strings.Contains(s, "\n") && utf8.RuneCountInString(s) <= 100 {
-		return " " + codeSpan(s) + moreNote(more) + "\n"
+		return " " + mdcode.Span(s) + moreNote(more) + "\n"
 	}
-	fence := Fence(s)
+	fence := mdcode.Fence(s)
 	var b strings.Builder
 	b.WriteString("\n  " + fence + "text\n")
 	for line := range strings.SplitSeq(s, "\n") {
@@ -306,7 +307,7 @@ func (q *quoter) block(s string) string {
 func (q *quoter) inline(s string, limit int) string {
 	s, more := truncate(s, limit, 1<<30)
 	s = q.visible(strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s))
-	return codeSpan(s) + moreNote(more)
+	return mdcode.Span(s) + moreNote(more)
 }
 
 func moreNote(more int) string {
@@ -353,34 +354,4 @@ func (q *quoter) visible(s string) string {
 		out = strings.ReplaceAll(out, "-->", "-- >")
 	}
 	return out
-}
-
-// codeSpan wraps s, which has no line break, in a code span that shows it as is.
-func codeSpan(s string) string {
-	if s == "" {
-		return "(empty)"
-	}
-	d := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") ||
-		(strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.Trim(s, " ") != "") {
-		return d + " " + s + " " + d
-	}
-	return d + s + d
-}
-
-// Fence is a code fence of backticks longer than any run of backticks in s (at least
-// three), so s shown between two of them cannot end the block early.
-func Fence(s string) string { return strings.Repeat("`", max(3, longestRun(s, '`')+1)) }
-
-func longestRun(s string, c byte) int {
-	longest, n := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			n++
-			longest = max(longest, n)
-		} else {
-			n = 0
-		}
-	}
-	return longest
 }

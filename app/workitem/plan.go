@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/mdcode"
 	"strings"
 
 	"github.com/bumperdev/bumper/app/ledger"
@@ -26,7 +27,7 @@ const (
 // planComment renders the comment that shows a plan for approval.
 func (s *Service) planComment(rec *ledger.Record, plan string) string {
 	id := s.opts.Sealer.ShortID(rec.TextRevision())
-	fence := reveal.Fence(plan)
+	fence := mdcode.Fence(plan)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n### Plan (revision `%s`)\n\n%s\n\n%s\n%s\n%s\n\n", planMarker, id, planIntro, fence, plan, fence)
 	if notice := reveal.Render(reveal.Scan(plan)); notice != "" {

@@ -1,0 +1,41 @@
+// Package mdcode quotes text as Markdown code, so that what someone else wrote (an issue
+// author, an agent) is shown as it is and never interpreted: a code span for one line, a
+// fenced block for many. The delimiters are always longer than any run of backticks in
+// the text, so the text cannot end its own quote.
+package mdcode
+
+import "strings"
+
+// Fence is a code fence of backticks longer than any run of backticks in s (at least
+// three), so s shown between two of them cannot end the block early.
+func Fence(s string) string { return strings.Repeat("`", max(3, LongestRun(s, '`')+1)) }
+
+// Span wraps s, which has no line break, in a code span that shows it as is; "(empty)"
+// for an empty s, which a code span cannot show.
+func Span(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	d := strings.Repeat("`", LongestRun(s, '`')+1)
+	// A span whose text starts or ends with a backtick, or starts and ends with a space,
+	// needs a space inside each delimiter (CommonMark strips one).
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") ||
+		(strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.Trim(s, " ") != "") {
+		return d + " " + s + " " + d
+	}
+	return d + s + d
+}
+
+// LongestRun is the length of the longest run of c in s.
+func LongestRun(s string, c byte) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	return longest
+}
