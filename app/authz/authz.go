@@ -3,22 +3,12 @@
 package authz
 
 import (
-	"fmt"
 	"strings"
 )
 
 // levels ranks GitHub's repository roles; role names (maintain, triage) are finer than
 // the permission field (which folds them into write and read).
 var levels = map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
-
-// ParseLevel checks a configured minimum level.
-func ParseLevel(s string) (string, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if _, ok := levels[s]; !ok || s == "none" {
-		return "", fmt.Errorf("permission level %q is not one of read, triage, write, maintain, admin", s)
-	}
-	return s, nil
-}
 
 // Effective is the level of a collaborator from the API's permission and role_name
 // fields: the role name when it is a known role, else the permission. Unknown values

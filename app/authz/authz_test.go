@@ -28,19 +28,6 @@ func TestAtLeast(t *testing.T) {
 	}
 }
 
-func TestParseLevel(t *testing.T) {
-	for _, s := range []string{"read", "Write", " admin "} {
-		if _, err := ParseLevel(s); err != nil {
-			t.Errorf("ParseLevel(%q): %v", s, err)
-		}
-	}
-	for _, s := range []string{"", "none", "owner"} {
-		if _, err := ParseLevel(s); err == nil {
-			t.Errorf("ParseLevel(%q) accepted", s)
-		}
-	}
-}
-
 func TestBots(t *testing.T) {
 	tests := []struct {
 		name, login, typ string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 	"time"
 )
@@ -159,7 +160,7 @@ func (r *Record) Validate() error {
 }
 
 // DefaultPolicyVersion is the policy version of a repository without a policy file.
-const DefaultPolicyVersion = "default"
+const DefaultPolicyVersion = repoconfig.DefaultRevision
 
 func validRepository(s string) bool {
 	owner, name, ok := strings.Cut(s, "/")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -89,7 +90,7 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 
 // approve binds an approval to the current revision and dispatches the run. It approves
 // only text the approver had the chance to read: see approveRefusal.
-func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEvent, pol Policy, cmd command.Command) error {
+func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEvent, pol repoconfig.Config, cmd command.Command) error {
 	repo, n, rec := it.repo.FullName, it.rec.Issue, it.rec
 	if rec.State != ledger.AwaitingApproval {
 		msg := fmt.Sprintf("Nothing to approve: the work item is %s.", rec.State)
@@ -137,13 +138,13 @@ func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEv
 }
 
 // retry asks for approval again after a failed or stopped run, within the bound.
-func (s *Service) retry(ctx context.Context, gh GitHub, it *item, by, delivery string, pol Policy) error {
+func (s *Service) retry(ctx context.Context, gh GitHub, it *item, by, delivery string, pol repoconfig.Config) error {
 	repo, n, rec := it.repo.FullName, it.rec.Issue, it.rec
 	if rec.State != ledger.Failed && rec.State != ledger.Stopped {
 		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Nothing to retry: the work item is %s.", rec.State))
 	}
 	if used := rec.AttemptsOfStage(StageImplement); used >= pol.Bounds.Attempts {
-		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Cannot retry: all %d attempts allowed by %s are used.", pol.Bounds.Attempts, PolicyPath))
+		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Cannot retry: all %d attempts allowed by %s are used.", pol.Bounds.Attempts, repoconfig.Path))
 	}
 	rec.VoidApprovals("a retry asks for a new approval")
 	if err := s.move(ctx, it, ledger.AwaitingApproval, fmt.Sprintf("@%s asked for a retry", by)); err != nil {

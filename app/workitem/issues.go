@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -120,7 +121,7 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 	pol, err := s.policy(ctx, gh, ev.Repo.FullName)
 	if err != nil {
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
-			fmt.Sprintf("Bumper cannot start: the repository's configuration is invalid (%v). Fix %s and label the issue again.", err, PolicyPath))
+			fmt.Sprintf("Bumper cannot start: the repository's configuration is invalid (%v). Fix %s and label the issue again.", err, repoconfig.Path))
 	}
 	if no, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
 		return err
@@ -185,7 +186,7 @@ type refusal struct {
 
 // allowed checks a person (or bot) against the repository's policy; a nil refusal
 // means allowed.
-func (s *Service) allowed(ctx context.Context, gh GitHub, repo, user, userType string, pol Policy) (*refusal, error) {
+func (s *Service) allowed(ctx context.Context, gh GitHub, repo, user, userType string, pol repoconfig.Config) (*refusal, error) {
 	bot, err := s.botLogin(ctx)
 	if err != nil {
 		return nil, err
@@ -203,7 +204,7 @@ func (s *Service) allowed(ctx context.Context, gh GitHub, repo, user, userType s
 	return nil, nil
 }
 
-func who(pol Policy) string {
+func who(pol repoconfig.Config) string {
 	return "people with " + pol.Approvers.MinPermission + " (or higher) permission"
 }
 

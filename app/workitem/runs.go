@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strconv"
 	"strings"
 
@@ -79,7 +80,7 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 	}
 	pol, err := s.policy(ctx, gh, it.repo.FullName)
 	if err != nil {
-		pol = DefaultPolicy()
+		pol = repoconfig.Default()
 	}
 	used := rec.AttemptsOfStage(StageImplement)
 	reason := fmt.Sprintf("attempt %d ended (%s) before a pull request was ready; %d of %d attempts used", attempt, conclusion, used, pol.Bounds.Attempts)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 	"sync"
 	"time"
@@ -232,21 +233,21 @@ func (s *Service) reply(ctx context.Context, gh GitHub, repo string, issue int, 
 // policy reads the repository's .github/bumper.yml at the default branch, or the
 // defaults when it is absent. A file that does not parse is an error: the App does not
 // guess at security settings.
-func (s *Service) policy(ctx context.Context, gh GitHub, repo string) (Policy, error) {
+func (s *Service) policy(ctx context.Context, gh GitHub, repo string) (repoconfig.Config, error) {
 	return s.policyAt(ctx, gh, repo, "")
 }
 
 // policyAt reads the policy at a commit: what an approval binds is the policy of the
 // approved base commit, whatever the default branch says now.
-func (s *Service) policyAt(ctx context.Context, gh GitHub, repo, ref string) (Policy, error) {
-	raw, err := gh.File(ctx, repo, PolicyPath, ref)
+func (s *Service) policyAt(ctx context.Context, gh GitHub, repo, ref string) (repoconfig.Config, error) {
+	raw, err := gh.File(ctx, repo, repoconfig.Path, ref)
 	if errors.Is(err, ErrNotFound) {
-		return DefaultPolicy(), nil
+		return repoconfig.Default(), nil
 	}
 	if err != nil {
-		return Policy{}, fmt.Errorf("failed to read %s of %s: %w", PolicyPath, repo, err)
+		return repoconfig.Config{}, fmt.Errorf("failed to read %s of %s: %w", repoconfig.Path, repo, err)
 	}
-	return ParsePolicy(raw)
+	return repoconfig.Parse(raw)
 }
 
 func newNonce() (string, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 	"time"
 
@@ -164,10 +165,10 @@ func (s *Service) approvedTextHolds(ctx context.Context, gh GitHub, it *item) (s
 	}
 	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
 	if err != nil {
-		return fmt.Sprintf("%s no longer parses (%v)", PolicyPath, err), nil
+		return fmt.Sprintf("%s no longer parses (%v)", repoconfig.Path, err), nil
 	}
 	if pol.Revision != rec.PolicyVersion {
-		return fmt.Sprintf("the repository's %s changed after approval", PolicyPath), nil
+		return fmt.Sprintf("the repository's %s changed after approval", repoconfig.Path), nil
 	}
 	a := rec.ActiveApproval()
 	if a == nil {

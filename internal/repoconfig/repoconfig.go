@@ -1,7 +1,13 @@
-package workitem
+// Package repoconfig reads a repository's .github/bumper.yml: who may approve, plans,
+// bounds, the harness, the allowlist, the agent's GitHub API, verification and the
+// reviewer. The App and the runner read the same file with this one parser, always at
+// the approved base commit, so the two can never disagree on what it says.
+package repoconfig
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,20 +15,20 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/bumperdev/bumper/app/authz"
-	"github.com/bumperdev/bumper/app/ledger"
 )
 
-// PolicyPath is where a repository keeps its Bumper configuration.
-const PolicyPath = ".github/bumper.yml"
+// Path is where a repository keeps its Bumper configuration.
+const Path = ".github/bumper.yml"
 
-// PolicySchema is the version of .github/bumper.yml this code reads.
-const PolicySchema = 1
+// Schema is the version of .github/bumper.yml this code reads.
+const Schema = 1
 
-// Policy is a repository's .github/bumper.yml. The App reads who may approve, plans and
+// DefaultRevision is the revision of a repository without the file.
+const DefaultRevision = "default"
+
+// Config is a repository's .github/bumper.yml. The App reads who may approve, plans and
 // bounds; the runner side reads the rest from the same file.
-type Policy struct {
+type Config struct {
 	Version   int  `yaml:"version"`
 	Plan      bool `yaml:"plan"`
 	Approvers struct {
@@ -57,60 +63,62 @@ type Policy struct {
 
 // ReviewerOn reports whether a review run must judge the pull request before humans
 // get it (the default).
-func (p Policy) ReviewerOn() bool { return p.Reviewer == nil || *p.Reviewer }
+func (p Config) ReviewerOn() bool { return p.Reviewer == nil || *p.Reviewer }
 
-// DefaultPolicy is what a repository without .github/bumper.yml gets: writers approve,
+// Default is what a repository without .github/bumper.yml gets: writers approve,
 // no bots, three attempts, no plan run.
-func DefaultPolicy() Policy {
-	var p Policy
-	p.Version = PolicySchema
+func Default() Config {
+	var p Config
+	p.Version = Schema
 	p.Approvers.MinPermission = "write"
 	p.Bounds.Attempts = 3
 	p.Bounds.VerificationRounds = 2
 	p.Bounds.FixRounds = 2
-	p.Revision = ledger.DefaultPolicyVersion
+	p.Revision = DefaultRevision
 	return p
 }
 
-// ParsePolicy reads .github/bumper.yml strictly: an unknown key is an error (a typo in
+// Parse reads .github/bumper.yml strictly: an unknown key is an error (a typo in
 // a security setting must not silently fall back to a default).
-func ParsePolicy(raw []byte) (Policy, error) {
-	p := DefaultPolicy()
+func Parse(raw []byte) (Config, error) {
+	p := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
-		return Policy{}, fmt.Errorf("failed to parse %s: %w", PolicyPath, err)
+		return Config{}, fmt.Errorf("failed to parse %s: %w", Path, err)
 	}
-	if p.Version != PolicySchema {
-		return Policy{}, fmt.Errorf("%s: version %d is not supported; set `version: %d`", PolicyPath, p.Version, PolicySchema)
+	if p.Version != Schema {
+		return Config{}, fmt.Errorf("%s: version %d is not supported; set `version: %d`", Path, p.Version, Schema)
 	}
-	lvl, err := authz.ParseLevel(p.Approvers.MinPermission)
-	if err != nil {
-		return Policy{}, fmt.Errorf("%s: approvers.min_permission: %w", PolicyPath, err)
-	}
-	if !authz.AtLeast(lvl, "write") {
+	lvl := strings.ToLower(strings.TrimSpace(p.Approvers.MinPermission))
+	switch lvl {
+	case "write", "maintain", "admin":
+	case "none", "read", "triage":
 		// DESIGN: only people with write (or higher) permission may give commands; a
 		// repository may raise that bar, not lower it.
-		return Policy{}, fmt.Errorf("%s: approvers.min_permission is %q; it can only raise the floor: use write, maintain or admin", PolicyPath, lvl)
+		return Config{}, fmt.Errorf("%s: approvers.min_permission is %q; it can only raise the floor: use write, maintain or admin", Path, lvl)
+	default:
+		return Config{}, fmt.Errorf("%s: approvers.min_permission: permission level %q is not one of write, maintain, admin", Path, lvl)
 	}
 	p.Approvers.MinPermission = lvl
 	if p.Bounds.Attempts < 1 || p.Bounds.Attempts > 20 {
-		return Policy{}, fmt.Errorf("%s: bounds.attempts is %d; use 1 to 20", PolicyPath, p.Bounds.Attempts)
+		return Config{}, fmt.Errorf("%s: bounds.attempts is %d; use 1 to 20", Path, p.Bounds.Attempts)
 	}
 	if p.Bounds.VerificationRounds < 0 || p.Bounds.FixRounds < 0 || p.Bounds.WallTime < 0 ||
 		p.Bounds.CostPerRunUSD < 0 || p.Bounds.CostPerItemUSD < 0 {
-		return Policy{}, fmt.Errorf("%s: bounds must not be negative", PolicyPath)
+		return Config{}, fmt.Errorf("%s: bounds must not be negative", Path)
 	}
 	for _, rule := range p.GitHubAPI {
 		method, path, ok := strings.Cut(strings.TrimSpace(rule), " ")
 		switch {
 		case !ok || !strings.HasPrefix(strings.TrimSpace(path), "/"):
-			return Policy{}, fmt.Errorf("%s: github_api rule %q: want \"GET /path\" (segments may be * or a final **)", PolicyPath, rule)
+			return Config{}, fmt.Errorf("%s: github_api rule %q: want \"GET /path\" (segments may be * or a final **)", Path, rule)
 		case method != "GET" && method != "HEAD":
 			// Every write to GitHub is the runner's, on the host, from the run's results.
-			return Policy{}, fmt.Errorf("%s: github_api rule %q: the agent's GitHub API is read-only; use GET or HEAD", PolicyPath, rule)
+			return Config{}, fmt.Errorf("%s: github_api rule %q: the agent's GitHub API is read-only; use GET or HEAD", Path, rule)
 		}
 	}
-	p.Revision = ledger.ContentRevision(raw)
+	sum := sha256.Sum256(raw)
+	p.Revision = "sha256:" + hex.EncodeToString(sum[:]) // the ledger's revision form
 	return p, nil
 }

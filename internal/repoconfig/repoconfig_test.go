@@ -1,21 +1,21 @@
-package workitem
+package repoconfig
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestParsePolicy(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		name, yaml, wantErr string
-		check               func(t *testing.T, p Policy)
+		check               func(t *testing.T, p Config)
 	}{
-		{"empty file gets defaults", "", "", func(t *testing.T, p Policy) {
+		{"empty file gets defaults", "", "", func(t *testing.T, p Config) {
 			if p.Bounds.Attempts != 3 || p.Approvers.MinPermission != "write" || p.Plan {
 				t.Fatalf("defaults not applied: %+v", p)
 			}
 		}},
-		{"full", "version: 1\nplan: true\napprovers: {min_permission: Maintain, distinct_from_requester: true}\nallowed_bots: [\"renovate[bot]\"]\nbounds: {attempts: 5, wall_time: 30m}\n", "", func(t *testing.T, p Policy) {
+		{"full", "version: 1\nplan: true\napprovers: {min_permission: Maintain, distinct_from_requester: true}\nallowed_bots: [\"renovate[bot]\"]\nbounds: {attempts: 5, wall_time: 30m}\n", "", func(t *testing.T, p Config) {
 			if !p.Plan || p.Approvers.MinPermission != "maintain" || !p.Approvers.DistinctFromRequester ||
 				p.Bounds.Attempts != 5 || p.Bounds.WallTime.Minutes() != 30 || p.Revision == "default" {
 				t.Fatalf("parsed %+v", p)
@@ -28,7 +28,7 @@ func TestParsePolicy(t *testing.T) {
 		{"read level", "version: 1\napprovers: {min_permission: read}\n", "can only raise the floor", nil},
 		{"no attempts", "version: 1\nbounds: {attempts: 0}\n", "bounds.attempts is 0", nil},
 		{"negative", "version: 1\nbounds: {fix_rounds: -1}\n", "must not be negative", nil},
-		{"read-only github api", "version: 1\ngithub_api: [\"GET /repos/*/*/pulls\", \"HEAD /rate_limit\"]\n", "", func(t *testing.T, p Policy) {
+		{"read-only github api", "version: 1\ngithub_api: [\"GET /repos/*/*/pulls\", \"HEAD /rate_limit\"]\n", "", func(t *testing.T, p Config) {
 			if len(p.GitHubAPI) != 2 {
 				t.Fatalf("github_api %v", p.GitHubAPI)
 			}
@@ -41,7 +41,7 @@ func TestParsePolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := ParsePolicy([]byte(tt.yaml))
+			p, err := Parse([]byte(tt.yaml))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
