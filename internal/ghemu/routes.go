@@ -2,7 +2,7 @@ package ghemu
 
 import "net/http"
 
-// registerRoutes is the emulator's whole REST surface, one line a route. The README's
+// registerRoutes is the emulator's whole REST surface, one line a route. docs/emulator.md's
 // route table is this list; every route validates against GitHub's OpenAPI description.
 // Order matters only where templates overlap: literal segments are registered first.
 func (e *Emulator) registerRoutes() {

@@ -77,7 +77,7 @@ type SeedInstallation struct {
 	Permissions  map[string]string `yaml:"permissions"`  // empty: the App's
 }
 
-// Names used by the default seed; tests and the README refer to them.
+// Names used by the default seed; tests and docs/emulator.md refer to them.
 const (
 	DefaultOrg        = "acme"
 	DefaultRepo       = "widgets"
