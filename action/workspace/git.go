@@ -130,6 +130,21 @@ func (g *gitRunner) run(ctx context.Context, extra []string, maxOut int64, args 
 	return out.Bytes(), nil
 }
 
+// Git runs git in the workspace's host-side repository with the locked-down
+// environment and configuration of Prepare and Result, plus config ("key=value", each
+// given as -c), and returns its stdout, at most maxOut bytes (more is an error). A
+// failed command is a *GitError with git's stderr (its first 16 KiB); its stdout is
+// returned too. Nothing of config is written into the repository.
+func (w *Workspace) Git(ctx context.Context, config []string, maxOut int64, args ...string) ([]byte, error) {
+	if w == nil || w.git == nil {
+		return nil, errors.New("git: the workspace was not made by Prepare")
+	}
+	if len(args) == 0 {
+		return nil, errors.New("git: no command")
+	}
+	return w.git.run(ctx, config, maxOut, args...)
+}
+
 // args is the argument list of a git command with the locked configuration.
 func (g *gitRunner) args(extra []string, args ...string) []string {
 	argv := make([]string, 0, 2*(len(lockedConfig)+len(extra))+len(args))

@@ -17,9 +17,10 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 )
 
-// resultRef is where Result keeps the work branch it read from the bundle, in the
-// host's repository (never a branch: nothing on the host checks it out).
-const resultRef = "refs/bumper/result"
+// ResultRef is where Result keeps the work branch it read from the bundle, in the
+// host's repository (never a branch: nothing on the host checks it out). Publishing
+// pushes it to the work branch.
+const ResultRef = "refs/bumper/result"
 
 // maxBundleHeader bounds a bundle's header (signature, capabilities, prerequisites and
 // refs); git's own are a few hundred bytes.
@@ -105,7 +106,7 @@ func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 	} else if typ != "commit" {
 		return nil, fmt.Errorf("%w: its %s names a %s, not a commit", ErrBadBundle, want, typ)
 	}
-	if _, err := w.git.run(ctx, nil, 1<<20, "update-ref", resultRef, head); err != nil {
+	if _, err := w.git.run(ctx, nil, 1<<20, "update-ref", ResultRef, head); err != nil {
 		return nil, fmt.Errorf("failed to keep the work branch's head: %w", err)
 	}
 	if _, err := w.git.run(ctx, nil, 1<<10, "merge-base", "--is-ancestor", w.Base, head); err != nil {

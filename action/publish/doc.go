@@ -1,0 +1,12 @@
+// Package publish turns a run's verified result into what a maintainer reviews: the
+// work branch pushed through the firewall's git gateway, the pull request, the
+// bumper/evidence check run, and, when the run ends, the revocation of its token.
+//
+// Push runs git on the host with the workspace's locked-down environment
+// (workspace.Workspace.Git) and sends refs/bumper/result, which workspace.Result left
+// in the host's repository, to refs/heads/bumper/<issue>-<attempt> through the gateway
+// (plain HTTP, no credential: the gateway adds the token and enforces the push policy).
+// OpenPullRequest and EvidenceCheckRun use the runner's own GitHub client with the
+// run's installation token, straight to the GitHub API, never through the VM's gateway.
+// Revoke deletes the token. Nothing here logs a token or puts one in an error.
+package publish
