@@ -173,6 +173,8 @@ func TestPushRefused(t *testing.T) {
 		notIs  error
 		msg    []string
 		remote bool // the message quotes the gateway's remote: lines
+		// workBranchStays: refs/heads/bumper/1-1 must not move either.
+		workBranchStays bool
 	}{
 		{
 			name: "Push's own check: main",
@@ -205,6 +207,20 @@ func TestPushRefused(t *testing.T) {
 				return Push(ctx, Options{Workspace: w, GitURL: h.gitURL, Issue: 2, Attempt: 1})
 			},
 			want: []error{ErrPushRefused}, msg: []string{"refused: refs/heads/bumper/2-1 (this run may only push refs/heads/bumper/1-1)"}, remote: true,
+		},
+		{
+			// Before the case that creates bumper/1-1. publish's own check skipped (no permissions known): the emulator, as
+			// GitHub, refuses the contents-only token's push through the gateway.
+			name: "workflows without the workflows permission, publish's own check bypassed",
+			run: func(t *testing.T) (*Pushed, error) {
+				w := h.prepare(t, 1, 1)
+				agentCommit(t, w, map[string]string{".github/workflows/" + ghemu.DefaultWorkflow: "name: pwned\non: push\n", "README.md": "x\n"})
+				return Push(ctx, Options{Workspace: w, GitURL: h.gitURL, Issue: 1, Attempt: 1})
+			},
+			want: []error{ErrWorkflowsPermission, ErrPushRefused},
+			msg: []string{"refusing to allow a GitHub App to create or update workflow `.github/workflows/bumper-run.yml` without `workflows` permission",
+				"workflows: write"},
+			workBranchStays: true,
 		},
 		{
 			name: "the branch at another commit",
@@ -284,7 +300,11 @@ func TestPushRefused(t *testing.T) {
 				t.Error("the token is in the error")
 			}
 			after := h.refs(t)
-			for _, ref := range []string{"refs/heads/main", "refs/tags/v1", "refs/heads/bumper/2-1"} {
+			refs := []string{"refs/heads/main", "refs/tags/v1", "refs/heads/bumper/2-1"}
+			if tc.workBranchStays {
+				refs = append(refs, "refs/heads/bumper/1-1")
+			}
+			for _, ref := range refs {
 				if before[ref] != after[ref] {
 					t.Errorf("%s moved from %q to %q", ref, before[ref], after[ref])
 				}
@@ -293,8 +313,8 @@ func TestPushRefused(t *testing.T) {
 	}
 }
 
-// TestRefusalOfWorkflows: GitHub's own refusal of a workflow change (the emulator does
-// not make it; this is GitHub's text) is reported as ErrWorkflowsPermission.
+// TestRefusalOfWorkflows: GitHub's own refusal of a workflow change (GitHub's text, which
+// the emulator also sends: see TestPushRefused) is reported as ErrWorkflowsPermission.
 func TestRefusalOfWorkflows(t *testing.T) {
 	p := &Pushed{Ref: "refs/heads/bumper/1-1", Head: strings.Repeat("a", 40), Workflows: []string{".github/workflows/ci.yml"}}
 	tests := []struct {

@@ -139,10 +139,11 @@ func New(opts Options) (*Emulator, error) {
 	}
 	e.oidc = newOIDCIssuer(oidcKey)
 	e.git, err = gitserver.New(gitserver.Options{
-		Root:      filepath.Join(e.dir, gitDir),
-		Authorize: e.authorizeGit,
-		CheckPush: e.checkPush,
-		Pushed:    e.pushed,
+		Root:       filepath.Join(e.dir, gitDir),
+		Authorize:  e.authorizeGit,
+		CheckPush:  e.checkPush,
+		GuardPaths: e.guardPaths,
+		Pushed:     e.pushed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to start the git server: %w", err)

@@ -65,6 +65,29 @@ func (e *Emulator) checkPush(r *http.Request, owner, name string, updates []pktl
 	return nil
 }
 
+// WorkflowsDir is where GitHub keeps workflows; an installation token needs
+// `workflows: write` to push commits that touch a file below it.
+const WorkflowsDir = ".github/workflows"
+
+// workflowRefusal is GitHub's reason for refusing a GitHub App's push that touches a
+// workflow without the workflows permission.
+func workflowRefusal(path string) error {
+	return fmt.Errorf("refusing to allow a GitHub App to create or update workflow `%s` without `workflows` permission", path)
+}
+
+// guardPaths guards .github/workflows/ against an installation token without
+// `workflows: write`, as GitHub does. Users' tokens are not restricted (GitHub asks a
+// classic token for the `workflow` scope, which the emulator does not model).
+func (e *Emulator) guardPaths(r *http.Request, _, _ string, _ []pktline.RefUpdate) *gitserver.PathGuard {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	who, err := e.authenticate(r)
+	if err != nil || who == nil || who.token == nil || levelAtLeast(who.token.Permissions["workflows"], "write") {
+		return nil
+	}
+	return &gitserver.PathGuard{Dirs: []string{WorkflowsDir}, Refuse: workflowRefusal}
+}
+
 // pushed moves pull requests whose branches moved, with their webhooks.
 func (e *Emulator) pushed(r *http.Request, owner, name string, updates []pktline.RefUpdate) {
 	e.mu.Lock()

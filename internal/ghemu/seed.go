@@ -98,6 +98,9 @@ func DefaultAppPermissions() map[string]string {
 		"metadata":       "read",
 		"pull_requests":  "write",
 		"administration": "read",
+		// Lets tests mint tokens with and without it: GitHub refuses a push touching
+		// .github/workflows/ by a token without workflows: write.
+		"workflows": "write",
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -68,6 +69,15 @@ func exitCode(err error) int {
 // configuration (the machine's settings must not change what the emulator does),
 // literal pathspecs, no prompts. It never goes through a shell.
 func (s *Server) run(ctx context.Context, dir string, stdin []byte, env []string, args ...string) ([]byte, error) {
+	var in io.Reader
+	if stdin != nil {
+		in = bytes.NewReader(stdin)
+	}
+	return s.runReader(ctx, dir, in, env, args...)
+}
+
+// runReader is run with standard input read from a reader (nil: none).
+func (s *Server) runReader(ctx context.Context, dir string, stdin io.Reader, env []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, s.gitPath, append([]string{"--git-dir=" + dir}, args...)...)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
@@ -78,9 +88,7 @@ func (s *Server) run(ctx context.Context, dir string, stdin []byte, env []string
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_LITERAL_PATHSPECS=1",
 	}, env...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

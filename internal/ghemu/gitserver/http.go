@@ -181,7 +181,35 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep endpoint
 			return
 		}
 	}
+	var guard *PathGuard
+	if s.opts.GuardPaths != nil && movesToNew(cl.Updates) {
+		guard = s.opts.GuardPaths(r, ep.owner, ep.repo, cl.Updates)
+	}
 	unlock := s.lock(ep.owner, ep.repo)
+	if guard != nil {
+		// Checked with the lock held, so that "no existing ref" still holds when git
+		// receive-pack runs.
+		q, refused, err := s.checkGuard(r.Context(), dir, cl, body, guard)
+		if err != nil {
+			unlock()
+			logger.Error().Err(err).Msg("failed to check the paths a push changes")
+			http.Error(w, "internal error checking the pushed commits", http.StatusInternalServerError)
+			return
+		}
+		if refused != nil {
+			unlock()
+			logger.Info().Err(refused).Int(logUpdates, len(cl.Updates)).Msg("push refused for a guarded path")
+			s.refusePush(w, cl, body, refused, logger)
+			return
+		}
+		defer q.close()
+		if body, err = q.rest(); err != nil {
+			unlock()
+			logger.Error().Err(err).Msg("failed to replay a checked push")
+			http.Error(w, "internal error replaying the push", http.StatusInternalServerError)
+			return
+		}
+	}
 	before, err := s.refs(r.Context(), dir)
 	if err != nil {
 		unlock()
@@ -209,6 +237,16 @@ func (s *Server) receivePack(w http.ResponseWriter, r *http.Request, ep endpoint
 	if len(done) > 0 && s.opts.Pushed != nil {
 		s.opts.Pushed(r, ep.owner, ep.repo, done)
 	}
+}
+
+// movesToNew reports whether a push sets a ref to a value (rather than only deleting).
+func movesToNew(updates []pktline.RefUpdate) bool {
+	for _, u := range updates {
+		if !u.IsDelete() {
+			return true
+		}
+	}
+	return false
 }
 
 // refusePush answers a push CheckPush refused with a report-status the git client

@@ -5,7 +5,8 @@
 // The package knows nothing of tokens, users or branch protection: the emulator answers
 // those questions through the callbacks in Options. A request goes through, in order:
 // path and name validation (404), Options.Authorize, the repository's existence (404),
-// and for a push, Options.CheckPush on the parsed ref updates; only then does git see it.
+// and for a push, Options.CheckPush on the parsed ref updates and Options.GuardPaths on
+// the commits pushed; only then does git see it.
 package gitserver
 
 import (
@@ -57,6 +58,15 @@ type Options struct {
 	// message is also printed as "remote: error: ...". Nil allows every update. It
 	// runs without the repository's lock: it may call the Server's methods.
 	CheckPush func(r *http.Request, owner, repo string, updates []pktline.RefUpdate) error
+	// GuardPaths is asked, after CheckPush allowed a push that moves a ref to a new
+	// value, whether the pusher may not change some paths. A non-nil PathGuard makes
+	// the server read the whole push, index its pack into a quarantine and look at the
+	// commits it brings (reachable from the new values and from no existing ref, each
+	// against its first parent); if one adds, changes or deletes a guarded path, the
+	// whole push is refused like a CheckPush refusal, with PathGuard.Refuse's message,
+	// before git receive-pack runs. Nil, or a nil result, guards nothing. It runs
+	// without the repository's lock.
+	GuardPaths func(r *http.Request, owner, repo string, updates []pktline.RefUpdate) *PathGuard
 	// Pushed is told, after git finished a push, which of its updates took effect (in
 	// the order sent). It is not called when none did. It runs on the request's
 	// goroutine before the response ends (so when git push returns, Pushed has run),
