@@ -346,12 +346,7 @@ func (q *quoter) visible(s string) string {
 		}
 		b.WriteRune(r)
 	}
-	out := b.String()
-	// Inserting a space never forms a new marker, so this ends.
-	for strings.Contains(out, "<!--") || strings.Contains(out, "-->") {
-		q.marked = true
-		out = strings.ReplaceAll(out, "<!--", "<! --")
-		out = strings.ReplaceAll(out, "-->", "-- >")
-	}
+	out, broke := mdcode.BreakMarkers(b.String())
+	q.marked = q.marked || broke
 	return out
 }

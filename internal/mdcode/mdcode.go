@@ -39,3 +39,17 @@ func LongestRun(s string, c byte) int {
 	}
 	return longest
 }
+
+// BreakMarkers breaks every "<!--" and "-->" in s with a space ("<! --", "-- >") and
+// reports whether it had to. Text that lands in a comment whose machine record sits in
+// an HTML comment must never open or close one, and entities do not decode inside code.
+// Inserting a space never forms a new marker, so this ends.
+func BreakMarkers(s string) (string, bool) {
+	broke := false
+	for strings.Contains(s, "<!--") || strings.Contains(s, "-->") {
+		broke = true
+		s = strings.ReplaceAll(s, "<!--", "<! --")
+		s = strings.ReplaceAll(s, "-->", "-- >")
+	}
+	return s, broke
+}

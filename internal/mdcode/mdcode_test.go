@@ -45,3 +45,20 @@ func TestFenceEnclosesText(t *testing.T) {
 		})
 	}
 }
+
+func TestBreakMarkers(t *testing.T) {
+	for _, s := range []string{"<!-- x -->", "<!--->", "<<!--!--", "--->", "<!-<!---->->", "plain"} {
+		t.Run(s, func(t *testing.T) {
+			out, broke := BreakMarkers(s)
+			if strings.Contains(out, "<!--") || strings.Contains(out, "-->") {
+				t.Fatalf("%q left a marker: %q", s, out)
+			}
+			if broke != (out != s) {
+				t.Fatalf("%q: broke=%v but out=%q", s, broke, out)
+			}
+			if strings.ReplaceAll(out, " ", "") != strings.ReplaceAll(s, " ", "") {
+				t.Fatalf("%q changed more than spaces: %q", s, out)
+			}
+		})
+	}
+}
