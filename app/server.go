@@ -15,10 +15,9 @@ import (
 	"github.com/bumperdev/bumper/app/ghclient"
 	"github.com/bumperdev/bumper/app/handler"
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/tokenexchange"
 	"github.com/bumperdev/bumper/app/workitem"
-
-	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // Options are what tests and benchmarks change beyond the configuration.

@@ -23,7 +23,6 @@ import (
 	"github.com/bumperdev/bumper/firewall/meter"
 	"github.com/bumperdev/bumper/firewall/policy"
 	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
-
 	"github.com/bumperdev/bumper/internal/testgate"
 )
 

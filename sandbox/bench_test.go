@@ -18,9 +18,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-
 	"github.com/bumperdev/bumper/internal/testgate"
+	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
 
 // benchRuns is how many times each figure is measured; the median is reported.

@@ -12,10 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 	"github.com/bumperdev/bumper/sandbox/netns"
-
-	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // hostileScript probes every way out it can think of from inside the guest, as the agent

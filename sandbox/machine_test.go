@@ -19,10 +19,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-
-	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 func testImageConfig(t *testing.T, im *image.Image) Config {

@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 	"github.com/bumperdev/bumper/sandbox/reaper"
-
-	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // helperEnv carries the child's configuration in TestSIGKILLedOwnerIsReaped.

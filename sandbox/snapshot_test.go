@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-
 	"github.com/bumperdev/bumper/internal/testgate"
+	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
 
 func TestWarmStart(t *testing.T) {

@@ -2,10 +2,11 @@ package evidence
 
 import (
 	"fmt"
-	"github.com/bumperdev/bumper/internal/mdcode"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/mdcode"
 )
 
 // quoter writes untrusted text as Markdown that shows it, never renders it: code spans

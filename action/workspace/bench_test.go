@@ -16,10 +16,9 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/firewall"
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-
-	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // benchRuns is how many times each figure is measured; the medians are reported.

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/guest"
 	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-
-	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // TestGuestPaths: the guest paths this package hands out are the ones the guest agent

@@ -6,9 +6,8 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/app/workitem"
-
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/workitem"
 )
 
 // Installation handles `installation`: a new installation's repositories are indexed;

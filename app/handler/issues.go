@@ -6,9 +6,8 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
-	"github.com/bumperdev/bumper/app/workitem"
-
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/workitem"
 )
 
 // Issues handles `issues`: labeled, unlabeled, edited, closed, reopened.

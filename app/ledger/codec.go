@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 	"time"
+
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // Markers of the status comment. StatusMarker opens every status comment so the App can

@@ -2,10 +2,11 @@ package reveal
 
 import (
 	"fmt"
-	"github.com/bumperdev/bumper/internal/mdcode"
 	"html"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/mdcode"
 )
 
 // Bounds of Render's output. A GitHub comment holds at most 65536 characters and the

@@ -13,10 +13,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
-
-	"github.com/bumperdev/bumper/app/logkey"
 )
 
 // maxBody bounds request bodies; call-backs are small.

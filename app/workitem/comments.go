@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
-
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // CommentEvent is an issue_comment "created" webhook, translated. Edited comments never

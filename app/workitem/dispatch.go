@@ -12,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
-
 	"github.com/bumperdev/bumper/app/logkey"
 )
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bumperdev/bumper/internal/mdcode"
 	"strings"
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/reveal"
+	"github.com/bumperdev/bumper/internal/mdcode"
 )
 
 // planMarker opens the bot's plan comment. The plan is shown as text in a fenced block,

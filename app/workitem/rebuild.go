@@ -11,7 +11,6 @@ import (
 
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
-
 	"github.com/bumperdev/bumper/app/logkey"
 )
 

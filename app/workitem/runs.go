@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
-
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // RunEvent is a workflow_run or workflow_job webhook about a run, translated.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 	"sync"
 	"time"
@@ -14,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
-
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // Options configure a Service.

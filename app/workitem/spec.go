@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bumperdev/bumper/internal/repoconfig"
 	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/reveal"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // DefaultApproveWindow is how long after an edit a bare `/approve` is refused.

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-
-	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 func TestSandboxUsage(t *testing.T) {

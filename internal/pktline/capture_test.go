@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/bumperdev/bumper/internal/pktline"
-
 	"github.com/bumperdev/bumper/internal/testgate"
 )
 

@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
-
-	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // TestBuildAndBoot builds an image in the shared test cache, boots it under QEMU microvm

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/internal/cachedir"
-	"github.com/bumperdev/bumper/sandbox/image"
-
 	"github.com/bumperdev/bumper/internal/testgate"
+	"github.com/bumperdev/bumper/sandbox/image"
 )
 
 // CacheEnv names the environment variable holding the shared test cache directory.
