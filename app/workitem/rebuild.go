@@ -147,23 +147,36 @@ func checkRecord(sealer *ledger.Sealer, repo Repo, is Issue, comments []Comment,
 		return nil, mine[0].ID, fmt.Errorf("the issue has %d status comments; there must be one", len(mine))
 	}
 	commentID = mine[0].ID
-	rec, err = sealer.Decode(mine[0].Body)
+	rec, err = trustedRecord(sealer, ledger.ID(repo.FullName, is.Number), mine[0], comments)
 	if err != nil {
-		return nil, commentID, err
-	}
-	if rec.ID() != ledger.ID(repo.FullName, is.Number) {
-		return nil, commentID, fmt.Errorf("the record names %s, not this issue", rec.ID())
+		return rec, commentID, err
 	}
 	if len(labels) != 1 || !strings.EqualFold(labels[0], rec.State.Label()) {
 		return rec, commentID, fmt.Errorf("the record says %s but the issue's state labels are %v", rec.State, labels)
 	}
-	if err := approvalsHold(rec, comments); err != nil {
-		return rec, commentID, err
-	}
-	if err := notEditedSince(rec, mine[0]); err != nil {
-		return rec, commentID, err
-	}
 	return rec, commentID, nil
+}
+
+// trustedRecord reads the record out of the bot's status comment c and checks
+// everything GitHub can confirm: the signature, the issue it names, the approvals
+// against the issue's comments, and that the comment was not edited after the record was
+// written. The record comes back with the error when it decoded, so the caller can tell
+// an item already in the error state.
+func trustedRecord(sealer *ledger.Sealer, id string, c Comment, comments []Comment) (*ledger.Record, error) {
+	rec, err := sealer.Decode(c.Body)
+	if err != nil {
+		return nil, err
+	}
+	if rec.ID() != id {
+		return nil, fmt.Errorf("the record names %s, not this issue", rec.ID())
+	}
+	if err := approvalsHold(rec, comments); err != nil {
+		return rec, err
+	}
+	if err := notEditedSince(rec, c); err != nil {
+		return rec, err
+	}
+	return rec, nil
 }
 
 // maxClockSkew bounds how much later than the record's own time GitHub may stamp the

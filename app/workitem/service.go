@@ -147,17 +147,8 @@ func (s *Service) loadIssue(ctx context.Context, gh GitHub, repo Repo, is Issue)
 		if !ledger.IsStatusComment(c.Body) || !strings.EqualFold(c.Author, bot) {
 			continue
 		}
-		rec, err := s.opts.Sealer.Decode(c.Body)
+		rec, err := trustedRecord(s.opts.Sealer, id, c, comments)
 		if err != nil {
-			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %w", errUntrusted, err)
-		}
-		if rec.ID() != id {
-			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: the record names %s, not this issue", errUntrusted, rec.ID())
-		}
-		if err := approvalsHold(rec, comments); err != nil {
-			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %w", errUntrusted, err)
-		}
-		if err := notEditedSince(rec, c); err != nil {
 			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %w", errUntrusted, err)
 		}
 		if err := s.idx.Put(rec, c.ID); err != nil {
