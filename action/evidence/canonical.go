@@ -2,13 +2,13 @@ package evidence
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // MaxBundleBytes bounds what Parse reads.
@@ -33,8 +33,7 @@ func (e *Evidence) Digest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return revision.Of(b), nil
 }
 
 // Parse reads evidence.json strictly (bounded, valid UTF-8, no duplicate or unknown

@@ -156,7 +156,6 @@ type renderer struct {
 var (
 	artifactName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 	artifactURL  = regexp.MustCompile(`^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._~/%-]*$`)
-	sha256Ref    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 func newRenderer(e *Evidence, limit int) *renderer {

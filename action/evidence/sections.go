@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // sections builds every collapsed part, items at their fixed bounds.
@@ -287,7 +289,7 @@ func (r *renderer) auditSection() *section {
 	switch {
 	case a == nil:
 		s.intro = "The firewall did not start; there is no audit log.\n"
-	case sha256Ref.MatchString(a.Head):
+	case revision.Valid(a.Head):
 		s.intro = fmt.Sprintf("The firewall's hash-chained audit log holds %s entries; its head is `%s`.\n", commas(a.Entries), a.Head)
 	default:
 		s.intro = fmt.Sprintf("The firewall's audit log holds %s entries; its head is %s (not a SHA-256).\n",

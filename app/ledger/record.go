@@ -1,12 +1,12 @@
 package ledger
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // SchemaVersion is the version of the machine record this code writes. Decoding accepts
@@ -144,25 +144,12 @@ func (r *Record) ApprovalRevision() string {
 		r.SpecRevision, r.PlanRevision, r.BaseCommit, r.PolicyVersion))
 }
 
-// ContentRevision is the form every revision in the record takes: "sha256:" and all 64
-// hex digits of the content's SHA-256. Nothing is truncated: a 64-bit prefix let two
-// bodies that differ in an invisible HTML comment collide in seconds.
-func ContentRevision(content []byte) string {
-	sum := sha256.Sum256(content)
-	return revisionPrefix + hex.EncodeToString(sum[:])
-}
-
-const revisionPrefix = "sha256:"
+// ContentRevision is the form every revision in the record takes (see
+// internal/revision): full-length, never truncated.
+func ContentRevision(content []byte) string { return revision.Of(content) }
 
 // IsRevision reports whether s is a full-length revision as ContentRevision makes it.
-func IsRevision(s string) bool {
-	hexPart, ok := strings.CutPrefix(s, revisionPrefix)
-	if !ok || len(hexPart) != 2*sha256.Size {
-		return false
-	}
-	_, err := hex.DecodeString(hexPart)
-	return err == nil && strings.ToLower(hexPart) == hexPart
-}
+func IsRevision(s string) bool { return revision.Valid(s) }
 
 // normalizeNewlines keeps a browser's CRLF from voiding an approval on a no-op edit.
 func normalizeNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }

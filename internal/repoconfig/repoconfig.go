@@ -6,8 +6,6 @@ package repoconfig
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // Path is where a repository keeps its Bumper configuration.
@@ -118,7 +118,6 @@ func Parse(raw []byte) (Config, error) {
 			return Config{}, fmt.Errorf("%s: github_api rule %q: the agent's GitHub API is read-only; use GET or HEAD", Path, rule)
 		}
 	}
-	sum := sha256.Sum256(raw)
-	p.Revision = "sha256:" + hex.EncodeToString(sum[:]) // the ledger's revision form
+	p.Revision = revision.Of(raw)
 	return p, nil
 }
