@@ -3,9 +3,9 @@
 // /openai/ (model APIs). Each strips whatever credential the client sent and adds the
 // real one for its own upstream only; the VM never holds a real secret.
 //
-// On every route, a protocol upgrade (WebSocket, h2c) is refused with 400, and so is a
-// request that asks for another method by header (X-HTTP-Method-Override and the like)
-// or by a _method query parameter, before anything is forwarded.
+// On every route, before anything is forwarded, a protocol upgrade (WebSocket, h2c) is
+// refused with 400, and a request that asks for another method by header
+// (X-HTTP-Method-Override and the like) or by a _method query parameter with 403.
 //
 // The git and API gateways serve the run's repository only (Config.Repository, which
 // they require): another repository, a stranger's fork included, is refused.

@@ -361,16 +361,22 @@ func describeByte(seg string, c byte) string {
 // Enterprise's /api/v3 and /api/graphql prefixes removed, and /repositories/{id}/…
 // (the same resource by the repository's number) read as /repos/{owner}/{repo}/….
 func apiSegments(path string) []string {
-	p := strings.ToLower(strings.Trim(mustUnescape(path), "/"))
-	segs := strings.Split(p, "/")
-	for len(segs) >= 2 && segs[0] == "api" && segs[1] == "v3" {
-		segs = segs[2:]
-	}
+	segs := baseSegments(path)
 	if len(segs) >= 2 && segs[0] == "api" && segs[1] == "graphql" {
 		segs = segs[1:]
 	}
 	if len(segs) >= 2 && segs[0] == "repositories" {
 		segs = append([]string{"repos", segs[1], "_"}, segs[2:]...)
+	}
+	return segs
+}
+
+// baseSegments is the path decoded, lower-cased and split, without the /api/v3 prefix a
+// GitHub Enterprise base adds: the form every API check reads.
+func baseSegments(path string) []string {
+	segs := strings.Split(strings.ToLower(strings.Trim(mustUnescape(path), "/")), "/")
+	for len(segs) >= 2 && segs[0] == "api" && segs[1] == "v3" {
+		segs = segs[2:]
 	}
 	return segs
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"strings"
 )
 
 // The installation token reads every public repository, forks included, and the API
@@ -26,10 +25,7 @@ var globalReads = map[string]bool{
 // gateway serves, naming the refusal, or returns "", "" when it is the run's repository
 // or a global read.
 func (g *Gateway) repositoryScope(path string) (name, why string) {
-	segs := strings.Split(strings.ToLower(strings.Trim(mustUnescape(path), "/")), "/")
-	for len(segs) >= 2 && segs[0] == "api" && segs[1] == "v3" {
-		segs = segs[2:]
-	}
+	segs := baseSegments(path)
 	run := g.owner + "/" + g.repo
 	switch {
 	case segs[0] == "repos":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -268,11 +269,4 @@ func choiceTypes(kind string, raw json.RawMessage) (string, error) {
 	return "", nil
 }
 
-func isChoiceMode(kind, typ string) bool {
-	for _, m := range toolChoiceModes[kind] {
-		if m == typ {
-			return true
-		}
-	}
-	return false
-}
+func isChoiceMode(kind, typ string) bool { return slices.Contains(toolChoiceModes[kind], typ) }

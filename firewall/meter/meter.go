@@ -90,17 +90,11 @@ type Charge struct {
 
 // Reservation is one call's hold on the budget, from Reserve until Settle or Release.
 type Reservation struct {
-	m   *Meter
-	req Request
-	usd float64
-	// Worst is the worst case held: the tokens of WorstCase for the request.
-	Worst Usage
-	Known bool // the model was in the price table
-	done  bool // settled or released; guarded by m.mu
+	m    *Meter
+	req  Request
+	usd  float64
+	done bool // settled or released; guarded by m.mu
 }
-
-// USD is what the reservation holds against the budget.
-func (r *Reservation) USD() float64 { return r.usd }
 
 // BudgetError is a call refused because its worst case does not fit in what is left of
 // the budget once the calls in flight are counted at their worst case.
@@ -160,7 +154,7 @@ func waitHint(inFlight int) string {
 // refused even when it would have been cheap. With no budget (0) nothing is refused, but
 // the hold is still counted. The reservation must end in Settle or Release.
 func (m *Meter) Reserve(req Request) (*Reservation, error) {
-	worst, usd, known := m.prices.WorstCase(req, Usage{})
+	worst, usd, _ := m.prices.WorstCase(req, Usage{})
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.budget > 0 && m.spent+m.reserved+usd > m.budget {
@@ -169,7 +163,7 @@ func (m *Meter) Reserve(req Request) (*Reservation, error) {
 	}
 	m.reserved += usd
 	m.inFlight++
-	return &Reservation{m: m, req: req, usd: usd, Worst: worst, Known: known}, nil
+	return &Reservation{m: m, req: req, usd: usd}, nil
 }
 
 // unhold ends r's hold; m.mu is held. It reports false if r had already ended.
