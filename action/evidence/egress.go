@@ -3,7 +3,6 @@ package evidence
 import (
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // AuditEntry is what the egress summary needs of one firewall audit entry. The runner
@@ -149,15 +148,6 @@ func topHosts[K comparable](m map[K]*EgressHost) ([]EgressHost, int) {
 
 // cutRunes keeps at most n characters of s.
 func cutRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
+	kept, _ := truncateRunes(s, n)
+	return kept
 }

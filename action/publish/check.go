@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/workspace"
 )
 
 // EvidenceCheckName is the check run that carries a run's evidence.
@@ -43,8 +43,6 @@ type CheckRun struct {
 	Cuts []string
 }
 
-var sha1RE = regexp.MustCompile(`^[0-9a-f]{40}$`)
-
 // Conclusion is the check run conclusion of a run's outcome.
 func Conclusion(o evidence.Outcome) string {
 	switch o {
@@ -63,15 +61,15 @@ func Conclusion(o evidence.Outcome) string {
 // with the conclusion of the run's outcome and the evidence as its summary, or updates
 // the one this attempt made before (same name and external id on the same commit).
 func EvidenceCheckRun(ctx context.Context, gh *github.Client, o CheckRunOptions) (*CheckRun, error) {
-	owner, name, ok := strings.Cut(o.Repository, "/")
 	var errs []error
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		errs = append(errs, fmt.Errorf("repository %q is not owner/name", o.Repository))
+	owner, name, err := splitRepo(o.Repository)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if gh == nil {
 		errs = append(errs, errors.New("no GitHub client"))
 	}
-	if !sha1RE.MatchString(o.Head) {
+	if !workspace.IsCommitID(o.Head) {
 		errs = append(errs, fmt.Errorf("head %q is not a full commit id", o.Head))
 	}
 	if o.Evidence == nil {

@@ -96,9 +96,9 @@ func OpenPullRequest(ctx context.Context, gh *github.Client, o PullRequestOption
 
 func (o PullRequestOptions) check(gh *github.Client) (owner, name string, err error) {
 	var errs []error
-	owner, name, ok := strings.Cut(o.Repository, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		errs = append(errs, fmt.Errorf("repository %q is not owner/name", o.Repository))
+	owner, name, err = splitRepo(o.Repository)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if gh == nil {
 		errs = append(errs, errors.New("no GitHub client"))
@@ -190,4 +190,13 @@ func pullBody(o PullRequestOptions) (string, []string) {
 		cuts = append(cuts, "evidence "+c.Section+": "+c.Detail)
 	}
 	return head + md, cuts
+}
+
+// splitRepo splits "owner/name".
+func splitRepo(repo string) (owner, name string, err error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("repository %q is not owner/name", repo)
+	}
+	return owner, name, nil
 }

@@ -13,7 +13,7 @@ import (
 
 // WorkflowsDir is where GitHub keeps workflows; a push that creates or changes a file
 // below it needs the token's workflows permission.
-const WorkflowsDir = ".github/workflows/"
+const WorkflowsDir = ".github/workflows"
 
 // Errors of Push, wrapped with details; test them with errors.Is.
 var (
@@ -198,8 +198,9 @@ func workflowsError(p *Pushed, reason string, sent bool) error {
 // workflowPaths lists the paths under .github/workflows/ that any commit from the base
 // to head adds, changes or deletes (GitHub looks at the commits, not the net change).
 func workflowPaths(ctx context.Context, w *workspace.Workspace, head string) ([]string, error) {
+	// A merge counts with what it changes against its first parent, as GitHub judges it.
 	out, err := w.Git(ctx, nil, 4<<20, "log", "--format=", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
-		w.Base+".."+head, "--", ":(literal)"+strings.TrimSuffix(WorkflowsDir, "/"))
+		"--diff-merges=first-parent", w.Base+".."+head, "--", ":(literal)"+WorkflowsDir)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list the result's changes under %s: %w", WorkflowsDir, err)
 	}

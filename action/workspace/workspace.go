@@ -185,7 +185,8 @@ func (o Options) withDefaults() Options {
 }
 
 var (
-	shaRE      = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
 	gitPathRE  = regexp.MustCompile(`^/git/([A-Za-z0-9_.-]{1,100})/([A-Za-z0-9_.-]{1,100})\.git$`)
 	taskNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 )
@@ -593,3 +594,7 @@ func (w *Workspace) Close() error {
 	}
 	return nil
 }
+
+// IsCommitID reports whether s is a full, lower-case SHA-1 commit id, the only form the
+// runner accepts for a commit it is told about.
+func IsCommitID(s string) bool { return shaRE.MatchString(s) }
