@@ -1,21 +1,16 @@
 package publish
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 
@@ -63,7 +58,7 @@ func newHost(t testing.TB) *host {
 	testgate.Command(t, "git", "git")
 	e := emutest.New(t, ghemu.Options{StateDir: t.TempDir()})
 	h := &host{e: e, perms: runPermissions}
-	h.token = mintToken(t, e, runPermissions)
+	h.token = emutest.InstallationToken(t, e, owner, repoName, runPermissions)
 	h.gh = apiClient(t, e, h.token)
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
@@ -103,41 +98,6 @@ func apiClient(t testing.TB, e *ghemu.Emulator, token string) *github.Client {
 	}
 	gh.BaseURL = u
 	return gh
-}
-
-// mintToken mints an installation token for acme/widgets as the App does: an App JWT,
-// then POST /app/installations/{id}/access_tokens for the one repository.
-func mintToken(t testing.TB, e *ghemu.Emulator, perms map[string]string) string {
-	t.Helper()
-	key, err := jwt.ParseRSAPrivateKeyFromPEM(e.AppKeyPEM())
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	appJWT, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
-		Issuer: strconv.FormatInt(e.AppID(), 10), IssuedAt: jwt.NewNumericDate(now.Add(-30 * time.Second)),
-		ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute)),
-	}).SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(map[string]any{"repositories": []string{repoName}, "permissions": perms})
-	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/app/installations/%d/access_tokens", e.BaseURL(), e.InstallationID(owner)), bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+appJWT)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Token string `json:"token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated || out.Token == "" {
-		t.Fatalf("minting an installation token: %s, %v", resp.Status, err)
-	}
-	return out.Token
 }
 
 func (h *host) refs(t testing.TB) map[string]string {

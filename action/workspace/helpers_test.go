@@ -3,10 +3,8 @@ package workspace
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/firewall"
@@ -51,7 +48,7 @@ func newGitHost(t testing.TB) *gitHost {
 	testgate.Command(t, "git", "git")
 	stateDir := t.TempDir()
 	e := emutest.New(t, ghemu.Options{StateDir: stateDir})
-	h := &gitHost{e: e, stateDir: stateDir, token: installationToken(t, e)}
+	h := &gitHost{e: e, stateDir: stateDir, token: emutest.InstallationToken(t, e, owner, repo, map[string]string{"contents": "read"})}
 	u, _ := url.Parse(e.BaseURL() + "/" + owner + "/" + repo + ".git")
 	u.User = url.UserPassword("x-access-token", e.UserToken(ghemu.DefaultMaintainer))
 	h.userURL = u.String()
@@ -82,41 +79,6 @@ func newGitHost(t testing.TB) *gitHost {
 	h.fw = fw
 	h.gitURL = "http://" + fw.Addr() + "/git/" + owner + "/" + repo + ".git"
 	return h
-}
-
-// installationToken mints the run's token as the App does: an App JWT, then
-// POST /app/installations/{id}/access_tokens for the one repository, contents: read.
-func installationToken(t testing.TB, e *ghemu.Emulator) string {
-	t.Helper()
-	key, err := jwt.ParseRSAPrivateKeyFromPEM(e.AppKeyPEM())
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	appJWT, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
-		Issuer: strconv.FormatInt(e.AppID(), 10), IssuedAt: jwt.NewNumericDate(now.Add(-30 * time.Second)),
-		ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute)),
-	}).SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := `{"repositories":["` + repo + `"],"permissions":{"contents":"read"}}`
-	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/app/installations/%d/access_tokens", e.BaseURL(), e.InstallationID(owner)), strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+appJWT)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Token string `json:"token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated || out.Token == "" {
-		t.Fatalf("minting an installation token: %s, %v", resp.Status, err)
-	}
-	return out.Token
 }
 
 // hostGit runs the machine's git for test fixtures, isolated from the machine's
