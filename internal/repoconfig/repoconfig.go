@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -44,21 +46,105 @@ type Config struct {
 		CostPerRunUSD      float64       `yaml:"cost_per_run_usd"`
 		CostPerItemUSD     float64       `yaml:"cost_per_item_usd"`
 	} `yaml:"bounds"`
-	Harness struct {
-		Name    string `yaml:"name"`
-		Version string `yaml:"version"`
-	} `yaml:"harness"`
+	Harness   Harness  `yaml:"harness"`
 	Allowlist []string `yaml:"allowlist"`
 	// GitHubAPI opts the agent in to read-only GitHub API calls through the firewall's
 	// gateway ("GET /repos/*/*/pulls"). Empty, the default: the agent gets no GitHub API.
 	// Comments, reviews and other text strangers write are refused by the firewall
 	// whatever is listed here.
-	GitHubAPI    []string `yaml:"github_api"`
+	GitHubAPI []string `yaml:"github_api"`
+	// Verification are shell command lines the runner runs in the repository after the
+	// agent, each with `sh -c`, to check its work.
 	Verification []string `yaml:"verification"`
 	Reviewer     *bool    `yaml:"reviewer"`
 
 	// Revision identifies the file's content ("default" when absent); approvals bind to it.
 	Revision string `yaml:"-"`
+}
+
+// The harness names Bumper knows (Harness.Name).
+const (
+	// HarnessCommand runs a repository's own program (Harness.Command).
+	HarnessCommand = "command"
+	// HarnessClaudeCode runs Anthropic's Claude Code CLI.
+	HarnessClaudeCode = "claude-code"
+	// HarnessCodex runs OpenAI's Codex CLI.
+	HarnessCodex = "codex"
+)
+
+// MaxCommandBytes bounds a command line of the file (harness.command and each
+// verification entry), as the evidence bundle bounds a command.
+const MaxCommandBytes = 4096
+
+// MaxVerificationCommands bounds the verification list.
+const MaxVerificationCommands = 20
+
+// Harness is the agent the runner starts in the VM. The zero value (no harness
+// section) names none: the App has no use for it, and the runner refuses to run
+// without one.
+type Harness struct {
+	// Name is one of HarnessCommand, HarnessClaudeCode, HarnessCodex.
+	Name string `yaml:"name"`
+	// Version pins the agent CLI's exact release (their stream formats change between
+	// releases); required for claude-code and codex, refused for command.
+	Version string `yaml:"version"`
+	// Command is the command harness's program: a shell command line run with `sh -c`
+	// in the repository. Only for command.
+	Command string `yaml:"command"`
+}
+
+// pinnedVersion is an exact release: MAJOR.MINOR.PATCH, optionally with a pre-release
+// or build suffix. Ranges, tags ("latest", "next") and partial versions are refused:
+// they change under an approved policy.
+var pinnedVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
+
+// check validates the harness section.
+func (h Harness) check() error {
+	switch h.Name {
+	case "":
+		if h.Version != "" || h.Command != "" {
+			return fmt.Errorf("%s: harness.name is missing; use %s, %s or %s", Path, HarnessCommand, HarnessClaudeCode, HarnessCodex)
+		}
+		return nil
+	case HarnessCommand:
+		if h.Version != "" {
+			return fmt.Errorf("%s: harness.version is set for the command harness, which has none; remove it (pin the program's tools in the repository or its environment)", Path)
+		}
+		if strings.TrimSpace(h.Command) == "" {
+			return fmt.Errorf("%s: harness.command is empty; the command harness needs the program to run, e.g. `command: ./scripts/agent.sh`", Path)
+		}
+		return checkCommand("harness.command", h.Command)
+	case HarnessClaudeCode, HarnessCodex:
+		if h.Command != "" {
+			return fmt.Errorf("%s: harness.command is set for the %s harness; it is only for `name: %s`", Path, h.Name, HarnessCommand)
+		}
+		switch {
+		case h.Version == "":
+			return fmt.Errorf("%s: harness.version is missing; the %s harness needs its exact release pinned, e.g. `version: 2.1.3`", Path, h.Name)
+		case strings.EqualFold(h.Version, "latest"):
+			return fmt.Errorf("%s: harness.version is %q; pin an exact release (e.g. 2.1.3): its stream format changes between releases", Path, h.Version)
+		case !pinnedVersion.MatchString(h.Version):
+			return fmt.Errorf("%s: harness.version %q is not an exact release; write MAJOR.MINOR.PATCH (e.g. 2.1.3), without a range or a leading v", Path, h.Version)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%s: harness.name %q is not one of %s, %s, %s", Path, h.Name, HarnessCommand, HarnessClaudeCode, HarnessCodex)
+	}
+}
+
+// checkCommand refuses a command line the runner could not run or record as written.
+func checkCommand(field, cmd string) error {
+	switch {
+	case strings.TrimSpace(cmd) == "":
+		return fmt.Errorf("%s: %s is empty", Path, field)
+	case len(cmd) > MaxCommandBytes:
+		return fmt.Errorf("%s: %s is %d bytes; at most %d are allowed (put a longer script in a file of the repository)", Path, field, len(cmd), MaxCommandBytes)
+	case strings.ContainsRune(cmd, 0):
+		return fmt.Errorf("%s: %s holds a NUL byte, which no command line can carry", Path, field)
+	case !utf8.ValidString(cmd):
+		return fmt.Errorf("%s: %s is not valid UTF-8", Path, field)
+	}
+	return nil
 }
 
 // ReviewerOn reports whether a review run must judge the pull request before humans
@@ -107,6 +193,17 @@ func Parse(raw []byte) (Config, error) {
 	if p.Bounds.VerificationRounds < 0 || p.Bounds.FixRounds < 0 || p.Bounds.WallTime < 0 ||
 		p.Bounds.CostPerRunUSD < 0 || p.Bounds.CostPerItemUSD < 0 {
 		return Config{}, fmt.Errorf("%s: bounds must not be negative", Path)
+	}
+	if err := p.Harness.check(); err != nil {
+		return Config{}, err
+	}
+	if len(p.Verification) > MaxVerificationCommands {
+		return Config{}, fmt.Errorf("%s: verification lists %d commands; at most %d are allowed", Path, len(p.Verification), MaxVerificationCommands)
+	}
+	for i, cmd := range p.Verification {
+		if err := checkCommand(fmt.Sprintf("verification[%d]", i), cmd); err != nil {
+			return Config{}, err
+		}
 	}
 	for _, rule := range p.GitHubAPI {
 		method, path, ok := strings.Cut(strings.TrimSpace(rule), " ")

@@ -38,6 +38,48 @@ func TestParse(t *testing.T) {
 		{"github api any method", "version: 1\ngithub_api: [\"* /**\"]\n", "read-only", nil},
 		{"github api lower-case get", "version: 1\ngithub_api: [\"get /repos/*/*\"]\n", "read-only", nil},
 		{"github api no path", "version: 1\ngithub_api: [\"GET\"]\n", "want \"GET /path\"", nil},
+		{"no harness section", "version: 1\n", "", func(t *testing.T, p Config) {
+			if p.Harness != (Harness{}) {
+				t.Fatalf("harness %+v, want none", p.Harness)
+			}
+		}},
+		{"empty harness section", "version: 1\nharness: {}\n", "", func(t *testing.T, p Config) {
+			if p.Harness != (Harness{}) {
+				t.Fatalf("harness %+v, want none", p.Harness)
+			}
+		}},
+		{"command harness", "version: 1\nharness: {name: command, command: ./scripts/agent.sh --fast}\n", "", func(t *testing.T, p Config) {
+			if p.Harness != (Harness{Name: HarnessCommand, Command: "./scripts/agent.sh --fast"}) {
+				t.Fatalf("harness %+v", p.Harness)
+			}
+		}},
+		{"claude-code pinned", "version: 1\nharness: {name: claude-code, version: 2.1.328}\n", "", func(t *testing.T, p Config) {
+			if p.Harness != (Harness{Name: HarnessClaudeCode, Version: "2.1.328"}) {
+				t.Fatalf("harness %+v", p.Harness)
+			}
+		}},
+		{"codex pre-release", "version: 1\nharness: {name: codex, version: 0.47.0-alpha.2}\n", "", nil},
+		{"command without a program", "version: 1\nharness: {name: command}\n", "harness.command is empty", nil},
+		{"command of blanks", "version: 1\nharness: {name: command, command: \"  \"}\n", "harness.command is empty", nil},
+		{"command with a version", "version: 1\nharness: {name: command, command: make agent, version: 1.0.0}\n", "has none", nil},
+		{"command too long", "version: 1\nharness: {name: command, command: " + strings.Repeat("x", MaxCommandBytes+1) + "}\n", "at most 4096", nil},
+		{"command with NUL", "version: 1\nharness: {name: command, command: \"make\\0 agent\"}\n", "NUL", nil},
+		{"claude-code unpinned", "version: 1\nharness: {name: claude-code}\n", "harness.version is missing", nil},
+		{"claude-code latest", "version: 1\nharness: {name: claude-code, version: Latest}\n", "pin an exact release", nil},
+		{"codex range", "version: 1\nharness: {name: codex, version: ^0.46.0}\n", "not an exact release", nil},
+		{"codex partial", "version: 1\nharness: {name: codex, version: \"0.46\"}\n", "not an exact release", nil},
+		{"codex leading v", "version: 1\nharness: {name: codex, version: v0.46.0}\n", "not an exact release", nil},
+		{"claude-code with a command", "version: 1\nharness: {name: claude-code, version: 2.1.3, command: x}\n", "only for `name: command`", nil},
+		{"unknown harness", "version: 1\nharness: {name: aider, version: 1.0.0}\n", "not one of command, claude-code, codex", nil},
+		{"harness without a name", "version: 1\nharness: {version: 1.0.0}\n", "harness.name is missing", nil},
+		{"harness typo", "version: 1\nharness: {name: command, comand: x}\n", "field comand not found", nil},
+		{"verification", "version: 1\nverification: [\"go test -json ./...\", \"make lint\"]\n", "", func(t *testing.T, p Config) {
+			if len(p.Verification) != 2 {
+				t.Fatalf("verification %v", p.Verification)
+			}
+		}},
+		{"empty verification command", "version: 1\nverification: [\"go test ./...\", \"\"]\n", "verification[1] is empty", nil},
+		{"too many verification commands", "version: 1\nverification: [" + strings.Repeat("\"true\", ", MaxVerificationCommands) + "\"true\"]\n", "at most 20", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +93,9 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.check(t, p)
+			if tt.check != nil {
+				tt.check(t, p)
+			}
 		})
 	}
 }
