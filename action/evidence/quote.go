@@ -151,6 +151,11 @@ func cutLines(s string, maxBytes, maxLines int) string {
 	return s
 }
 
+// CutBytes keeps at most n bytes of s, ending on a character boundary: one cut for
+// the runner's bounded texts (a harness's feedback, verification's excerpts) and the
+// bundle's.
+func CutBytes(s string, n int) string { return cutBytes(s, n) }
+
 // cutBytes keeps at most n bytes of s, ending on a character boundary.
 func cutBytes(s string, n int) string {
 	if len(s) <= n {
