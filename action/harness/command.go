@@ -1,0 +1,158 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+)
+
+// The environment of the command harness's program (docs/runner.md, "Harnesses").
+const (
+	EnvTask         = "BUMPER_TASK"          // the task as Markdown (TASK.md)
+	EnvTaskJSON     = "BUMPER_TASK_JSON"     // the task as JSON (task.json)
+	EnvTaskDir      = "BUMPER_TASK_DIR"      // the directory of the task files
+	EnvRepo         = "BUMPER_REPO"          // the repository's checkout, the working directory
+	EnvOut          = "BUMPER_OUT"           // what comes back to the host at the end
+	EnvRound        = "BUMPER_ROUND"         // the agent round, from 1
+	EnvDecisions    = "BUMPER_DECISIONS"     // where the decision ledger goes
+	EnvEvents       = "BUMPER_EVENTS"        // where events may be appended (EventsFile)
+	EnvFeedbackFile = "BUMPER_FEEDBACK_FILE" // rounds ≥ 2: verification's feedback
+	// envFeedback carries the feedback to the wrapper, which writes it to the file and
+	// unsets it before the program starts.
+	envFeedback = "BUMPER_FEEDBACK"
+)
+
+// MaxFeedbackBytes bounds the feedback file: an environment string can be at most
+// 128 KiB on Linux, and the agent reads it whole.
+const MaxFeedbackBytes = 64 << 10
+
+// WrapperExitCode is the exit status of the command harness's wrapper when it could
+// not write the feedback file; its message is on stderr.
+const WrapperExitCode = 125
+
+// wrapperName is $0 of the wrapper script, as error messages show it.
+const wrapperName = "bumper-command-harness"
+
+// wrapper is the script the command harness runs with `sh -c`: it writes the feedback
+// from the environment to its file (rounds ≥ 2), removes it from the environment, and
+// runs the program ($1) with `sh -c`. The feedback is only ever expanded inside double
+// quotes as printf's argument, so nothing in it is run; the file is removed first and
+// created anew (set -C), so a link the agent left in its place is not written through.
+const wrapper = `if [ -n "${` + EnvFeedbackFile + `:-}" ]; then
+	rm -f -- "$` + EnvFeedbackFile + `" &&
+	(set -C && printf '%s' "$` + envFeedback + `" > "$` + EnvFeedbackFile + `") || {
+		printf '%s: could not write the feedback file %s\n' "$0" "$` + EnvFeedbackFile + `" >&2
+		exit 125
+	}
+fi
+unset ` + envFeedback + `
+exec sh -c "$1"
+`
+
+// Command is the command harness: a repository's own program (harness.command in
+// .github/bumper.yml, a shell command line) run with `sh -c` in the repository. It
+// reads the task from files named in its environment, may report events on stdout
+// (EventPrefix) or in EventsFile, and succeeds when it exits with status 0.
+type Command struct {
+	command string
+}
+
+func newCommand(command string) (*Command, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, fmt.Errorf("the command harness needs a program: set harness.command in %s", repoconfig.Path)
+	}
+	if strings.ContainsRune(command, 0) {
+		return nil, fmt.Errorf("harness.command holds a NUL byte, which no command line can carry")
+	}
+	return &Command{command: command}, nil
+}
+
+// Name is "command".
+func (c *Command) Name() string { return repoconfig.HarnessCommand }
+
+// argv is the command line the harness runs in the VM.
+func (c *Command) argv() []string { return []string{"sh", "-c", wrapper, wrapperName, c.command} }
+
+// env is the runner's environment for a round with the harness's variables after it.
+func (c *Command) env(req Request) []string {
+	env := append([]string(nil), req.Env...)
+	env = append(env,
+		EnvTask+"="+workspace.GuestTask+"/"+wire.TaskMarkdown,
+		EnvTaskJSON+"="+workspace.GuestTask+"/"+wire.TaskJSON,
+		EnvTaskDir+"="+workspace.GuestTask,
+		EnvRepo+"="+workspace.GuestRepo,
+		EnvOut+"="+workspace.GuestOut,
+		EnvRound+"="+strconv.Itoa(req.Round),
+		EnvDecisions+"="+evidence.DecisionsFile,
+		EnvEvents+"="+EventsFile,
+	)
+	if req.Round >= 2 {
+		env = append(env,
+			EnvFeedbackFile+"="+feedbackFile(req.Round),
+			envFeedback+"="+boundFeedback(req.Feedback),
+		)
+	} else {
+		// Set to nothing, so a runner's variable of that name cannot make round 1's
+		// wrapper write a file.
+		env = append(env, EnvFeedbackFile+"=", envFeedback+"=")
+	}
+	return env
+}
+
+// feedbackFile is where round's feedback is written in the VM.
+func feedbackFile(round int) string {
+	return fmt.Sprintf("%s/feedback-%d.md", workspace.GuestTask, round)
+}
+
+// boundFeedback is feedback as the wrapper can carry it: valid UTF-8 without NUL
+// bytes (which no environment string holds; shown as U+FFFD), at most
+// MaxFeedbackBytes, cut on a character boundary with a note saying so.
+func boundFeedback(feedback string) string {
+	s := strings.ToValidUTF8(feedback, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) <= MaxFeedbackBytes {
+		return s
+	}
+	note := fmt.Sprintf("\n\n[Bumper cut this feedback: it was %d bytes; the first %d are above.]\n", len(s), MaxFeedbackBytes)
+	kept := evidence.CutBytes(s, MaxFeedbackBytes-len(note))
+	note = fmt.Sprintf("\n\n[Bumper cut this feedback: it was %d bytes; the first %d are above.]\n", len(s), len(kept))
+	return kept + note
+}
+
+// Run runs the program for one round.
+func (c *Command) Run(ctx context.Context, exec Exec, req Request) (*Result, error) {
+	if req.Round < 1 {
+		return nil, fmt.Errorf("round %d: rounds count from 1", req.Round)
+	}
+	stdout, stderr := orDiscard(req.Stdout), orDiscard(req.Stderr)
+	sink := &eventSink{round: req.Round, onEvent: req.OnEvent}
+	events := newStdoutEvents(stdout, sink)
+	st, err := exec(ctx, c.argv(), c.env(req), events, stderr)
+	if err != nil {
+		return nil, fmt.Errorf("failed to run the command harness (round %d): %w", req.Round, err)
+	}
+	events.flush()
+	res := &Result{Command: c.command, Exit: st, OK: st.OK(), Counts: sink.counts}
+	switch {
+	case res.OK:
+	case req.Round >= 2 && st.Code == WrapperExitCode && st.Signal == "" && !st.TimedOut && st.Error == "":
+		res.Reason = fmt.Sprintf("the program exited with status %d (also the status of the harness's wrapper when it cannot write %s; see the transcript)", st.Code, feedbackFile(req.Round))
+	default:
+		res.Reason = "the program " + st.String()
+	}
+	return res, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}

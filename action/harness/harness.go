@@ -1,0 +1,164 @@
+// Package harness runs the agent inside the run's VM: one adapter per agent CLI, all
+// behind Harness, so the runner drives a round the same way whichever agent a
+// repository chose.
+//
+// A round is one Run: the harness builds the command line and environment, runs it
+// through the runner's Exec (the VM's sandbox session, in /workspace/repo, as the
+// unprivileged user), streams its output to the transcript sinks, reads its events as
+// they arrive (turns, tool calls, self-reported cost) and judges from the exit status
+// alone whether it succeeded. The host cannot write into the VM while it runs, so what a
+// later round needs (the verification feedback) travels in that round's environment
+// and argv.
+//
+// This build has one adapter, command (a repository's own program; see Command). The
+// adapters for claude-code and codex (their stream-json and exec --json event streams)
+// come with issue #13; New refuses those names with ErrNotInThisBuild.
+//
+// Everything a harness reads from the VM is untrusted: events are parsed within
+// bounds, used for counting and display only, and an event that cannot be understood
+// is counted, never fatal.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+
+	"github.com/bumperdev/bumper/internal/repoconfig"
+)
+
+// Exec runs one command in the VM, in /workspace/repo, as the unprivileged user,
+// writing its output to stdout and stderr as it comes (the writers may be called from
+// another goroutine than the caller's, but one at a time each). env holds KEY=VALUE
+// entries added to the user's base environment; a later entry wins over an earlier
+// one with the same key. The runner adapts its sandbox session to it.
+//
+// A command that ran, failed, was killed or could not start is an ExitStatus, not an
+// error: the error is for a VM or a session that could not run anything any more.
+type Exec func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (ExitStatus, error)
+
+// ExitStatus is how a command ended, as the guest reported it.
+type ExitStatus struct {
+	// Code is the exit status, -1 when the command was killed or never started.
+	Code int
+	// Signal names the signal that killed the command ("killed", "terminated"), if one did.
+	Signal string
+	// Error says why the command could not be started, if it could not.
+	Error string
+	// TimedOut says the run's wall-time limit ended the command.
+	TimedOut bool
+}
+
+// OK reports a command that exited with status 0 by itself.
+func (s ExitStatus) OK() bool {
+	return s.Code == 0 && s.Signal == "" && s.Error == "" && !s.TimedOut
+}
+
+// String says how the command ended, as a predicate: "exited with status 2", "was
+// killed by signal killed", "timed out", "did not start: …".
+func (s ExitStatus) String() string {
+	switch {
+	case s.TimedOut:
+		return "timed out"
+	case s.Error != "":
+		return "did not start: " + s.Error
+	case s.Signal != "":
+		return "was killed by signal " + s.Signal
+	default:
+		return fmt.Sprintf("exited with status %d", s.Code)
+	}
+}
+
+// ExitCode is the status as a shell reports it, 0 to 255, for the evidence bundle:
+// the exit status when the command exited, 124 when it timed out (as timeout(1)),
+// 128+N when signal N killed it, 127 when it never started (as a shell's "not found").
+func (s ExitStatus) ExitCode() int {
+	switch {
+	case s.TimedOut:
+		return 124
+	case s.Error != "":
+		return 127
+	case s.Signal != "":
+		for n := syscall.Signal(1); n < 65; n++ {
+			if n.String() == s.Signal {
+				return 128 + int(n)
+			}
+		}
+		return 128 + int(syscall.SIGKILL)
+	case s.Code < 0 || s.Code > 255:
+		return 255
+	default:
+		return s.Code
+	}
+}
+
+// Request is one agent round.
+type Request struct {
+	// Round is the 1-based agent round.
+	Round int
+	// Feedback is Markdown saying what verification found in the previous round (see
+	// verify.Round.Feedback); "" in round 1.
+	Feedback string
+	// Env holds KEY=VALUE entries the runner adds (model gateway base URLs, sentinel
+	// keys). The harness's own variables come after them and win.
+	Env []string
+	// Stdout and Stderr receive the agent's output as it comes: the transcript, which
+	// the runner saves to the artifact. Exec may write both at once from two
+	// goroutines, so two writers that share state must lock it. Nil discards.
+	Stdout, Stderr io.Writer
+	// OnEvent, when set, is called for each event as it arrives (up to MaxEvents), one
+	// at a time, from the goroutine that writes the agent's output.
+	OnEvent func(Event)
+}
+
+// Result is how a round went.
+type Result struct {
+	// Command is the agent's command line as the repository wrote it, for the evidence
+	// bundle's list of commands.
+	Command string
+	// Exit is how the agent's process ended.
+	Exit ExitStatus
+	// OK says the round succeeded. For the command harness: the program exited with
+	// status 0 by itself, nothing else.
+	OK bool
+	// Reason says why not, in a line, when OK is false.
+	Reason string
+	// Counts sums the events the round reported.
+	Counts
+}
+
+// Harness is one agent adapter.
+type Harness interface {
+	// Name is the harness's name in .github/bumper.yml.
+	Name() string
+	// Run runs one round. It returns an error only when the harness could not run at
+	// all (a broken VM or session); an agent that failed is a Result that is not OK.
+	Run(ctx context.Context, exec Exec, req Request) (*Result, error)
+}
+
+// ErrNotInThisBuild is returned by New for a harness whose adapter this build does not
+// ship.
+var ErrNotInThisBuild = errors.New("this build of bumper does not ship the adapter for this harness")
+
+// New returns the harness a repository configured.
+func New(cfg repoconfig.Harness) (Harness, error) {
+	switch cfg.Name {
+	case repoconfig.HarnessCommand:
+		c, err := newCommand(cfg.Command)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	case repoconfig.HarnessClaudeCode, repoconfig.HarnessCodex:
+		return nil, fmt.Errorf("harness %s %s: %w yet (it comes with issue #13); use `name: %s` with your own program meanwhile",
+			cfg.Name, cfg.Version, ErrNotInThisBuild, repoconfig.HarnessCommand)
+	case "":
+		return nil, fmt.Errorf("%s names no harness: set harness.name (%s, %s or %s)",
+			repoconfig.Path, repoconfig.HarnessCommand, repoconfig.HarnessClaudeCode, repoconfig.HarnessCodex)
+	default:
+		return nil, fmt.Errorf("harness %q is not one of %s, %s, %s",
+			cfg.Name, repoconfig.HarnessCommand, repoconfig.HarnessClaudeCode, repoconfig.HarnessCodex)
+	}
+}
