@@ -1,0 +1,4 @@
+// Package broken does not compile.
+package broken
+
+func F() int { return "not an int" }
