@@ -8,6 +8,7 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/ghemu"
 )
 
@@ -62,6 +63,10 @@ func TestLabelApproveDispatch(t *testing.T) {
 		in := runs[0].Inputs
 		if in["work_item"] != "acme/widgets#1" || in["attempt"] != "1" || in["stage"] != "implement" || len(in["nonce"]) != 64 {
 			t.Fatalf("inputs %v", in)
+		}
+		// Exactly the inputs the runner workflow declares (its test checks that side).
+		if len(in) != len(wire.DispatchInputs()) {
+			t.Fatalf("inputs %v, want exactly %v", in, wire.DispatchInputs())
 		}
 		a := r.ActiveApproval()
 		if a == nil || a.By != ghemu.DefaultMaintainer || len(r.Attempts) != 1 || r.Attempts[0].RunID != runs[0].ID {

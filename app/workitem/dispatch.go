@@ -13,14 +13,16 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/wire"
 )
 
-// The stages a run is dispatched for (the workflow's `stage` input).
+// The stages a run is dispatched for (the workflow's `stage` input), as the wire names
+// them.
 const (
-	StagePlan      = "plan"
-	StageImplement = "implement"
-	StageFix       = "fix"
-	StageReview    = "review"
+	StagePlan      = wire.StagePlan
+	StageImplement = wire.StageImplement
+	StageFix       = wire.StageFix
+	StageReview    = wire.StageReview
 )
 
 // DispatchRefPrefix holds the refs that make dispatches exactly-once.
@@ -79,7 +81,8 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 		return err
 	}
 	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: hashNonce(nonce), StartedAt: s.now().UTC()}
-	inputs := map[string]string{"work_item": rec.ID(), "attempt": strconv.Itoa(n), "nonce": nonce, "stage": stage}
+	inputs := map[string]string{wire.DispatchInputWorkItem: rec.ID(), wire.DispatchInputAttempt: strconv.Itoa(n),
+		wire.DispatchInputNonce: nonce, wire.DispatchInputStage: stage}
 	runID, err := gh.Dispatch(ctx, it.repo.FullName, s.opts.Workflow, rec.BaseBranch, inputs)
 	if err != nil {
 		// The ref is taken, so this attempt number is spent: record it as failed so that

@@ -21,16 +21,9 @@ type RunTokenSigner interface {
 // planPermissions are a plan run's: it reads the code and reports through call-backs.
 var planPermissions = map[string]string{"contents": "read"}
 
-// ParseWorkItem splits "owner/repo#issue".
-func ParseWorkItem(s string) (repo string, issue int, err error) {
-	repo, num, ok := strings.Cut(s, "#")
-	n, convErr := strconv.Atoi(num)
-	owner, name, slash := strings.Cut(repo, "/")
-	if !ok || convErr != nil || n < 1 || !slash || owner == "" || name == "" || strings.Contains(name, "/") {
-		return "", 0, fmt.Errorf("work item %q: want owner/repo#issue", s)
-	}
-	return repo, n, nil
-}
+// ParseWorkItem splits "owner/repo#issue"; it is wire.ParseWorkItem, the one parser the
+// App and the runner share.
+func ParseWorkItem(s string) (repo string, issue int, err error) { return wire.ParseWorkItem(s) }
 
 // Exchange checks a runner's verified identity and nonce against the work item and
 // hands out the run's credentials. Every refusal is a *Refusal.
