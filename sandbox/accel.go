@@ -30,37 +30,49 @@ type AccelChoice struct {
 	BootID string `json:"boot_id"`
 }
 
-// ChooseAccel picks KVM or TCG for cfg. With AccelAuto it boots a canary kernel under
-// KVM (cached per host boot in cfg.StateDir) and falls back to TCG when that fails.
+// ChooseAccel picks KVM or TCG for cfg. With AccelAuto it boots a canary kernel
+// (cfg.Kernel) under KVM (cached per host boot in cfg.StateDir) and falls back to TCG
+// when that fails.
 func ChooseAccel(ctx context.Context, cfg Config) AccelChoice {
 	cfg = cfg.withDefaults()
-	switch cfg.Accel {
-	case AccelTCG:
-		return AccelChoice{Accel: AccelTCG, Reason: "TCG requested"}
-	case AccelKVM:
-		return AccelChoice{Accel: AccelKVM, Reason: "KVM requested (no canary)"}
-	}
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
-	if err != nil {
-		return AccelChoice{Accel: AccelTCG, Reason: fmt.Sprintf("/dev/kvm unusable: %v", err)}
-	}
-	f.Close()
-	bootID := hostBootID()
-	cache := filepath.Join(cfg.StateDir, "kvm-probe.json")
-	if b, err := os.ReadFile(cache); err == nil {
-		var c AccelChoice
-		if json.Unmarshal(b, &c) == nil && c.BootID == bootID && bootID != "" {
-			c.Reason += " (cached)"
-			return c
-		}
+	if c, ok := KnownAccel(cfg); ok {
+		return c
 	}
 	c := kvmCanary(ctx, cfg)
-	c.BootID = bootID
+	c.BootID = hostBootID()
 	if b, err := json.Marshal(c); err == nil && os.MkdirAll(cfg.StateDir, 0o700) == nil {
-		_ = fsutil.WriteFileAtomic(cache, b, 0o600) // a lost cache entry costs one canary
+		_ = fsutil.WriteFileAtomic(kvmProbeCache(cfg.StateDir), b, 0o600) // a lost cache entry costs one canary
 	}
 	return c
 }
+
+// KnownAccel is ChooseAccel's answer when it needs no canary boot: the accelerator cfg
+// requests, TCG when /dev/kvm does not open, or the canary's result cached for this host
+// boot. ok is false when only a canary boot of cfg.Kernel can tell.
+func KnownAccel(cfg Config) (c AccelChoice, ok bool) {
+	cfg = cfg.withDefaults()
+	switch cfg.Accel {
+	case AccelTCG:
+		return AccelChoice{Accel: AccelTCG, Reason: "TCG requested"}, true
+	case AccelKVM:
+		return AccelChoice{Accel: AccelKVM, Reason: "KVM requested (no canary)"}, true
+	}
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return AccelChoice{Accel: AccelTCG, Reason: fmt.Sprintf("/dev/kvm unusable: %v", err)}, true
+	}
+	f.Close()
+	bootID := hostBootID()
+	if b, err := os.ReadFile(kvmProbeCache(cfg.StateDir)); err == nil {
+		if json.Unmarshal(b, &c) == nil && c.BootID == bootID && bootID != "" {
+			c.Reason += " (cached)"
+			return c, true
+		}
+	}
+	return AccelChoice{}, false
+}
+
+func kvmProbeCache(stateDir string) string { return filepath.Join(stateDir, "kvm-probe.json") }
 
 // kvmCanary boots the kernel under KVM with no root disk; reaching the kernel's panic
 // (which, with panic=-1 and -no-reboot, ends QEMU) proves guests run.

@@ -33,7 +33,7 @@ func Build(ctx context.Context, cfg BuildConfig) (*Image, error) {
 		p.step(ctx, "image")("cached, nothing to do")
 		return im, nil
 	}
-	if err := checkHost(); err != nil {
+	if err := CheckBuildHost(); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{cfg.OutDir, filepath.Join(cfg.CacheDir, "tmp")} {

@@ -88,7 +88,7 @@ func (c BuildConfig) withDefaults() (BuildConfig, error) {
 		c.CacheDir = DefaultCacheDir
 	}
 	if c.OutDir == "" {
-		c.OutDir = filepath.Join(c.CacheDir, "images")
+		c.OutDir = ImagesDir(c.CacheDir)
 	}
 	if c.Suite == "" {
 		c.Suite = DefaultSuite
@@ -160,8 +160,12 @@ func checkAgent(path string) (string, error) {
 	return sum, nil
 }
 
-// checkHost fails early, saying what to install, when the builder cannot run here.
-func checkHost() error {
+// ImagesDir is where a cache keeps its image directories (BuildConfig.OutDir's default).
+func ImagesDir(cacheDir string) string { return filepath.Join(cacheDir, "images") }
+
+// CheckBuildHost fails, saying what to install, when Build cannot run here: it needs
+// root and the Debian tools it runs.
+func CheckBuildHost() error {
 	if os.Geteuid() != 0 {
 		return errors.New("failed to build the image: debootstrap needs root: run as root")
 	}

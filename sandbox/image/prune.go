@@ -33,7 +33,7 @@ func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, 
 		out, errs = append(out, rs...), append(errs, err)
 	}
 	if !dryRun {
-		errs = append(errs, pruneIndex(filepath.Join(cacheDir, "images")))
+		errs = append(errs, pruneIndex(ImagesDir(cacheDir)))
 		// Holding the lock, anything in tmp is from a build that died.
 		if _, err := os.Stat(filepath.Join(cacheDir, "tmp")); err == nil {
 			errs = append(errs, emptyTmp(filepath.Join(cacheDir, "tmp")))

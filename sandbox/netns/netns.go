@@ -132,6 +132,22 @@ func Create(cfg Config, proxyPort int) (_ *Net, err error) {
 	return n, nil
 }
 
+// addTAP creates the run's TAP device in h's namespace and returns its open queue. The
+// device goes when the last descriptor of it closes.
+func addTAP(h *netlink.Handle) (*os.File, error) {
+	tap := &netlink.Tuntap{
+		LinkAttrs:  netlink.LinkAttrs{Name: TAPName},
+		Mode:       netlink.TUNTAP_MODE_TAP,
+		Flags:      netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR,
+		Queues:     1,
+		NonPersist: true,
+	}
+	if err := h.LinkAdd(tap); err != nil {
+		return nil, fmt.Errorf("failed to create the TAP device: %w", err)
+	}
+	return tap.Fds[0], nil
+}
+
 // ProxyListenAddr is where the run's proxy must listen.
 func (n *Net) ProxyListenAddr(port int) string {
 	return net.JoinHostPort(n.HostAddr.String(), strconv.Itoa(port))
@@ -170,17 +186,11 @@ func (n *Net) setupInside(proxyPort int) error {
 	if err := h.LinkSetUp(peer); err != nil {
 		return fmt.Errorf("failed to bring up %s: %w", PeerName, err)
 	}
-	tap := &netlink.Tuntap{
-		LinkAttrs:  netlink.LinkAttrs{Name: TAPName},
-		Mode:       netlink.TUNTAP_MODE_TAP,
-		Flags:      netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR,
-		Queues:     1,
-		NonPersist: true,
+	tap, err := addTAP(h)
+	if err != nil {
+		return err
 	}
-	if err := h.LinkAdd(tap); err != nil {
-		return fmt.Errorf("failed to create the TAP device: %w", err)
-	}
-	n.TAP = tap.Fds[0]
+	n.TAP = tap
 	tl, err := h.LinkByName(TAPName)
 	if err != nil {
 		return fmt.Errorf("failed to find %s: %w", TAPName, err)

@@ -106,3 +106,24 @@ func randSuffix(t *testing.T) string {
 	t.Helper()
 	return fmt.Sprintf("%x", os.Getpid()%0xffff)
 }
+
+// TestProbe: as root the probe can do everything Create needs, and leaves nothing in the
+// host's namespace (no TAP, no bumper table).
+func TestProbe(t *testing.T) {
+	skipUnlessRoot(t)
+	testgate.Command(t, "nft", "nftables")
+	r := Probe()
+	if r.Namespace != nil || r.TAP != nil || r.Firewall != nil {
+		t.Fatalf("Probe as root: %+v", r)
+	}
+	if out, err := exec.Command("ip", "-br", "link", "show", TAPName).CombinedOutput(); err == nil {
+		t.Errorf("the probe left %s in the host's namespace: %s", TAPName, out)
+	}
+	out, err := exec.Command("nft", "list", "tables").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list tables: %v: %s", err, out)
+	}
+	if strings.Contains(string(out), "inet "+TableName) {
+		t.Errorf("the probe left table inet %s in the host's namespace:\n%s", TableName, out)
+	}
+}
