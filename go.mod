@@ -15,6 +15,7 @@ require (
 	github.com/palantir/go-githubapp v0.30.0
 	github.com/rs/zerolog v1.35.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/sethvargo/go-githubactions v1.3.1
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	github.com/yuin/goldmark v1.8.7
