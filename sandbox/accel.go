@@ -39,6 +39,11 @@ func ChooseAccel(ctx context.Context, cfg Config) AccelChoice {
 		return c
 	}
 	c := kvmCanary(ctx, cfg)
+	if ctx.Err() != nil {
+		// The caller gave up mid-canary (a session's Kill, a Ctrl-C): that says nothing
+		// about KVM, and cached it would hold every later run on this host boot to TCG.
+		return c
+	}
 	c.BootID = hostBootID()
 	if b, err := json.Marshal(c); err == nil && os.MkdirAll(cfg.StateDir, 0o700) == nil {
 		_ = fsutil.WriteFileAtomic(kvmProbeCache(cfg.StateDir), b, 0o600) // a lost cache entry costs one canary

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,15 @@ func TestKVMCanaryDecides(t *testing.T) {
 	im := imagetest.Image(t)
 	cfg := testImageConfig(t, im)
 	cfg.StateDir = t.TempDir() // no cached probe: the canary runs
+	// A canary cut short by its caller decides nothing and is not cached.
+	ended, cancelEnded := context.WithCancel(testContext(t))
+	cancelEnded()
+	if c := ChooseAccel(ended, cfg); c.Accel != AccelTCG {
+		t.Errorf("a canary whose context had ended chose %+v, want TCG", c)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "kvm-probe.json")); err == nil {
+		t.Error("a canary whose context had ended was cached")
+	}
 	// The canary bounds itself (CanaryTimeout); the context only keeps a broken
 	// canary from hanging the test suite.
 	ctx, cancel := context.WithTimeout(testContext(t), 2*time.Minute)
