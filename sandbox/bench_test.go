@@ -194,3 +194,64 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkSession measures commands in one VM, cold-booted and restored: the medians
+// over benchRuns sessions of the time from Run to the first output of `echo go` as the
+// session's first command (a restore's state still loading, the guest's one-time setup)
+// and as its second and third (the VM already running). Run it with:
+// go test -run '^$' -bench Session -benchtime 1x ./sandbox/
+func BenchmarkSession(b *testing.B) {
+	testgate.RequiresQEMU(b)
+	im := imagetest.Image(b)
+	ctx := zerolog.Nop().WithContext(context.Background())
+	base := Config{
+		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline,
+		CPUs: 2, MemoryMB: 1024, RunDir: b.TempDir(), StateDir: filepath.Join(os.TempDir(), "bumper-sandbox-test-state"),
+		Timeout: 5 * time.Minute, SnapshotDir: filepath.Join(b.TempDir(), "snapshots"), WorkspaceDiskMB: 1024,
+	}
+	if _, err := PrepareSnapshot(ctx, base); err != nil {
+		b.Fatalf("PrepareSnapshot: %v", err)
+	}
+	ws := b.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "f"), []byte("x"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{BootCold, BootWarm} {
+		cfg := base
+		if mode == BootCold {
+			cfg.SnapshotDir = ""
+		}
+		times := make([][]time.Duration, 3) // by command
+		for range b.N {
+			for range benchRuns {
+				s, err := Open(ctx, SessionSpec{Config: cfg})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Start(ctx, ws); err != nil {
+					b.Fatal(err)
+				}
+				for i := range times {
+					out := &firstOutput{}
+					start := time.Now()
+					res, err := s.Run(ctx, []string{"echo", "go"}, nil, out, io.Discard)
+					if err != nil || res.ExitCode != 0 || out.at.IsZero() {
+						b.Fatalf("%s session, command %d: %v %+v", mode, i+1, err, res)
+					}
+					times[i] = append(times[i], out.at.Sub(start))
+				}
+				if got := s.Report().Boot.Mode; got != mode {
+					b.Fatalf("session booted %s, want %s", got, mode)
+				}
+				if err := s.Close(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		fmt.Fprintf(os.Stderr, "\nsession benchmark, %s (%d sessions, medians from Run to first output)\n", mode, len(times[0]))
+		for i, ts := range times {
+			b.ReportMetric(ms(median(ts)), fmt.Sprintf("%s-cmd%d-ms", mode, i+1))
+			fmt.Fprintf(os.Stderr, "  command %d  %6.0f ms  %v\n", i+1, ms(median(ts)), ts)
+		}
+	}
+}

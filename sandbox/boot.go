@@ -257,6 +257,15 @@ func (m *Machine) launch(l qemuLayout) error {
 		m.log.Warn().Dur(logKeyDuration, m.cfg.Timeout).Msg("wall-time limit reached; killing the VM")
 		m.killProcess()
 	})
+	m.mu.Lock()
+	m.proc = cmd.Process
+	killed := m.killed
+	m.mu.Unlock()
+	if killed {
+		// Kill came while QEMU was being launched and found no process to end.
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("failed to launch QEMU: %w", ErrKilled)
+	}
 	return m.saveRecord()
 }
 

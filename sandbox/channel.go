@@ -121,18 +121,31 @@ func (m *Machine) hello(payload []byte) error {
 }
 
 // Run runs argv in the guest's /workspace as the agent user, streaming its output to
-// stdout and stderr, and returns how it ended. env adds KEY=VALUE entries. A Machine
-// runs one command.
+// stdout and stderr, and returns how it ended. env adds KEY=VALUE entries. A Machine runs
+// any number of commands, one at a time; the first also sets the guest up (network,
+// workspace, root size). When ctx ends, the VM is killed: a command cannot be stopped
+// alone. Once the VM is gone (killed, timed out), Run says so without running anything:
+// a timed-out result after the wall-time limit, an error wrapping ErrKilled after Kill.
 func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (*Result, error) {
 	if m.w == nil {
 		return nil, errors.New("machine not started: call Start first")
 	}
 	m.mu.Lock()
-	ran := m.ran
-	m.ran = true
+	running := m.running
+	m.running = true
 	m.mu.Unlock()
-	if ran {
-		return nil, errors.New("machine already ran its command; a Machine runs one")
+	if running {
+		return nil, errors.New("a command is already running on this machine; run one at a time")
+	}
+	defer func() {
+		m.mu.Lock()
+		m.running = false
+		m.mu.Unlock()
+	}()
+	select {
+	case <-m.exited:
+		return m.ended(errors.New("the VM is no longer running"))
+	default:
 	}
 	req := agentproto.Run{
 		Argv:          argv,
@@ -163,7 +176,7 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 		f, err := m.r.Read()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("run canceled: %w", ctx.Err())
+				return nil, fmt.Errorf("run canceled: %w", context.Cause(ctx))
 			}
 			return m.ended(err)
 		}
@@ -202,14 +215,17 @@ func (e *RestoreError) Error() string {
 }
 
 // ended explains a broken channel: a timed-out result when the wall-time limit killed
-// the VM, a RestoreError when a restore failed before the agent said anything, else an
-// error with QEMU's and the console's last words.
+// the VM, ErrKilled when Kill did, a RestoreError when a restore failed before the agent
+// said anything, else an error with QEMU's and the console's last words.
 func (m *Machine) ended(err error) (*Result, error) {
 	m.mu.Lock()
-	timedOut := m.timedOut
+	timedOut, killed := m.timedOut, m.killed
 	m.mu.Unlock()
 	if timedOut {
 		return &Result{ExitCode: -1, TimedOut: true, Error: fmt.Sprintf("wall-time limit of %v reached; the VM was killed", m.cfg.Timeout)}, nil
+	}
+	if killed {
+		return nil, fmt.Errorf("failed to finish the command: %w", ErrKilled)
 	}
 	select {
 	case <-m.exited:
@@ -227,8 +243,20 @@ func (m *Machine) ended(err error) (*Result, error) {
 	return nil, fmt.Errorf("agent channel broke before a result (console: %s): %w", tailFile(m.ConsolePath()), err)
 }
 
-// CollectOut copies what the guest left in /out to dest, treating it as untrusted.
-// Call it after Run returned a result.
+// CollectOut copies what the guest's /out held after the last command to dest, treating
+// it as untrusted. Call it after Run returned a result, while the VM still runs (its out
+// disk goes with it); not during a Run, when the agent may be rewriting the disk.
 func (m *Machine) CollectOut(dest string) (*workspace.Report, error) {
+	m.mu.Lock()
+	running := m.running
+	m.mu.Unlock()
+	if running {
+		return nil, errors.New("a command is running: collect /out after Run returns")
+	}
+	select {
+	case <-m.exited:
+		return nil, errors.New("the VM has ended and its out disk with it: collect /out before Shutdown, Kill or the wall-time limit")
+	default:
+	}
 	return workspace.Extract(filepath.Join(m.runDir, "out.raw"), dest, workspace.Limits{MaxBytes: m.cfg.OutMaxBytes, MaxFiles: m.cfg.OutMaxFiles})
 }

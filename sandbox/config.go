@@ -1,8 +1,9 @@
-// Package sandbox runs one command in a QEMU microVM: a qcow2 overlay over an image's
-// root filesystem, a workspace disk in, an out disk back, Bumper's guest agent as PID 1
+// Package sandbox runs commands in a QEMU microVM: a qcow2 overlay over an image's root
+// filesystem, a workspace disk in, an out disk back, Bumper's guest agent as PID 1
 // talking over virtio-serial, and (optionally) a TAP inside a locked-down network
-// namespace. It never imports the firewall: the caller starts a proxy and hands its
-// address in through Config.Network.
+// namespace. A Session runs several commands in one VM, one at a time; Run is a session
+// of one command. It never imports the firewall: the caller passes a ProxyStarter (or
+// its own TAP through Config.Network).
 package sandbox
 
 import (
@@ -41,8 +42,8 @@ type Config struct {
 	// image build sets). A larger size grows the guest's root filesystem at the start of
 	// the run; it bounds how much the command can write outside /workspace.
 	DiskSizeMB int
-	// Timeout is the wall-time limit from Start; when it passes the VM is killed and the
-	// result says so (default 30m).
+	// Timeout is the wall-time limit from Start, over every command the VM runs; when it
+	// passes the VM is killed and the result says so (default 30m).
 	Timeout time.Duration
 	// WorkspaceDir, when set, is copied into an ext4 disk the guest mounts at /workspace.
 	WorkspaceDir string

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -29,6 +30,7 @@ const (
 	logKeyCleanup  = "cleanup"
 	logKeyReaped   = "reaped"
 	logKeyBoot     = "boot"
+	logKeyProxy    = "proxy"
 )
 
 // BootTimeout bounds the time from QEMU's start to the agent's hello.
@@ -40,6 +42,13 @@ const ShutdownGrace = 3 * time.Second
 
 // ErrStarted is returned by a second Start.
 var ErrStarted = errors.New("machine already started; a Machine boots once")
+
+// ErrKilled is returned by what a Machine or Session was doing (Start, Run) when Kill
+// ended it, and by what is asked of it afterwards.
+var ErrKilled = errors.New("the VM was killed")
+
+// errNotStarted is Wait's answer before Start.
+var errNotStarted = errors.New("machine not started")
 
 // Step is one named phase of a boot, with how long it took.
 type Step struct {
@@ -96,8 +105,10 @@ func withRecord(r *reaper.Record) Option {
 	return func(m *Machine) { m.record, m.ownRecord = r, false }
 }
 
-// Machine is one microVM. Start it once, Run one command, then Shutdown or Kill; Wait
-// returns when QEMU has exited and every cleanup has run.
+// Machine is one microVM. Start it once, Run commands one at a time (each sees what the
+// ones before it left on the disks; the guest kills what one left running before the
+// next), then Shutdown or Kill; Wait returns when QEMU has exited and every cleanup has
+// run. The wall-time limit (Config.Timeout) runs from Start over all the commands.
 type Machine struct {
 	cfg   Config
 	id    string
@@ -114,7 +125,13 @@ type Machine struct {
 	w        *agentproto.Writer
 	timer    *time.Timer
 	timedOut bool
-	ran      bool
+	// running says a Run is in progress: the agent channel carries one command at a time.
+	running bool
+	// proc is QEMU's process once launched, for killProcess from any goroutine; killed
+	// says a kill was asked for, so a Start still booting stops and QEMU launched after
+	// the request dies at once.
+	proc   *os.Process
+	killed bool
 	// helloSeen is set once the agent's hello has been checked, heard once any frame
 	// came from the agent; only the goroutine that reads the channel (Start, then Run)
 	// touches them.
@@ -189,6 +206,9 @@ func (m *Machine) Steps() []Step {
 func (m *Machine) ConsolePath() string { return filepath.Join(m.runDir, "console.log") }
 
 func (m *Machine) step(name string, fn func() error) error {
+	if m.isKilled() {
+		return fmt.Errorf("failed to take boot step %q: %w", name, ErrKilled)
+	}
 	start := time.Now()
 	err := fn()
 	d := time.Since(start)
@@ -298,19 +318,30 @@ func (m *Machine) qmpQuit() error {
 	return nil
 }
 
-// Kill ends QEMU at once and returns when everything is cleaned up.
+// Kill ends QEMU at once and returns when everything is cleaned up. It is safe from any
+// goroutine at any time: a Start in progress stops (at its next step, or as soon as
+// QEMU is launched) and fails with ErrKilled, and so does a Run.
 func (m *Machine) Kill() error {
-	if m.cmd == nil {
-		return m.waitDone()
-	}
 	m.killProcess()
 	return m.waitDone()
 }
 
+// killProcess asks for the machine's end: it kills QEMU if it runs and makes sure a
+// Start still on its way never leaves one running.
 func (m *Machine) killProcess() {
-	if m.cmd != nil && m.cmd.Process != nil {
-		_ = m.cmd.Process.Kill()
+	m.mu.Lock()
+	m.killed = true
+	p := m.proc
+	m.mu.Unlock()
+	if p != nil {
+		_ = p.Kill()
 	}
+}
+
+func (m *Machine) isKilled() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.killed
 }
 
 // Wait blocks until the VM has exited and its cleanups have run, and returns how that
@@ -318,7 +349,7 @@ func (m *Machine) killProcess() {
 // ctx ends first it returns ctx.Err() and the machine runs on.
 func (m *Machine) Wait(ctx context.Context) error {
 	if !m.isStarted() {
-		return errors.New("machine not started")
+		return errNotStarted
 	}
 	select {
 	case <-m.done:

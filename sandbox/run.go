@@ -10,10 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/bumperdev/bumper/sandbox/netns"
-	"github.com/bumperdev/bumper/sandbox/reaper"
 	"github.com/bumperdev/bumper/sandbox/workspace"
 )
 
@@ -40,8 +36,9 @@ type Spec struct {
 	Stdout, Stderr io.Writer
 }
 
-// Report is what a sandboxed command did.
+// Report is what a sandboxed command (Run), or a session so far (Session.Report), did.
 type Report struct {
+	// Result is how the command ended; for a session, the last Run's.
 	Result
 	// Accel is the accelerator used and why.
 	Accel AccelChoice
@@ -54,114 +51,40 @@ type Report struct {
 	SnapshotBroken string
 	// Steps are the boot steps with durations.
 	Steps []Step
-	// Ready is the time from the start of Run (after any snapshot preparation) to the
-	// command being sent: after the agent's hello on a cold boot, as soon as the agent
-	// channel opens on a restore (the request then waits while QEMU loads the state).
+	// Ready is the time from the start of the boot (Session.Start, after any snapshot
+	// preparation) to the VM being ready for the first command: after the agent's hello
+	// on a cold boot, as soon as the agent channel opens on a restore (the first request
+	// then waits while QEMU loads the state).
 	Ready time.Duration
-	// FirstOutput is the time from the same start to the command's first output (or to
-	// its end, if it printed nothing): what a user waits for.
+	// FirstOutput is the time from the same start to the first command's first output
+	// (or to its end, if it printed nothing): what a user waits for.
 	FirstOutput time.Duration
-	// Teardown is how long shutdown and cleanup took.
+	// Teardown is how long shutdown and cleanup took (Session.Close).
 	Teardown time.Duration
-	// Out says what came back from /out.
+	// Out says what came back from /out (for a session, at the last CollectOut).
 	Out *workspace.Report
 }
 
-// Run boots a VM for spec, runs its command, collects /out and tears everything down.
-// The error is for failures of the sandbox itself; the command's own failure is in the
-// Report.
-func Run(ctx context.Context, spec Spec) (_ *Report, err error) {
-	start := time.Now()
-	cfg := spec.Config.withDefaults()
-	if spec.Stdout == nil {
-		spec.Stdout = io.Discard
-	}
-	if spec.Stderr == nil {
-		spec.Stderr = io.Discard
-	}
-	id := randomID()
-	var cleanups []func() error
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			err = errors.Join(err, cleanups[i]())
-		}
-	}()
-	if reaped, err := reaper.Reap(cfg.StateDir); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to reap stale runs")
-	} else if len(reaped) > 0 {
-		zerolog.Ctx(ctx).Info().Strs(logKeyReaped, reaped).Msg("reaped runs left by dead owners")
-	}
-	rec, err := reaper.Own(id)
+// Run boots a VM for spec, runs its command, collects /out and tears everything down:
+// a Session that runs one command. The error is for failures of the sandbox itself; the
+// command's own failure is in the Report.
+func Run(ctx context.Context, spec Spec) (*Report, error) {
+	s, err := Open(ctx, SessionSpec{Config: spec.Config, StartProxy: spec.StartProxy})
 	if err != nil {
 		return nil, err
 	}
-	rec.Network = spec.StartProxy != nil
-	if err := reaper.Write(cfg.StateDir, rec); err != nil {
-		return nil, err
+	if err := s.Start(ctx, spec.Config.WorkspaceDir); err != nil {
+		return nil, errors.Join(err, s.Close(ctx))
 	}
-	cleanups = append(cleanups, func() error { return reaper.Remove(cfg.StateDir, id) })
-	if spec.StartProxy != nil {
-		n, err := netns.Create(netns.Config{ID: id, StateDir: cfg.StateDir}, HostProxyPort)
-		if err != nil {
-			return nil, fmt.Errorf("failed to create the run's network: %w", err)
-		}
-		cleanups = append(cleanups, n.Close)
-		stop, err := spec.StartProxy(ctx, n.ProxyListenAddr(HostProxyPort))
-		if err != nil {
-			return nil, fmt.Errorf("failed to start the proxy: %w", err)
-		}
-		cleanups = append(cleanups, stop)
-		cfg.Network = &Network{TAP: n.TAP, ProxyURL: guestProxyURL()}
+	res, err := s.Run(ctx, spec.Argv, spec.Env, spec.Stdout, spec.Stderr)
+	// A VM killed by the wall-time limit took its out disk with it, and its guest never
+	// wrote /out.
+	if err == nil && spec.OutDir != "" && !res.TimedOut {
+		_, err = s.CollectOut(spec.OutDir)
 	}
-	var snapshotMade bool
-	if cfg.SnapshotDir != "" {
-		// The first run of an image makes its snapshot (a cold boot and a save), which
-		// then serves every later run.
-		if snapshotMade, err = PrepareSnapshot(ctx, cfg); err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to prepare a snapshot; booting cold")
-		} else if snapshotMade {
-			zerolog.Ctx(ctx).Info().Msg("made a snapshot for warm starts")
-		}
-		start = time.Now()
-	}
-	var broken string
-	for {
-		m, err := New(ctx, cfg, WithID(id), withRecord(&rec))
-		if err != nil {
-			return nil, err
-		}
-		if err := m.Start(ctx); err != nil {
-			return nil, err
-		}
-		rep := &Report{Accel: m.Accel(), Boot: m.Boot(), SnapshotMade: snapshotMade, SnapshotBroken: broken, Steps: m.Steps(), Ready: time.Since(start)}
-		first := &firstWrite{}
-		res, runErr := m.Run(ctx, spec.Argv, spec.Env, first.wrap(spec.Stdout), first.wrap(spec.Stderr))
-		rep.FirstOutput = first.since(start)
-		var re *RestoreError
-		if errors.As(runErr, &re) && broken == "" {
-			// The command never ran: move the snapshot aside (the next run makes a new
-			// one) and boot cold this once.
-			_ = m.waitDone() // QEMU has exited; its cleanups finish before the cold boot
-			broken = quarantineSnapshot(re)
-			zerolog.Ctx(ctx).Info().Str(logKeyReason, broken).Msg("warm start failed; booting cold")
-			continue
-		}
-		return finishRun(ctx, m, rep, res, runErr, spec.OutDir)
-	}
-}
-
-// finishRun collects /out and tears the machine down after its command ran.
-func finishRun(ctx context.Context, m *Machine, rep *Report, res *Result, runErr error, outDir string) (*Report, error) {
-	if runErr == nil {
-		rep.Result = *res
-		if outDir != "" {
-			rep.Out, runErr = m.CollectOut(outDir)
-		}
-	}
-	down := time.Now()
-	serr := m.Shutdown(ctx)
-	rep.Teardown = time.Since(down)
-	return rep, errors.Join(runErr, serr)
+	cerr := s.Close(ctx)
+	rep := s.Report()
+	return &rep, errors.Join(err, cerr)
 }
 
 // ParseSize parses a memory or disk size: a number of MiB, or a number with a K, M, G or

@@ -16,6 +16,7 @@ import (
 	"github.com/digitalocean/go-qemu/qmp"
 
 	"github.com/bumperdev/bumper/internal/cachedir"
+	"github.com/bumperdev/bumper/sandbox/agentproto"
 )
 
 // snapshotLayoutVersion changes whenever the device layout or the agent's boot-time
@@ -47,7 +48,11 @@ func (s *snapshot) statePath() string   { return filepath.Join(s.dir, snapshotSt
 func (s *snapshot) overlayPath() string { return filepath.Join(s.dir, snapshotOverlay) }
 
 // snapshotKey identifies everything a restore must match: the image files, the VM's
-// shape and the device layout. Run-specific paths are left out (they may differ).
+// shape, the device layout and the agent protocol. Run-specific paths are left out (they
+// may differ). The protocol is there because a restore does not wait for the agent's
+// hello (which may never come: the snapshotted agent had heard the host already), so the
+// hello's version check would not catch a snapshot of another protocol's agent; with
+// the version in the key, such a host boots cold, where the check does happen.
 func snapshotKey(l qemuLayout) (string, error) {
 	ids := map[string]string{}
 	for name, p := range map[string]string{"kernel": l.cfg.Kernel, "initrd": l.cfg.Initrd, "rootfs": l.cfg.Rootfs, "qemu": l.cfg.QEMU} {
@@ -68,8 +73,9 @@ func snapshotKey(l qemuLayout) (string, error) {
 		WorkspaceMB            int
 		OutBytes               int64
 		WarmUp                 [][]string
+		Protocol               int
 	}{snapshotLayoutVersion, ids, l.cfg.Cmdline, l.cfg.CPUs, l.cfg.MemoryMB, l.cfg.DiskSizeMB, l.accel,
-		l.tapFD > 0, l.mac, l.cfg.WorkspaceDiskMB, l.cfg.OutMaxBytes, l.cfg.WarmUp}
+		l.tapFD > 0, l.mac, l.cfg.WorkspaceDiskMB, l.cfg.OutMaxBytes, l.cfg.WarmUp, agentproto.Version}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return "", fmt.Errorf("failed to encode snapshot key: %w", err)
@@ -124,6 +130,12 @@ func findSnapshot(dir string, l qemuLayout) (*snapshot, string) {
 // one. cfg.Network, when set, must be a TAP the caller can lend for the few seconds this
 // takes (the run's own TAP works: QEMU releases it on exit).
 func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
+	return prepareSnapshot(ctx, cfg, nil)
+}
+
+// prepareSnapshot is PrepareSnapshot; track, when set, is told the machine it boots
+// before it starts (a Session's Kill must reach it too) and stops it by failing.
+func prepareSnapshot(ctx context.Context, cfg Config, track func(*Machine) error) (bool, error) {
 	if cfg.SnapshotDir == "" {
 		return false, errors.New("PrepareSnapshot needs Config.SnapshotDir")
 	}
@@ -155,6 +167,11 @@ func PrepareSnapshot(ctx context.Context, cfg Config) (bool, error) {
 		return false, fmt.Errorf("failed to open up the snapshot directory: %w", err)
 	}
 	m.snapshotTo = tmp
+	if track != nil {
+		if err := track(m); err != nil {
+			return false, err
+		}
+	}
 	if err := m.Start(ctx); err != nil {
 		return false, fmt.Errorf("failed to boot the VM to snapshot: %w", err)
 	}

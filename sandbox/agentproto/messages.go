@@ -8,10 +8,17 @@ import (
 	"strings"
 )
 
-// Version is the protocol version the agent announces in Hello.
-const Version = 1
+// Version is the protocol version the agent announces in Hello; the host refuses an
+// agent of another version, and a snapshot is only restored by a host of the version it
+// was made with (the snapshot key holds it).
+//
+//   - 1: one Run per boot.
+//   - 2: any number of Runs in turn, the guest set up by the first only, the agent user's
+//     processes killed and /out written after each.
+const Version = 2
 
-// Hello is the guest's first frame: the agent is up and waits for a Run.
+// Hello is the guest's first frame: the agent is up and waits for a Run. It repeats
+// until the host's first frame arrives.
 type Hello struct {
 	Version int `json:"version"`
 }
@@ -38,7 +45,11 @@ func (n *Network) Validate() error {
 	return nil
 }
 
-// Run asks the agent to set up the guest and run one command.
+// Run asks the agent to run one command. An agent runs any number of them, one at a
+// time; the first also sets the guest up (Network, Workspace, GrowRoot), and later ones
+// repeat those fields, which the agent then ignores: a guest is set up once per boot.
+// After each command the agent kills every process the agent user left, so nothing of
+// one command runs during the next, and writes /out to the out disk afresh.
 type Run struct {
 	// Argv is the command and its arguments; Argv[0] is looked up in PATH.
 	Argv []string `json:"argv"`
@@ -47,15 +58,16 @@ type Run struct {
 	// Dir is the working directory (default /workspace).
 	Dir string `json:"dir,omitempty"`
 	// ClockUnixNano is the host's wall clock when the frame was sent; the guest sets its
-	// clock to it (a restored snapshot's clock is stale otherwise).
+	// clock to it on every Run (a restored snapshot's clock is stale otherwise, and an
+	// emulated one drifts).
 	ClockUnixNano int64 `json:"clock_unix_nano"`
-	// MaxProcs is the RLIMIT_NPROC for the command's user.
+	// MaxProcs is the RLIMIT_NPROC for the command's user, set for each command.
 	MaxProcs uint64 `json:"max_procs"`
 	// Network, when set, brings up eth0; without it the guest has only loopback.
 	Network *Network `json:"network,omitempty"`
 	// Workspace says whether the workspace disk is attached and must be mounted.
 	Workspace bool `json:"workspace"`
-	// OutMaxBytes caps the tar of /out written to the out disk.
+	// OutMaxBytes caps the tar of /out written to the out disk after the command.
 	OutMaxBytes int64 `json:"out_max_bytes"`
 	// GrowRoot asks the agent to grow the root filesystem to its disk, which the host
 	// made larger than the image's template.
@@ -95,7 +107,9 @@ type Result struct {
 	Signal string `json:"signal,omitempty"`
 	// Error says why the command could not be started or set up, if it could not.
 	Error string `json:"error,omitempty"`
-	// OutBytes is the size of the tar written to the out disk (0 when /out was empty).
+	// OutBytes is the size of the tar written to the out disk after this command; it
+	// replaces the one an earlier command left there (an archive ends with its own
+	// end-of-archive blocks, so a shorter one is read without the rest of a longer one).
 	OutBytes int64 `json:"out_bytes"`
 	// OutError says why /out could not be written, if it could not.
 	OutError string `json:"out_error,omitempty"`

@@ -1,7 +1,9 @@
 // Package guest is Bumper's agent inside the VM: PID 1 after switch_root. It talks to
 // the host over one virtio-serial port with the agentproto framing, sets the guest up as
-// the host asks (clock, network, workspace), runs one command as the unprivileged agent
-// user, streams its output, writes /out to the out disk as a tar, and powers off.
+// the host's first request asks (network, workspace, root size), then runs the host's
+// commands one at a time as the unprivileged agent user: it sets the clock, streams the
+// command's output, kills whatever the agent user left running, and writes /out to the
+// out disk as a tar. It powers off when the host says so or goes away.
 package guest
 
 import (
@@ -42,7 +44,8 @@ type System interface {
 	ConfigureNetwork(n agentproto.Network) error
 	// MountWorkspace mounts the workspace disk at dir, owned by uid:gid.
 	MountWorkspace(dir string, uid, gid int) error
-	// KillUser kills every process left running as uid, and reaps what it can.
+	// KillUser kills every process running as uid and returns once none is left, or
+	// says why some survived.
 	KillUser(uid int) error
 	// GrowRoot grows the root filesystem to the size of its disk.
 	GrowRoot() error
@@ -63,7 +66,8 @@ type Config struct {
 	// OutDevice receives the tar of OutDir (the out disk).
 	OutDevice string
 	// Credential is the user the command runs as; nil runs it as the agent's own user
-	// (tests only).
+	// (tests only, with a recording System: KillUser is then asked to kill the agent's
+	// own uid).
 	Credential *syscall.Credential
 	// BaseEnv is the command's environment before the host's additions.
 	BaseEnv []string
@@ -80,6 +84,16 @@ type Agent struct {
 	cfg Config
 	r   *agentproto.Reader
 	w   *agentproto.Writer
+
+	// ran says a Run arrived: the guest is no longer idle and cannot be snapshotted.
+	ran bool
+	// setUp says the one-time setup was tried, setupErr how it failed: a guest whose
+	// network or workspace is not what the host asked for runs nothing.
+	setUp    bool
+	setupErr error
+	// leftover says processes of an earlier command could not be ended: the next
+	// command would run beside them, so it does not run.
+	leftover error
 }
 
 // New returns an Agent for cfg.
@@ -103,8 +117,9 @@ func New(cfg Config) (*Agent, error) {
 	}, nil
 }
 
-// Serve says hello, handles at most one Run, and returns when the host asks for shutdown
-// or the channel closes. The caller powers off afterwards, whatever Serve returns.
+// Serve says hello, handles Runs one at a time, and returns when the host asks for
+// shutdown or the channel closes. The caller powers off afterwards, whatever Serve
+// returns.
 func (a *Agent) Serve(ctx context.Context) error {
 	log := zerolog.Ctx(ctx)
 	hello, err := agentproto.Encode(agentproto.Hello{Version: agentproto.Version})
@@ -135,7 +150,6 @@ func (a *Agent) Serve(ctx context.Context) error {
 	}()
 	stopHello := sync.OnceFunc(func() { close(heard); <-helloDone })
 	defer stopHello()
-	ran := false
 	for {
 		f, err := a.r.Read()
 		if errors.Is(err, io.EOF) {
@@ -150,7 +164,7 @@ func (a *Agent) Serve(ctx context.Context) error {
 			log.Info().Str(logKeyStep, "shutdown").Msg("host asked for shutdown")
 			return nil
 		case agentproto.TypePrepare:
-			if ran {
+			if a.ran {
 				return errors.New("host asked to prepare a snapshot after a run; only an idle agent can be snapshotted")
 			}
 			if err := a.prepare(ctx, f.Payload); err != nil {
@@ -160,10 +174,7 @@ func (a *Agent) Serve(ctx context.Context) error {
 				return err
 			}
 		case agentproto.TypeRun:
-			if ran {
-				return errors.New("host sent a second run request; an agent runs one command per boot")
-			}
-			ran = true
+			a.ran = true
 			res := a.handleRun(ctx, f.Payload)
 			payload, err := agentproto.Encode(res)
 			if err != nil {
@@ -176,44 +187,41 @@ func (a *Agent) Serve(ctx context.Context) error {
 	}
 }
 
-// handleRun sets the guest up, runs the command and writes /out. Failures become the
-// Result's Error so the host learns why.
+// handleRun sets the guest up on the first run, runs the command, ends what it left
+// running and writes /out. Failures become the Result's Error so the host learns why.
 func (a *Agent) handleRun(ctx context.Context, payload []byte) agentproto.Result {
 	log := zerolog.Ctx(ctx)
 	var req agentproto.Run
 	if err := agentproto.Decode(payload, &req); err != nil {
 		return agentproto.Result{ExitCode: -1, Error: err.Error()}
 	}
+	if a.leftover != nil {
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("not run: processes of an earlier command could not be ended: %v", a.leftover)}
+	}
+	// Every time: a restored snapshot's clock is stale, and an emulated clock drifts
+	// over a long session.
 	if err := a.cfg.System.SetClock(time.Unix(0, req.ClockUnixNano)); err != nil {
 		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to set clock: %v", err)}
 	}
-	if req.GrowRoot {
-		if err := a.cfg.System.GrowRoot(); err != nil {
-			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to grow the root filesystem: %v", err)}
-		}
+	uid, gid := a.user()
+	if !a.setUp {
+		a.setUp = true
+		a.setupErr = a.setup(&req, uid, gid)
 	}
-	if req.Network != nil {
-		if err := a.cfg.System.ConfigureNetwork(*req.Network); err != nil {
-			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to configure network: %v", err)}
-		}
-	}
-	uid, gid := os.Getuid(), os.Getgid()
-	if c := a.cfg.Credential; c != nil {
-		uid, gid = int(c.Uid), int(c.Gid)
-	}
-	if req.Workspace {
-		if err := a.cfg.System.MountWorkspace(a.cfg.WorkspaceDir, uid, gid); err != nil {
-			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to mount workspace: %v", err)}
-		}
+	if a.setupErr != nil {
+		return agentproto.Result{ExitCode: -1, Error: a.setupErr.Error()}
 	}
 	log.Info().Strs(logKeyArgv, req.Argv).Msg("running command")
 	res := a.runCommand(ctx, &req)
-	if a.cfg.Credential != nil {
-		if err := a.cfg.System.KillUser(uid); err != nil {
-			log.Warn().Err(err).Msg("failed to kill leftover processes")
-		}
-	}
 	log.Info().Int(logKeyExit, res.ExitCode).Msg("command ended")
+	// A daemon, a background job or a stuck child of this command must not run on into
+	// the next one (which may be the verification of what this one did), nor write to
+	// /out while it is archived.
+	if err := a.cfg.System.KillUser(uid); err != nil {
+		// This command did run; the next one will not, and says why.
+		log.Error().Err(err).Msg("failed to end the command's leftover processes")
+		a.leftover = err
+	}
 	n, err := writeOut(a.cfg.OutDir, a.cfg.OutDevice, req.OutMaxBytes)
 	res.OutBytes = n
 	if err != nil {
@@ -221,6 +229,35 @@ func (a *Agent) handleRun(ctx context.Context, payload []byte) agentproto.Result
 	}
 	log.Info().Int64(logKeyBytes, n).Msg("wrote /out")
 	return res
+}
+
+// setup does what a guest needs once per boot, as the first run asks: grow the root
+// filesystem, bring up the network, mount the workspace for uid:gid.
+func (a *Agent) setup(req *agentproto.Run, uid, gid int) error {
+	if req.GrowRoot {
+		if err := a.cfg.System.GrowRoot(); err != nil {
+			return fmt.Errorf("failed to grow the root filesystem: %w", err)
+		}
+	}
+	if req.Network != nil {
+		if err := a.cfg.System.ConfigureNetwork(*req.Network); err != nil {
+			return fmt.Errorf("failed to configure network: %w", err)
+		}
+	}
+	if req.Workspace {
+		if err := a.cfg.System.MountWorkspace(a.cfg.WorkspaceDir, uid, gid); err != nil {
+			return fmt.Errorf("failed to mount workspace: %w", err)
+		}
+	}
+	return nil
+}
+
+// user is the uid and gid commands run as.
+func (a *Agent) user() (int, int) {
+	if c := a.cfg.Credential; c != nil {
+		return int(c.Uid), int(c.Gid)
+	}
+	return os.Getuid(), os.Getgid()
 }
 
 func (a *Agent) runCommand(ctx context.Context, req *agentproto.Run) agentproto.Result {
@@ -306,10 +343,9 @@ func (a *Agent) prepare(ctx context.Context, payload []byte) error {
 			log.Warn().Err(err).Strs(logKeyArgv, argv).Msg("warm-up command failed")
 		}
 	}
-	if c := a.cfg.Credential; c != nil {
-		if err := a.cfg.System.KillUser(int(c.Uid)); err != nil {
-			return fmt.Errorf("failed to end the warm-up's processes: %w", err)
-		}
+	uid, _ := a.user()
+	if err := a.cfg.System.KillUser(uid); err != nil {
+		return fmt.Errorf("failed to end the warm-up's processes: %w", err)
 	}
 	log.Info().Int(logKeyCount, len(req.WarmUp)).Msg("ready to be snapshotted")
 	return nil

@@ -3,10 +3,14 @@ package guest
 import (
 	"archive/tar"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,11 +26,20 @@ type fakeSystem struct {
 	mounted string
 	grown   bool
 	dropped int
+	// calls names every call in order (killed ones as "kill <uid>").
+	calls []string
+	// mountErr and killErr, when set, are what MountWorkspace and KillUser return.
+	mountErr, killErr error
+}
+
+func (f *fakeSystem) record(call string) {
+	f.calls = append(f.calls, call)
 }
 
 func (f *fakeSystem) SetClock(t time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("clock")
 	f.clock = t
 	return nil
 }
@@ -34,6 +47,7 @@ func (f *fakeSystem) SetClock(t time.Time) error {
 func (f *fakeSystem) ConfigureNetwork(n agentproto.Network) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("network")
 	f.network = &n
 	return nil
 }
@@ -41,15 +55,25 @@ func (f *fakeSystem) ConfigureNetwork(n agentproto.Network) error {
 func (f *fakeSystem) MountWorkspace(dir string, _, _ int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("mount")
+	if f.mountErr != nil {
+		return f.mountErr
+	}
 	f.mounted = dir
 	return nil
 }
 
-func (f *fakeSystem) KillUser(int) error { return nil }
+func (f *fakeSystem) KillUser(uid int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(fmt.Sprintf("kill %d", uid))
+	return f.killErr
+}
 
 func (f *fakeSystem) DropCaches() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("drop")
 	f.dropped++
 	return nil
 }
@@ -57,8 +81,16 @@ func (f *fakeSystem) DropCaches() error {
 func (f *fakeSystem) GrowRoot() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("grow")
 	f.grown = true
 	return nil
+}
+
+// callLog returns the calls so far.
+func (f *fakeSystem) callLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
 }
 
 type session struct {
@@ -70,11 +102,21 @@ type session struct {
 // then sends shutdown.
 func drive(t *testing.T, r *agentproto.Reader, w *agentproto.Writer, req *agentproto.Run) *session {
 	t.Helper()
-	s := &session{}
 	f, err := r.Read()
 	if err != nil || f.Type != agentproto.TypeHello {
 		t.Fatalf("first frame = %v %v, want hello", f.Type, err)
 	}
+	s := runOne(t, r, w, req)
+	if err := w.Write(agentproto.TypeShutdown, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runOne sends req and collects frames until its result.
+func runOne(t *testing.T, r *agentproto.Reader, w *agentproto.Writer, req *agentproto.Run) *session {
+	t.Helper()
+	s := &session{}
 	payload, err := agentproto.Encode(req)
 	if err != nil {
 		t.Fatal(err)
@@ -97,9 +139,6 @@ func drive(t *testing.T, r *agentproto.Reader, w *agentproto.Writer, req *agentp
 		case agentproto.TypeResult:
 			if err := agentproto.Decode(f.Payload, &s.result); err != nil {
 				t.Fatalf("decoding result: %v", err)
-			}
-			if err := w.Write(agentproto.TypeShutdown, nil); err != nil {
-				t.Fatal(err)
 			}
 			return s
 		}
@@ -272,13 +311,11 @@ func TestAgentRun(t *testing.T) {
 func TestAgentRejectsBadRequests(t *testing.T) {
 	tests := []struct {
 		name  string
-		frame func(w *agentproto.Writer) error
+		frame string
 		want  string
 	}{
-		{"invalid run", func(w *agentproto.Writer) error {
-			return w.Write(agentproto.TypeRun, []byte(`{"argv":[]}`))
-		}, "no command"},
-		{"second run", nil, "second run"},
+		{"no command", `{"argv":[]}`, "no command"},
+		{"env entry without a value", `{"argv":["true"],"env":["NOVALUE"],"max_procs":8,"out_max_bytes":4096}`, "KEY=VALUE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,30 +324,129 @@ func TestAgentRejectsBadRequests(t *testing.T) {
 			if err := os.WriteFile(dev, make([]byte, 4096), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			r, w, done := serveAgent(t, Config{System: &fakeSystem{}, WorkspaceDir: root, OutDir: filepath.Join(root, "out"), OutDevice: dev, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
+			sys := &fakeSystem{}
+			r, w, _ := serveAgent(t, Config{System: sys, WorkspaceDir: root, OutDir: filepath.Join(root, "out"), OutDevice: dev, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
 			if _, err := r.Read(); err != nil {
 				t.Fatal(err)
 			}
-			if tt.frame != nil {
-				if err := tt.frame(w); err != nil {
-					t.Fatal(err)
-				}
-				f := readNonHello(t, r)
-				var res agentproto.Result
-				if err := agentproto.Decode(f.Payload, &res); err != nil {
-					t.Fatal(err)
-				}
-				if !strings.Contains(res.Error, tt.want) {
-					t.Fatalf("result error %q, want %q", res.Error, tt.want)
-				}
-				return
-			}
-			runTrue(t, w, r)
-			if err := w.Write(agentproto.TypeRun, []byte(trueRun)); err != nil {
+			if err := w.Write(agentproto.TypeRun, []byte(tt.frame)); err != nil {
 				t.Fatal(err)
 			}
-			if err := <-done; err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Serve = %v, want error containing %q", err, tt.want)
+			f := readNonHello(t, r)
+			var res agentproto.Result
+			if err := agentproto.Decode(f.Payload, &res); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.Error, tt.want) {
+				t.Fatalf("result error %q, want %q", res.Error, tt.want)
+			}
+			if calls := sys.callLog(); len(calls) != 0 {
+				t.Errorf("a refused request touched the system: %v", calls)
+			}
+			// A refused request is no run: the guest is still set up by the next one.
+			s := runOne(t, r, w, &agentproto.Run{Argv: []string{"true"}, MaxProcs: 8, OutMaxBytes: 4096, Workspace: true})
+			if s.result.ExitCode != 0 || s.result.Error != "" || sys.mounted != root {
+				t.Errorf("run after a refused request: %+v, workspace mounted at %q; want it run and set up", s.result, sys.mounted)
+			}
+		})
+	}
+}
+
+// TestAgentRunsInTurn plays a host that sends several commands to one agent: the guest
+// is set up by the first only, the clock is set and the agent user's processes killed
+// for each, and /out is written after each, a later and shorter archive read alone.
+func TestAgentRunsInTurn(t *testing.T) {
+	kill := fmt.Sprintf("kill %d", os.Getuid())
+	type run struct {
+		script     string
+		wantStdout string
+		wantErr    string
+		wantOut    map[string]string // nil: the out disk is not checked
+	}
+	tests := []struct {
+		name      string
+		sys       *fakeSystem
+		runs      []run
+		wantCalls []string
+	}{
+		{
+			name: "set up once, leftovers killed and /out written after each",
+			sys:  &fakeSystem{},
+			runs: []run{
+				{script: `echo one > made; head -c 5000 /dev/zero > "$OUT/big"; echo a > "$OUT/a"; echo first`,
+					wantStdout: "first\n", wantOut: map[string]string{"a": "a\n", "big": strings.Repeat("\x00", 5000)}},
+				{script: `cat made; rm "$OUT/big" "$OUT/a"; echo b > "$OUT/b"`,
+					wantStdout: "one\n", wantOut: map[string]string{"b": "b\n"}},
+				{script: `rm "$OUT/b"; echo third`, wantStdout: "third\n", wantOut: map[string]string{}},
+			},
+			wantCalls: []string{"clock", "grow", "network", "mount", kill, "clock", kill, "clock", kill},
+		},
+		{
+			name: "a failed setup runs nothing, then or later",
+			sys:  &fakeSystem{mountErr: errors.New("no such disk")},
+			runs: []run{
+				{script: `echo ran >> "$OUT/../ran"`, wantErr: "failed to mount workspace: no such disk"},
+				{script: `echo ran >> "$OUT/../ran"`, wantErr: "failed to mount workspace: no such disk"},
+			},
+			wantCalls: []string{"clock", "grow", "network", "mount", "clock"},
+		},
+		{
+			name: "leftovers that survive stop the next command",
+			sys:  &fakeSystem{killErr: errors.New("1 process still alive")},
+			runs: []run{
+				{script: `echo ran`, wantStdout: "ran\n", wantOut: map[string]string{}},
+				{script: `echo ran`, wantErr: "processes of an earlier command could not be ended: 1 process still alive"},
+			},
+			wantCalls: []string{"clock", "grow", "network", "mount", kill},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			ws, out, dev := filepath.Join(root, "workspace"), filepath.Join(root, "out"), filepath.Join(root, "out.disk")
+			for _, d := range []string{ws, out} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(dev, make([]byte, 1<<20), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r, w, done := serveAgent(t, Config{System: tt.sys, WorkspaceDir: ws, OutDir: out, OutDevice: dev,
+				BaseEnv: []string{"PATH=" + os.Getenv("PATH"), "OUT=" + out}})
+			if f, err := r.Read(); err != nil || f.Type != agentproto.TypeHello {
+				t.Fatalf("first frame = %v %v, want hello", f.Type, err)
+			}
+			for i, rn := range tt.runs {
+				clock := time.Date(2030, 1, 2, 3, 4, i, 0, time.UTC)
+				s := runOne(t, r, w, &agentproto.Run{
+					Argv: []string{"sh", "-c", rn.script}, ClockUnixNano: clock.UnixNano(), MaxProcs: 64, OutMaxBytes: 1 << 19,
+					Network: &agentproto.Network{Address: "10.0.2.15/24", Gateway: "10.0.2.2"}, Workspace: true, GrowRoot: true,
+				})
+				if s.stdout.String() != rn.wantStdout || !strings.Contains(s.result.Error, rn.wantErr) || (rn.wantErr == "" && s.result.Error != "") {
+					t.Errorf("run %d: stdout %q error %q (stderr %q), want %q %q", i+1, s.stdout.String(), s.result.Error, s.stderr.String(), rn.wantStdout, rn.wantErr)
+				}
+				if rn.wantErr == "" && !tt.sys.clock.Equal(clock) {
+					t.Errorf("run %d: clock %v, want %v", i+1, tt.sys.clock, clock)
+				}
+				if rn.wantOut == nil {
+					continue
+				}
+				if got := readTar(t, dev); !maps.Equal(got, rn.wantOut) {
+					t.Errorf("run %d: out disk holds %q, want %q", i+1, got, rn.wantOut)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(root, "ran")); tt.sys.mountErr != nil && err == nil {
+				t.Error("a command ran on a guest whose setup failed")
+			}
+			if got := tt.sys.callLog(); !slices.Equal(got, tt.wantCalls) {
+				t.Errorf("system calls %v, want %v", got, tt.wantCalls)
+			}
+			if err := w.Write(agentproto.TypeShutdown, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("Serve: %v", err)
 			}
 		})
 	}

@@ -178,24 +178,81 @@ func deviceWith(pattern, want string) (string, bool) {
 	return "", false
 }
 
-// KillUser kills every process owned by uid and reaps the agent's zombie children.
+// killUserTimeout bounds how long KillUser waits for killed processes to die (one in
+// uninterruptible sleep dies only when its I/O ends).
+const killUserTimeout = 10 * time.Second
+
+// KillUser kills every process of uid and reaps the agent's zombie children, scanning
+// again until a scan finds none alive: a process may fork between the scan that saw its
+// parent and the kill, and a killed one lives on until the kernel has torn it down. A
+// process counts as uid's when any of its real, effective, saved or filesystem uids is
+// uid, so one that ran a set-uid program is not missed. Root is refused: the agent itself
+// runs as root.
 func (LinuxSystem) KillUser(uid int) error {
+	if uid == 0 {
+		return errors.New("refusing to kill root's processes: the agent is one of them")
+	}
+	deadline := time.Now().Add(killUserTimeout)
+	for {
+		alive, err := killUIDOnce(uid)
+		ReapZombies()
+		if err != nil || alive == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d processes of uid %d still alive %v after SIGKILL", alive, uid, killUserTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// killUIDOnce sends SIGKILL to every live process of uid and returns how many it found.
+func killUIDOnce(uid int) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return fmt.Errorf("failed to list processes: %w", err)
+		return 0, fmt.Errorf("failed to list processes: %w", err)
 	}
+	alive := 0
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		var st syscall.Stat_t
-		if syscall.Stat("/proc/"+e.Name(), &st) == nil && int(st.Uid) == uid {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if !liveProcessOf(string(b), uid) {
+			continue
+		}
+		alive++
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return alive, nil
+}
+
+// liveProcessOf says whether a /proc/PID/status text is of a live (not zombie, not dead)
+// process with uid among its uids.
+func liveProcessOf(status string, uid int) bool {
+	owned, live := false, true
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "State:":
+			// Z (zombie) and X (dead) are already gone but for their entry.
+			live = f[1] != "Z" && f[1] != "X"
+		case "Uid:":
+			for _, v := range f[1:] {
+				if n, err := strconv.Atoi(v); err == nil && n == uid {
+					owned = true
+				}
+			}
 		}
 	}
-	ReapZombies()
-	return nil
+	return owned && live
 }
 
 // ReapZombies collects every exited child without blocking. PID 1 inherits orphans, so

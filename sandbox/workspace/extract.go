@@ -33,7 +33,9 @@ var ErrLimit = errors.New("guest output exceeds the limits")
 // directories and symlinks under dest. The archive is untrusted: entries with absolute
 // paths, `..`, special types, or symlinks that could lead out of dest are skipped and
 // reported; nothing is ever written through a symlink; ownership and set-id bits are not
-// taken. Exceeding limits stops the extraction with ErrLimit.
+// taken. Exceeding limits stops the extraction with ErrLimit. Reading stops at the
+// archive's end-of-archive blocks, never at the end of the disk: a guest that rewrote
+// the disk with a shorter archive than an earlier one gets the shorter one alone.
 func Extract(diskPath, dest string, lim Limits) (*Report, error) {
 	f, err := os.Open(diskPath)
 	if err != nil {

@@ -147,6 +147,76 @@ func TestExtract(t *testing.T) {
 	}
 }
 
+// TestExtractReadsTheLatestArchive: a session's guest rewrites the out disk after every
+// command from its first byte, without clearing what an earlier, longer archive left
+// beyond the new one's end. Extract must read the new archive alone: it stops at the
+// end-of-archive blocks every archive ends with (and that the guest writes at the start
+// of the disk when /out does not fit).
+func TestExtractReadsTheLatestArchive(t *testing.T) {
+	long := []entry{
+		{name: "big", typ: tar.TypeReg, body: strings.Repeat("x", 5000)},
+		{name: "dir", typ: tar.TypeDir},
+		{name: "dir/a", typ: tar.TypeReg, body: "a"},
+	}
+	tests := []struct {
+		name  string
+		later []byte
+		want  []string
+	}{
+		{"a shorter archive", tarBytes(t, []entry{{name: "b", typ: tar.TypeReg, body: "b"}}), []string{"b"}},
+		{"an empty archive", tarBytes(t, nil), nil},
+		{"an archive that did not fit, reset", make([]byte, 1024), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			disk := writeTar(t, long)
+			f, err := os.OpenFile(disk, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(tt.later, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dest := filepath.Join(t.TempDir(), "out")
+			rep, err := Extract(disk, dest, Limits{MaxBytes: 1 << 20, MaxFiles: 10})
+			if err != nil {
+				t.Fatalf("Extract: %v", err)
+			}
+			var got []string
+			entries, _ := os.ReadDir(dest)
+			for _, e := range entries {
+				got = append(got, e.Name())
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") || rep.Files != len(tt.want) {
+				t.Errorf("extracted %v (report %+v), want %v", got, rep, tt.want)
+			}
+		})
+	}
+}
+
+// tarBytes is an archive of entries as the guest writes it: ended by its two zero
+// blocks and nothing more.
+func tarBytes(t *testing.T, entries []entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		if err := tw.WriteHeader(&tar.Header{Name: e.name, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.body))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(e.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 func TestExtractEmptyDisk(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "out.disk")
 	if err := CreateOutDisk(p, 1<<20); err != nil {
