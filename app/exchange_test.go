@@ -205,6 +205,10 @@ func TestTokenExchange(t *testing.T) {
 			resp.RunToken == "" || resp.Permissions["contents"] != "write" || len(resp.Permissions) != 4 {
 			t.Fatalf("response %+v", resp)
 		}
+		if resp.BaseBranch != "main" || !strings.HasSuffix(resp.BotLogin, "[bot]") || len(resp.Approvals) != 1 ||
+			resp.Approvals[0].Revision != resp.Revision || resp.Approvals[0].CommentID == 0 || resp.Approvals[0].By == "" {
+			t.Fatalf("base branch %q, bot %q, approvals %+v", resp.BaseBranch, resp.BotLogin, resp.Approvals)
+		}
 		if d := time.Until(resp.RunTokenExpiresAt); d < 29*time.Minute || d > 31*time.Minute {
 			t.Fatalf("run token lives %v", d)
 		}
@@ -329,5 +333,68 @@ func TestExchangeNotInstalled(t *testing.T) {
 	code, _, body := h.exchange(wire.ExchangeRequest{OIDCToken: tok, Nonce: "n", WorkItem: "elsewhere/tool#1", Attempt: 1})
 	if code != http.StatusForbidden || !strings.Contains(body, "not installed") {
 		t.Fatalf("status %d body %s", code, body)
+	}
+}
+
+// TestRunReasonReachesTheItem: a runner that fails says why in its evidence report; when
+// its workflow run completes, the item fails with that reason, shown as text. Reports
+// with an outcome the App does not know, or an oversized reason, are refused.
+func TestRunReasonReachesTheItem(t *testing.T) {
+	h := newHarness(t, nil)
+	n, run := h.approved()
+	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code != http.StatusOK {
+		t.Fatalf("exchange: %d %s", code, body)
+	}
+	digest := ledger.ContentRevision([]byte("evidence"))
+	refused := []wire.Evidence{
+		{Digest: digest, Outcome: "succeeded-honestly"},
+		{Digest: digest, Outcome: "failure", Reason: strings.Repeat("x", wire.MaxReason+1)},
+	}
+	for _, e := range refused {
+		if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, e); code != http.StatusForbidden {
+			t.Fatalf("evidence outcome %q, reason of %d bytes: status %d %s, want 403", e.Outcome, len(e.Reason), code, body)
+		}
+	}
+	reason := "the run's model budget of $0.50 is spent: 3 calls refused; see `evidence.json` @octocat [x](https://evil.example)"
+	if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, wire.Evidence{Digest: digest, Outcome: "over_budget", Reason: reason}); code != http.StatusNoContent {
+		t.Fatalf("evidence: %d %s", code, body)
+	}
+	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	r := h.expectState(n, ledger.Failed)
+	if !strings.Contains(r.Reason, "ended (over_budget): the runner says ``") || !strings.Contains(r.Reason, "budget of $0.50 is spent") ||
+		!strings.Contains(r.Reason, "1 of 3 attempts used") {
+		t.Fatalf("reason %q", r.Reason)
+	}
+	if a := r.Attempts[0]; a.RunOutcome != "over_budget" || a.RunReason != reason || a.EvidenceDigest != digest {
+		t.Fatalf("attempt %+v", a)
+	}
+}
+
+// TestRunThatDeliveredEndsQuietly: the workflow run of an attempt that opened its pull
+// request and handed it to review completes; the item stays with its reviewer instead
+// of failing "before a pull request was ready".
+func TestRunThatDeliveredEndsQuietly(t *testing.T) {
+	h := newHarness(t, nil)
+	n, run := h.approved()
+	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code != http.StatusOK {
+		t.Fatalf("exchange: %d %s", code, body)
+	}
+	pr, head := h.runnerPull(n, 1, granted.InstallationToken)
+	for _, p := range []wire.Progress{{State: "verifying"}, {State: "reviewing", PullRequest: pr, HeadCommit: head}} {
+		if code, body := h.post(http.MethodPost, wire.PathProgress, granted.RunToken, p); code != http.StatusNoContent {
+			t.Fatalf("progress %s: %d %s", p.State, code, body)
+		}
+	}
+	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "success"}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if r := h.expectState(n, ledger.Reviewing); r.PullRequest != pr || r.Attempts[0].Outcome != "success" {
+		t.Fatalf("pull request %d, attempt outcome %q", r.PullRequest, r.Attempts[0].Outcome)
 	}
 }

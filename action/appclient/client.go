@@ -162,6 +162,7 @@ func checkExchange(req wire.ExchangeRequest, r wire.ExchangeResponse) error {
 	for _, f := range []struct{ name, v string }{
 		{"installation_token", r.InstallationToken}, {"run_token", r.RunToken}, {"repository", r.Repository},
 		{"work_item", r.WorkItem}, {"revision", r.Revision}, {"stage", r.Stage}, {"base_commit", r.BaseCommit},
+		{"base_branch", r.BaseBranch}, {"bot_login", r.BotLogin},
 	} {
 		if f.v == "" {
 			missing = append(missing, f.name)

@@ -111,7 +111,7 @@ func TestNew(t *testing.T) {
 func TestAnswers(t *testing.T) {
 	req := wire.ExchangeRequest{OIDCToken: "OIDC-SECRET", Nonce: "NONCE-SECRET", WorkItem: "acme/widgets#1", Attempt: 1}
 	okExchange := `{"installation_token":"ghs_x","repository":"acme/widgets","run_token":"rt","work_item":"acme/widgets#1",` +
-		`"revision":"sha256:r","attempt":1,"stage":"implement","base_commit":"c","added_later":{"x":1}}`
+		`"revision":"sha256:r","attempt":1,"stage":"implement","base_commit":"c","base_branch":"main","bot_login":"bumper[bot]","added_later":{"x":1}}`
 	cases := []struct {
 		name    string
 		status  int

@@ -115,6 +115,10 @@ type Attempt struct {
 	// HeadCommit is the commit the run pushed to its work branch, as the runner
 	// reported it; the work item's pull request must have exactly this head.
 	HeadCommit string `json:"head_commit,omitempty"`
+	// RunOutcome and RunReason are how the runner says the run ended, and why: the
+	// reason a failed attempt gives when its workflow run completes.
+	RunOutcome string `json:"run_outcome,omitempty"`
+	RunReason  string `json:"run_reason,omitempty"`
 }
 
 // ID names a work item: "owner/repo#issue".

@@ -55,6 +55,22 @@ type ExchangeResponse struct {
 	Attempt           int               `json:"attempt"`
 	Stage             string            `json:"stage"`
 	BaseCommit        string            `json:"base_commit"`
+	// BaseBranch is the branch the pull request goes into.
+	BaseBranch string `json:"base_branch"`
+	// BotLogin is the App's own login ("slug[bot]"): the runner reuses only a pull
+	// request the App opened.
+	BotLogin string `json:"bot_login"`
+	// Approvals are the approvals the run was dispatched under, for the evidence; a
+	// plan run has none.
+	Approvals []Approval `json:"approvals"`
+}
+
+// Approval is one holding approval of the run's revision.
+type Approval struct {
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	Revision  string    `json:"revision"`
+	CommentID int64     `json:"comment_id"`
 }
 
 // RunClaims are the claims of a run token.
@@ -87,7 +103,18 @@ type Evidence struct {
 	AuditHead    string `json:"audit_head,omitempty"`
 	PullRequest  int    `json:"pull_request,omitempty"`
 	HeadCommit   string `json:"head_commit,omitempty"`
+	// Outcome is how the run ended (the evidence's outcome: success, failure, stopped,
+	// timed_out, over_budget, error) and Reason why, when it did not succeed: the App
+	// says so when the workflow run completes.
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
+
+// Run outcomes a runner reports in Evidence.Outcome.
+var RunOutcomes = []string{"success", "failure", "stopped", "timed_out", "over_budget", "error"}
+
+// MaxReason bounds Evidence.Reason, in bytes.
+const MaxReason = 1000
 
 // Task is what the agent is asked to do, as the App approved it: the runner writes it
 // into the VM as files, and the agent reads nothing else from GitHub about the issue.

@@ -5,9 +5,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
@@ -95,6 +97,11 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 			return none, s.voidAtMint(ctx, gh, it, why)
 		}
 	}
+	// Learned before the nonce is spent, so a failure here leaves the attempt usable.
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return none, err
+	}
 	key := DispatchKey(rec.Issue, att.Revision, att.Number)
 	created, err := gh.CreateRef(ctx, repo, ExchangeRefPrefix+key, rec.BaseCommit)
 	if err != nil {
@@ -116,9 +123,14 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err != nil {
 		return none, err
 	}
+	var approvals []wire.Approval
+	if a := rec.ActiveApproval(); a != nil && att.Stage != StagePlan {
+		approvals = append(approvals, wire.Approval{By: a.By, At: a.At, Revision: a.Revision, CommentID: a.CommentID})
+	}
 	return wire.ExchangeResponse{InstallationToken: tok, TokenExpiresAt: tokExp, Permissions: perms,
 		Repository: rec.Repository, RunToken: runTok, RunTokenExpiresAt: runExp, WorkItem: rec.ID(),
-		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit}, nil
+		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit,
+		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals}, nil
 }
 
 // baseMoved voids the approval of a run whose base branch moved before it started.
@@ -257,6 +269,12 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	if c.Stage == StagePlan {
 		return refuse("a plan run has no evidence to report; it posts its plan")
 	}
+	if e.Outcome != "" && !slices.Contains(wire.RunOutcomes, e.Outcome) {
+		return refuse("outcome %q: want one of %s", e.Outcome, strings.Join(wire.RunOutcomes, ", "))
+	}
+	if len(e.Reason) > wire.MaxReason || !utf8.ValidString(e.Reason) {
+		return refuse("reason: want valid UTF-8 of at most %d bytes", wire.MaxReason)
+	}
 	defer s.lock(c.WorkItem)()
 	gh, it, err := s.current(ctx, c)
 	if err != nil {
@@ -269,6 +287,7 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	}
 	att := it.rec.CurrentAttempt()
 	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
+	att.RunOutcome, att.RunReason = e.Outcome, e.Reason
 	if e.AuditHead != "" {
 		it.rec.AuditHead = e.AuditHead
 	}

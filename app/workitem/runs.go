@@ -11,6 +11,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -77,12 +78,22 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 		}
 		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the plan run ended (%s) without posting a plan", conclusion))
 	}
+	if a := rec.CurrentAttempt(); rec.State == ledger.Reviewing && a != nil && a.Number == attempt && a.Stage != StageReview && rec.PullRequest != 0 {
+		// The run delivered: its pull request waits for its review, whatever the
+		// workflow's conclusion says of the steps after the report.
+		return nil
+	}
 	pol, err := s.policy(ctx, gh, it.repo.FullName)
 	if err != nil {
 		pol = repoconfig.Default()
 	}
 	used := rec.AttemptsOfStage(StageImplement)
-	reason := fmt.Sprintf("attempt %d ended (%s) before a pull request was ready; %d of %d attempts used", attempt, conclusion, used, pol.Bounds.Attempts)
+	reason := fmt.Sprintf("attempt %d ended (%s) before a pull request was ready", attempt, conclusion)
+	if a := rec.CurrentAttempt(); a != nil && a.Number == attempt && a.RunReason != "" {
+		// The runner's words, shown as text: they may quote the repository or the agent.
+		reason = fmt.Sprintf("attempt %d ended (%s): the runner says %s", attempt, a.RunOutcome, mdcode.Span(strings.Join(strings.Fields(a.RunReason), " ")))
+	}
+	reason += fmt.Sprintf("; %d of %d attempts used", used, pol.Bounds.Attempts)
 	if used >= pol.Bounds.Attempts {
 		reason += "; the attempt bound is reached"
 	} else {

@@ -15,6 +15,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // Options configure a Service.
@@ -47,7 +48,13 @@ type Service struct {
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 	bot   string
+	// policies caches .github/bumper.yml by repository and commit: a commit's content
+	// never changes, and an approval's policy is read at its base commit several times.
+	policies map[string]repoconfig.Config
 }
+
+// maxCachedPolicies bounds the policy cache; past it, the cache starts over.
+const maxCachedPolicies = 1024
 
 // New checks the options and returns a Service.
 func New(opts Options) (*Service, error) {
@@ -230,6 +237,30 @@ func (s *Service) policy(ctx context.Context, gh GitHub, repo string) (repoconfi
 // policyAt reads the policy at a commit: what an approval binds is the policy of the
 // approved base commit, whatever the default branch says now.
 func (s *Service) policyAt(ctx context.Context, gh GitHub, repo, ref string) (repoconfig.Config, error) {
+	key := strings.ToLower(repo) + "@" + ref
+	cacheable := revision.IsCommitID(ref)
+	if cacheable {
+		s.mu.Lock()
+		p, ok := s.policies[key]
+		s.mu.Unlock()
+		if ok {
+			return p, nil
+		}
+	}
+	p, err := s.readPolicy(ctx, gh, repo, ref)
+	if err != nil || !cacheable {
+		return p, err
+	}
+	s.mu.Lock()
+	if s.policies == nil || len(s.policies) >= maxCachedPolicies {
+		s.policies = map[string]repoconfig.Config{}
+	}
+	s.policies[key] = p
+	s.mu.Unlock()
+	return p, nil
+}
+
+func (s *Service) readPolicy(ctx context.Context, gh GitHub, repo, ref string) (repoconfig.Config, error) {
 	raw, err := gh.File(ctx, repo, repoconfig.Path, ref)
 	if errors.Is(err, ErrNotFound) {
 		return repoconfig.Default(), nil

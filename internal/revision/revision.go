@@ -27,3 +27,18 @@ func Valid(s string) bool {
 	_, err := hex.DecodeString(hexPart)
 	return err == nil && strings.ToLower(hexPart) == hexPart
 }
+
+// IsCommitID reports whether s is a full git commit id: 40 lower-case hex digits (the
+// SHA-1 object format, the one Bumper's git handling accepts). Content named by one
+// never changes, which is what lets it be cached.
+func IsCommitID(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -17,3 +17,17 @@ func TestRevision(t *testing.T) {
 		}
 	}
 }
+
+func TestIsCommitID(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0123456789abcdef0123456789abcdef01234567":  true,
+		"0123456789ABCDEF0123456789abcdef01234567":  false,
+		"0123456789abcdef0123456789abcdef0123456":   false,
+		"0123456789abcdef0123456789abcdef012345678": false,
+		"main": false, "": false, "0123456789abcdef0123456789abcdef0123456g": false,
+	} {
+		if IsCommitID(s) != want {
+			t.Errorf("IsCommitID(%q) = %v", s, !want)
+		}
+	}
+}
