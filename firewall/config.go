@@ -37,6 +37,16 @@ type Config struct {
 	Limits  Limits            `yaml:"limits"`
 	Gateway GatewayConfig     `yaml:"gateways"`
 	Budget  BudgetConfig      `yaml:"budget"`
+	// Secrets, when set, are the gateways' credentials, used instead of the files and
+	// environment variables the YAML names: a caller that runs the firewall in process
+	// (bumper run) hands over the run's token without writing it to disk or putting it
+	// in an environment a child process could inherit. Never read from YAML.
+	Secrets *Secrets `yaml:"-"`
+}
+
+// Secrets are the real credentials the gateways put in place of the VM's sentinels.
+type Secrets struct {
+	GitHubToken, AnthropicKey, OpenAIKey string
 }
 
 // Limits bound what one client may hold. Zero values take the defaults.

@@ -51,6 +51,8 @@ type Firewall struct {
 	started   bool
 	stopAsked bool
 	addr      string
+	audit     *audit.Log
+	meter     *meter.Meter
 	cancel    context.CancelFunc
 	cleanups  []cleanup
 	done      chan struct{} // closed when the firewall has stopped and cleaned up
@@ -125,6 +127,9 @@ func (f *Firewall) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.mu.Lock()
+	f.audit, f.meter = al, m
+	f.mu.Unlock()
 	l := f.cfg.Limits
 	opts := Options{
 		Policy: f.policy, Filter: policy.NewAddrFilter(own), Overrides: f.overrides, Audit: al,
@@ -173,6 +178,31 @@ func (f *Firewall) Addr() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.addr
+}
+
+// Usage is the model spending metered so far; ok is false when no model gateway runs.
+// It stays readable after Stop, for the run's evidence.
+func (f *Firewall) Usage() (s meter.Summary, ok bool) {
+	f.mu.Lock()
+	m := f.meter
+	f.mu.Unlock()
+	if m == nil {
+		return meter.Summary{}, false
+	}
+	return m.Summary(), true
+}
+
+// AuditHead is the head of the audit log: its line count and the hash of the last line.
+// After Stop it is the final head, which the run's evidence names; ok is false before
+// Start opened the log.
+func (f *Firewall) AuditHead() (h audit.Head, ok bool) {
+	f.mu.Lock()
+	al := f.audit
+	f.mu.Unlock()
+	if al == nil {
+		return audit.Head{}, false
+	}
+	return al.Head(), true
 }
 
 // Stop closes the listener and every connection, flushes and closes the audit log, and
@@ -256,15 +286,7 @@ func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, err
 	if g.GitBase == "" && g.GitHubAPIBase == "" && g.AnthropicBase == "" && g.OpenAIBase == "" {
 		return nil, nil, nil
 	}
-	token, err := readSecret(g.TokenFile, EnvGitHubToken)
-	if err != nil {
-		return nil, nil, err
-	}
-	akey, err := readSecret(g.AnthropicKeyFile, EnvAnthropicKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	okey, err := readSecret(g.OpenAIKeyFile, EnvOpenAIKey)
+	token, akey, okey, err := secrets(c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -288,6 +310,25 @@ func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, err
 		return nil, nil, err
 	}
 	return gw, m, nil
+}
+
+// secrets are Config.Secrets when the caller gave them, else what the config's files or
+// the environment hold.
+func secrets(c *Config) (token, anthropic, openai string, err error) {
+	if s := c.Secrets; s != nil {
+		return s.GitHubToken, s.AnthropicKey, s.OpenAIKey, nil
+	}
+	g := c.Gateway
+	if token, err = readSecret(g.TokenFile, EnvGitHubToken); err != nil {
+		return "", "", "", err
+	}
+	if anthropic, err = readSecret(g.AnthropicKeyFile, EnvAnthropicKey); err != nil {
+		return "", "", "", err
+	}
+	if openai, err = readSecret(g.OpenAIKeyFile, EnvOpenAIKey); err != nil {
+		return "", "", "", err
+	}
+	return token, anthropic, openai, nil
 }
 
 func loadPrices(path string) (*meter.Prices, error) {

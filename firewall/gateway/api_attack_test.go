@@ -631,3 +631,25 @@ func TestGitOtherRepositoriesRefused(t *testing.T) {
 		t.Fatalf("refusals not audited:\n%s", a)
 	}
 }
+
+// TestGitNoPushWithoutPushRef: a run without a branch of its own (a plan or review run,
+// PushRef empty) may not push at all: the gateway refuses receive-pack, the
+// advertisement and the push alike, before the git host sees them, whatever the token.
+func TestGitNoPushWithoutPushRef(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) { c.GitBase = c.GitHubAPIBase; c.PushRef = "" })
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/git/o/r.git/info/refs?service=git-receive-pack"},
+		{"POST", "/git/o/r.git/git-receive-pack"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			before := f.api.count()
+			resp, body := f.do(t, tc.method, tc.path, nil, "0000")
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "may not push") || f.api.count() != before {
+				t.Fatalf("status %d (%s); reached the git host: %v", resp.StatusCode, body, f.api.count() != before)
+			}
+		})
+	}
+	if resp, _ := f.do(t, "GET", "/git/o/r.git/info/refs?service=git-upload-pack", nil, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("fetching is still served: status %d", resp.StatusCode)
+	}
+}

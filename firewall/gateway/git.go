@@ -48,6 +48,12 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) 
 		g.refuse(w, r, "git", http.StatusForbidden, fmt.Sprintf("%s %s is not a smart HTTP git request", r.Method, rest))
 		return
 	}
+	if service == "git-receive-pack" && g.cfg.PushRef == "" {
+		// A run without a branch of its own (a plan or review run) may not push at all:
+		// refused here, before the git host is asked, whatever the token could do.
+		g.refuse(w, r, "git", http.StatusForbidden, "this run may not push")
+		return
+	}
 	reason := "git " + service
 	if service == "git-receive-pack" && r.Method == http.MethodPost {
 		var ok bool

@@ -25,6 +25,8 @@ type Meter struct {
 	// together spend more than the budget.
 	reserved float64
 	inFlight int
+	// refused counts calls refused for want of budget: the run went over its cap.
+	refused int
 }
 
 // New returns a meter with a budget in US dollars (0: unlimited, still metered).
@@ -158,6 +160,7 @@ func (m *Meter) Reserve(req Request) (*Reservation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.budget > 0 && m.spent+m.reserved+usd > m.budget {
+		m.refused++
 		return nil, &BudgetError{BudgetUSD: m.budget, SpentUSD: m.spent, ReservedUSD: m.reserved, InFlight: m.inFlight,
 			Worst: worst, WorstUSD: usd, CapGiven: req.MaxOutput > 0}
 	}
@@ -226,6 +229,8 @@ type Summary struct {
 	// ReservedUSD is the worst case held by the InFlight calls not yet settled.
 	ReservedUSD float64 `json:"reserved_usd"`
 	InFlight    int     `json:"calls_in_flight"`
+	// Refused are the calls refused because they did not fit in the budget.
+	Refused int `json:"calls_refused_over_budget"`
 }
 
 // Summary returns the running total.
@@ -233,5 +238,5 @@ func (m *Meter) Summary() Summary {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return Summary{PriceTable: m.prices.Version, BudgetUSD: m.budget, SpentUSD: m.spent, Calls: m.calls, UnknownModel: m.unknown, Partial: m.partial,
-		Estimated: m.estimated, ReservedUSD: m.reserved, InFlight: m.inFlight}
+		Estimated: m.estimated, ReservedUSD: m.reserved, InFlight: m.inFlight, Refused: m.refused}
 }

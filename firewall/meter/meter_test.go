@@ -319,6 +319,9 @@ func TestReserve(t *testing.T) {
 				}
 			}
 			s := m.Summary()
+			if want := strings.Count(tc.steps, "x"); s.Refused != want {
+				t.Fatalf("summary counts %d calls refused over budget, want %d", s.Refused, want)
+			}
 			if math.Abs(s.SpentUSD-tc.spent) > 1e-12 || math.Abs(s.ReservedUSD-tc.reserved) > 1e-12 || s.InFlight != tc.inFlight || s.Calls != tc.calls {
 				t.Fatalf("summary %+v, want spent $%v reserved $%v in flight %d calls %d", s, tc.spent, tc.reserved, tc.inFlight, tc.calls)
 			}
