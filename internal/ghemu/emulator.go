@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -329,6 +330,39 @@ func (e *Emulator) Users() []UserInfo {
 type UserInfo struct {
 	Login string
 	Token string
+}
+
+// TokenInfo is an installation token the emulator minted, for tests that check what a
+// run did with its token (that it was revoked, say).
+type TokenInfo struct {
+	Value          string
+	InstallationID int64
+	// Repositories are the owner/name of the repositories it is scoped to; empty: all of
+	// the installation's.
+	Repositories []string
+	Permissions  map[string]string
+	ExpiresAt    time.Time
+	Revoked      bool
+}
+
+// InstallationTokens lists the installation tokens minted so far, oldest expiry first.
+func (e *Emulator) InstallationTokens() []TokenInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []TokenInfo
+	for _, t := range e.st.Tokens {
+		ti := TokenInfo{Value: t.Value, InstallationID: t.InstallationID, Permissions: maps.Clone(t.Permissions), ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
+		for _, id := range t.RepoIDs {
+			for _, rp := range e.st.Repos {
+				if rp.ID == id {
+					ti.Repositories = append(ti.Repositories, rp.fullName())
+				}
+			}
+		}
+		out = append(out, ti)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ExpiresAt.Before(out[j].ExpiresAt) })
+	return out
 }
 
 // InstallationID returns the ID of the App's installation on account, or 0.

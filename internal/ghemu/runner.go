@@ -457,8 +457,13 @@ func (e *Emulator) runProcess(lr *localRun, f jobFiles, env []string, timeout ti
 		return jobResult{exitCode: -1, startErr: fmt.Errorf("failed to open the job log: %w", err)}
 	}
 	defer logf.Close()
+	out := &maskingWriter{w: logf}
+	defer out.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = f.workspace, env, logf, logf
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = f.workspace, env, out, out
+	// The output now goes through a pipe: a process the job left behind (orphaned, as a
+	// killed job's children are) may hold it open, and must not hold the run with it.
+	cmd.WaitDelay = 2 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return jobResult{exitCode: -1, startErr: err}

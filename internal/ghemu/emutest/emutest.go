@@ -4,6 +4,7 @@ package emutest
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -24,7 +25,14 @@ var shared struct {
 // Option changes what New checks.
 type Option func(*config)
 
-type config struct{ invalidRequests bool }
+type config struct {
+	invalidRequests bool
+	observe         func(*http.Request)
+}
+
+// Observe calls fn with every request the emulator receives, before it is served (a
+// benchmark counts API calls with it). fn must not read the body.
+func Observe(fn func(*http.Request)) Option { return func(c *config) { c.observe = fn } }
 
 // AllowInvalidRequests is for tests that send malformed requests on purpose: what the
 // clients sent is not held against the test; the emulator's answers still are.
@@ -49,7 +57,15 @@ func New(tb testing.TB, opts ghemu.Options, options ...Option) *ghemu.Emulator {
 	if err != nil {
 		tb.Fatalf("failed to create the emulator: %v", err)
 	}
-	srv := httptest.NewServer(ck.Wrap(e.Handler()))
+	h := ck.Wrap(e.Handler())
+	if cfg.observe != nil {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cfg.observe(r)
+			inner.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(h)
 	e.SetBaseURL(srv.URL)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,0 +1,74 @@
+package ghemu
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+)
+
+// addMaskCommand is the workflow command that registers a secret: GitHub's runner
+// consumes the line and shows the value as *** wherever it appears later in the log.
+const addMaskCommand = "::add-mask::"
+
+// maskingWriter writes a job's output to its log as GitHub's runner does with secrets:
+// an ::add-mask:: line is not logged and its value is replaced by *** from then on. It
+// works on whole lines (a value split across writes is still found); Close writes what
+// is left of the last line.
+type maskingWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	buf   []byte
+	masks []string
+}
+
+func (m *maskingWriter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.buf = append(m.buf, p...)
+	for {
+		i := bytes.IndexByte(m.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if err := m.line(m.buf[:i+1]); err != nil {
+			return len(p), err
+		}
+		m.buf = m.buf[i+1:]
+	}
+	// A line without an end is still logged once it is long; GitHub's runner has a
+	// limit of its own.
+	if len(m.buf) > 64<<10 {
+		err := m.line(m.buf)
+		m.buf = m.buf[:0]
+		return len(p), err
+	}
+	return len(p), nil
+}
+
+func (m *maskingWriter) line(l []byte) error {
+	s := string(l)
+	if v, ok := strings.CutPrefix(s, addMaskCommand); ok {
+		if v = strings.TrimSpace(v); v != "" {
+			m.masks = append(m.masks, v)
+		}
+		return nil
+	}
+	for _, v := range m.masks {
+		s = strings.ReplaceAll(s, v, "***")
+	}
+	_, err := io.WriteString(m.w, s)
+	return err
+}
+
+// Close writes the last, unfinished line.
+func (m *maskingWriter) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.buf) == 0 {
+		return nil
+	}
+	err := m.line(m.buf)
+	m.buf = nil
+	return err
+}

@@ -1,0 +1,25 @@
+package ghemu
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestMaskingWriter: as on GitHub, a registered secret never reaches the job log, even
+// when the job prints it in pieces; the ::add-mask:: line itself is not logged.
+func TestMaskingWriter(t *testing.T) {
+	var log bytes.Buffer
+	m := &maskingWriter{w: &log}
+	for _, p := range []string{"before s3cr", "et-value\n", "::add-mask::s3cret-value\n", "key=s3cr", "et-value; again s3cret-value\n", "tail s3cret-value"} {
+		if _, err := m.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := "before s3cret-value\nkey=***; again ***\ntail ***"
+	if log.String() != want {
+		t.Fatalf("log %q, want %q", log.String(), want)
+	}
+}
