@@ -174,7 +174,8 @@ const (
 	PhaseCancelled PhaseOutcome = "cancelled"
 )
 
-// Phase is one step of the run. Round is set for verification phases only.
+// Phase is one step of the run. Round is set for verification phases (required) and
+// agent phases (the agent's turns between verifications), and for no other.
 type Phase struct {
 	Name       PhaseName    `json:"name"`
 	Round      int          `json:"round,omitempty"`

@@ -76,9 +76,9 @@ func realistic() *evidence.Evidence {
 		evidence.NewPhase(evidence.PhaseFirewall, at(0.412), at(0.530), evidence.PhaseOK),
 		evidence.NewPhase(evidence.PhaseWorkspace, at(0.530), at(2.104), evidence.PhaseOK),
 		evidence.NewPhase(evidence.PhaseBoot, at(2.104), at(2.891), evidence.PhaseOK),
-		evidence.NewPhase(evidence.PhaseAgent, at(2.891), at(401.2), evidence.PhaseOK),
+		inRound(evidence.NewPhase(evidence.PhaseAgent, at(2.891), at(401.2), evidence.PhaseOK), 1),
 		evidence.NewPhase(evidence.PhaseVerification, at(401.2), at(455.75), evidence.PhaseFailed),
-		evidence.NewPhase(evidence.PhaseAgent, at(455.75), at(590.3), evidence.PhaseOK),
+		inRound(evidence.NewPhase(evidence.PhaseAgent, at(455.75), at(590.3), evidence.PhaseOK), 2),
 		evidence.NewPhase(evidence.PhaseVerification, at(590.3), at(642.9), evidence.PhaseOK),
 		evidence.NewPhase(evidence.PhasePush, at(642.9), at(644.1), evidence.PhaseOK),
 		evidence.NewPhase(evidence.PhasePullRequest, at(644.1), at(645.0), evidence.PhaseOK),
@@ -164,4 +164,10 @@ func failedRun() *evidence.Evidence {
 	e.Audit = nil
 	e.Artifact = nil
 	return e
+}
+
+// inRound sets a phase's round (agent and verification phases carry one).
+func inRound(p evidence.Phase, round int) evidence.Phase {
+	p.Round = round
+	return p
 }

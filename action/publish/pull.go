@@ -73,9 +73,8 @@ func OpenPullRequest(ctx context.Context, gh *github.Client, o PullRequestOption
 		return nil, err
 	}
 	branch := workspace.Branch(o.Issue, o.Attempt)
-	if pr, err := findPull(ctx, gh, owner, name, branch, o.BotLogin); pr != nil || err != nil {
-		return pr, err
-	}
+	// No look first: GitHub refuses a second open pull request from the branch (422),
+	// and only then is the open one looked for, which saves a call on every first try.
 	body, cuts := pullBody(o)
 	created, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{
 		Title: github.String(pullTitle(o.Title, o.Issue)), Head: github.String(branch), Base: github.String(o.Base),

@@ -62,6 +62,12 @@ func TestPrepareThroughGateway(t *testing.T) {
 			if status, _ := g.run(ctx, nil, 1<<20, "status", "--porcelain"); len(status) != 0 {
 				t.Errorf("the checkout is not clean:\n%s", status)
 			}
+			// An edit of the same size in the very second of the checkout is still a
+			// change: checkStat=minimal sees only the second and the size.
+			changed := sameSizeEdit(t, w.RepoDir)
+			if status, _ := g.line(ctx, "status", "--porcelain"); status != "M "+changed && status != " M "+changed {
+				t.Errorf("an edit of the same size right after the checkout: git status says %q", status)
+			}
 			for name, want := range opts.Task {
 				got, err := os.ReadFile(filepath.Join(w.Dir, "task", name))
 				if err != nil || string(got) != string(want) {
@@ -215,4 +221,35 @@ func TestVerifyRefuses(t *testing.T) {
 			t.Logf("refused: %v", err)
 		})
 	}
+}
+
+// sameSizeEdit rewrites the first non-empty regular file of the checkout with other
+// bytes of the same length, dated now, and returns its path in the repository.
+func sameSizeEdit(t *testing.T, dir string) string {
+	t.Helper()
+	var found string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || found != "":
+			return err
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) == 0 {
+			return err
+		}
+		b[0] ^= 0x20
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+		found, err = filepath.Rel(dir, p)
+		return err
+	})
+	if err != nil || found == "" {
+		t.Fatalf("no file to edit: %v", err)
+	}
+	return found
 }

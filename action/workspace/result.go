@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // ResultRef is where Result keeps the work branch it read from the bundle, in the
@@ -244,13 +245,13 @@ func readBundleHeader(r io.Reader) (*bundleHeader, error) {
 			}
 		case strings.HasPrefix(line, "-"):
 			oid, _, _ := strings.Cut(line[1:], " ")
-			if !shaRE.MatchString(oid) || len(h.refs) > 0 {
+			if !revision.IsCommitID(oid) || len(h.refs) > 0 {
 				return bad("prerequisite %.60q", line)
 			}
 			h.prerequisites = append(h.prerequisites, oid)
 		default:
 			oid, ref, ok := strings.Cut(line, " ")
-			if !ok || !shaRE.MatchString(oid) || !strings.HasPrefix(ref, "refs/") || strings.ContainsAny(ref, " \t\x00") {
+			if !ok || !revision.IsCommitID(oid) || !strings.HasPrefix(ref, "refs/") || strings.ContainsAny(ref, " \t\x00") {
 				return bad("ref line %.80q", line)
 			}
 			if _, dup := h.refs[ref]; dup || len(h.refs) >= 16 {

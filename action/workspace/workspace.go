@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"net/url"
 	"os"
@@ -38,6 +39,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // Where the VM sees the workspace: sandbox's guest agent mounts the workspace disk at
@@ -185,8 +189,6 @@ func (o Options) withDefaults() Options {
 }
 
 var (
-	shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
-
 	gitPathRE  = regexp.MustCompile(`^/git/([A-Za-z0-9_.-]{1,100})/([A-Za-z0-9_.-]{1,100})\.git$`)
 	taskNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 )
@@ -240,7 +242,7 @@ func (o Options) validate() (*url.URL, string, error) {
 		return nil, "", err
 	}
 	var errs []error
-	if !shaRE.MatchString(o.Base) {
+	if !revision.IsCommitID(o.Base) {
 		errs = append(errs, fmt.Errorf("base commit %q is not a full lowercase SHA-1 (40 hexadecimal digits)", o.Base))
 	}
 	if o.Issue < 1 || o.Attempt < 1 {
@@ -500,12 +502,42 @@ func (w *Workspace) checkout(ctx context.Context) error {
 			return fmt.Errorf("failed to set %s: %w", kv[0], err)
 		}
 	}
+	// With checkStat=minimal git sees a change only through the whole-second mtime and
+	// the size: an agent that rewrote a file to the same size within the second of the
+	// checkout would go unseen, and its change uncommitted. So every checked-out file is
+	// dated an hour back (no write in the VM, whose clock is the host's, can share that
+	// second), and the index refreshed to those dates on the host, where hashing is fast.
+	if err := backdate(w.RepoDir, time.Now().Add(-time.Hour).Truncate(time.Second)); err != nil {
+		return err
+	}
+	if _, err := w.git.run(ctx, nil, 1<<20, "update-index", "-q", "--refresh"); err != nil {
+		return fmt.Errorf("failed to refresh the index: %w", err)
+	}
 	// Files checked out in the second the index was written count as "racily clean"
 	// and would be re-hashed in the VM too. The index is newer than every file, so
 	// date it after them.
 	later := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	if err := os.Chtimes(filepath.Join(w.RepoDir, ".git", "index"), later, later); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("failed to date the index: %w", err)
+	}
+	return nil
+}
+
+// backdate sets the modification time of everything under dir but .git to t, never
+// following a link (a link's own time is set: a checked-out link may point anywhere).
+func backdate(dir string, t time.Time) error {
+	tv := []unix.Timeval{unix.NsecToTimeval(t.UnixNano()), unix.NsecToTimeval(t.UnixNano())}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p == filepath.Join(dir, ".git") {
+			return filepath.SkipDir
+		}
+		return unix.Lutimes(p, tv)
+	})
+	if err != nil {
+		return fmt.Errorf("failed to date the checkout: %w", err)
 	}
 	return nil
 }
@@ -597,4 +629,4 @@ func (w *Workspace) Close() error {
 
 // IsCommitID reports whether s is a full, lower-case SHA-1 commit id, the only form the
 // runner accepts for a commit it is told about.
-func IsCommitID(s string) bool { return shaRE.MatchString(s) }
+func IsCommitID(s string) bool { return revision.IsCommitID(s) }
