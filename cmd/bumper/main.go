@@ -39,6 +39,7 @@ func commands() map[string]command {
 		"firewall":    {summary: "run the default-deny egress proxy with gateways and audit log", doc: "docs/firewall.md", run: runFirewall},
 		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", doc: "docs/firewall.md", run: runAudit},
 		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", doc: "docs/runner.md", run: runGuestAgent},
+		"run":         {summary: "one dispatched run: token exchange, firewall, microVM, agent, verification, pull request (action.yml runs it)", doc: "docs/runner.md", run: runRun},
 		"sandbox":     {summary: "run a command in a microVM behind the firewall: bumper sandbox run -- CMD", doc: "docs/runner.md", run: runSandbox},
 	}
 }

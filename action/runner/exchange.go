@@ -1,0 +1,110 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/action/appclient"
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+)
+
+// exchange trades the OIDC token and the nonce for the run's credentials, reads the
+// approved task, and the repository's policy at the approved base commit.
+func (r *run) exchange(ctx context.Context) (string, error) {
+	r.cfg.Mask(r.cfg.Nonce)
+	var opts []appclient.Option
+	if r.cfg.AllowInsecureHTTP {
+		opts = append(opts, appclient.AllowInsecureHTTP())
+	}
+	client, err := appclient.New(r.cfg.ServeURL, opts...)
+	if err != nil {
+		return "", fmt.Errorf("failed to reach serve: %w", err)
+	}
+	oidc, err := r.cfg.OIDCToken(ctx)
+	if err != nil {
+		return "", fmt.Errorf("failed to get the job's OIDC token: %w", err)
+	}
+	r.cfg.Mask(oidc)
+	grant, err := client.Exchange(ctx, wire.ExchangeRequest{OIDCToken: oidc, Nonce: r.cfg.Nonce, WorkItem: r.cfg.WorkItem, Attempt: r.cfg.Attempt})
+	if err != nil {
+		return "", err
+	}
+	r.cfg.Mask(grant.InstallationToken)
+	r.cfg.Mask(grant.RunToken)
+	r.exchanged = true
+	r.grant = grant
+	if grant.Stage != r.cfg.Stage {
+		return "", fmt.Errorf("serve granted a %s run, but the dispatch said %s: the runner workflow's stage input is not the App's", grant.Stage, r.cfg.Stage)
+	}
+	if !strings.EqualFold(grant.Repository, r.repo) {
+		return "", fmt.Errorf("serve granted credentials for %s, but the work item is in %s", grant.Repository, r.repo)
+	}
+	r.serve = client.WithRunToken(grant.RunToken)
+	r.ev.Revision, r.ev.BaseCommit = grant.Revision, grant.BaseCommit
+	for _, a := range grant.Approvals {
+		r.ev.Approvals = append(r.ev.Approvals, evidence.Approval{By: a.By, At: a.At, Revision: a.Revision, CommentID: a.CommentID})
+	}
+	if r.gh, err = r.github(grant.InstallationToken); err != nil {
+		return "", err
+	}
+	if r.task, err = r.serve.Task(ctx); err != nil {
+		return "", fmt.Errorf("failed to read the task from serve: %w", err)
+	}
+	if r.task.BaseCommit != grant.BaseCommit {
+		return "", fmt.Errorf("serve's task is for base commit %s, the credentials for %s", r.task.BaseCommit, grant.BaseCommit)
+	}
+	r.ev.WorkItem.Title = r.task.Title
+	if r.policy, err = r.readPolicy(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("granted %s attempt %d at %.12s; policy %s", grant.Stage, grant.Attempt, grant.BaseCommit, r.policy.Revision), nil
+}
+
+// github is the runner's own client of GitHub's API, holding the installation token:
+// the only writer of the pull request, the check run and the token's revocation.
+func (r *run) github(token string) (*github.Client, error) {
+	base, err := url.Parse(strings.TrimRight(r.cfg.APIURL, "/") + "/")
+	if err != nil {
+		return nil, fmt.Errorf("failed to use the API URL %q: %w", r.cfg.APIURL, err)
+	}
+	hc := *r.cfg.HTTPClient
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	gh := github.NewClient(&hc).WithAuthToken(token)
+	gh.BaseURL = base
+	return gh, nil
+}
+
+// readPolicy reads .github/bumper.yml at the approved base commit through GitHub's API,
+// never from the agent's tree: the agent cannot widen its own allowlist, budget or
+// verification by editing the file. No file is the default policy; a file that does not
+// parse fails the run (the App refused to approve it too).
+func (r *run) readPolicy(ctx context.Context) (repoconfig.Config, error) {
+	owner, name, _ := strings.Cut(r.repo, "/")
+	fc, _, resp, err := r.gh.Repositories.GetContents(ctx, owner, name, repoconfig.Path, &github.RepositoryContentGetOptions{Ref: r.grant.BaseCommit})
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return repoconfig.Default(), nil
+	}
+	if err != nil {
+		return repoconfig.Config{}, fmt.Errorf("failed to read %s at %.12s: %w", repoconfig.Path, r.grant.BaseCommit, err)
+	}
+	if fc == nil {
+		return repoconfig.Config{}, fmt.Errorf("failed to read %s at %.12s: it is a directory", repoconfig.Path, r.grant.BaseCommit)
+	}
+	raw, err := fc.GetContent()
+	if err != nil {
+		return repoconfig.Config{}, fmt.Errorf("failed to decode %s: %w", repoconfig.Path, err)
+	}
+	p, err := repoconfig.Parse([]byte(raw))
+	if err != nil {
+		return repoconfig.Config{}, errors.Join(err, errors.New("fix the file on the base branch, then /retry"))
+	}
+	return p, nil
+}

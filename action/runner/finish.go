@@ -1,0 +1,259 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/publish"
+	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/firewall/audit"
+)
+
+// finishTimeout bounds what the run does after its last phase: revoking the token,
+// writing the evidence and reporting it, even when the run itself was cancelled.
+const finishTimeout = 2 * time.Minute
+
+// finish ends the run whatever happened: the VM and the firewall down, the token
+// revoked, the evidence written to Out and reported to serve.
+func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
+	log := zerolog.Ctx(ctx)
+	if runErr != nil && context.Cause(ctx) != nil && !errors.Is(runErr, context.Cause(ctx)) {
+		runErr = fmt.Errorf("%w (%w)", context.Cause(ctx), runErr)
+	}
+	r.cancel(nil)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if !r.collected && r.ws != nil && r.vmStarted {
+		// The decision ledger of a run that failed before the push: what the agent
+		// decided is evidence too.
+		if err := r.collectOut(fctx); err != nil {
+			log.Warn().Err(err).Msg("failed to read the VM's /out after the run failed")
+		}
+	}
+	r.closeVM(fctx)
+	if r.ws != nil {
+		defer r.ws.Close()
+	}
+	if runErr != nil && r.fw != nil {
+		if err := r.overBudget(); err != nil && !errors.Is(runErr, errStopped) {
+			runErr = fmt.Errorf("%w (%w)", err, runErr)
+		}
+	}
+	outcome, reason := classify(runErr)
+	r.fillEvidence(fctx)
+	if r.exchanged {
+		_ = r.phase(fctx, evidence.PhaseRevoke, 0, r.revoke)
+	}
+	r.ev.Outcome, r.ev.OutcomeReason = outcome, cut(reason, 2000)
+	r.ev.Finish(r.cfg.Now().UTC())
+	res := &Result{Outcome: outcome, Reason: reason, PullRequest: r.pull.number, PullURL: r.pull.url, Evidence: r.ev, CostMicroUSD: r.ev.Cost.MeteredMicroUSD}
+	digest, werr := r.writeEvidence()
+	res.Digest = digest
+	if werr != nil {
+		log.Error().Err(werr).Msg("failed to write the evidence")
+		runErr = errors.Join(runErr, werr)
+	}
+	if r.serve != nil && r.cfg.Stage != wire.StagePlan && digest != "" {
+		if err := r.report(fctx, digest, outcome, reason); err != nil {
+			log.Error().Err(err).Msg("failed to report to serve")
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	log.Info().Str(logKeyOutcome, string(outcome)).Str(logKeyReason, reason).Int(logKeyPull, r.pull.number).Msg("run ended")
+	return res, runErr
+}
+
+// classify maps a run's error to its outcome and reason.
+func classify(err error) (evidence.Outcome, string) {
+	if err == nil {
+		return evidence.OutcomeSuccess, ""
+	}
+	var oe *outcomeError
+	switch {
+	case errors.As(err, &oe):
+		return oe.outcome, err.Error()
+	case errors.Is(err, errStopped):
+		return evidence.OutcomeStopped, err.Error()
+	default:
+		return evidence.OutcomeFailure, err.Error()
+	}
+}
+
+// revoke revokes the installation token (DELETE /installation/token).
+func (r *run) revoke(ctx context.Context) (string, error) {
+	err := publish.Revoke(ctx, r.cfg.APIURL, r.grant.InstallationToken, r.cfg.HTTPClient)
+	if publish.Revoked(err) {
+		r.ev.Revocation = evidence.Revocation{Revoked: true, At: r.cfg.Now().UTC()}
+		return "the installation token is revoked", nil
+	}
+	r.ev.Revocation = evidence.Revocation{Reason: cut(err.Error(), 500)}
+	return "", err
+}
+
+// report sends the evidence's digest, cost and audit head to serve, and, when the pull
+// request is open, moves the item on to its review.
+func (r *run) report(ctx context.Context, digest string, outcome evidence.Outcome, reason string) error {
+	// The pull request goes with the progress that hands it to review, where the App
+	// checks it; named here too, it would be read back from GitHub twice.
+	e := wire.Evidence{Digest: digest, ImageDigest: r.cfg.ImageDigest, CostMicroUSD: r.ev.Cost.MeteredMicroUSD,
+		Outcome: string(outcome), Reason: cut(reason, wire.MaxReason-4)}
+	if a := r.ev.Audit; a != nil {
+		e.AuditHead = a.Head
+	}
+	return r.phase(ctx, evidence.PhaseReport, 0, func(ctx context.Context) (string, error) {
+		if err := r.serve.Evidence(ctx, e); err != nil {
+			return "", fmt.Errorf("failed to report the evidence: %w", err)
+		}
+		if outcome != evidence.OutcomeSuccess || r.pull.number == 0 {
+			return "reported the evidence", nil
+		}
+		state := "reviewing"
+		if !r.policy.ReviewerOn() {
+			state = "in-review"
+		}
+		if err := r.progress(ctx, state, ""); err != nil {
+			return "", err
+		}
+		return "reported the evidence; the item is " + state, nil
+	})
+}
+
+// fillEvidence adds what the firewall and the VM know: cost, egress, the audit head,
+// how the VM booted.
+func (r *run) fillEvidence(ctx context.Context) {
+	if r.vm != nil && r.ev.Sandbox != nil {
+		rep := r.vm.Report()
+		r.ev.Sandbox.Boot, r.ev.Sandbox.BootReason = rep.Boot.Mode, rep.Boot.Reason
+	}
+	if r.fw == nil {
+		return
+	}
+	if u, ok := r.fw.Usage(); ok {
+		r.ev.Cost.MeteredMicroUSD = int64(math.Round(u.SpentUSD * 1e6))
+		r.ev.Cost.MeteredCalls = int64(u.Calls)
+		r.ev.Cost.Estimated, r.ev.Cost.EstimatedCalls = u.Estimated > 0, int64(u.Estimated)
+		r.ev.Cost.BudgetMicroUSD = int64(math.Round(u.BudgetUSD * 1e6))
+	}
+	if h, ok := r.fw.AuditHead(); ok {
+		r.ev.Audit = &evidence.Audit{Head: "sha256:" + h.Hash, Entries: int64(h.Lines)}
+	}
+	entries, err := readAudit(filepath.Join(r.cfg.Out, AuditFile))
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to read the audit log for the egress summary")
+		return
+	}
+	r.ev.Egress = evidence.SummarizeEgress(entries)
+}
+
+// readAudit reads the firewall's audit log, checking its chain, into what the egress
+// summary needs. The firewall has flushed it: the VM is down when this runs (or, for
+// the pull request's copy, the lines still buffered are a second's worth at most).
+func readAudit(path string) ([]evidence.AuditEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := audit.Verify(f, ""); err != nil {
+		return nil, fmt.Errorf("the run's audit log does not verify: %w", err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	var out []evidence.AuditEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Kind      string `json:"kind"`
+			Target    string `json:"target"`
+			Allowed   bool   `json:"allowed"`
+			Reason    string `json:"reason"`
+			BytesUp   int64  `json:"bytes_up"`
+			BytesDown int64  `json:"bytes_down"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return nil, fmt.Errorf("failed to read an audit line: %w", err)
+		}
+		out = append(out, evidence.AuditEntry{Kind: line.Kind, Target: line.Target, Allowed: line.Allowed, Reason: line.Reason, BytesUp: line.BytesUp, BytesDown: line.BytesDown})
+	}
+	return out, sc.Err()
+}
+
+// writeEvidence validates the evidence and writes evidence.json and evidence.md to Out;
+// it returns the digest. Evidence that fails validation is still written (an operator
+// needs it most then), and the error says why it failed.
+func (r *run) writeEvidence() (string, error) {
+	verr := r.ev.Validate()
+	data, err := r.ev.Marshal()
+	if err != nil {
+		return "", fmt.Errorf("failed to encode the evidence: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.cfg.Out, EvidenceFile), data, 0o640); err != nil {
+		return "", fmt.Errorf("failed to write %s: %w", EvidenceFile, err)
+	}
+	md, _ := evidence.Markdown(r.ev, evidence.CommentLimit)
+	if err := os.WriteFile(filepath.Join(r.cfg.Out, EvidenceMarkdownFile), []byte(md), 0o640); err != nil {
+		return "", fmt.Errorf("failed to write %s: %w", EvidenceMarkdownFile, err)
+	}
+	digest, err := r.ev.Digest()
+	if err != nil {
+		return "", err
+	}
+	if verr != nil {
+		return digest, fmt.Errorf("the evidence does not validate: %w", verr)
+	}
+	return digest, nil
+}
+
+// pollStop asks serve every StopPoll whether to stop; when it says so, the run's context
+// ends with errStopped and the VM is killed at once.
+func (r *run) pollStop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.StopPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := r.serve.ShouldStop(ctx)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to ask serve whether to stop")
+			continue
+		}
+		if !st.Stop {
+			continue
+		}
+		reason := st.Reason
+		if reason == "" {
+			reason = "serve said stop"
+		}
+		r.stopMu.Lock()
+		r.stopReason = reason
+		r.stopMu.Unlock()
+		zerolog.Ctx(ctx).Info().Str(logKeyReason, reason).Msg("stopping: killing the VM")
+		r.cancel(fmt.Errorf("%w: %s", errStopped, reason))
+		if vm := r.session(); vm != nil {
+			_ = vm.Kill()
+		}
+		return
+	}
+}
+
+// stopped is serve's reason to stop, once it said so.
+func (r *run) stopped() string {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	return r.stopReason
+}

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/publish"
+	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/app/wire"
+)
+
+// push bundles the work branch in the VM, checks the bundle on the host, and pushes it
+// through the firewall's git gateway, which lets the run update its own branch only.
+func (r *run) push(ctx context.Context) (string, error) {
+	var out strings.Builder
+	if _, err := r.exec(ctx, r.ws.BundleCommand(), nil, &out, &out); err != nil {
+		return "", err
+	}
+	if err := r.collectOut(ctx); err != nil {
+		return "", err
+	}
+	res, err := r.ws.Result(ctx)
+	switch {
+	case errors.Is(err, workspace.ErrNoBundle):
+		return "", failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
+	case err != nil:
+		return "", failWith(evidence.OutcomeError, "failed to read the agent's work back: %w", err)
+	}
+	r.ev.HeadCommit, r.ev.Branch, r.ev.Diff = res.Head, r.ws.Branch, res.Diff
+	r.ev.Risk = evidence.RiskNote(res.Diff.Paths())
+	if diff, err := r.ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", res.Base, res.Head, "--"); err == nil {
+		_ = os.WriteFile(filepath.Join(r.cfg.Out, DiffFile), diff, 0o640)
+	}
+	if reason := r.stopped(); reason != "" {
+		return "", fmt.Errorf("%w: %s; nothing was pushed", errStopped, reason)
+	}
+	pushed, err := publish.Push(ctx, publish.Options{
+		Workspace: r.ws, GitURL: "http://" + r.vm.ProxyAddr() + "/git/" + r.repo + ".git",
+		Issue: r.issue, Attempt: r.cfg.Attempt, Head: res.Head, Permissions: r.grant.Permissions,
+	})
+	if err != nil {
+		return "", failWith(evidence.OutcomeFailure, "%w", err)
+	}
+	r.pull.head = pushed.Head
+	return fmt.Sprintf("%s at %.12s: %d commit(s), %d file(s) changed, +%d −%d", pushed.Branch, pushed.Head, res.Commits,
+		res.Diff.FilesChanged, res.Diff.Insertions, res.Diff.Deletions), nil
+}
+
+// openPull opens the pull request as the App (the runner's client holds the run's
+// installation token) with the evidence, and the bumper/evidence check run on its head.
+func (r *run) openPull(ctx context.Context) (string, error) {
+	r.fillEvidence(ctx)
+	r.ev.Outcome = evidence.OutcomeSuccess
+	r.ev.Revocation = evidence.Revocation{Reason: "revoked when the run ends, after this was posted; the run's artifact holds the final evidence.json"}
+	r.ev.Finish(r.cfg.Now().UTC())
+	pr, err := publish.OpenPullRequest(ctx, r.gh, publish.PullRequestOptions{
+		Repository: r.repo, Issue: r.issue, Attempt: r.cfg.Attempt, Base: r.grant.BaseBranch, Title: r.task.Title,
+		BotLogin: r.grant.BotLogin, Summary: r.summary(), Evidence: r.ev,
+	})
+	if err != nil {
+		return "", err
+	}
+	if pr.HeadSHA != "" && pr.HeadSHA != r.pull.head {
+		return "", fmt.Errorf("pull request #%d has head %.12s, not the pushed %.12s", pr.Number, pr.HeadSHA, r.pull.head)
+	}
+	r.pull.number, r.pull.url = pr.Number, pr.URL
+	r.ev.PullRequest = pr.Number
+	cr, err := publish.EvidenceCheckRun(ctx, r.gh, publish.CheckRunOptions{Repository: r.repo, Head: r.pull.head, Evidence: r.ev, ServerURL: r.cfg.ServerURL})
+	if err != nil {
+		return "", err
+	}
+	verb := "opened"
+	if !pr.Created {
+		verb = "found open"
+	}
+	return fmt.Sprintf("%s #%d; check run %s %s", verb, pr.Number, publish.EvidenceCheckName, cr.Conclusion), nil
+}
+
+// summary is the runner's own paragraph at the top of the pull request.
+func (r *run) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Bumper's agent worked on #%d (attempt %d) in a microVM behind a default-deny firewall", r.issue, r.cfg.Attempt)
+	if n := len(r.ev.Tests); n > 0 {
+		fmt.Fprintf(&b, "; the repository's verification passed in round %d", r.ev.Tests[n-1].Round)
+	}
+	b.WriteString(". Review it like any contribution: the evidence below says what ran, what it reached and what it decided where the issue was silent.")
+	return b.String()
+}
+
+// reportPlan posts a plan run's plan, which the guest left in /out.
+func (r *run) reportPlan(ctx context.Context) (string, error) {
+	if err := r.collectOut(ctx); err != nil {
+		return "", err
+	}
+	plan, err := readSmall(filepath.Join(r.ws.OutDir, PlanFile), MaxPlanBytes)
+	if err != nil {
+		return "", failWith(evidence.OutcomeFailure, "the plan run left no usable /out/%s: %w", PlanFile, err)
+	}
+	if strings.TrimSpace(string(plan)) == "" {
+		return "", failWith(evidence.OutcomeFailure, "the plan run left an empty /out/%s", PlanFile)
+	}
+	_ = os.WriteFile(filepath.Join(r.cfg.Out, PlanFile), plan, 0o640)
+	if err := r.progress(ctx, "awaiting-approval", string(plan)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("posted a plan of %d bytes for approval", len(plan)), nil
+}
+
+// progress reports a state to serve.
+func (r *run) progress(ctx context.Context, state, plan string) error {
+	if err := r.serve.Progress(ctx, wire.Progress{State: state, Plan: plan, PullRequest: r.pull.number, HeadCommit: r.pullHead()}); err != nil {
+		return fmt.Errorf("failed to report %s to serve: %w", state, err)
+	}
+	return nil
+}
+
+// pullHead is the pushed head once there is a pull request to name with it.
+func (r *run) pullHead() string {
+	if r.pull.number == 0 {
+		return ""
+	}
+	return r.pull.head
+}
+
+// overBudget fails the run once the firewall refused a model call for want of budget.
+func (r *run) overBudget() error {
+	if r.fw == nil {
+		return nil
+	}
+	u, ok := r.fw.Usage()
+	if !ok || u.Refused == 0 {
+		return nil
+	}
+	return failWith(evidence.OutcomeOverBudget, "the run's model budget of $%.2f is spent ($%.4f metered over %d calls; %d refused)", u.BudgetUSD, u.SpentUSD, u.Calls, u.Refused)
+}

@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/harness"
+	"github.com/bumperdev/bumper/action/verify"
+	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/app/wire"
+)
+
+// commitScript commits what the agent left uncommitted on the work branch, so that an
+// agent that edits files without committing still hands its work back. The message
+// comes through the environment, never through the shell's parser.
+const commitScript = `set -e
+cd ` + workspace.GuestRepo + `
+git add -A
+if ! git diff --cached --quiet; then
+	echo "bumper: committing what the agent left uncommitted:"
+	git status --short
+	git commit -q --no-verify -m "$BUMPER_COMMIT_MESSAGE"
+fi`
+
+// conventions are appended to TASK.md: what the runner expects of the agent.
+func conventions(stage string) []byte {
+	var b strings.Builder
+	b.WriteString("\n---\n\n## How this run works\n\n")
+	b.WriteString("- The repository is checked out at " + workspace.GuestRepo + " on the run's work branch. If it has an `AGENTS.md` or `CLAUDE.md`, follow it.\n")
+	b.WriteString("- The network reaches only what the repository's allowlist names. There are no credentials in this machine.\n")
+	if stage == wire.StagePlan {
+		b.WriteString("- This is a plan run: do not change the code. Write the plan, in Markdown, to `/out/" + PlanFile + "`; a maintainer approves it before any change is made.\n")
+		return []byte(b.String())
+	}
+	b.WriteString("- Commit your work on the current branch (uncommitted changes are committed for you at the end of your turn). Do not push: the runner pushes after verification.\n")
+	b.WriteString("- Write your decision ledger to `" + evidence.DecisionsFile + "`: every judgment call you made where the issue was silent, with your confidence (schema: decisions-v1 in Bumper's repository). Reviewers read it first.\n")
+	b.WriteString("- After your turn the repository's verification commands run; if they fail you get another turn with their output.\n")
+	return []byte(b.String())
+}
+
+// rounds runs the agent, then verification, and gives failures back to the agent for at
+// most bounds.verification_rounds rounds; then bundles the work into /out.
+func (r *run) rounds(ctx context.Context) error {
+	h, err := harness.New(r.policy.Harness)
+	if err != nil {
+		return failWith(evidence.OutcomeError, "failed to set up the harness: %w", err)
+	}
+	verifyCmds := r.policy.Verification
+	maxRounds := max(r.policy.Bounds.VerificationRounds, 1)
+	feedback := ""
+	for round := 1; ; round++ {
+		if err := r.phase(ctx, evidence.PhaseAgent, round, func(ctx context.Context) (string, error) {
+			return r.agentRound(ctx, h, round, feedback)
+		}); err != nil {
+			return err
+		}
+		if r.cfg.Stage == wire.StagePlan || len(verifyCmds) == 0 || r.policy.Bounds.VerificationRounds == 0 {
+			break
+		}
+		if round == 1 {
+			if err := r.progress(ctx, "verifying", ""); err != nil {
+				return err
+			}
+		}
+		var vr *verify.Round
+		err := r.phase(ctx, evidence.PhaseVerification, round, func(ctx context.Context) (string, error) {
+			var err error
+			vr, err = r.verifyRound(ctx, round, verifyCmds)
+			if err != nil {
+				return "", err
+			}
+			return summarizeRound(vr), nil
+		})
+		if err != nil {
+			return err
+		}
+		if vr.Passed {
+			break
+		}
+		if round >= maxRounds {
+			return failWith(evidence.OutcomeFailure, "verification still fails after %d round(s): %s", round, summarizeRound(vr))
+		}
+		feedback = vr.Feedback
+	}
+	return nil
+}
+
+// agentRound runs the harness once and commits what it left.
+func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feedback string) (string, error) {
+	logf, err := r.outFile(fmt.Sprintf(TranscriptPattern, round))
+	if err != nil {
+		return "", err
+	}
+	defer logf.Close()
+	w := io.MultiWriter(&limitWriter{w: logf, left: DefaultMaxTranscript}, r.cfg.Log)
+	res, err := h.Run(ctx, r.exec, harness.Request{Round: round, Feedback: feedback, Env: r.agentEnv(), Stdout: w, Stderr: w})
+	if err != nil {
+		return "", fmt.Errorf("failed to run the %s harness: %w", h.Name(), err)
+	}
+	r.ev.Commands = append(r.ev.Commands, evidence.Command{Phase: evidence.PhaseAgent, Command: h.Name() + " harness, round " + fmt.Sprint(round), ExitCode: res.Exit.Code})
+	if res.SelfReportedMicroUSD != nil {
+		total := *res.SelfReportedMicroUSD
+		if prev := r.ev.Cost.SelfReportedMicroUSD; prev != nil {
+			total += *prev
+		}
+		r.ev.Cost.SelfReportedMicroUSD = &total
+	}
+	if err := r.overBudget(); err != nil {
+		return "", err
+	}
+	if !res.OK {
+		return "", failWith(evidence.OutcomeFailure, "the agent failed in round %d: %s", round, res.Reason)
+	}
+	if r.cfg.Stage != wire.StagePlan {
+		env := []string{"BUMPER_COMMIT_MESSAGE=" + commitMessage(r.task.Title, r.issue)}
+		st, err := r.exec(ctx, []string{"sh", "-c", commitScript}, env, w, w)
+		if err != nil {
+			return "", err
+		}
+		if st.Code != 0 {
+			return "", failWith(evidence.OutcomeFailure, "failed to commit the agent's changes in round %d (exit %d); see %s", round, st.Code, fmt.Sprintf(TranscriptPattern, round))
+		}
+	}
+	return fmt.Sprintf("%d turns, %d tool calls, exit %d", res.Turns, res.ToolCalls, res.Exit.Code), nil
+}
+
+// verifyRound runs the repository's verification commands once.
+func (r *run) verifyRound(ctx context.Context, round int, cmds []string) (*verify.Round, error) {
+	logf, err := r.outFile(fmt.Sprintf(VerificationPattern, round))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	w := io.MultiWriter(&limitWriter{w: logf, left: DefaultMaxTranscript}, r.cfg.Log)
+	vr, err := verify.Run(ctx, r.exec, round, cmds, verify.Options{Stdout: w, Stderr: w})
+	if err != nil {
+		return nil, err
+	}
+	r.ev.Tests = append(r.ev.Tests, vr.Tests...)
+	r.ev.Commands = append(r.ev.Commands, vr.Commands...)
+	return vr, nil
+}
+
+// summarizeRound is one line about a verification round.
+func summarizeRound(vr *verify.Round) string {
+	var passed, failed, cmdsFailed int
+	for _, t := range vr.Tests {
+		passed += t.Passed
+		failed += t.Failed
+		if t.ExitCode != 0 {
+			cmdsFailed++
+		}
+	}
+	return fmt.Sprintf("%d of %d commands failed; %d tests passed, %d failed", cmdsFailed, len(vr.Tests), passed, failed)
+}
+
+// collectOut copies the guest's /out to the workspace's out directory, and what the
+// artifact keeps of it to Out.
+func (r *run) collectOut(ctx context.Context) error {
+	rep, err := r.vm.CollectOut(r.ws.OutDir)
+	if err != nil {
+		return fmt.Errorf("failed to read the VM's /out: %w", err)
+	}
+	r.collected = true
+	if len(rep.Skipped) > 0 {
+		zerolog.Ctx(ctx).Warn().Strs(logKeyReason, rep.Skipped).Msg("entries of the VM's /out refused")
+	}
+	data, err := readSmall(filepath.Join(r.ws.OutDir, filepath.Base(evidence.DecisionsFile)), 1<<20)
+	present := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.ev.Ledger = evidence.Ledger{Status: evidence.LedgerInvalid, Error: err.Error()}
+		return nil
+	}
+	r.ev.Ledger = evidence.NewLedger(data, present)
+	if present {
+		_ = os.WriteFile(filepath.Join(r.cfg.Out, DecisionsFile), data, 0o640)
+	}
+	return nil
+}
+
+// readSmall reads a regular file of at most limit bytes, never through a link: what the
+// guest left is untrusted.
+func readSmall(path string, limit int64) ([]byte, error) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	if info.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d allowed", filepath.Base(path), info.Size(), limit)
+	}
+	return os.ReadFile(path)
+}
+
+// outFile creates a file in Out.
+func (r *run) outFile(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(r.cfg.Out, name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// limitWriter keeps the first left bytes and drops the rest, never failing the writer
+// it is tied to (the live log goes on).
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.left <= 0 {
+		return len(p), nil
+	}
+	q := p
+	if int64(len(q)) > l.left {
+		q = q[:l.left]
+	}
+	n, err := l.w.Write(q)
+	l.left -= int64(n)
+	if err != nil {
+		l.left = 0
+	}
+	return len(p), nil
+}
+
+// commitMessage is the message of the commit the runner makes for the agent.
+func commitMessage(title string, issue int) string {
+	title = strings.Join(strings.Fields(title), " ")
+	return cut(fmt.Sprintf("%s (#%d)", title, issue), 200)
+}

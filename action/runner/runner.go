@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/action/appclient"
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/firewall"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/sandbox"
+)
+
+// Log keys.
+const (
+	logKeyPhase    = "phase"
+	logKeyWorkItem = "work_item"
+	logKeyAttempt  = "attempt"
+	logKeyStage    = "stage"
+	logKeyOutcome  = "outcome"
+	logKeyReason   = "reason"
+	logKeyRound    = "round"
+	logKeyPull     = "pull_request"
+	logKeyDuration = "duration"
+)
+
+// Result is how the run ended. Evidence is nil only when the run could not start.
+type Result struct {
+	Outcome evidence.Outcome
+	// Reason says why a run did not succeed.
+	Reason string
+	// PullRequest and PullURL name the pull request the run opened (or found).
+	PullRequest int
+	PullURL     string
+	// Evidence is the final evidence, as written to Out; Digest its digest.
+	Evidence *evidence.Evidence
+	Digest   string
+	// CostMicroUSD is the firewall's metered model cost.
+	CostMicroUSD int64
+}
+
+// run is one run's state as it goes.
+type run struct {
+	cfg   Config
+	repo  string
+	issue int
+	ev    *evidence.Evidence
+
+	serve  *appclient.Client // with the run token, once exchanged
+	grant  wire.ExchangeResponse
+	task   wire.Task
+	policy repoconfig.Config
+	gh     *github.Client
+
+	fw *firewall.Firewall
+	vm *sandbox.Session // guarded by stopMu once the poller runs
+	ws *workspace.Workspace
+
+	// stopMu guards stopReason (set when serve said stop) and vm, which the stop
+	// poller reads.
+	stopMu     sync.Mutex
+	stopReason string
+	cancel     context.CancelCauseFunc
+	// tokens exchanged: the installation token must be revoked at the end.
+	exchanged bool
+	pull      pullInfo
+	closeOnce sync.Once
+	// vmStarted says the VM booted; collected that /out was read back from it.
+	vmStarted, collected bool
+}
+
+type pullInfo struct {
+	number int
+	url    string
+	head   string
+}
+
+// errStopped is the cause of a run stopped through serve.
+var errStopped = errors.New("stopped")
+
+// outcomeError carries the outcome a failure maps to.
+type outcomeError struct {
+	outcome evidence.Outcome
+	err     error
+}
+
+func (e *outcomeError) Error() string { return e.err.Error() }
+func (e *outcomeError) Unwrap() error { return e.err }
+
+func failWith(outcome evidence.Outcome, format string, args ...any) error {
+	return &outcomeError{outcome: outcome, err: fmt.Errorf(format, args...)}
+}
+
+// Run performs one dispatched run. The error says why the run failed (its Result, when
+// not nil, holds the evidence written anyway); nil means the pull request is open (or,
+// for a plan run, the plan is posted).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("failed to start the run: %w", err)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o750); err != nil {
+		return nil, fmt.Errorf("failed to create the output directory: %w", err)
+	}
+	repo, issue, _ := wire.ParseWorkItem(cfg.WorkItem)
+	now := cfg.Now().UTC()
+	r := &run{cfg: cfg, repo: repo, issue: issue, ev: &evidence.Evidence{
+		SchemaVersion: evidence.SchemaVersion, WorkItem: evidence.WorkItem{Repository: repo, Issue: issue},
+		Trigger: cfg.Trigger, Stage: evidence.Stage(cfg.Stage), Attempt: cfg.Attempt, StartedAt: now,
+		Approvals: []evidence.Approval{}, Ledger: evidence.Ledger{Status: evidence.LedgerAbsent},
+	}}
+	log := zerolog.Ctx(ctx).With().Str(logKeyWorkItem, cfg.WorkItem).Int(logKeyAttempt, cfg.Attempt).Str(logKeyStage, cfg.Stage).Logger()
+	ctx = log.WithContext(ctx)
+	ctx, r.cancel = context.WithCancelCause(ctx)
+	defer r.cancel(nil)
+	err := r.execute(ctx)
+	return r.finish(ctx, err)
+}
+
+// execute runs the phases in order; the first failure ends the run.
+func (r *run) execute(ctx context.Context) error {
+	if err := r.phase(ctx, evidence.PhaseExchange, 0, r.exchange); err != nil {
+		return err
+	}
+	go r.pollStop(ctx)
+	if err := r.phase(ctx, evidence.PhaseFirewall, 0, r.startFirewall); err != nil {
+		return err
+	}
+	if err := r.phase(ctx, evidence.PhaseWorkspace, 0, r.prepareWorkspace); err != nil {
+		return err
+	}
+	if err := r.phase(ctx, evidence.PhaseBoot, 0, r.boot); err != nil {
+		return err
+	}
+	if err := r.rounds(ctx); err != nil {
+		return err
+	}
+	if r.cfg.Stage == wire.StagePlan {
+		return r.phase(ctx, evidence.PhaseReport, 0, r.reportPlan)
+	}
+	if err := r.phase(ctx, evidence.PhasePush, 0, r.push); err != nil {
+		return err
+	}
+	r.closeVM(ctx)
+	return r.phase(ctx, evidence.PhasePullRequest, 0, r.openPull)
+}
+
+// phase runs fn as one phase of the evidence: its times, outcome and detail, a log
+// line, and the Phase call-back (log groups).
+func (r *run) phase(ctx context.Context, name evidence.PhaseName, round int, fn func(ctx context.Context) (string, error)) error {
+	start := r.cfg.Now().UTC()
+	r.cfg.Phase(name, false, evidence.Phase{Name: name, Round: round, StartedAt: start})
+	detail, err := fn(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	outcome := evidence.PhaseOK
+	switch {
+	case err == nil:
+	case errors.Is(err, errStopped) || errors.Is(context.Cause(ctx), errStopped):
+		outcome = evidence.PhaseCancelled
+	case isTimeout(err):
+		outcome = evidence.PhaseTimedOut
+	default:
+		outcome = evidence.PhaseFailed
+	}
+	if err != nil && detail == "" {
+		detail = err.Error()
+	}
+	p := evidence.NewPhase(name, start, r.cfg.Now().UTC(), outcome)
+	p.Round, p.Detail = round, cut(detail, 1000)
+	r.ev.Phases = append(r.ev.Phases, p)
+	ev := zerolog.Ctx(ctx).Info()
+	if err != nil {
+		ev = zerolog.Ctx(ctx).Warn().Err(err)
+	}
+	ev.Str(logKeyPhase, string(name)).Int(logKeyRound, round).Dur(logKeyDuration, time.Duration(p.DurationMS)*time.Millisecond).Msg("phase ended")
+	r.cfg.Phase(name, true, p)
+	return err
+}
+
+// isTimeout says the run's wall time ran out.
+func isTimeout(err error) bool {
+	var oe *outcomeError
+	return errors.As(err, &oe) && oe.outcome == evidence.OutcomeTimedOut
+}
+
+// cut shortens s to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/action/appclient"
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/ghaction"
+	"github.com/bumperdev/bumper/action/preflight"
+	"github.com/bumperdev/bumper/action/runner"
+	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/sandbox"
+	"github.com/bumperdev/bumper/sandbox/image"
+)
+
+// Environment of `bumper run` beyond the action's inputs: the model APIs' keys (the
+// workflow passes them from secrets; only the firewall ever holds them) and, for tests
+// and the demo, the APIs' addresses.
+const (
+	envAnthropicKey  = "ANTHROPIC_API_KEY"
+	envOpenAIKey     = "OPENAI_API_KEY"
+	envAnthropicBase = "BUMPER_ANTHROPIC_BASE_URL"
+	envOpenAIBase    = "BUMPER_OPENAI_BASE_URL"
+	envCAFile        = "BUMPER_CA_FILE"
+
+	defaultAnthropicBase = "https://api.anthropic.com"
+	defaultOpenAIBase    = "https://api.openai.com"
+)
+
+// runRun is `bumper run`: one dispatched run of the runner workflow, from its inputs
+// (INPUT_*) and the Actions environment, as action.yml starts it.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", "(no flags: inputs come from INPUT_* as the action passes them; see docs/runner.md)", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: run takes no arguments; its inputs are INPUT_* variables (docs/runner.md)", errUsage)
+	}
+	env := ghaction.New(stdout, os.Getenv)
+	// The keys are read once and taken out of the environment, so no process this one
+	// starts (QEMU, git) inherits them.
+	keys := map[string]string{}
+	for _, k := range []string{envAnthropicKey, envOpenAIKey} {
+		keys[k] = os.Getenv(k)
+		env.AddMask(keys[k])
+		_ = os.Unsetenv(k)
+	}
+	log := zerolog.New(stderr).With().Timestamp().Logger()
+	ctx = log.WithContext(ctx)
+
+	env.Group("Inputs and preconditions")
+	in, err := env.Inputs()
+	if err != nil {
+		env.EndGroup()
+		env.Errorf("%v", err)
+		return exitError{code: 2}
+	}
+	actx, err := env.Context()
+	if err != nil {
+		env.EndGroup()
+		env.Errorf("%v", err)
+		return exitError{code: 2}
+	}
+	im, qemuVersion, accel, err := preconditions(ctx, env, in, actx, stderr)
+	env.EndGroup()
+	if err != nil {
+		env.Errorf("%v", err)
+		return exitError{code: 1}
+	}
+
+	cfg := runner.Config{
+		ServeURL: in.URL, AllowInsecureHTTP: in.AllowInsecureHTTP,
+		OIDCToken: func(ctx context.Context) (string, error) {
+			return appclient.OIDCTokenFromEnv(ctx, wire.OIDCAudience, nil)
+		},
+		WorkItem: in.WorkItem, Attempt: in.Attempt, Nonce: in.Nonce, Stage: in.Stage,
+		ServerURL: actx.ServerURL, APIURL: actx.APIURL, CAFile: os.Getenv(envCAFile),
+		Trigger: evidence.Trigger{Event: actx.EventName, WorkflowRef: actx.WorkflowRef, Actor: actx.Actor, Runner: actx.RunnerName},
+		VM: sandbox.Config{
+			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline,
+			CPUs: in.CPUs, MemoryMB: in.MemoryMB(), Accel: accel, QEMUUser: in.QEMUUser,
+			SnapshotDir: sandbox.SnapshotsDir(in.Cache),
+		},
+		ImageDigest: im.Manifest().Digest, VMM: qemuVersion,
+		Out: in.Out, WorkDir: actx.RunnerTemp,
+		Mask: env.AddMask,
+		Log:  stdout,
+		Phase: func(name evidence.PhaseName, end bool, p evidence.Phase) {
+			if !end {
+				title := string(name)
+				if p.Round > 0 {
+					title += " (round " + strconv.Itoa(p.Round) + ")"
+				}
+				env.Group(title)
+				return
+			}
+			if p.Detail != "" {
+				fmt.Fprintf(stdout, "%s: %s (%s)\n", p.Outcome, p.Detail, (timeMS(p.DurationMS)))
+			}
+			env.EndGroup()
+		},
+	}
+	cfg.RepositoryID, _ = strconv.ParseInt(os.Getenv("GITHUB_REPOSITORY_ID"), 10, 64)
+	cfg.Trigger.RunID, _ = strconv.ParseInt(actx.RunID, 10, 64)
+	cfg.Trigger.RunAttempt, _ = strconv.Atoi(actx.RunAttempt)
+	if k := keys[envAnthropicKey]; k != "" {
+		cfg.AnthropicBase, cfg.AnthropicKey = orDefault(os.Getenv(envAnthropicBase), defaultAnthropicBase), k
+	}
+	if k := keys[envOpenAIKey]; k != "" {
+		cfg.OpenAIBase, cfg.OpenAIKey = orDefault(os.Getenv(envOpenAIBase), defaultOpenAIBase), k
+	}
+
+	res, runErr := runner.Run(ctx, cfg)
+	if res != nil {
+		if err := env.SetOutputs(ghaction.Outputs{PullRequest: res.PullRequest, EvidenceDigest: res.Digest,
+			CostMicroUSD: res.CostMicroUSD, Outcome: string(res.Outcome)}); err != nil {
+			env.Warningf("failed to set the step's outputs: %v", err)
+		}
+		if err := env.AddSummary(jobSummary(res, in)); err != nil {
+			env.Warningf("failed to write the job summary: %v", err)
+		}
+	}
+	if runErr != nil {
+		env.Errorf("%s", runErr)
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// preconditions runs every preflight check at once, then loads the image and, when the
+// accelerator needed the image's kernel to decide, checks it again.
+func preconditions(ctx context.Context, env *ghaction.Env, in ghaction.Inputs, actx ghaction.Context, stderr io.Writer) (*image.Image, string, string, error) {
+	opts := preflight.FromInputs(in, actx.RunnerTemp)
+	rep := preflight.Run(ctx, opts)
+	fmt.Fprint(stderr, rep.Text())
+	for _, c := range rep.With(preflight.Warning) {
+		env.Warningf("%s", c.String())
+	}
+	if err := rep.Err(); err != nil {
+		return nil, "", "", err
+	}
+	im, err := loadOrBuildImage(ctx, in.Image, in.Cache, stderr)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("failed to get the VM image: %w", err)
+	}
+	choice := rep.Accel
+	if choice.Accel == "" {
+		check, c := preflight.AccelCheck(ctx, opts, im.KernelPath())
+		if check.Status == preflight.Failed {
+			return nil, "", "", errors.New(check.String())
+		}
+		choice = c
+	}
+	version := ""
+	for _, c := range rep.Checks {
+		if c.Name == preflight.CheckQEMU {
+			version = c.Detail
+		}
+	}
+	return im, version, choice.Accel, nil
+}
+
+// jobSummary is the run's Markdown on the workflow run's page.
+func jobSummary(res *runner.Result, in ghaction.Inputs) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Bumper: %s attempt %d — %s\n\n", in.WorkItem, in.Attempt, res.Outcome)
+	if res.PullRequest > 0 {
+		fmt.Fprintf(&b, "Pull request: #%d %s\n\n", res.PullRequest, res.PullURL)
+	}
+	if res.Reason != "" {
+		fmt.Fprintf(&b, "Why: %s\n\n", strings.Join(strings.Fields(res.Reason), " "))
+	}
+	if res.Evidence != nil {
+		md, _ := evidence.Markdown(res.Evidence, ghaction.MaxSummaryBytes-b.Len()-1024)
+		b.WriteString(md)
+	}
+	return b.String()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func timeMS(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + " s"
+}

@@ -1,0 +1,332 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/internal/ghemu"
+)
+
+// TestRunToPullRequest walks the arc a maintainer sees: label, approve, and a run that
+// ends in a pull request with evidence. The scripted agent first tries to push to main
+// and to create a ref through the API (both refused and audited), then makes a change
+// verification refuses, and fixes it in the second round with the failure as feedback.
+func TestRunToPullRequest(t *testing.T) {
+	w := newWorld(t)
+	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.\n\nscenario: fix")
+	w.label(n, "agent:implement")
+	run := w.approve(n)
+	done := w.wait(run)
+	log := w.jobLog(run)
+	if done.Conclusion != "success" {
+		t.Fatalf("run %d ended %s:\n%s", run.ID, done.Conclusion, log)
+	}
+	out := w.out(run)
+	ev := readEvidence(t, out)
+	rec := w.record(n)
+
+	t.Run("pull request opened by the App with the evidence", func(t *testing.T) {
+		prs, _, err := w.user(ghemu.DefaultMaintainer).PullRequests.List(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, &gogithub.PullRequestListOptions{State: "open"})
+		if err != nil || len(prs) != 1 {
+			t.Fatalf("%d open pull requests (%v)", len(prs), err)
+		}
+		pr := prs[0]
+		if pr.GetUser().GetLogin() != ghemu.DefaultAppSlug+"[bot]" || pr.GetHead().GetRef() != "bumper/1-1" || pr.GetBase().GetRef() != "main" ||
+			!strings.Contains(pr.GetBody(), "Fixes #1") || pr.GetHead().GetSHA() != ev.HeadCommit || pr.GetNumber() != ev.PullRequest {
+			t.Fatalf("pull request #%d by %s from %s (head %.12s) to %s; evidence says #%d at %.12s; body:\n%s", pr.GetNumber(), pr.GetUser().GetLogin(),
+				pr.GetHead().GetRef(), pr.GetHead().GetSHA(), pr.GetBase().GetRef(), ev.PullRequest, ev.HeadCommit, pr.GetBody())
+		}
+		checks, _, err := w.user(ghemu.DefaultMaintainer).Checks.ListCheckRunsForRef(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, ev.HeadCommit, nil)
+		if err != nil || checks.GetTotal() != 1 || checks.CheckRuns[0].GetName() != "bumper/evidence" || checks.CheckRuns[0].GetConclusion() != "success" {
+			t.Fatalf("check runs on the head: %+v (%v)", checks, err)
+		}
+		main, _, err := w.user(ghemu.DefaultMaintainer).Repositories.GetBranch(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "main", 0)
+		if err != nil || main.GetCommit().GetSHA() != ev.BaseCommit {
+			t.Fatalf("main moved to %.12s (base %.12s): %v", main.GetCommit().GetSHA(), ev.BaseCommit, err)
+		}
+	})
+	t.Run("the record holds the evidence and the item waits for its review", func(t *testing.T) {
+		digest, err := ev.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := rec.Attempts[0]
+		if rec.State != ledger.Reviewing || rec.PullRequest != ev.PullRequest || a.EvidenceDigest != digest ||
+			rec.AuditHead != ev.Audit.Head || a.HeadCommit != ev.HeadCommit || a.RunOutcome != "success" {
+			t.Fatalf("record %s, pull request %d, attempt %+v, audit head %s; evidence digest %s, audit head %s", rec.State, rec.PullRequest, a, rec.AuditHead, digest, ev.Audit.Head)
+		}
+	})
+	t.Run("evidence: two verification rounds, the ledger, the token revoked", func(t *testing.T) {
+		if err := ev.Validate(); err != nil {
+			t.Fatalf("evidence.json does not validate: %v", err)
+		}
+		if len(ev.Tests) != 2 || ev.Tests[0].Round != 1 || ev.Tests[0].ExitCode == 0 || ev.Tests[1].Round != 2 || ev.Tests[1].ExitCode != 0 {
+			t.Fatalf("tests %+v, want round 1 failing and round 2 passing", ev.Tests)
+		}
+		if ev.Ledger.Status != evidence.LedgerOK || len(ev.Ledger.Decisions) != 2 || ev.Ledger.Decisions[0].Confidence != 0.8 {
+			t.Fatalf("ledger %+v", ev.Ledger)
+		}
+		if ev.Diff.FilesChanged != 1 || ev.Diff.Files[0].Path != "widgets.sh" || ev.Outcome != evidence.OutcomeSuccess || !ev.Revocation.Revoked {
+			t.Fatalf("diff %+v, outcome %s, revocation %+v", ev.Diff, ev.Outcome, ev.Revocation)
+		}
+		if !strings.Contains(log, "FAIL: widgets.sh printed 5, want 4") {
+			t.Errorf("the job log lacks round 1's failure:\n%s", log)
+		}
+		// The run's token is the one scoped to the repository alone (serve's own are
+		// the installation's); it was revoked, so a call with it now fails.
+		var runTokens []ghemu.TokenInfo
+		for _, tok := range w.e.InstallationTokens() {
+			if len(tok.Repositories) == 1 {
+				runTokens = append(runTokens, tok)
+			}
+		}
+		if len(runTokens) != 1 || !runTokens[0].Revoked {
+			t.Fatalf("the run's installation tokens: %+v", runTokens)
+		}
+		c := gogithub.NewClient(nil).WithAuthToken(runTokens[0].Value)
+		c.BaseURL, _ = url.Parse(w.e.BaseURL() + "/")
+		if _, resp, err := c.Repositories.Get(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a call with the revoked token: %v", err)
+		}
+	})
+	t.Run("the escape attempts were refused and audited", func(t *testing.T) {
+		entries := readAuditLines(t, filepath.Join(out, "audit.jsonl"))
+		var pushMain, refsAPI, fetched bool
+		for _, e := range entries {
+			switch {
+			case e.Kind == "git" && !e.Allowed && strings.Contains(e.Reason, "refs/heads/main"):
+				pushMain = true
+			case strings.Contains(e.Target, "/git/refs") && !e.Allowed:
+				refsAPI = true
+			case e.Kind == "git" && e.Allowed && strings.Contains(e.Target, "git-upload-pack"):
+				fetched = true
+			}
+		}
+		if !pushMain || !refsAPI || !fetched {
+			t.Fatalf("audit: push to main refused %v, refs API refused %v, workspace fetch audited %v:\n%+v", pushMain, refsAPI, fetched, entries)
+		}
+		refs, err := w.e.Git().Refs(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := refs["refs/heads/evil"]; ok {
+			t.Fatal("the agent created a ref")
+		}
+	})
+	t.Run("the job's outputs and summary", func(t *testing.T) {
+		if done.Outputs["pull_request"] != strconv.Itoa(ev.PullRequest) || done.Outputs["outcome"] != "success" || !strings.HasPrefix(done.Outputs["evidence_digest"], "sha256:") {
+			t.Fatalf("outputs %v", done.Outputs)
+		}
+		summary, _ := w.e.RunSummary(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID)
+		if !strings.Contains(summary, "Pull request: #"+strconv.Itoa(ev.PullRequest)) {
+			t.Fatalf("job summary:\n%s", summary)
+		}
+	})
+}
+
+// TestRunOverBudget: an agent whose model call does not fit in the run's budget is
+// refused by the firewall, and the run ends over_budget with the reason on the item.
+func TestRunOverBudget(t *testing.T) {
+	w := newWorld(t)
+	n := w.openIssue("Count to a million", "Ask the model to count.\n\nscenario: spend")
+	w.label(n, "agent:implement")
+	run := w.approve(n)
+	done := w.wait(run)
+	log := w.jobLog(run)
+	if done.Conclusion != "failure" {
+		t.Fatalf("run ended %s, want failure:\n%s", done.Conclusion, log)
+	}
+	ev := readEvidence(t, w.out(run))
+	rec := w.record(n)
+	if ev.Outcome != evidence.OutcomeOverBudget || ev.Cost.MeteredCalls != 1 || ev.Cost.MeteredMicroUSD <= 0 || ev.Cost.BudgetMicroUSD != 50000 {
+		t.Fatalf("outcome %s, cost %+v", ev.Outcome, ev.Cost)
+	}
+	if rec.State != ledger.Failed || rec.Attempts[0].RunOutcome != "over_budget" || !strings.Contains(rec.Reason, "budget") {
+		t.Fatalf("record %s: %q", rec.State, rec.Reason)
+	}
+	w.model.mu.Lock()
+	keys := w.model.keys
+	w.model.mu.Unlock()
+	if len(keys) != 1 || keys[0] != modelKey {
+		t.Fatalf("the model server saw keys %q: want exactly the one small call, with the real key", keys)
+	}
+	if strings.Contains(log, modelKey) || strings.Contains(readAll(t, w.out(run)), modelKey) {
+		t.Fatal("the real model key appears in the job log or the artifact")
+	}
+}
+
+// TestRunnerKilledThenStopped: the runner is killed with SIGKILL mid-run; the item
+// fails with a reason when the workflow run completes, /retry works, the next run on
+// the host cleans up what the dead one left, and /stop ends that run within seconds
+// with nothing pushed.
+func TestRunnerKilledThenStopped(t *testing.T) {
+	w := newWorld(t)
+	n := w.openIssue("Take your time", "Work slowly.\n\nscenario: slow")
+	w.label(n, "agent:implement")
+	first := w.approve(n)
+	w.waitLog(first, "agent: working slowly")
+	pid := runnerPID(t, w.bin)
+	left := recordsOf(t, pid)
+	if len(left) != 1 || left[0].QEMUPID == 0 || !processAlive(left[0].QEMUPID) || !left[0].Network {
+		t.Fatalf("run records of the runner while the agent works: %+v", left)
+	}
+	if err := killPID(pid); err != nil {
+		t.Fatal(err)
+	}
+	done := w.wait(first)
+	if done.Conclusion == "success" {
+		t.Fatalf("a killed runner's run ended %s", done.Conclusion)
+	}
+	rec := w.record(n)
+	if rec.State != ledger.Failed || !strings.Contains(rec.Reason, "attempt 1 ended") || !strings.Contains(rec.Reason, "/retry") {
+		t.Fatalf("after the kill the item is %s: %q", rec.State, rec.Reason)
+	}
+
+	w.comment(ghemu.DefaultMaintainer, n, "/retry")
+	second := w.approve(n)
+	w.waitLog(second, "agent: working slowly")
+	checkGone(t, left)
+	live := recordsOf(t, runnerPID(t, w.bin))
+
+	stopAt := time.Now()
+	w.comment(ghemu.DefaultMaintainer, n, "/stop")
+	gone := waitGone(t, live, time.Minute)
+	t.Logf("/stop: the VM was gone %v after the comment", gone.Sub(stopAt).Round(100*time.Millisecond))
+	w.wait(second)
+	checkGone(t, live)
+	ev := readEvidence(t, w.out(second))
+	if ev.Outcome != evidence.OutcomeStopped || ev.HeadCommit != "" || !ev.Revocation.Revoked {
+		t.Fatalf("stopped run: outcome %s, head %q, revocation %+v", ev.Outcome, ev.HeadCommit, ev.Revocation)
+	}
+	refs, err := w.e.Git().Refs(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref := range refs {
+		if strings.HasPrefix(ref, "refs/heads/bumper/") {
+			t.Fatalf("something was pushed: %s", ref)
+		}
+	}
+	if r := w.record(n); r.State != ledger.Stopped {
+		t.Fatalf("after /stop the item is %s (%s)", r.State, r.Reason)
+	}
+}
+
+// TestPlanRunThenImplement: with plan: true, the label dispatches a read-only plan run;
+// its push is refused and its plan posted for approval; the approval of the plan
+// dispatches the implement run, which opens the pull request.
+func TestPlanRunThenImplement(t *testing.T) {
+	w := newWorld(t, func(files map[string]string) {
+		files[".github/bumper.yml"] = "version: 1\nplan: true\n" + strings.TrimPrefix(files[".github/bumper.yml"], "version: 1\n")
+	})
+	n := w.openIssue("Count to 4", "test.sh wants 4 widgets.\n\nscenario: planned")
+	before := len(w.runs())
+	w.label(n, "agent:implement")
+	runs := w.runs()
+	if len(runs) != before+1 || runs[len(runs)-1].Inputs["stage"] != "plan" {
+		t.Fatalf("labelling dispatched %d runs: %+v", len(runs)-before, runs)
+	}
+	plan := runs[len(runs)-1]
+	if done := w.wait(plan); done.Conclusion != "success" {
+		t.Fatalf("plan run ended %s:\n%s", done.Conclusion, w.jobLog(plan))
+	}
+	rec := w.record(n)
+	if rec.State != ledger.AwaitingApproval || rec.PlanRevision == "" {
+		t.Fatalf("after the plan run the item is %s (plan %q): %s", rec.State, rec.PlanRevision, rec.Reason)
+	}
+	var refused bool
+	for _, e := range readAuditLines(t, filepath.Join(w.out(plan), "audit.jsonl")) {
+		if e.Kind == "git" && !e.Allowed && e.Reason == "this run may not push" {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Fatalf("the plan run's push is not refused in its audit log; job log:\n%s", w.jobLog(plan))
+	}
+	refs, err := w.e.Git().Refs(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := refs["refs/heads/bumper/1-1"]; ok {
+		t.Fatal("the plan run pushed its branch")
+	}
+	impl := w.approve(n)
+	if impl.Inputs["stage"] != "implement" {
+		t.Fatalf("the approval dispatched stage %q", impl.Inputs["stage"])
+	}
+	if done := w.wait(impl); done.Conclusion != "success" {
+		t.Fatalf("implement run ended %s:\n%s", done.Conclusion, w.jobLog(impl))
+	}
+	ev := readEvidence(t, w.out(impl))
+	if r := w.record(n); r.State != ledger.Reviewing || r.PullRequest == 0 || ev.Diff.FilesChanged != 1 {
+		t.Fatalf("after the implement run the item is %s with pull request %d; diff %+v", r.State, r.PullRequest, ev.Diff)
+	}
+}
+
+func readEvidence(t testing.TB, out string) *evidence.Evidence {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, "evidence.json"))
+	if err != nil {
+		t.Fatalf("the run left no evidence.json: %v", err)
+	}
+	ev, err := evidence.Parse(data)
+	if err != nil {
+		t.Fatalf("evidence.json: %v", err)
+	}
+	return ev
+}
+
+type auditLine struct {
+	Kind    string `json:"kind"`
+	Method  string `json:"method"`
+	Target  string `json:"target"`
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason"`
+	Status  int    `json:"status"`
+}
+
+func readAuditLines(t testing.TB, path string) []auditLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l auditLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// readAll concatenates every file of dir, to look for what must not be there.
+func readAll(t testing.TB, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			data, _ := os.ReadFile(p)
+			b.Write(data)
+		}
+		return nil
+	})
+	return b.String()
+}

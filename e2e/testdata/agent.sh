@@ -1,0 +1,87 @@
+#!/bin/sh
+# The scripted agent of Bumper's end-to-end tests, run by the command harness inside the
+# VM. It does what the "scenario:" line of the task says, so one repository serves every
+# test. It is test infrastructure, not a model.
+set -eu
+scenario=$(sed -n 's/^scenario: *//p' "$BUMPER_TASK" | head -n 1)
+echo "agent: scenario ${scenario:-none}, round $BUMPER_ROUND"
+gateway=${BUMPER_GIT_URL%%/git/*}
+host=${gateway#http://}
+addr=${host%:*}
+port=${host#*:}
+
+# request METHOD PATH BODY [HEADER...]: one HTTP/1.1 request to the firewall's gateways,
+# straight over TCP (the image has no HTTP client but git); prints the status line.
+request() {
+	method=$1 path=$2 body=$3
+	shift 3
+	bash -c '
+		exec 3<>"/dev/tcp/$0/$1" || exit 1
+		body=$4
+		{
+			printf "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %s\r\n" "$2" "$3" "$0" "${#body}"
+			shift 4
+			for h in "$@"; do printf "%s\r\n" "$h"; done
+			printf "\r\n%s" "$body"
+		} >&3 2>/dev/null || true
+		head -n 1 <&3
+	' "$addr" "$port" "$method" "$path" "$body" "$@"
+}
+
+ledger() {
+	cat >"$BUMPER_DECISIONS" <<'JSON'
+{"schema_version": 1, "decisions": [
+ {"question": "Should the count be computed or printed as a constant?", "choice": "Printed as a constant, as before.", "rationale": "The script printed a constant; the issue asks for a different number, not a new mechanism.", "confidence": 0.8},
+ {"question": "Should test.sh change?", "choice": "No: it already says what the issue asks.", "confidence": 0.95}
+]}
+JSON
+}
+
+case "$scenario" in
+fix)
+	if [ "$BUMPER_ROUND" = 1 ]; then
+		# A first try that verification will refuse.
+		sed -i 's/^echo 3$/echo 5/' widgets.sh
+		git commit -q -am "Count to 5"
+		ledger
+		# An agent that tries to get out: push to main, then create a ref through the API.
+		git push "$BUMPER_GIT_URL" HEAD:refs/heads/main 2>&1 | sed 's/^/agent: push to main: /' || true
+		echo "agent: refs API: $(request POST /api/github/repos/acme/widgets/git/refs '{"ref":"refs/heads/evil","sha":"'"$BUMPER_BASE_COMMIT"'"}')"
+	else
+		echo "agent: feedback was:"
+		sed 's/^/agent: | /' "$BUMPER_FEEDBACK_FILE"
+		sed -i 's/^echo 5$/echo 4/' widgets.sh
+		git commit -q -am "Count to 4"
+	fi
+	;;
+planned)
+	if grep -q "This is a plan run" "$BUMPER_TASK"; then
+		# A plan run may read, not write: it tries to push anyway.
+		git commit -q --allow-empty -m "not allowed in a plan run"
+		git push "$BUMPER_GIT_URL" "HEAD:$BUMPER_BRANCH" 2>&1 | sed 's/^/agent: plan-run push: /' || true
+		printf '1. Change widgets.sh to print 4.\n2. Run test.sh.\n' >"$BUMPER_OUT/plan.md"
+	else
+		sed -i 's/^echo 3$/echo 4/' widgets.sh
+	fi
+	;;
+direct)
+	# The least an agent can do: the right change at once, for the overhead benchmark.
+	sed -i 's/^echo 3$/echo 4/' widgets.sh
+	;;
+spend)
+	small='{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"count"}]}'
+	large='{"model":"claude-sonnet-4-5","max_tokens":8000,"messages":[{"role":"user","content":"count to a million"}]}'
+	echo "agent: small call: $(request POST /anthropic/v1/messages "$small" "x-api-key: $ANTHROPIC_API_KEY" "anthropic-version: 2023-06-01")"
+	status=$(request POST /anthropic/v1/messages "$large" "x-api-key: $ANTHROPIC_API_KEY" "anthropic-version: 2023-06-01")
+	echo "agent: large call: $status"
+	case "$status" in *" 200 "*) ;; *) echo "agent: the model refused: giving up"; exit 1 ;; esac
+	;;
+slow)
+	echo "agent: working slowly"
+	sleep 600
+	;;
+*)
+	echo "agent: no scenario in the task" >&2
+	exit 2
+	;;
+esac
