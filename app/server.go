@@ -31,6 +31,9 @@ type Options struct {
 	// OnHandled, when set, learns how long each webhook's handling took (from the
 	// worker picking it up to the handler's return), for figures.
 	OnHandled func(event string, elapsed time.Duration)
+	// RunTokenTTL replaces tokenexchange.RunTokenTTL (tests of runs that outlive a
+	// token); 0: the default.
+	RunTokenTTL time.Duration
 }
 
 // Server is `bumper serve`: the webhook route, the runner endpoints and /healthz.
@@ -78,6 +81,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	runTokens.WithTTL(opts.RunTokenTTL)
 	sealer, err := ledger.NewSealer(key, previous...)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,8 +24,10 @@ import (
 // ends in a pull request with evidence. The scripted agent first tries to push to main
 // and to create a ref through the API (both refused and audited), then makes a change
 // verification refuses, and fixes it in the second round with the failure as feedback.
+// serve's run tokens live 8 s here and the agent's first round takes longer: the run
+// reports at the end only because it refreshed its token.
 func TestRunToPullRequest(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, options{runTokenTTL: 8 * time.Second})
 	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.\n\nscenario: fix")
 	w.label(n, "agent:implement")
 	run := w.approve(n)
@@ -106,7 +109,7 @@ func TestRunToPullRequest(t *testing.T) {
 		var pushMain, refsAPI, fetched bool
 		for _, e := range entries {
 			switch {
-			case e.Kind == "git" && !e.Allowed && strings.Contains(e.Reason, "refs/heads/main"):
+			case e.Kind == "git" && !e.Allowed && strings.Contains(e.Reason, "pushes are closed"):
 				pushMain = true
 			case strings.Contains(e.Target, "/git/refs") && !e.Allowed:
 				refsAPI = true
@@ -162,8 +165,9 @@ func TestRunOverBudget(t *testing.T) {
 	if len(keys) != 1 || keys[0] != modelKey {
 		t.Fatalf("the model server saw keys %q: want exactly the one small call, with the real key", keys)
 	}
-	if strings.Contains(log, modelKey) || strings.Contains(readAll(t, w.out(run)), modelKey) {
-		t.Fatal("the real model key appears in the job log or the artifact")
+	// The job log masks registered secrets as ***: a *** would mean bumper printed one.
+	if strings.Contains(log, modelKey) || strings.Contains(log, "***") || strings.Contains(readAll(t, w.out(run)), modelKey) {
+		t.Fatalf("a secret appears in the job log or the artifact:\n%s", log)
 	}
 }
 
@@ -206,6 +210,15 @@ func TestRunnerKilledThenStopped(t *testing.T) {
 	t.Logf("/stop: the VM was gone %v after the comment", gone.Sub(stopAt).Round(100*time.Millisecond))
 	w.wait(second)
 	checkGone(t, live)
+	var closed int
+	for _, e := range readAuditLines(t, filepath.Join(w.out(second), "audit.jsonl")) {
+		if e.Kind == "git" && !e.Allowed && strings.Contains(e.Reason, "pushes are closed") {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Fatal("the agent's pushes of its own branch are not refused in the audit log")
+	}
 	ev := readEvidence(t, w.out(second))
 	if ev.Outcome != evidence.OutcomeStopped || ev.HeadCommit != "" || !ev.Revocation.Revoked {
 		t.Fatalf("stopped run: outcome %s, head %q, revocation %+v", ev.Outcome, ev.HeadCommit, ev.Revocation)
@@ -228,9 +241,9 @@ func TestRunnerKilledThenStopped(t *testing.T) {
 // its push is refused and its plan posted for approval; the approval of the plan
 // dispatches the implement run, which opens the pull request.
 func TestPlanRunThenImplement(t *testing.T) {
-	w := newWorld(t, func(files map[string]string) {
+	w := newWorld(t, options{files: func(files map[string]string) {
 		files[".github/bumper.yml"] = "version: 1\nplan: true\n" + strings.TrimPrefix(files[".github/bumper.yml"], "version: 1\n")
-	})
+	}})
 	n := w.openIssue("Count to 4", "test.sh wants 4 widgets.\n\nscenario: planned")
 	before := len(w.runs())
 	w.label(n, "agent:implement")
@@ -273,6 +286,54 @@ func TestPlanRunThenImplement(t *testing.T) {
 	if r := w.record(n); r.State != ledger.Reviewing || r.PullRequest == 0 || ev.Diff.FilesChanged != 1 {
 		t.Fatalf("after the implement run the item is %s with pull request %d; diff %+v", r.State, r.PullRequest, ev.Diff)
 	}
+}
+
+// TestPushedIsVerified: what verification judged is what is pushed, or nothing is. An
+// agent whose own test moves the branch to an unverified commit during verification
+// gets no push and no pull request; an agent that leaves a bundle of an unverified
+// commit (locked against overwriting) where the runner writes its own gets the verified
+// commit pushed, not its bundle.
+func TestPushedIsVerified(t *testing.T) {
+	w := newWorld(t)
+	t.Run("the branch moved during verification", func(t *testing.T) {
+		n := w.openIssue("Count to 4", "scenario: rewrite")
+		w.label(n, "agent:implement")
+		run := w.approve(n)
+		if done := w.wait(run); done.Conclusion == "success" {
+			t.Fatalf("the run succeeded:\n%s", w.jobLog(run))
+		}
+		ev := readEvidence(t, w.out(run))
+		if ev.Outcome != evidence.OutcomeFailure || !strings.Contains(ev.OutcomeReason, "the work branch moved") || ev.PullRequest != 0 {
+			t.Fatalf("outcome %s (%s), pull request %d", ev.Outcome, ev.OutcomeReason, ev.PullRequest)
+		}
+		// The agent also rewrote .github/bumper.yml without verification: the run kept the
+		// base commit's policy and verified.
+		if len(ev.Tests) != 1 || ev.Tests[0].Command != "sh test.sh" {
+			t.Fatalf("verification %+v: the agent's .github/bumper.yml was obeyed", ev.Tests)
+		}
+		refs, err := w.e.Git().Refs(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := refs[fmt.Sprintf("refs/heads/bumper/%d-1", n)]; ok {
+			t.Fatal("the unverified commit was pushed")
+		}
+	})
+	t.Run("a planted bundle", func(t *testing.T) {
+		n := w.openIssue("Count to 4 again", "scenario: swap")
+		w.label(n, "agent:implement")
+		run := w.approve(n)
+		if done := w.wait(run); done.Conclusion != "success" {
+			t.Fatalf("the run ended %s:\n%s", done.Conclusion, w.jobLog(run))
+		}
+		diff, err := os.ReadFile(filepath.Join(w.out(run), "pr.diff"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(diff), "666") || !strings.Contains(string(diff), "+echo 4") {
+			t.Fatalf("the pushed change is not the verified one:\n%s", diff)
+		}
+	})
 }
 
 func readEvidence(t testing.TB, out string) *evidence.Evidence {

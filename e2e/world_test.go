@@ -134,13 +134,20 @@ func seed(t testing.TB) *ghemu.Seed {
 	files[".github/bumper.yml"] = "version: 1\n" +
 		"harness:\n  name: command\n  command: sh .bumper/agent.sh\n" +
 		"verification:\n  - sh test.sh\n" +
+		"github_api:\n  - GET /repos/*/*/pulls\n" +
 		"bounds:\n  verification_rounds: 2\n  cost_per_run_usd: " + budgetUSD + "\n  wall_time: 10m\n"
 	return s
 }
 
 // newWorld starts everything but the runs, which the emulator's local runner starts
 // when serve dispatches them.
-func newWorld(t testing.TB, edits ...func(files map[string]string)) *world {
+// options change a world: the repository's files, serve's run-token lifetime.
+type options struct {
+	files       func(map[string]string)
+	runTokenTTL time.Duration
+}
+
+func newWorld(t testing.TB, opts ...options) *world {
 	t.Helper()
 	testgate.Slow(t, "a QEMU microVM per run under TCG, serve and the emulator")
 	testgate.RequiresRoot(t)
@@ -183,8 +190,12 @@ func newWorld(t testing.TB, edits ...func(files map[string]string)) *world {
 		},
 	}
 	sd := seed(t)
-	for _, edit := range edits {
-		edit(sd.Repositories[0].Files)
+	var ttl time.Duration
+	for _, o := range opts {
+		if o.files != nil {
+			o.files(sd.Repositories[0].Files)
+		}
+		ttl = max(ttl, o.runTokenTTL)
 	}
 	w.e = emutest.New(t, ghemu.Options{Seed: sd, WebhookSecret: webhookSecret, Runner: runner}, emutest.Observe(w.calls.observe))
 
@@ -202,7 +213,7 @@ func newWorld(t testing.TB, edits ...func(files map[string]string)) *world {
 	cfg.GitHub.App.WebhookSecret = webhookSecret
 	cfg.Bumper.OIDCIssuer = w.e.OIDCIssuerURL()
 	cfg.Bumper.RunTokenKey = hex.EncodeToString([]byte(runTokenKey))
-	srv, err := app.New(w.ctx, cfg, app.Options{})
+	srv, err := app.New(w.ctx, cfg, app.Options{RunTokenTTL: ttl})
 	if err != nil {
 		t.Fatalf("serve: %v", err)
 	}

@@ -68,14 +68,17 @@ type GatewayConfig struct {
 	// Repository is the run's repository, owner/name: the only one the git and API
 	// gateways serve (required when either is on); RepositoryID its numeric id, which
 	// /repositories/{id} paths need (gateway.Config.Repository, RepositoryID).
-	Repository       string   `yaml:"repository"`
-	RepositoryID     int64    `yaml:"repository_id"`
-	APIAllow         []string `yaml:"api_allow"` // the agent's GitHub API, read-only; empty: none (gateway.Config.APIAllow)
-	PushRef          string   `yaml:"push_ref"`
-	CAFile           string   `yaml:"ca_file"`
-	TokenFile        string   `yaml:"token_file"`
-	AnthropicKeyFile string   `yaml:"anthropic_key_file"`
-	OpenAIKeyFile    string   `yaml:"openai_key_file"`
+	Repository   string   `yaml:"repository"`
+	RepositoryID int64    `yaml:"repository_id"`
+	APIAllow     []string `yaml:"api_allow"` // the agent's GitHub API, read-only; empty: none (gateway.Config.APIAllow)
+	PushRef      string   `yaml:"push_ref"`
+	// PushClosed starts with pushes closed until Firewall.SetPushOpen opens them: for a
+	// caller in process (bumper run) that pushes the verified result itself.
+	PushClosed       bool   `yaml:"-"`
+	CAFile           string `yaml:"ca_file"`
+	TokenFile        string `yaml:"token_file"`
+	AnthropicKeyFile string `yaml:"anthropic_key_file"`
+	OpenAIKeyFile    string `yaml:"openai_key_file"`
 }
 
 // BudgetConfig caps the run's model spending.

@@ -53,6 +53,7 @@ type Firewall struct {
 	addr      string
 	audit     *audit.Log
 	meter     *meter.Meter
+	gateway   *gateway.Gateway
 	cancel    context.CancelFunc
 	cleanups  []cleanup
 	done      chan struct{} // closed when the firewall has stopped and cleaned up
@@ -128,7 +129,7 @@ func (f *Firewall) start(ctx context.Context) error {
 		return err
 	}
 	f.mu.Lock()
-	f.audit, f.meter = al, m
+	f.audit, f.meter, f.gateway = al, m, gw
 	f.mu.Unlock()
 	l := f.cfg.Limits
 	opts := Options{
@@ -178,6 +179,19 @@ func (f *Firewall) Addr() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.addr
+}
+
+// SetPushOpen opens or closes pushes through the git gateway (GatewayConfig.PushClosed);
+// it reports false when no gateway runs.
+func (f *Firewall) SetPushOpen(open bool) bool {
+	f.mu.Lock()
+	gw := f.gateway
+	f.mu.Unlock()
+	if gw == nil {
+		return false
+	}
+	gw.SetPushOpen(open)
+	return true
 }
 
 // Usage is the model spending metered so far; ok is false when no model gateway runs.
@@ -303,7 +317,7 @@ func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, err
 	gw, err := gateway.New(gateway.Config{
 		GitBase: g.GitBase, GitHubAPIBase: g.GitHubAPIBase, AnthropicBase: g.AnthropicBase, OpenAIBase: g.OpenAIBase,
 		Token: token, AnthropicKey: akey, OpenAIKey: okey, Repository: g.Repository, RepositoryID: g.RepositoryID,
-		APIAllow: g.APIAllow, PushRef: g.PushRef, CAFile: g.CAFile,
+		APIAllow: g.APIAllow, PushRef: g.PushRef, PushClosed: g.PushClosed, CAFile: g.CAFile,
 		Meter: m, Audit: al,
 	})
 	if err != nil {

@@ -453,7 +453,7 @@ func assertNoNetworkLeft(t *testing.T, id, stateDir string) {
 	if _, err := os.Stat(filepath.Join(stateDir, "runs", id+".json")); err == nil {
 		t.Errorf("run record of %s left", id)
 	}
-	leases, _ := filepath.Glob(filepath.Join(stateDir, "net", "*"))
+	leases, _ := filepath.Glob(filepath.Join(netns.DefaultLeaseDir, "*"))
 	for _, l := range leases {
 		if b, err := os.ReadFile(l); err == nil && string(b) == id {
 			t.Errorf("address lease %s of %s left", l, id)

@@ -228,6 +228,23 @@ func (c *Client) ShouldStop(ctx context.Context) (wire.ShouldStop, error) {
 	return wire.ShouldStop{Stop: *out.Stop, Reason: out.Reason}, nil
 }
 
+// Refresh asks for a new run token for the same run (POST /api/v1/run/refresh): serve
+// signs one while the attempt is current and its work item active, and refuses
+// (*Refused) once the run is over. Use the answer with WithRunToken.
+func (c *Client) Refresh(ctx context.Context) (wire.Refresh, error) {
+	if c.runToken == "" {
+		return wire.Refresh{}, errNoRunToken
+	}
+	var out wire.Refresh
+	if err := c.call(ctx, http.MethodPost, wire.PathRefresh, c.runToken, struct{}{}, &out, retryAny, c.runToken); err != nil {
+		return wire.Refresh{}, err
+	}
+	if out.RunToken == "" || out.RunTokenExpiresAt.IsZero() {
+		return wire.Refresh{}, errors.New("serve's refresh answer lacks run_token or run_token_expires_at")
+	}
+	return out, nil
+}
+
 // Task fetches the task as approved (GET /api/v1/run/task).
 func (c *Client) Task(ctx context.Context) (wire.Task, error) {
 	if c.runToken == "" {

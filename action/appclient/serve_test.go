@@ -231,10 +231,31 @@ func TestRunAgainstServe(t *testing.T) {
 				t.Fatalf("should-stop %+v, %v", st, err)
 			}
 		}},
+		{"a refreshed token works", func(t *testing.T) {
+			r, err := rc.Refresh(v.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.RunTokenExpiresAt.Before(granted.RunTokenExpiresAt) {
+				t.Fatalf("refresh %+v", r)
+			}
+			fresh := c.WithRunToken(r.RunToken)
+			if st, err := fresh.ShouldStop(v.ctx); err != nil || st.Stop {
+				t.Fatalf("should-stop with the refreshed token %+v, %v", st, err)
+			}
+			rc = fresh
+		}},
 		{"should-stop true after /stop", func(t *testing.T) {
 			v.comment(n, "/stop")
 			if st, err := rc.ShouldStop(v.ctx); err != nil || !st.Stop || st.Reason == "" {
 				t.Fatalf("should-stop %+v, %v", st, err)
+			}
+		}},
+		{"no new token once the run is over", func(t *testing.T) {
+			_, err := rc.Refresh(v.ctx)
+			var ref *appclient.Refused
+			if !errors.As(err, &ref) || !strings.Contains(ref.Reason, "the run is over") {
+				t.Fatalf("refresh after /stop: %v", err)
 			}
 		}},
 	}

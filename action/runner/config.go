@@ -45,6 +45,9 @@ const (
 	DefaultStopPoll      = 2 * time.Second
 	DefaultWallTime      = time.Hour
 	DefaultMaxTranscript = 64 << 20
+	// TokenMargin is what the run keeps of its installation token's hour after the VM's
+	// wall time: the push, the pull request, the check run and the revocation.
+	TokenMargin = 10 * time.Minute
 	// MaxPlanBytes bounds the plan a plan run reports.
 	MaxPlanBytes = 64 << 10
 )

@@ -47,7 +47,10 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	if !strings.EqualFold(grant.Repository, r.repo) {
 		return "", fmt.Errorf("serve granted credentials for %s, but the work item is in %s", grant.Repository, r.repo)
 	}
+	r.tokenMu.Lock()
 	r.serve = client.WithRunToken(grant.RunToken)
+	r.tokenIssued, r.tokenExpires = r.cfg.Now(), grant.RunTokenExpiresAt
+	r.tokenMu.Unlock()
 	r.ev.Revision, r.ev.BaseCommit = grant.Revision, grant.BaseCommit
 	for _, a := range grant.Approvals {
 		r.ev.Approvals = append(r.ev.Approvals, evidence.Approval{By: a.By, At: a.At, Revision: a.Revision, CommentID: a.CommentID})
@@ -55,7 +58,7 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	if r.gh, err = r.github(grant.InstallationToken); err != nil {
 		return "", err
 	}
-	if r.task, err = r.serve.Task(ctx); err != nil {
+	if r.task, err = r.client().Task(ctx); err != nil {
 		return "", fmt.Errorf("failed to read the task from serve: %w", err)
 	}
 	if r.task.BaseCommit != grant.BaseCommit {

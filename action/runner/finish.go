@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/action/appclient"
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/app/wire"
@@ -63,7 +64,7 @@ func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
 		log.Error().Err(werr).Msg("failed to write the evidence")
 		runErr = errors.Join(runErr, werr)
 	}
-	if r.serve != nil && r.cfg.Stage != wire.StagePlan && digest != "" {
+	if r.client() != nil && r.cfg.Stage != wire.StagePlan && digest != "" {
 		if err := r.report(fctx, digest, outcome, reason); err != nil {
 			log.Error().Err(err).Msg("failed to report to serve")
 			runErr = errors.Join(runErr, err)
@@ -111,7 +112,7 @@ func (r *run) report(ctx context.Context, digest string, outcome evidence.Outcom
 		e.AuditHead = a.Head
 	}
 	return r.phase(ctx, evidence.PhaseReport, 0, func(ctx context.Context) (string, error) {
-		if err := r.serve.Evidence(ctx, e); err != nil {
+		if err := r.client().Evidence(ctx, e); err != nil {
 			return "", fmt.Errorf("failed to report the evidence: %w", err)
 		}
 		if outcome != evidence.OutcomeSuccess || r.pull.number == 0 {
@@ -216,8 +217,10 @@ func (r *run) writeEvidence() (string, error) {
 	return digest, nil
 }
 
-// pollStop asks serve every StopPoll whether to stop; when it says so, the run's context
-// ends with errStopped and the VM is killed at once.
+// pollStop asks serve every StopPoll whether to stop; when it says so, or refuses the
+// run's token (the run is over as far as serve knows), the run's context ends with
+// errStopped and the VM is killed at once. It also refreshes the run token once half of
+// its life is gone, so a run may outlive one token.
 func (r *run) pollStop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.StopPoll)
 	defer t.Stop()
@@ -227,8 +230,13 @@ func (r *run) pollStop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		st, err := r.serve.ShouldStop(ctx)
-		if err != nil {
+		r.refreshToken(ctx)
+		st, err := r.client().ShouldStop(ctx)
+		var refused *appclient.Refused
+		switch {
+		case errors.As(err, &refused):
+			st = wire.ShouldStop{Stop: true, Reason: "serve refused the run's token: " + refused.Reason}
+		case err != nil:
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to ask serve whether to stop")
 			continue
 		}
@@ -249,6 +257,33 @@ func (r *run) pollStop(ctx context.Context) {
 		}
 		return
 	}
+}
+
+// refreshToken gets a new run token once the current one has lived half its life.
+func (r *run) refreshToken(ctx context.Context) {
+	r.tokenMu.Lock()
+	due := r.cfg.Now().After(r.tokenIssued.Add(r.tokenExpires.Sub(r.tokenIssued) / 2))
+	r.tokenMu.Unlock()
+	if !due {
+		return
+	}
+	fresh, err := r.client().Refresh(ctx)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to refresh the run token")
+		return
+	}
+	r.cfg.Mask(fresh.RunToken)
+	r.tokenMu.Lock()
+	r.serve = r.serve.WithRunToken(fresh.RunToken)
+	r.tokenIssued, r.tokenExpires = r.cfg.Now(), fresh.RunTokenExpiresAt
+	r.tokenMu.Unlock()
+}
+
+// client is serve's client with the current run token.
+func (r *run) client() *appclient.Client {
+	r.tokenMu.Lock()
+	defer r.tokenMu.Unlock()
+	return r.serve
 }
 
 // stopped is serve's reason to stop, once it said so.

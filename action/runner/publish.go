@@ -17,9 +17,19 @@ import (
 // push bundles the work branch in the VM, checks the bundle on the host, and pushes it
 // through the firewall's git gateway, which lets the run update its own branch only.
 func (r *run) push(ctx context.Context) (string, error) {
+	if r.head == r.grant.BaseCommit {
+		return "", failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
+	}
+	// Whatever the agent left in /out under the bundle's name goes first: the host reads
+	// only what this command wrote.
+	bundle := strings.Join(append([]string{"rm -f", workspace.GuestBundle, workspace.GuestBundle + ".lock", "&&"}, r.ws.BundleCommand()...), " ")
 	var out strings.Builder
-	if _, err := r.exec(ctx, r.ws.BundleCommand(), nil, &out, &out); err != nil {
+	st, err := r.exec(ctx, []string{"sh", "-c", bundle}, nil, &out, &out)
+	if err != nil {
 		return "", err
+	}
+	if st.Code != 0 {
+		return "", failWith(evidence.OutcomeError, "failed to bundle the work branch in the VM (exit %d): %s", st.Code, cut(out.String(), 500))
 	}
 	if err := r.collectOut(ctx); err != nil {
 		return "", err
@@ -30,6 +40,10 @@ func (r *run) push(ctx context.Context) (string, error) {
 		return "", failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
 	case err != nil:
 		return "", failWith(evidence.OutcomeError, "failed to read the agent's work back: %w", err)
+	case res.Head != r.head:
+		// Verification runs the repository's own files, which the agent wrote: they may
+		// move the branch. What was verified is what is pushed, or nothing is.
+		return "", failWith(evidence.OutcomeFailure, "the work branch moved after the agent's last round (from %.12s to %.12s): refusing to push a commit verification did not judge", r.head, res.Head)
 	}
 	r.ev.HeadCommit, r.ev.Branch, r.ev.Diff = res.Head, r.ws.Branch, res.Diff
 	r.ev.Risk = evidence.RiskNote(res.Diff.Paths())
@@ -39,6 +53,10 @@ func (r *run) push(ctx context.Context) (string, error) {
 	if reason := r.stopped(); reason != "" {
 		return "", fmt.Errorf("%w: %s; nothing was pushed", errStopped, reason)
 	}
+	// Pushes are closed while the agent runs; the runner opens them for its own push
+	// only, with no process of the agent left in the VM.
+	r.fw.SetPushOpen(true)
+	defer r.fw.SetPushOpen(false)
 	pushed, err := publish.Push(ctx, publish.Options{
 		Workspace: r.ws, GitURL: "http://" + r.vm.ProxyAddr() + "/git/" + r.repo + ".git",
 		Issue: r.issue, Attempt: r.cfg.Attempt, Head: res.Head, Permissions: r.grant.Permissions,
@@ -54,6 +72,9 @@ func (r *run) push(ctx context.Context) (string, error) {
 // openPull opens the pull request as the App (the runner's client holds the run's
 // installation token) with the evidence, and the bumper/evidence check run on its head.
 func (r *run) openPull(ctx context.Context) (string, error) {
+	if reason := r.stopped(); reason != "" {
+		return "", fmt.Errorf("%w: %s; no pull request was opened", errStopped, reason)
+	}
 	r.fillEvidence(ctx)
 	r.ev.Outcome = evidence.OutcomeSuccess
 	r.ev.Revocation = evidence.Revocation{Reason: "revoked when the run ends, after this was posted; the run's artifact holds the final evidence.json"}
@@ -113,7 +134,7 @@ func (r *run) reportPlan(ctx context.Context) (string, error) {
 
 // progress reports a state to serve.
 func (r *run) progress(ctx context.Context, state, plan string) error {
-	if err := r.serve.Progress(ctx, wire.Progress{State: state, Plan: plan, PullRequest: r.pull.number, HeadCommit: r.pullHead()}); err != nil {
+	if err := r.client().Progress(ctx, wire.Progress{State: state, Plan: plan, PullRequest: r.pull.number, HeadCommit: r.pullHead()}); err != nil {
 		return fmt.Errorf("failed to report %s to serve: %w", state, err)
 	}
 	return nil

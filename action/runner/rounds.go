@@ -128,8 +128,34 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 		if st.Code != 0 {
 			return "", failWith(evidence.OutcomeFailure, "failed to commit the agent's changes in round %d (exit %d); see %s", round, st.Code, fmt.Sprintf(TranscriptPattern, round))
 		}
+		if r.head, err = r.readHead(ctx); err != nil {
+			return "", err
+		}
 	}
 	return fmt.Sprintf("%d turns, %d tool calls, exit %d", res.Turns, res.ToolCalls, res.Exit.Code), nil
+}
+
+// headScript prints where HEAD points and the commit it names. It runs as a command of
+// its own, when no process of the agent is left (the guest kills them after each
+// command), and git rev-parse and symbolic-ref run no hook, filter or monitor the
+// repository's configuration could name: its output is the guest's truth.
+const headScript = `git symbolic-ref -q HEAD; git rev-parse --verify -q HEAD`
+
+// readHead pins the commit verification is about to judge: the work branch's head,
+// with HEAD on the work branch (so the working tree verification runs on is that
+// commit's). The push later must be exactly this commit.
+func (r *run) readHead(ctx context.Context) (string, error) {
+	var out, errOut strings.Builder
+	st, err := r.exec(ctx, []string{"sh", "-c", headScript}, nil, &out, &errOut)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	branch := "refs/heads/" + r.ws.Branch
+	if st.Code != 0 || len(lines) != 2 || lines[0] != branch || !workspace.IsCommitID(lines[1]) {
+		return "", failWith(evidence.OutcomeFailure, "the agent left the work branch: HEAD must be on %s with a commit (found %q, exit %d)", branch, cut(out.String(), 200), st.Code)
+	}
+	return lines[1], nil
 }
 
 // verifyRound runs the repository's verification commands once.

@@ -55,11 +55,15 @@ type run struct {
 	issue int
 	ev    *evidence.Evidence
 
-	serve  *appclient.Client // with the run token, once exchanged
-	grant  wire.ExchangeResponse
-	task   wire.Task
-	policy repoconfig.Config
-	gh     *github.Client
+	// serve is serve's client with the run token, once exchanged; the stop poller
+	// replaces it when it refreshes the token (tokenMu; read it with client()).
+	serve                     *appclient.Client
+	tokenMu                   sync.Mutex
+	tokenIssued, tokenExpires time.Time
+	grant                     wire.ExchangeResponse
+	task                      wire.Task
+	policy                    repoconfig.Config
+	gh                        *github.Client
 
 	fw *firewall.Firewall
 	vm *sandbox.Session // guarded by stopMu once the poller runs
@@ -73,6 +77,11 @@ type run struct {
 	// tokens exchanged: the installation token must be revoked at the end.
 	exchanged bool
 	pull      pullInfo
+	// head is the work branch's commit as the last agent round left it: what
+	// verification judged, and the only commit the run may push.
+	head string
+	// wallTime is the VM session's limit: bounds.wall_time, within the token's life.
+	wallTime  time.Duration
 	closeOnce sync.Once
 	// vmStarted says the VM booted; collected that /out was read back from it.
 	vmStarted, collected bool

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -43,7 +44,8 @@ func (r *run) firewallConfig(listen string) *firewall.Config {
 		Secrets: &firewall.Secrets{GitHubToken: r.grant.InstallationToken, AnthropicKey: r.cfg.AnthropicKey, OpenAIKey: r.cfg.OpenAIKey},
 	}
 	if r.cfg.Stage != wire.StagePlan {
-		c.Gateway.PushRef = "refs/heads/" + workspace.Branch(r.issue, r.cfg.Attempt)
+		// The run's branch, pushed by the runner alone: closed while the agent runs.
+		c.Gateway.PushRef, c.Gateway.PushClosed = "refs/heads/"+workspace.Branch(r.issue, r.cfg.Attempt), true
 	}
 	if len(r.policy.GitHubAPI) > 0 {
 		c.Gateway.GitHubAPIBase, c.Gateway.APIAllow = r.cfg.APIURL, r.policy.GitHubAPI
@@ -59,6 +61,14 @@ func (r *run) startFirewall(ctx context.Context) (string, error) {
 	if vmcfg.Timeout <= 0 {
 		vmcfg.Timeout = DefaultWallTime
 	}
+	// The installation token (an hour, GitHub's fixed lifetime) must outlive the VM by
+	// what the push, the pull request and the revocation need.
+	if exp := r.grant.TokenExpiresAt; !exp.IsZero() {
+		if left := exp.Sub(r.cfg.Now()) - TokenMargin; left < vmcfg.Timeout {
+			vmcfg.Timeout = max(left, time.Minute)
+		}
+	}
+	r.wallTime = vmcfg.Timeout
 	start := func(ctx context.Context, listen string) (func() error, error) {
 		fw, err := firewall.New(r.firewallConfig(listen))
 		if err != nil {
@@ -82,8 +92,8 @@ func (r *run) startFirewall(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w: %s", errStopped, reason)
 	}
 	c := r.firewallConfig(vm.ProxyAddr())
-	return fmt.Sprintf("listening on %s; %d allowlist entries; push %s; GitHub API %s; budget %s",
-		vm.ProxyAddr(), len(c.Allow), orNone(c.Gateway.PushRef), apiRules(c), budget(c.Budget.USD)), nil
+	return fmt.Sprintf("listening on %s; %d allowlist entries; push %s; GitHub API %s; budget %s; wall time %v",
+		vm.ProxyAddr(), len(c.Allow), orNone(c.Gateway.PushRef), apiRules(c), budget(c.Budget.USD), r.wallTime.Round(time.Second)), nil
 }
 
 func orNone(s string) string {
@@ -167,7 +177,7 @@ func (r *run) exec(ctx context.Context, argv, env []string, stdout, stderr io.Wr
 	}
 	st := harness.ExitStatus{Code: res.ExitCode, Signal: res.Signal, Error: res.Error, TimedOut: res.TimedOut}
 	if res.TimedOut {
-		return st, failWith(evidence.OutcomeTimedOut, "the run's wall time of %v ran out: %s", r.policy.Bounds.WallTime, res.Error)
+		return st, failWith(evidence.OutcomeTimedOut, "the run's wall time of %v ran out: %s", r.wallTime.Round(time.Second), res.Error)
 	}
 	return st, nil
 }

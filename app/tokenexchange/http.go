@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/logkey"
@@ -53,6 +54,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+wire.PathShouldStop, h.callback(wire.ScopeShouldStop, func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
 		return h.ledger.ShouldStop(ctx, c)
 	}))
+	mux.HandleFunc("POST "+wire.PathRefresh, h.callback(wire.ScopeShouldStop, h.refresh))
 	mux.HandleFunc("GET "+wire.PathTask, h.callback(wire.ScopeTask, func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
 		return h.ledger.Task(ctx, c)
 	}))
@@ -114,6 +116,25 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	log.Info().Str(logkey.Audit, "token-exchange-granted").Str(logkey.WorkItem, resp.WorkItem).
 		Str(logkey.RunID, id.RunID).Int(logkey.Attempt, resp.Attempt).Msg("granted run credentials")
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// refresh signs a new run token with the same claims while the run may go on: its
+// attempt current and its work item active, which is what should-stop answers. Any run
+// may ask (every stage's token has should-stop in its scope).
+func (h *Handler) refresh(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
+	st, err := h.ledger.ShouldStop(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if st.Stop {
+		return nil, &workitem.Refusal{Reason: "the run is over, no new token: " + st.Reason}
+	}
+	c.RegisteredClaims = jwt.RegisteredClaims{}
+	tok, exp, err := h.tokens.Sign(c)
+	if err != nil {
+		return nil, err
+	}
+	return wire.Refresh{RunToken: tok, RunTokenExpiresAt: exp}, nil
 }
 
 func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID, reason string) {

@@ -10,7 +10,8 @@ import (
 	"github.com/bumperdev/bumper/app/wire"
 )
 
-// RunTokenTTL is how long a run token is valid.
+// RunTokenTTL is how long a run token is valid (DESIGN: 30 minutes); a run that lasts
+// longer refreshes it (wire.PathRefresh) while its attempt is current.
 const RunTokenTTL = 30 * time.Minute
 
 // runTokenIssuer is the "iss" of run tokens; they are only ever checked by the App.
@@ -21,6 +22,7 @@ type RunTokens struct {
 	key      []byte
 	previous [][]byte // verify only, during a key rotation
 	now      func() time.Time
+	ttl      time.Duration
 }
 
 // NewRunTokens returns a signer for the key, which must be at least 32 bytes; tokens
@@ -34,13 +36,21 @@ func NewRunTokens(key []byte, now func() time.Time, previous ...[]byte) (*RunTok
 	if now == nil {
 		now = time.Now
 	}
-	return &RunTokens{key: append([]byte(nil), key...), previous: previous, now: now}, nil
+	return &RunTokens{key: append([]byte(nil), key...), previous: previous, now: now, ttl: RunTokenTTL}, nil
+}
+
+// WithTTL makes tokens valid for d instead of RunTokenTTL (tests of refreshing).
+func (t *RunTokens) WithTTL(d time.Duration) *RunTokens {
+	if d > 0 {
+		t.ttl = d
+	}
+	return t
 }
 
 // Sign mints a run token for the claims, valid for RunTokenTTL.
 func (t *RunTokens) Sign(c wire.RunClaims) (string, time.Time, error) {
 	now := t.now()
-	exp := now.Add(RunTokenTTL)
+	exp := now.Add(t.ttl)
 	c.RegisteredClaims = jwt.RegisteredClaims{Issuer: runTokenIssuer, Subject: c.WorkItem,
 		Audience: jwt.ClaimStrings{runTokenIssuer}, IssuedAt: jwt.NewNumericDate(now),
 		NotBefore: jwt.NewNumericDate(now.Add(-5 * time.Second)), ExpiresAt: jwt.NewNumericDate(exp)}

@@ -17,6 +17,7 @@ const (
 	PathVerdict       = "/api/v1/run/verdict"
 	PathShouldStop    = "/api/v1/run/should-stop"
 	PathTask          = "/api/v1/run/task"
+	PathRefresh       = "/api/v1/run/refresh"
 )
 
 // Scopes a run token may carry; each call-back endpoint needs its own. A run gets only
@@ -146,6 +147,14 @@ type Verdict struct {
 	Verdict    string  `json:"verdict"` // approve, request_changes, comment
 	Confidence float64 `json:"confidence"`
 	Summary    string  `json:"summary"`
+}
+
+// Refresh is a new run token for the same run, with the same claims and a new expiry:
+// a run may outlive one token, never its attempt (serve refreshes only while the attempt
+// is current and its work item active).
+type Refresh struct {
+	RunToken          string    `json:"run_token"`
+	RunTokenExpiresAt time.Time `json:"run_token_expires_at"`
 }
 
 // ShouldStop answers a run asking whether to stop.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 	"github.com/bumperdev/bumper/action/preflight"
 	"github.com/bumperdev/bumper/action/runner"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
@@ -77,6 +80,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return exitError{code: 1}
 	}
 
+	var resume string // the token that resumes workflow commands after the agent's output
 	cfg := runner.Config{
 		ServeURL: in.URL, AllowInsecureHTTP: in.AllowInsecureHTTP,
 		OIDCToken: func(ctx context.Context) (string, error) {
@@ -95,13 +99,25 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Mask: env.AddMask,
 		Log:  stdout,
 		Phase: func(name evidence.PhaseName, end bool, p evidence.Phase) {
+			// The agent's and the verification's output is the repository's text: the
+			// runner must not take a line of it for a workflow command (a mask that hides
+			// a failure, a forged annotation, a stop of the runner's own commands).
+			quoted := env.InActions() && (name == evidence.PhaseAgent || name == evidence.PhaseVerification)
 			if !end {
 				title := string(name)
 				if p.Round > 0 {
 					title += " (round " + strconv.Itoa(p.Round) + ")"
 				}
 				env.Group(title)
+				if quoted {
+					resume = newResumeToken()
+					fmt.Fprintf(stdout, "::stop-commands::%s\n", resume)
+				}
 				return
+			}
+			if quoted && resume != "" {
+				fmt.Fprintf(stdout, "\n::%s::\n", resume)
+				resume = ""
 			}
 			if p.Detail != "" {
 				fmt.Fprintf(stdout, "%s: %s (%s)\n", p.Outcome, p.Detail, (timeMS(p.DurationMS)))
@@ -177,13 +193,22 @@ func jobSummary(res *runner.Result, in ghaction.Inputs) string {
 		fmt.Fprintf(&b, "Pull request: #%d %s\n\n", res.PullRequest, res.PullURL)
 	}
 	if res.Reason != "" {
-		fmt.Fprintf(&b, "Why: %s\n\n", strings.Join(strings.Fields(res.Reason), " "))
+		// Shown as text: the reason may quote what the agent left (a ref name, say).
+		fmt.Fprintf(&b, "Why: %s\n\n", mdcode.Span(strings.Join(strings.Fields(res.Reason), " ")))
 	}
 	if res.Evidence != nil {
 		md, _ := evidence.Markdown(res.Evidence, ghaction.MaxSummaryBytes-b.Len()-1024)
 		b.WriteString(md)
 	}
 	return b.String()
+}
+
+// newResumeToken is a fresh ::stop-commands:: token: one the agent cannot guess, so it
+// cannot resume the commands itself.
+func newResumeToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "bumper-" + hex.EncodeToString(b)
 }
 
 func orDefault(s, def string) string {

@@ -40,6 +40,8 @@ JSON
 case "$scenario" in
 fix)
 	if [ "$BUMPER_ROUND" = 1 ]; then
+		# Longer than a run token lives in the test: the run must refresh it.
+		sleep "${BUMPER_E2E_SLEEP:-10}"
 		# A first try that verification will refuse.
 		sed -i 's/^echo 3$/echo 5/' widgets.sh
 		git commit -q -am "Count to 5"
@@ -77,8 +79,37 @@ spend)
 	case "$status" in *" 200 "*) ;; *) echo "agent: the model refused: giving up"; exit 1 ;; esac
 	;;
 slow)
+	# A commit, then a push of its own branch every second: pushes are the runner's,
+	# closed to the agent, and nothing may reach the branch after a /stop.
+	echo slow >>README.md
+	git commit -q -am "Work in progress"
 	echo "agent: working slowly"
-	sleep 600
+	while :; do
+		git push -q "$BUMPER_GIT_URL" "HEAD:refs/heads/$BUMPER_BRANCH" 2>/dev/null && echo "agent: pushed"
+		sleep 1
+	done
+	;;
+rewrite)
+	# Verification judges one commit; the repository's test, which the agent writes,
+	# moves the branch back to another during verification and says PASS.
+	sed -i 's/^echo 3$/echo 666/' widgets.sh
+	git commit -q -am "The change nobody verified"
+	bad=$(git rev-parse HEAD)
+	sed -i 's/^echo 666$/echo 4/' widgets.sh
+	printf '#!/bin/sh\ngit update-ref "refs/heads/$(git rev-parse --abbrev-ref HEAD)" %s\necho "PASS: 4 widgets"\n' "$bad" >test.sh
+	# And no verification, no budget, everything allowed, if the runner read this tree.
+	printf 'version: 1\nharness: {name: command, command: sh .bumper/agent.sh}\nallowlist: ["*.com"]\nbounds: {verification_rounds: 0}\n' >.github/bumper.yml
+	git commit -q -am "Count to 4"
+	;;
+swap)
+	# A bundle of an unverified commit left where the runner writes its own, locked so
+	# that git would refuse to overwrite it.
+	sed -i 's/^echo 3$/echo 666/' widgets.sh
+	git commit -q -am "The change nobody verified"
+	git bundle create -q "$BUMPER_OUT/repo.bundle" "refs/heads/$BUMPER_BRANCH" "^$BUMPER_BASE_COMMIT"
+	: >"$BUMPER_OUT/repo.bundle.lock"
+	git reset -q --hard HEAD~1
+	sed -i 's/^echo 3$/echo 4/' widgets.sh
 	;;
 *)
 	echo "agent: no scenario in the task" >&2

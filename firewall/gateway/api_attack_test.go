@@ -653,3 +653,34 @@ func TestGitNoPushWithoutPushRef(t *testing.T) {
 		t.Fatalf("fetching is still served: status %d", resp.StatusCode)
 	}
 }
+
+// TestGitPushGate: with pushes closed (the runner's setting while the agent runs), the
+// agent's push of its own branch is refused before the git host sees it; opened (the
+// runner's own push after the VM's last command), the same push goes through; closed
+// again, refused again.
+func TestGitPushGate(t *testing.T) {
+	f := newFixture(t, 0, func(c *Config) {
+		c.GitBase = c.GitHubAPIBase
+		c.PushRef = "refs/heads/bumper/12-1"
+		c.PushClosed = true
+	})
+	g := f.gw
+	push := func() (int, string) {
+		resp, body := f.do(t, "GET", "/git/o/r.git/info/refs?service=git-receive-pack", nil, "")
+		return resp.StatusCode, body
+	}
+	for _, step := range []struct {
+		open   bool
+		status int
+	}{{false, http.StatusForbidden}, {true, http.StatusOK}, {false, http.StatusForbidden}} {
+		g.SetPushOpen(step.open)
+		before := f.api.count()
+		status, body := push()
+		if status != step.status || (status == http.StatusForbidden) != (f.api.count() == before) {
+			t.Fatalf("push open %v: status %d (%s), reached the git host %v", step.open, status, body, f.api.count() != before)
+		}
+		if status == http.StatusForbidden && !strings.Contains(body, "pushes are closed") {
+			t.Fatalf("refusal %q does not say why", body)
+		}
+	}
+}

@@ -55,6 +55,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bumperdev/bumper/firewall/audit"
@@ -100,6 +101,10 @@ type Config struct {
 	// PushRef is the only ref receive-pack may update (refs/heads/bumper/<issue>-<attempt>).
 	// Empty: every push is refused.
 	PushRef string
+	// PushClosed starts the gateway with pushes closed (SetPushOpen opens them): the
+	// runner pushes the verified result itself, after the VM's last command, so the
+	// agent never pushes at all, not even its own branch.
+	PushClosed bool
 	// CAFile, when set, replaces the system roots for upstream TLS (tests, private hosts).
 	CAFile string
 
@@ -119,7 +124,13 @@ type Gateway struct {
 	// owner and repo are Config.Repository's halves, lower-cased; repoID is
 	// Config.RepositoryID in decimal, "" when not known.
 	owner, repo, repoID string
+	// pushOpen says receive-pack may be served now (Config.PushClosed, SetPushOpen).
+	pushOpen atomic.Bool
 }
+
+// SetPushOpen opens or closes pushes through the git gateway. A push already past its
+// check goes on; the next is judged by the new state.
+func (g *Gateway) SetPushOpen(open bool) { g.pushOpen.Store(open) }
 
 type upstream struct {
 	name string
@@ -132,6 +143,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, errors.New("failed to create gateways: an audit log is required")
 	}
 	g := &Gateway{cfg: cfg}
+	g.pushOpen.Store(!cfg.PushClosed)
 	var err error
 	if g.git, err = parseBase("git", cfg.GitBase, cfg.Token, "token"); err != nil {
 		return nil, err

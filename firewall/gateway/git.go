@@ -54,6 +54,10 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) 
 		g.refuse(w, r, "git", http.StatusForbidden, "this run may not push")
 		return
 	}
+	if service == "git-receive-pack" && !g.pushOpen.Load() {
+		g.refuse(w, r, "git", http.StatusForbidden, "pushes are closed: the runner pushes the verified result itself, after the agent's last command")
+		return
+	}
 	reason := "git " + service
 	if service == "git-receive-pack" && r.Method == http.MethodPost {
 		var ok bool

@@ -7,9 +7,13 @@ import (
 	"sync"
 )
 
-// addMaskCommand is the workflow command that registers a secret: GitHub's runner
+// Workflow commands the log honours. add-mask registers a secret: GitHub's runner
 // consumes the line and shows the value as *** wherever it appears later in the log.
-const addMaskCommand = "::add-mask::"
+// stop-commands makes it take no line for a command until "::<token>::".
+const (
+	addMaskCommand      = "::add-mask::"
+	stopCommandsCommand = "::stop-commands::"
+)
 
 // maskingWriter writes a job's output to its log as GitHub's runner does with secrets:
 // an ::add-mask:: line is not logged and its value is replaced by *** from then on. It
@@ -20,6 +24,8 @@ type maskingWriter struct {
 	w     io.Writer
 	buf   []byte
 	masks []string
+	// resume is the token that ends a ::stop-commands::, "" when commands are honoured.
+	resume string
 }
 
 func (m *maskingWriter) Write(p []byte) (int, error) {
@@ -48,8 +54,17 @@ func (m *maskingWriter) Write(p []byte) (int, error) {
 
 func (m *maskingWriter) line(l []byte) error {
 	s := string(l)
-	if v, ok := strings.CutPrefix(s, addMaskCommand); ok {
-		if v = strings.TrimSpace(v); v != "" {
+	switch trimmed := strings.TrimSpace(s); {
+	case m.resume != "":
+		if trimmed == "::"+m.resume+"::" {
+			m.resume = ""
+			return nil
+		}
+	case strings.HasPrefix(trimmed, stopCommandsCommand):
+		m.resume = strings.TrimPrefix(trimmed, stopCommandsCommand)
+		return nil
+	case strings.HasPrefix(trimmed, addMaskCommand):
+		if v := strings.TrimSpace(strings.TrimPrefix(trimmed, addMaskCommand)); v != "" {
 			m.masks = append(m.masks, v)
 		}
 		return nil

@@ -23,3 +23,20 @@ func TestMaskingWriter(t *testing.T) {
 		t.Fatalf("log %q, want %q", log.String(), want)
 	}
 }
+
+// TestMaskingWriterStopCommands: between ::stop-commands::TOKEN and ::TOKEN:: no line is
+// a command, so what a job quotes there cannot register a mask; secrets registered
+// before are still hidden, and commands work again after the token.
+func TestMaskingWriterStopCommands(t *testing.T) {
+	var log bytes.Buffer
+	m := &maskingWriter{w: &log}
+	for _, l := range []string{"::add-mask::k3y\n", "::stop-commands::tok-1\n", "::add-mask::FAIL\n", "FAIL with k3y\n", "::tok-1::\n", "::add-mask::later\n", "FAIL later\n"} {
+		if _, err := m.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "::add-mask::FAIL\nFAIL with ***\nFAIL ***\n"
+	if log.String() != want {
+		t.Fatalf("log %q, want %q", log.String(), want)
+	}
+}

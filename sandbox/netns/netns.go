@@ -41,12 +41,20 @@ const (
 // pool is where each run's /30 link comes from: 16384 runs at once.
 var pool = netip.MustParsePrefix("10.201.0.0/16")
 
+// DefaultLeaseDir holds the address reservations of every run on the host.
+const DefaultLeaseDir = "/run/bumper/net"
+
 // Config says which run the network is for.
 type Config struct {
 	// ID names the run; it must be 1–8 characters of [a-z0-9] so interface names fit.
 	ID string
-	// StateDir holds the address reservations (default /run/bumper).
+	// StateDir is the run's state directory (default /run/bumper).
 	StateDir string
+	// LeaseDir holds the address reservations (default DefaultLeaseDir). It is one
+	// directory for the whole host whatever StateDir says: two runs with different
+	// state directories (a runner and a test, two tests) must never share an address,
+	// or the second proxy cannot listen.
+	LeaseDir string
 }
 
 // Net is one run's network. Close removes all of it.
@@ -100,7 +108,10 @@ func Create(cfg Config, proxyPort int) (_ *Net, err error) {
 			err = errors.Join(err, n.Close())
 		}
 	}()
-	n.lease, n.HostAddr, n.PeerAddr, err = reserve(filepath.Join(cfg.StateDir, "net"), cfg.ID)
+	if cfg.LeaseDir == "" {
+		cfg.LeaseDir = DefaultLeaseDir
+	}
+	n.lease, n.HostAddr, n.PeerAddr, err = reserve(cfg.LeaseDir, cfg.ID)
 	if err != nil {
 		return n, err
 	}
@@ -309,9 +320,13 @@ func reserve(dir, id string) (lease string, host, peer netip.Addr, err error) {
 	return "", host, peer, fmt.Errorf("all %d run networks in %s are in use; reap stale runs", 1<<14, pool)
 }
 
-// ReleaseLeases removes the address leases held by run id, for the reaper.
-func ReleaseLeases(stateDir, id string) error {
-	dir := filepath.Join(stateDir, "net")
+// ReleaseLeases removes the address leases held by run id from leaseDir ("":
+// DefaultLeaseDir), for the reaper.
+func ReleaseLeases(leaseDir, id string) error {
+	dir := leaseDir
+	if dir == "" {
+		dir = DefaultLeaseDir
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -75,8 +75,13 @@ func TestCreateAndClose(t *testing.T) {
 			t.Errorf("veth %s still exists: %s", n.HostVeth, out)
 		}
 	}
-	if leases, _ := os.ReadDir(filepath.Join(state, "net")); len(leases) != 0 {
-		t.Errorf("%d address leases left", len(leases))
+	for _, n := range []*Net{a, b} {
+		if _, err := os.Stat(n.lease); err == nil {
+			t.Errorf("the address lease %s of %s is left", n.lease, n.Name)
+		}
+		if filepath.Dir(n.lease) != DefaultLeaseDir {
+			t.Errorf("lease %s is not in the host's lease directory %s, whatever the state directory", n.lease, DefaultLeaseDir)
+		}
 	}
 }
 

@@ -129,7 +129,7 @@ func reapOne(stateDir string, r Record) error {
 		if err := netns.Remove(ns, veth); err != nil {
 			errs = append(errs, err)
 		}
-		if err := netns.ReleaseLeases(stateDir, r.ID); err != nil {
+		if err := netns.ReleaseLeases(netns.DefaultLeaseDir, r.ID); err != nil {
 			errs = append(errs, err)
 		}
 	}
