@@ -376,7 +376,8 @@ func TestRunReasonReachesTheItem(t *testing.T) {
 
 // TestRunThatDeliveredEndsQuietly: the workflow run of an attempt that opened its pull
 // request and handed it to review completes; the item stays with its reviewer instead
-// of failing "before a pull request was ready".
+// of failing "before a pull request was ready". Its token is refreshed while it runs,
+// and no longer once the pull request waits for review.
 func TestRunThatDeliveredEndsQuietly(t *testing.T) {
 	h := newHarness(t, nil)
 	n, run := h.approved()
@@ -386,9 +387,16 @@ func TestRunThatDeliveredEndsQuietly(t *testing.T) {
 	}
 	pr, head := h.runnerPull(n, 1, granted.InstallationToken)
 	for _, p := range []wire.Progress{{State: "verifying"}, {State: "reviewing", PullRequest: pr, HeadCommit: head}} {
+		if code, body := h.post(http.MethodPost, wire.PathRefresh, granted.RunToken, struct{}{}); code != http.StatusOK {
+			t.Fatalf("refresh before %s: %d %s", p.State, code, body)
+		}
 		if code, body := h.post(http.MethodPost, wire.PathProgress, granted.RunToken, p); code != http.StatusNoContent {
 			t.Fatalf("progress %s: %d %s", p.State, code, body)
 		}
+	}
+	// The pull request waits for its reviewer: the implement run's token is not renewed.
+	if code, body := h.post(http.MethodPost, wire.PathRefresh, granted.RunToken, struct{}{}); code != http.StatusForbidden || !strings.Contains(string(body), "implement run is over") {
+		t.Fatalf("refresh once reviewing: %d %s", code, body)
 	}
 	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "success"}); err != nil {
 		t.Fatal(err)

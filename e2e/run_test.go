@@ -319,6 +319,18 @@ func TestPushedIsVerified(t *testing.T) {
 			t.Fatal("the unverified commit was pushed")
 		}
 	})
+	t.Run("a file hidden from git", func(t *testing.T) {
+		n := w.openIssue("Count to 4, quietly", "scenario: hide")
+		w.label(n, "agent:implement")
+		run := w.approve(n)
+		if done := w.wait(run); done.Conclusion == "success" {
+			t.Fatalf("the run succeeded:\n%s", w.jobLog(run))
+		}
+		ev := readEvidence(t, w.out(run))
+		if ev.Outcome != evidence.OutcomeFailure || !strings.Contains(ev.OutcomeReason, "hid files from git") || len(ev.Tests) != 0 {
+			t.Fatalf("outcome %s (%s), tests %+v", ev.Outcome, ev.OutcomeReason, ev.Tests)
+		}
+	})
 	t.Run("a planted bundle", func(t *testing.T) {
 		n := w.openIssue("Count to 4 again", "scenario: swap")
 		w.label(n, "agent:implement")

@@ -254,7 +254,7 @@ func TestRunAgainstServe(t *testing.T) {
 		{"no new token once the run is over", func(t *testing.T) {
 			_, err := rc.Refresh(v.ctx)
 			var ref *appclient.Refused
-			if !errors.As(err, &ref) || !strings.Contains(ref.Reason, "the run is over") {
+			if !errors.As(err, &ref) || !strings.Contains(ref.Reason, "run is over") {
 				t.Fatalf("refresh after /stop: %v", err)
 			}
 		}},

@@ -145,10 +145,12 @@ func (r *run) fillEvidence(ctx context.Context) {
 		r.ev.Cost.Estimated, r.ev.Cost.EstimatedCalls = u.Estimated > 0, int64(u.Estimated)
 		r.ev.Cost.BudgetMicroUSD = int64(math.Round(u.BudgetUSD * 1e6))
 	}
-	if h, ok := r.fw.AuditHead(); ok {
-		r.ev.Audit = &evidence.Audit{Head: "sha256:" + h.Hash, Entries: int64(h.Lines)}
+	h, ok := r.fw.AuditHead()
+	if !ok {
+		return
 	}
-	entries, err := readAudit(filepath.Join(r.cfg.Out, AuditFile))
+	r.ev.Audit = &evidence.Audit{Head: "sha256:" + h.Hash, Entries: int64(h.Lines)}
+	entries, err := readAudit(filepath.Join(r.cfg.Out, AuditFile), h.Hash)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to read the audit log for the egress summary")
 		return
@@ -156,16 +158,16 @@ func (r *run) fillEvidence(ctx context.Context) {
 	r.ev.Egress = evidence.SummarizeEgress(entries)
 }
 
-// readAudit reads the firewall's audit log, checking its chain, into what the egress
-// summary needs. The firewall has flushed it: the VM is down when this runs (or, for
-// the pull request's copy, the lines still buffered are a second's worth at most).
-func readAudit(path string) ([]evidence.AuditEntry, error) {
+// readAudit reads the firewall's audit log into what the egress summary needs, checking
+// its chain up to head, the firewall's own last hash (the chain alone cannot tell that
+// the last line was changed). The firewall has stopped when this runs, its log flushed.
+func readAudit(path, head string) ([]evidence.AuditEntry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if _, err := audit.Verify(f, ""); err != nil {
+	if _, err := audit.Verify(f, head); err != nil {
 		return nil, fmt.Errorf("the run's audit log does not verify: %w", err)
 	}
 	if _, err := f.Seek(0, 0); err != nil {
@@ -272,7 +274,8 @@ func (r *run) refreshToken(ctx context.Context) {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to refresh the run token")
 		return
 	}
-	r.cfg.Mask(fresh.RunToken)
+	// Not masked: bumper never prints a run token, and an ::add-mask:: line printed while
+	// the agent's output is quoted (::stop-commands::) would print it in clear.
 	r.tokenMu.Lock()
 	r.serve = r.serve.WithRunToken(fresh.RunToken)
 	r.tokenIssued, r.tokenExpires = r.cfg.Now(), fresh.RunTokenExpiresAt

@@ -34,6 +34,12 @@ func (r *run) push(ctx context.Context) (string, error) {
 	if err := r.collectOut(ctx); err != nil {
 		return "", err
 	}
+	// The VM goes before pushes open: killing the agent's processes does not close its
+	// sockets, and data it left queued in the guest's kernel could otherwise reach the
+	// gateway while the runner's push is allowed. The firewall stays up for the push.
+	if err := r.vm.Kill(); err != nil {
+		return "", fmt.Errorf("failed to stop the VM before the push: %w", err)
+	}
 	res, err := r.ws.Result(ctx)
 	switch {
 	case errors.Is(err, workspace.ErrNoBundle):

@@ -139,7 +139,25 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 // its own, when no process of the agent is left (the guest kills them after each
 // command), and git rev-parse and symbolic-ref run no hook, filter or monitor the
 // repository's configuration could name: its output is the guest's truth.
-const headScript = `git symbolic-ref -q HEAD; git rev-parse --verify -q HEAD`
+//
+// First it refuses a repository that hides files from git, so that the working tree
+// verification runs on is the commit's: index entries marked assume-unchanged or
+// skip-worktree (git add -A passes them by), excludes or attributes outside the
+// committed tree, a worktree or excludes file set in the configuration, a .git that is
+// not the repository's own directory.
+const headScript = `set -e
+if [ ! -d .git ] || [ -L .git ]; then echo "bumper-hidden: .git is not a directory"; exit 0; fi
+xdg=${XDG_CONFIG_HOME:-$HOME/.config}
+for f in .git/info/exclude .git/info/attributes "$xdg/git/ignore" "$xdg/git/attributes"; do
+	if [ -s "$f" ]; then echo "bumper-hidden: $f"; exit 0; fi
+done
+for k in core.worktree core.excludesFile core.attributesFile; do
+	if git config --get "$k" >/dev/null; then echo "bumper-hidden: $k is set"; exit 0; fi
+done
+hidden=$(git ls-files -v | grep -c '^[a-zS]' || true)
+if [ "$hidden" != 0 ]; then echo "bumper-hidden: $hidden index entries marked assume-unchanged or skip-worktree"; exit 0; fi
+git symbolic-ref -q HEAD || true
+git rev-parse --verify -q HEAD`
 
 // readHead pins the commit verification is about to judge: the work branch's head,
 // with HEAD on the work branch (so the working tree verification runs on is that
@@ -149,6 +167,9 @@ func (r *run) readHead(ctx context.Context) (string, error) {
 	st, err := r.exec(ctx, []string{"sh", "-c", headScript}, nil, &out, &errOut)
 	if err != nil {
 		return "", err
+	}
+	if hidden, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "bumper-hidden: "); ok {
+		return "", failWith(evidence.OutcomeFailure, "the agent hid files from git (%s): verification would not run on the commit that is pushed", cut(hidden, 200))
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	branch := "refs/heads/" + r.ws.Branch

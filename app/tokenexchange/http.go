@@ -30,6 +30,7 @@ type Ledger interface {
 	Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error
 	Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error
 	ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error)
+	Refresh(ctx context.Context, c wire.RunClaims) error
 	Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 }
 
@@ -118,16 +119,12 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// refresh signs a new run token with the same claims while the run may go on: its
-// attempt current and its work item active, which is what should-stop answers. Any run
-// may ask (every stage's token has should-stop in its scope).
+// refresh signs a new run token with the same claims while the run may go on
+// (workitem.Service.Refresh says when). Any run may ask: every stage's token has
+// should-stop in its scope.
 func (h *Handler) refresh(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
-	st, err := h.ledger.ShouldStop(ctx, c)
-	if err != nil {
+	if err := h.ledger.Refresh(ctx, c); err != nil {
 		return nil, err
-	}
-	if st.Stop {
-		return nil, &workitem.Refusal{Reason: "the run is over, no new token: " + st.Reason}
 	}
 	c.RegisteredClaims = jwt.RegisteredClaims{}
 	tok, exp, err := h.tokens.Sign(c)

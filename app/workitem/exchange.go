@@ -323,6 +323,38 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 	return s.save(ctx, gh, it, "")
 }
 
+// MaxRunLife bounds how long a run's token is refreshed: GitHub ends a job after six
+// hours whatever it does.
+const MaxRunLife = 6 * time.Hour
+
+// Refresh says whether a run may have a new token (nil) or not (a *Refusal): its attempt
+// must be current, its work item in a state its stage runs in (an implement run's token
+// is not refreshed once its pull request waits for review), and the attempt younger than
+// MaxRunLife.
+func (s *Service) Refresh(ctx context.Context, c wire.RunClaims) error {
+	_, it, err := s.current(ctx, c)
+	if err != nil {
+		return err
+	}
+	st := it.rec.State
+	var ok bool
+	switch c.Stage {
+	case StagePlan:
+		ok = st == ledger.Planning
+	case StageImplement, StageFix:
+		ok = st == ledger.Running || st == ledger.Verifying
+	case StageReview:
+		ok = st == ledger.Reviewing
+	}
+	if !ok {
+		return refuse("the %s run is over (the work item is %s): no new token", c.Stage, st)
+	}
+	if att := it.rec.CurrentAttempt(); s.now().Sub(att.StartedAt) > MaxRunLife {
+		return refuse("attempt %d started more than %v ago: no new token", att.Number, MaxRunLife)
+	}
+	return nil
+}
+
 // ShouldStop tells a run whether to stop: yes once its work item left the active states
 // or moved on to another attempt.
 func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error) {

@@ -117,7 +117,13 @@ func (s *Service) HandleIssue(ctx context.Context, gh GitHub, ev IssueEvent) err
 
 // request starts (or restarts) a work item for a labelling by a writer.
 func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, commentID int64, prev *ledger.Record) error {
-	pol, err := s.policy(ctx, gh, ev.Repo.FullName)
+	// The policy of the default branch at its head, by commit: the same read serves the
+	// approval's checks at the base commit later (policies are cached by commit).
+	head, err := gh.BranchHead(ctx, ev.Repo.FullName, ev.Repo.DefaultBranch)
+	if err != nil {
+		return fmt.Errorf("failed to read the head of %s: %w", ev.Repo.DefaultBranch, err)
+	}
+	pol, err := s.policyAt(ctx, gh, ev.Repo.FullName, head)
 	if err != nil {
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
 			fmt.Sprintf("Bumper cannot start: the repository's configuration is invalid (%v). Fix %s and label the issue again.", err, repoconfig.Path))
@@ -131,10 +137,6 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 		}
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
 			fmt.Sprintf("Sorry @%s, Bumper only starts work labelled by %s; %s. Nothing was changed.", ev.Sender, who(pol), no.why))
-	}
-	head, err := gh.BranchHead(ctx, ev.Repo.FullName, ev.Repo.DefaultBranch)
-	if err != nil {
-		return fmt.Errorf("failed to read the head of %s: %w", ev.Repo.DefaultBranch, err)
 	}
 	rec := &ledger.Record{Schema: ledger.SchemaVersion, Repository: ev.Repo.FullName, Issue: ev.Issue.Number,
 		State: ledger.Requested, Requester: ev.Sender,

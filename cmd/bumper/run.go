@@ -120,7 +120,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				resume = ""
 			}
 			if p.Detail != "" {
-				fmt.Fprintf(stdout, "%s: %s (%s)\n", p.Outcome, p.Detail, (timeMS(p.DurationMS)))
+				// One line, starting with the outcome: a detail may quote what the agent
+				// left (git's errors name paths), and a line of it must not become a
+				// workflow command.
+				fmt.Fprintf(stdout, "%s: %s (%s)\n", p.Outcome, strings.Join(strings.Fields(p.Detail), " "), timeMS(p.DurationMS))
 			}
 			env.EndGroup()
 		},

@@ -83,9 +83,9 @@ slow)
 	# closed to the agent, and nothing may reach the branch after a /stop.
 	echo slow >>README.md
 	git commit -q -am "Work in progress"
-	echo "agent: working slowly"
 	while :; do
 		git push -q "$BUMPER_GIT_URL" "HEAD:refs/heads/$BUMPER_BRANCH" 2>/dev/null && echo "agent: pushed"
+		echo "agent: working slowly"
 		sleep 1
 	done
 	;;
@@ -100,6 +100,14 @@ rewrite)
 	# And no verification, no budget, everything allowed, if the runner read this tree.
 	printf 'version: 1\nharness: {name: command, command: sh .bumper/agent.sh}\nallowlist: ["*.com"]\nbounds: {verification_rounds: 0}\n' >.github/bumper.yml
 	git commit -q -am "Count to 4"
+	;;
+hide)
+	# The committed file says 666; the one on disk, which verification runs, says 4, and
+	# the index is told not to look.
+	sed -i 's/^echo 3$/echo 666/' widgets.sh
+	git commit -q -am "The change nobody verified"
+	git update-index --skip-worktree widgets.sh
+	sed -i 's/^echo 666$/echo 4/' widgets.sh
 	;;
 swap)
 	# A bundle of an unverified commit left where the runner writes its own, locked so

@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/sandbox"
+)
+
+// TestConfigValidate: every problem of a run's configuration is reported at once, each
+// saying what to set; a review run is refused with the issue that brings it.
+func TestConfigValidate(t *testing.T) {
+	good := Config{
+		ServeURL: "https://bumper.example", OIDCToken: func(context.Context) (string, error) { return "t", nil },
+		WorkItem: "acme/widgets#3", Attempt: 1, Nonce: "n", Stage: "implement",
+		ServerURL: "https://github.com", APIURL: "https://api.github.com", Out: t.TempDir(),
+		VM: sandbox.Config{Kernel: "vmlinux", Rootfs: "rootfs.ext4"},
+	}
+	if err := good.validate(); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   []string
+	}{
+		{"everything missing", func(c *Config) { *c = Config{} }, []string{
+			"no serve URL", "no OIDC token source", "work item \"\"", "attempt 0", "no nonce", "stage \"\"",
+			"server URL", "API URL", "no output directory", "no VM image"}},
+		{"review runs come with the reviewer", func(c *Config) { c.Stage = "review" }, []string{"issue #14"}},
+		{"a work item that is not one", func(c *Config) { c.WorkItem = "acme/widgets#0" }, []string{"owner/repo#issue"}},
+		{"a URL that is not one", func(c *Config) { c.APIURL = "ftp://x" }, []string{"API URL (GITHUB_API_URL) \"ftp://x\""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.mutate(&c)
+			err := c.validate()
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestClassify: each way a run ends maps to its outcome.
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		err  error
+		want evidence.Outcome
+	}{
+		{nil, evidence.OutcomeSuccess},
+		{failWith(evidence.OutcomeOverBudget, "spent"), evidence.OutcomeOverBudget},
+		{fmt.Errorf("phase: %w", failWith(evidence.OutcomeTimedOut, "late")), evidence.OutcomeTimedOut},
+		{fmt.Errorf("%w: the item was stopped", errStopped), evidence.OutcomeStopped},
+		{errors.New("anything else"), evidence.OutcomeFailure},
+	}
+	for _, tc := range tests {
+		if got, _ := classify(tc.err); got != tc.want {
+			t.Errorf("classify(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestLimitWriter: a transcript keeps its first bytes and never fails the live log.
+func TestLimitWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := &limitWriter{w: &buf, left: 5}
+	for _, p := range []string{"abc", "defg", "hij"} {
+		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", p, n, err)
+		}
+	}
+	if buf.String() != "abcde" {
+		t.Fatalf("kept %q", buf.String())
+	}
+}
+
+// TestReadAudit: the egress summary is read from a log whose chain verifies; a line the
+// VM's side could have altered makes the whole log refused.
+func TestReadAudit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []audit.Entry{
+		{Time: time.Now(), Kind: "git", Target: "/git/acme/widgets.git/git-upload-pack", Allowed: true, Reason: "git git-upload-pack"},
+		{Time: time.Now(), Kind: "connect", Target: "evil.example:443", Allowed: false, Reason: "not in the allowlist"},
+	} {
+		if err := l.Write(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := l.Head().Hash
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := readAudit(path, head)
+	if err != nil || len(entries) != 2 || entries[1].Allowed || entries[1].Target != "evil.example:443" {
+		t.Fatalf("readAudit = %+v, %v", entries, err)
+	}
+	data, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(`"allowed":false`), []byte(`"allowed":true`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAudit(path, head); err == nil {
+		t.Fatal("a tampered audit log was read")
+	}
+}
+
+// TestConventions: the agent is told how the run works, a plan run that it writes a plan
+// and changes nothing.
+func TestConventions(t *testing.T) {
+	impl, plan := string(conventions("implement")), string(conventions("plan"))
+	for _, want := range []string{"Do not push", evidence.DecisionsFile, "AGENTS.md"} {
+		if !strings.Contains(impl, want) {
+			t.Errorf("the implement conventions lack %q:\n%s", want, impl)
+		}
+	}
+	if !strings.Contains(plan, "/out/"+PlanFile) || strings.Contains(plan, "Commit your work") {
+		t.Errorf("the plan conventions:\n%s", plan)
+	}
+}
+
+// TestCommitMessage: the issue's title on one line, with its number, bounded.
+func TestCommitMessage(t *testing.T) {
+	if got := commitMessage("Fix\nthe  widgets\t", 7); got != "Fix the widgets (#7)" {
+		t.Errorf("commitMessage = %q", got)
+	}
+	if got := commitMessage(strings.Repeat("é", 300), 7); len(got) > 204 {
+		t.Errorf("commitMessage is %d bytes", len(got))
+	}
+}
