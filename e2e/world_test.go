@@ -65,6 +65,8 @@ type callCounter struct {
 	// people are the seeded users' tokens: the test acting as a maintainer is not
 	// Bumper, and its calls are counted apart.
 	people map[string]bool
+	// atPull is the API count when the last pull request was opened (that call included).
+	atPull int
 }
 
 func (c *callCounter) observe(r *http.Request) {
@@ -79,7 +81,11 @@ func (c *callCounter) observe(r *http.Request) {
 	k := kindOf(r.URL.Path)
 	c.n[k]++
 	if k == kindAPI {
-		c.api[r.Method+" "+digits.ReplaceAllString(r.URL.Path, "N")]++
+		key := r.Method + " " + digits.ReplaceAllString(r.URL.Path, "N")
+		c.api[key]++
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/pulls") {
+			c.atPull = c.n[kindAPI]
+		}
 	}
 }
 
