@@ -28,7 +28,7 @@ import (
 // reports at the end only because it refreshed its token.
 func TestRunToPullRequest(t *testing.T) {
 	w := newWorld(t, options{runTokenTTL: 8 * time.Second})
-	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.\n\nscenario: fix")
+	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.\n\nscenario: fix\npause: 10")
 	w.label(n, "agent:implement")
 	run := w.approve(n)
 	done := w.wait(run)

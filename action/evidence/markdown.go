@@ -272,7 +272,7 @@ func (r *renderer) roundsLine() string {
 func (r *renderer) diffLine() string {
 	e, q := r.e, r.q
 	d := e.Diff
-	s := fmt.Sprintf("%s files changed, +%s −%s; base %s", commas(int64(d.FilesChanged)),
+	s := fmt.Sprintf("%s changed, +%s −%s; base %s", plural(int64(d.FilesChanged), "file"),
 		commas(int64(d.Insertions)), commas(int64(d.Deletions)), q.inline(e.BaseCommit, 64))
 	if e.HeadCommit != "" {
 		s += ", head " + q.inline(e.HeadCommit, 64)

@@ -40,8 +40,9 @@ JSON
 case "$scenario" in
 fix)
 	if [ "$BUMPER_ROUND" = 1 ]; then
-		# Longer than a run token lives in the test: the run must refresh it.
-		sleep "${BUMPER_E2E_SLEEP:-10}"
+		# The task may ask for a pause (longer than a test's run token lives, so that
+		# the run must refresh it).
+		sleep "$(sed -n 's/^pause: *\([0-9]*\)$/\1/p' "$BUMPER_TASK" | head -n 1 | grep . || echo 0)"
 		# A first try that verification will refuse.
 		sed -i 's/^echo 3$/echo 5/' widgets.sh
 		git commit -q -am "Count to 5"
