@@ -76,8 +76,12 @@ const (
 // verification entry), as the evidence bundle bounds a command.
 const MaxCommandBytes = 4096
 
-// MaxVerificationCommands bounds the verification list.
-const MaxVerificationCommands = 20
+// MaxVerificationCommands bounds the verification list, and MaxVerificationRounds the
+// rounds: together they keep a run's test records within what the evidence holds (100).
+const (
+	MaxVerificationCommands = 20
+	MaxVerificationRounds   = 5
+)
 
 // Harness is the agent the runner starts in the VM. The zero value (no harness
 // section) names none: the App has no use for it, and the runner refuses to run
@@ -196,6 +200,9 @@ func Parse(raw []byte) (Config, error) {
 	}
 	if err := p.Harness.check(); err != nil {
 		return Config{}, err
+	}
+	if p.Bounds.VerificationRounds > MaxVerificationRounds {
+		return Config{}, fmt.Errorf("%s: bounds.verification_rounds is %d; at most %d rounds are allowed", Path, p.Bounds.VerificationRounds, MaxVerificationRounds)
 	}
 	if len(p.Verification) > MaxVerificationCommands {
 		return Config{}, fmt.Errorf("%s: verification lists %d commands; at most %d are allowed", Path, len(p.Verification), MaxVerificationCommands)

@@ -80,6 +80,7 @@ func TestParse(t *testing.T) {
 		}},
 		{"empty verification command", "version: 1\nverification: [\"go test ./...\", \"\"]\n", "verification[1] is empty", nil},
 		{"too many verification commands", "version: 1\nverification: [" + strings.Repeat("\"true\", ", MaxVerificationCommands) + "\"true\"]\n", "at most 20", nil},
+		{"too many verification rounds", "version: 1\nbounds:\n  verification_rounds: 6\n", "at most 5 rounds", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
