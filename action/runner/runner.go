@@ -147,10 +147,14 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.phase(ctx, evidence.PhaseWorkspace, 0, r.prepareWorkspace); err != nil {
 		return err
 	}
-	if err := r.phase(ctx, evidence.PhaseBoot, 0, r.boot); err != nil {
+	// The VM's own limit counts from its start; this one counts from now, so the fetch
+	// and a first snapshot cannot eat the margin the push and the pull request need.
+	vmCtx, cancel := context.WithDeadline(ctx, vmDeadline(r.grant.TokenExpiresAt, r.cfg.Now()))
+	defer cancel()
+	if err := r.phase(vmCtx, evidence.PhaseBoot, 0, r.boot); err != nil {
 		return err
 	}
-	if err := r.rounds(ctx); err != nil {
+	if err := r.rounds(vmCtx); err != nil {
 		return err
 	}
 	if r.cfg.Stage == wire.StagePlan {
@@ -161,6 +165,15 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.closeVM(ctx)
 	return r.phase(ctx, evidence.PhasePullRequest, 0, r.openPull)
+}
+
+// vmDeadline is when the VM's work must end: TokenMargin before the installation token
+// expires (far away when its expiry is unknown).
+func vmDeadline(tokenExpires, now time.Time) time.Time {
+	if tokenExpires.IsZero() {
+		return now.Add(24 * time.Hour)
+	}
+	return tokenExpires.Add(-TokenMargin)
 }
 
 // phase runs fn as one phase of the evidence: its times, outcome and detail, a log

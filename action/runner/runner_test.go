@@ -143,3 +143,14 @@ func TestCommitMessage(t *testing.T) {
 		t.Errorf("commitMessage is %d bytes", len(got))
 	}
 }
+
+// TestVMDeadline: the VM's work ends TokenMargin before the installation token does.
+func TestVMDeadline(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	if got := vmDeadline(now.Add(time.Hour), now); !got.Equal(now.Add(time.Hour - TokenMargin)) {
+		t.Errorf("deadline %v", got)
+	}
+	if got := vmDeadline(time.Time{}, now); got.Sub(now) < time.Hour {
+		t.Errorf("an unknown expiry gives deadline %v", got)
+	}
+}

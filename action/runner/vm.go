@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -171,6 +172,9 @@ func (r *run) exec(ctx context.Context, argv, env []string, stdout, stderr io.Wr
 	res, err := r.vm.Run(ctx, argv, env, stdout, stderr)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
+			if errors.Is(cause, context.DeadlineExceeded) {
+				cause = failWith(evidence.OutcomeTimedOut, "the run's time ran out: the installation token must outlive the push by %v", TokenMargin)
+			}
 			return harness.ExitStatus{Code: -1, Error: cause.Error()}, cause
 		}
 		return harness.ExitStatus{Code: -1, Error: err.Error()}, err
