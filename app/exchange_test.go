@@ -406,3 +406,34 @@ func TestRunThatDeliveredEndsQuietly(t *testing.T) {
 		t.Fatalf("pull request %d, attempt outcome %q", r.PullRequest, r.Attempts[0].Outcome)
 	}
 }
+
+// TestDeliveredButFailedRunFails: a run that handed its pull request to review and then
+// reported a failure is not taken as delivered when its workflow completes; and the
+// reason it gives is stored bounded, however it is written.
+func TestDeliveredButFailedRunFails(t *testing.T) {
+	h := newHarness(t, nil)
+	n, run := h.approved()
+	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code != http.StatusOK {
+		t.Fatalf("exchange: %d %s", code, body)
+	}
+	pr, head := h.runnerPull(n, 1, granted.InstallationToken)
+	for _, p := range []wire.Progress{{State: "verifying"}, {State: "reviewing", PullRequest: pr, HeadCommit: head}} {
+		if code, body := h.post(http.MethodPost, wire.PathProgress, granted.RunToken, p); code != http.StatusNoContent {
+			t.Fatalf("progress %s: %d %s", p.State, code, body)
+		}
+	}
+	reason := strings.Repeat("<", wire.MaxReason)
+	e := wire.Evidence{Digest: ledger.ContentRevision([]byte("e")), Outcome: "failure", Reason: reason}
+	if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, e); code != http.StatusNoContent {
+		t.Fatalf("evidence: %d %s", code, body)
+	}
+	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	r := h.expectState(n, ledger.Failed)
+	if got := r.Attempts[0].RunReason; len(got) > 310 || !strings.HasPrefix(got, "<<<") {
+		t.Fatalf("stored reason of %d bytes", len(got))
+	}
+}

@@ -287,7 +287,9 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	}
 	att := it.rec.CurrentAttempt()
 	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
-	att.RunOutcome, att.RunReason = e.Outcome, e.Reason
+	// Every attempt keeps its reason in the status record, whose JSON must stay within
+	// GitHub's comment limit whatever the reasons hold (a "<" takes six bytes there).
+	att.RunOutcome, att.RunReason = e.Outcome, cutReason(e.Reason)
 	if e.AuditHead != "" {
 		it.rec.AuditHead = e.AuditHead
 	}
@@ -321,6 +323,21 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 		return err
 	}
 	return s.save(ctx, gh, it, "")
+}
+
+// maxStoredReason bounds a run's reason as the record keeps it, in bytes before JSON
+// escaping: twenty attempts of it, escaped at worst, fit in a status comment.
+const maxStoredReason = 300
+
+func cutReason(s string) string {
+	if len(s) <= maxStoredReason {
+		return s
+	}
+	n := maxStoredReason
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // MaxRunLife bounds how long a run's token is refreshed: GitHub ends a job after six

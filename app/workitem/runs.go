@@ -78,7 +78,8 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 		}
 		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the plan run ended (%s) without posting a plan", conclusion))
 	}
-	if a := rec.CurrentAttempt(); rec.State == ledger.Reviewing && a != nil && a.Number == attempt && a.Stage != StageReview && rec.PullRequest != 0 {
+	if a := rec.CurrentAttempt(); rec.State == ledger.Reviewing && a != nil && a.Number == attempt && a.Stage != StageReview &&
+		rec.PullRequest != 0 && (a.RunOutcome == "" || a.RunOutcome == "success") {
 		// The run delivered: its pull request waits for its review, whatever the
 		// workflow's conclusion says of the steps after the report.
 		return nil

@@ -48,6 +48,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: run takes no arguments; its inputs are INPUT_* variables (docs/runner.md)", errUsage)
 	}
+	// Everything printed may quote the agent: no line of it may be a workflow command.
+	stdout, stderr = &defuser{w: stdout}, &defuser{w: stderr}
 	env := ghaction.New(stdout, os.Getenv)
 	// The keys are read once and taken out of the environment, so no process this one
 	// starts (QEMU, git) inherits them.
