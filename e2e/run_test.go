@@ -348,6 +348,26 @@ func TestPushedIsVerified(t *testing.T) {
 	})
 }
 
+// TestNoCommandsFromTheAgent: nothing the agent prints, and nothing bumper quotes of what
+// it left (git's error naming a path it planted), becomes a workflow command in the job
+// log: no mask hides the failure, which the log shows as text.
+func TestNoCommandsFromTheAgent(t *testing.T) {
+	w := newWorld(t)
+	n := w.openIssue("Count to 4", "scenario: commands")
+	w.label(n, "agent:implement")
+	run := w.approve(n)
+	if done := w.wait(run); done.Conclusion == "success" {
+		t.Fatalf("the run succeeded although its bundle cannot be made:\n%s", w.jobLog(run))
+	}
+	log := w.jobLog(run)
+	if strings.Contains(log, "***") || !strings.Contains(log, "FAIL") || !strings.Contains(log, "widgets") {
+		t.Fatalf("the agent's text became a mask in the job log:\n%s", log)
+	}
+	if !strings.Contains(log, "##\u2060[add-mask]FAIL") {
+		t.Fatalf("git's quoted error does not show the planted path defused:\n%s", log)
+	}
+}
+
 func readEvidence(t testing.TB, out string) *evidence.Evidence {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(out, "evidence.json"))

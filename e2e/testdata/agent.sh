@@ -102,6 +102,21 @@ rewrite)
 	printf 'version: 1\nharness: {name: command, command: sh .bumper/agent.sh}\nallowlist: ["*.com"]\nbounds: {verification_rounds: 0}\n' >.github/bumper.yml
 	git commit -q -am "Count to 4"
 	;;
+commands)
+	# Text that GitHub's runner would take for workflow commands, in the agent's output and
+	# in git's error about an alternate object path the repository's test plants (which
+	# bumper quotes when the bundle then fails).
+	echo "::add-mask::widgets"
+	echo "##[add-mask]FAIL"
+	sed -i 's/^echo 3$/echo 4/' widgets.sh
+	cat >test.sh <<'SH'
+#!/bin/sh
+blob=$(git rev-parse HEAD:widgets.sh)
+echo "/w/##[add-mask]FAIL" >.git/objects/info/alternates
+rm -f ".git/objects/$(echo "$blob" | cut -c1-2)/$(echo "$blob" | cut -c3-)"
+echo "PASS: 4 widgets"
+SH
+	;;
 hide)
 	# The committed file says 666; the one on disk, which verification runs, says 4, and
 	# the index is told not to look.

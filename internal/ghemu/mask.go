@@ -9,7 +9,8 @@ import (
 
 // Workflow commands the log honours. add-mask registers a secret: GitHub's runner
 // consumes the line and shows the value as *** wherever it appears later in the log.
-// stop-commands makes it take no line for a command until "::<token>::".
+// stop-commands makes it take no line for a command until "::<token>::". Both are also
+// taken in the older form, "##[add-mask]value", anywhere in a line.
 const (
 	addMaskCommand      = "::add-mask::"
 	stopCommandsCommand = "::stop-commands::"
@@ -68,6 +69,23 @@ func (m *maskingWriter) line(l []byte) error {
 			m.masks = append(m.masks, v)
 		}
 		return nil
+	default:
+		// The older form, which GitHub's runner still takes anywhere in a line:
+		// "##[command]data".
+		if i := strings.Index(trimmed, "##["); i >= 0 {
+			if name, data, ok := strings.Cut(trimmed[i+3:], "]"); ok {
+				switch strings.Fields(name + " ")[0] {
+				case "add-mask":
+					if data = strings.TrimSpace(data); data != "" {
+						m.masks = append(m.masks, data)
+					}
+					return nil
+				case "stop-commands":
+					m.resume = strings.TrimSpace(data)
+					return nil
+				}
+			}
+		}
 	}
 	for _, v := range m.masks {
 		s = strings.ReplaceAll(s, v, "***")

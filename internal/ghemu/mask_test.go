@@ -40,3 +40,19 @@ func TestMaskingWriterStopCommands(t *testing.T) {
 		t.Fatalf("log %q, want %q", log.String(), want)
 	}
 }
+
+// TestMaskingWriterLegacyForm: "##[add-mask]" and "##[stop-commands]" anywhere in a line
+// are commands, as GitHub's runner takes them.
+func TestMaskingWriterLegacyForm(t *testing.T) {
+	var log bytes.Buffer
+	m := &maskingWriter{w: &log}
+	for _, l := range []string{"fatal: /w/##[add-mask]FAIL\n", "FAIL: widgets.sh printed 5\n", "x ##[stop-commands]tok\n", "##[add-mask]PASS\n", "PASS\n", "::tok::\n"} {
+		if _, err := m.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "***: widgets.sh printed 5\n##[add-mask]PASS\nPASS\n"
+	if log.String() != want {
+		t.Fatalf("log %q, want %q", log.String(), want)
+	}
+}
