@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/hostpattern"
 )
 
 // Mode is how the client asked to reach a host; it selects the default port.
@@ -26,8 +27,13 @@ const (
 	DefaultPlainPort   = 80
 )
 
-// maxHostLen is the DNS limit for a name in text form (without the trailing dot).
-const maxHostLen = 253
+// NormalizeName lowercases a host name, drops one trailing dot and checks that it is a
+// plausible DNS name (hostpattern.NormalizeName).
+func NormalizeName(host string) (string, error) { return hostpattern.NormalizeName(host) }
+
+// ParseIPLiteral reports whether a normalised name would be taken as an IPv4 address by
+// a URL parser or inet_aton, and the address it denotes (hostpattern.ParseIPLiteral).
+func ParseIPLiteral(name string) (netip.Addr, bool) { return hostpattern.ParseIPLiteral(name) }
 
 // Decision is the outcome of one check; Reason says why, for the client and the audit log.
 type Decision struct {
@@ -87,69 +93,17 @@ func New(allowList, denyList []string) (*Policy, error) {
 
 func parseEntry(s string) (entry, error) {
 	e := entry{text: s, allowed: "allowed by " + s}
-	hostPart, portPart, err := splitEntry(strings.TrimSpace(s))
+	p, err := hostpattern.Parse(s)
 	if err != nil {
 		return e, err
 	}
-	if portPart != "" {
-		for _, ps := range strings.Split(portPart, ",") {
-			n, err := strconv.ParseUint(ps, 10, 16)
-			if err != nil || n == 0 {
-				return e, fmt.Errorf("port %q is not a number from 1 to 65535", ps)
-			}
-			e.ports = append(e.ports, uint16(n))
-		}
-	}
-	if a, err := netip.ParseAddr(strings.Trim(hostPart, "[]")); err == nil {
-		if a.Zone() != "" {
-			return e, fmt.Errorf("IP entries may not carry a zone id")
-		}
-		e.addr = a.Unmap()
-		return e, nil
-	}
-	if rest, ok := strings.CutPrefix(hostPart, "*."); ok {
-		e.wildcard = true
-		hostPart = rest
-	}
-	name, err := NormalizeName(hostPart)
-	if err != nil {
-		return e, err
-	}
-	if _, isIP := ParseIPLiteral(name); isIP {
-		return e, fmt.Errorf("write IP entries in canonical form (for example 192.0.2.1)")
-	}
-	if e.wildcard {
-		e.name = "." + name
+	e.wildcard, e.addr, e.ports = p.Wildcard, p.Addr, p.Ports
+	if p.Wildcard {
+		e.name = "." + p.Name
 	} else {
-		e.name = name
+		e.name = p.Name
 	}
 	return e, nil
-}
-
-// splitEntry separates `host:ports`; bare IPv6 entries must be bracketed to carry ports.
-func splitEntry(s string) (host, ports string, err error) {
-	if s == "" {
-		return "", "", fmt.Errorf("empty entry")
-	}
-	if strings.HasPrefix(s, "[") {
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
-			return "", "", fmt.Errorf("missing ']' in IPv6 entry")
-		}
-		host, rest := s[:end+1], s[end+1:]
-		if rest == "" {
-			return host, "", nil
-		}
-		if !strings.HasPrefix(rest, ":") {
-			return "", "", fmt.Errorf("unexpected %q after ']'", rest)
-		}
-		return host, rest[1:], nil
-	}
-	if strings.Count(s, ":") > 1 {
-		return s, "", nil // a bare IPv6 address
-	}
-	host, ports, _ = strings.Cut(s, ":")
-	return host, ports, nil
 }
 
 func (e *entry) matchesName(name string) bool {

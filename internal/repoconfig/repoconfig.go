@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/bumperdev/bumper/internal/hostpattern"
 	"github.com/bumperdev/bumper/internal/revision"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	// agent, each with `sh -c`, to check its work.
 	Verification []string `yaml:"verification"`
 	Reviewer     *bool    `yaml:"reviewer"`
+	// Environment is the repository's toolchain, built into an image derived from the
+	// base image (issue #12); nil when the file declares none.
+	Environment *Environment `yaml:"environment"`
 
 	// Revision identifies the file's content ("default" when absent); approvals bind to it.
 	Revision string `yaml:"-"`
@@ -201,6 +205,13 @@ func Parse(raw []byte) (Config, error) {
 	if err := p.Harness.check(); err != nil {
 		return Config{}, err
 	}
+	if p.Environment != nil {
+		env, err := p.Environment.check()
+		if err != nil {
+			return Config{}, err
+		}
+		p.Environment = &env
+	}
 	if p.Bounds.VerificationRounds > MaxVerificationRounds {
 		return Config{}, fmt.Errorf("%s: bounds.verification_rounds is %d; at most %d rounds are allowed", Path, p.Bounds.VerificationRounds, MaxVerificationRounds)
 	}
@@ -210,6 +221,13 @@ func Parse(raw []byte) (Config, error) {
 	for i, cmd := range p.Verification {
 		if err := checkCommand(fmt.Sprintf("verification[%d]", i), cmd); err != nil {
 			return Config{}, err
+		}
+	}
+	for i, a := range p.Allowlist {
+		// The firewall parses the same entries when the run starts; refusing them here
+		// lets the App say so before anyone approves.
+		if _, err := hostpattern.Parse(a); err != nil {
+			return Config{}, fmt.Errorf("%s: allowlist[%d] %q: %w; %s", Path, i, a, err, hostFix(a))
 		}
 	}
 	for _, rule := range p.GitHubAPI {

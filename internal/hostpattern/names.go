@@ -1,4 +1,4 @@
-package policy
+package hostpattern
 
 import (
 	"errors"
@@ -16,8 +16,8 @@ func NormalizeName(host string) (string, error) {
 		return "", errors.New("empty host")
 	}
 	host = strings.TrimSuffix(host, ".")
-	if len(host) > maxHostLen {
-		return "", fmt.Errorf("name is %d bytes long, more than the DNS limit of %d", len(host), maxHostLen)
+	if len(host) > MaxNameLen {
+		return "", fmt.Errorf("name is %d bytes long, more than the DNS limit of %d", len(host), MaxNameLen)
 	}
 	lower := true
 	label := 0
