@@ -13,6 +13,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/sandbox"
 )
 
@@ -152,5 +153,20 @@ func TestVMDeadline(t *testing.T) {
 	}
 	if got := vmDeadline(time.Time{}, now); got.Sub(now) < time.Hour {
 		t.Errorf("an unknown expiry gives deadline %v", got)
+	}
+}
+
+// TestEnvironmentRefused: until environments are built (issue #12), a policy that
+// declares one fails the run at the exchange instead of running without it.
+func TestEnvironmentRefused(t *testing.T) {
+	p, err := repoconfig.Parse([]byte("version: 1\nenvironment: {packages: [golang-go], setup: scripts/setup.sh}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := supported(p); err == nil || !strings.Contains(err.Error(), "issue #12") || !strings.Contains(err.Error(), "environment:") {
+		t.Fatalf("error %v", err)
+	}
+	if err := supported(repoconfig.Default()); err != nil {
+		t.Fatalf("a policy without an environment: %v", err)
 	}
 }

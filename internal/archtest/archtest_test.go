@@ -41,6 +41,7 @@ var rules = []rule{
 	{from: "", except: []string{"cmd/bumper", "internal/ghemu"}, not: []string{"internal/ghemu"}, why: "no product package imports the emulator; only cmd/bumper and tests do"},
 	{from: "sandbox", except: []string{"sandbox/guest"}, not: []string{"sandbox/guest"}, why: "host-side sandbox code does not import the in-VM agent; they share sandbox/agentproto"},
 	{from: "", except: []string{"cmd/bumper"}, not: []string{"cmd"}, tests: true, why: "cmd/bumper wires; nothing imports it"},
+	{from: "internal", not: []string{"app", "firewall", "sandbox", "action", "cmd"}, why: "internal packages are shared by the App, the runner, the firewall and the sandbox (repoconfig, hostpattern, environment): they import none of them"},
 }
 
 // pkg is what go list says of one package.
