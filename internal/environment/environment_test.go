@@ -330,3 +330,31 @@ func TestKeyAtGit(t *testing.T) {
 		t.Fatalf("a commit that is not an id: %v", err)
 	}
 }
+
+// TestDirTreeRead: the checkout's Read refuses links on its own too, and os.Root keeps
+// a path through a linked directory inside the tree: the second wall, should the walk
+// above it ever let a link through.
+func TestDirTreeRead(t *testing.T) {
+	secretDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secretDir, "shadow"), []byte("root:$6$secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := repo(t, [][2]string{{"link", "-> " + filepath.Join(secretDir, "shadow")}, {"etc", "-> " + secretDir}, {"inside", "-> ok"}, {"ok", "fine"}})
+	tree, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	for _, name := range []string{"link", "etc/shadow", "inside"} {
+		b, err := tree.Read(context.Background(), name, MaxFileBytes)
+		if err == nil || strings.Contains(string(b), "secret") {
+			t.Errorf("Read(%s) = %q, %v", name, b, err)
+		}
+	}
+	if _, err := tree.List(context.Background(), "etc"); err == nil {
+		t.Error("List went through a linked directory")
+	}
+	if b, err := tree.Read(context.Background(), "ok", MaxFileBytes); err != nil || string(b) != "fine" {
+		t.Errorf("Read(ok) = %q, %v", b, err)
+	}
+}
