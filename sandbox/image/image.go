@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,8 +34,13 @@ const (
 	RootfsFile   = "rootfs.ext4"
 )
 
-// SchemaVersion is the manifest schema this package writes and reads.
-const SchemaVersion = 1
+// Manifest schemas. Build writes SchemaVersion; Derive writes DerivedSchemaVersion,
+// which adds Parent and Derivation, so that an older bumper refuses a derived image by
+// its schema (saying to rebuild) instead of by an unknown field. Load reads both.
+const (
+	SchemaVersion        = 1
+	DerivedSchemaVersion = 2
+)
 
 // AgentPath is where the guest agent (the bumper binary itself) lives in the rootfs.
 const AgentPath = "/usr/local/bin/bumper"
@@ -61,6 +67,12 @@ type Manifest struct {
 	// Cmdline holds the kernel arguments this image needs. The VM side appends its own
 	// (tsc_early_khz, quiet, anything for the agent).
 	Cmdline string `json:"cmdline"`
+	// Parent is the digest of the image a derived image was made from (schema 2 only).
+	// It is provenance, not a dependency: a derived image holds all its files, so Load
+	// never reads the parent and pruning the parent leaves the derived image whole.
+	Parent string `json:"parent,omitempty"`
+	// Derivation says what made a derived image from its parent (schema 2 only).
+	Derivation *Derivation `json:"derivation,omitempty"`
 }
 
 // Kernel identifies the kernel in the image.
@@ -123,6 +135,11 @@ func (im *Image) Manifest() Manifest {
 	m := im.manifest
 	m.Packages = append([]Package(nil), m.Packages...)
 	m.Initrd.Modules = append([]string(nil), m.Initrd.Modules...)
+	if m.Derivation != nil {
+		d := *m.Derivation
+		d.Describe = maps.Clone(d.Describe)
+		m.Derivation = &d
+	}
 	return m
 }
 
@@ -153,8 +170,8 @@ func Load(dir string) (*Image, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("failed to load image %s: manifest is not valid: %w", dir, err)
 	}
-	if m.Schema != SchemaVersion {
-		return nil, fmt.Errorf("failed to load image %s: manifest schema %d, this bumper reads %d; rebuild the image with this bumper", dir, m.Schema, SchemaVersion)
+	if err := m.checkSchema(); err != nil {
+		return nil, fmt.Errorf("failed to load image %s: %w", dir, err)
 	}
 	want, err := m.computeDigest()
 	if err != nil {
@@ -188,6 +205,23 @@ func Load(dir string) (*Image, error) {
 	}
 	recordVerified(dir, m.Digest)
 	return &Image{dir: dir, manifest: m}, nil
+}
+
+// checkSchema checks the schema number against the fields only derived images have.
+func (m Manifest) checkSchema() error {
+	switch m.Schema {
+	case SchemaVersion:
+		if m.Parent != "" || m.Derivation != nil {
+			return fmt.Errorf("manifest schema %d has a parent or a derivation, which only schema %d has; the manifest is corrupt, rebuild the image", m.Schema, DerivedSchemaVersion)
+		}
+	case DerivedSchemaVersion:
+		if !validDigest(m.Parent) || m.Derivation == nil || !validDigest(m.Derivation.Key) {
+			return fmt.Errorf("manifest schema %d needs a parent digest and a derivation key (sha256:<64 hex>); the manifest is corrupt, derive the image again", m.Schema)
+		}
+	default:
+		return fmt.Errorf("manifest schema %d, this bumper reads %d and %d; rebuild the image with this bumper", m.Schema, SchemaVersion, DerivedSchemaVersion)
+	}
+	return nil
 }
 
 // computeDigest returns "sha256:<hex>" over the canonical JSON of the manifest with

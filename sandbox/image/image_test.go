@@ -160,8 +160,16 @@ func TestLoad(t *testing.T) {
 			editManifest(t, dir, func(m map[string]any) { m["extra"] = 1 })
 			return dir
 		}},
-		{name: "other schema", wantErr: "schema 2", damage: func(t *testing.T, dir string) string {
-			editManifest(t, dir, func(m map[string]any) { m["schema"] = 2 })
+		{name: "other schema", wantErr: "schema 3, this bumper reads 1 and 2", damage: func(t *testing.T, dir string) string {
+			editManifest(t, dir, func(m map[string]any) { m["schema"] = 3 })
+			return dir
+		}},
+		{name: "derived schema without a derivation", wantErr: "needs a parent digest and a derivation key", damage: func(t *testing.T, dir string) string {
+			editManifest(t, dir, func(m map[string]any) { m["schema"] = DerivedSchemaVersion })
+			return dir
+		}},
+		{name: "base schema with a parent", wantErr: "only schema 2 has", damage: func(t *testing.T, dir string) string {
+			editManifest(t, dir, func(m map[string]any) { m["parent"] = "sha256:" + strings.Repeat("a", 64) })
 			return dir
 		}},
 		{name: "renamed directory", wantErr: "does not match the digest", damage: func(t *testing.T, dir string) string {

@@ -12,8 +12,8 @@ import (
 	"github.com/bumperdev/bumper/internal/cachedir"
 )
 
-// Prune removes from the cache at cacheDir the images, boot files and debootstrap trees
-// that no build or run used since cutoff, index entries of removed images, and leftovers
+// Prune removes from the cache at cacheDir the images (derived ones included), boot
+// files and debootstrap trees that no build, run or FindDerived used since cutoff, index entries of removed images, and leftovers
 // of interrupted work. It holds the cache lock, so no build runs meanwhile. With dryRun
 // it only reports what it would remove.
 func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
@@ -32,6 +32,10 @@ func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, 
 		rs, err := cachedir.Prune(dir, cutoff, nil, dryRun)
 		out, errs = append(out, rs...), append(errs, err)
 	}
+	// Derived images are images like the others: kept by use, not by their parent, which
+	// they do not need. A derivation still being staged after an hour was interrupted.
+	staged, err := cachedir.PruneStale(ImagesDir(cacheDir), derivePrefix, time.Now().Add(-time.Hour), "left half-made by an interrupted derivation", dryRun)
+	out, errs = append(out, staged...), append(errs, err)
 	if !dryRun {
 		errs = append(errs, pruneIndex(ImagesDir(cacheDir)))
 		// Holding the lock, anything in tmp is from a build that died.

@@ -1,0 +1,193 @@
+package image
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/bumperdev/bumper/internal/cachedir"
+	"github.com/bumperdev/bumper/internal/fsutil"
+)
+
+// Derivation says what made a derived image from its parent: a repository's environment
+// (its setup script run once in a VM of the parent) whose result is kept as an image.
+type Derivation struct {
+	// Key is the caller's digest of the derivation's inputs ("sha256:<64 hex>"): what
+	// FindDerived looks up, so the same inputs find the image again instead of running
+	// the setup once more.
+	Key string `json:"key"`
+	// Describe is free metadata the caller keeps with the image (the setup script's path,
+	// the cache paths, the input files). It is part of the manifest, and so of the digest.
+	Describe map[string]string `json:"describe,omitempty"`
+}
+
+// derivePrefix starts the name of a derived image still being put together in the
+// images directory; Prune removes those an interrupted Derive left.
+const derivePrefix = ".derive-"
+
+var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// validDigest reports whether s is "sha256:<64 lowercase hex>".
+func validDigest(s string) bool { return digestPattern.MatchString(s) }
+
+// Derive makes an image from base and rootfs, a raw ext4 file holding base's root file
+// system with what an environment's setup left in it (sandbox.Session.SaveRootDisk
+// writes one). The new image goes in base's images directory, named like any image for
+// the digest of its manifest, which records base's digest as Parent and d; its kernel
+// and initramfs are base's (hard links, or copies across file systems) and rootfs is
+// moved in, so the caller's file is gone on success. The derived image holds all its
+// files: it loads, boots and snapshots without its parent, which may be pruned first.
+//
+// Deriving twice with one key makes two images (a root disk's file times differ from
+// one setup to the next); FindDerived returns the newer, and Prune removes the other
+// once it goes unused.
+func Derive(base *Image, rootfs string, d Derivation) (*Image, error) {
+	if base == nil {
+		return nil, errors.New("failed to derive an image: no base image")
+	}
+	if !validDigest(d.Key) {
+		return nil, fmt.Errorf("failed to derive an image: key %q is not sha256:<64 hex>; pass the digest of the derivation's inputs", d.Key)
+	}
+	if !validDigest(base.manifest.Digest) {
+		return nil, fmt.Errorf("failed to derive an image: base %s has no valid digest; load it with image.Load", base.dir)
+	}
+	info, err := os.Stat(rootfs)
+	if err != nil {
+		return nil, fmt.Errorf("failed to derive an image: %w", err)
+	}
+	if !info.Mode().IsRegular() || info.Size() == 0 {
+		return nil, fmt.Errorf("failed to derive an image: %s is not a root file system image (want a non-empty regular file)", rootfs)
+	}
+	imagesDir := filepath.Dir(base.dir)
+	stage, err := os.MkdirTemp(imagesDir, derivePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create a staging directory in %s: %w", imagesDir, err)
+	}
+	defer os.RemoveAll(stage)
+	// QEMU runs unprivileged and must read the image.
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to set the image directory's permissions: %w", err)
+	}
+	for _, f := range []string{KernelFile, InitrdFile} {
+		if err := linkOrCopy(filepath.Join(base.dir, f), filepath.Join(stage, f)); err != nil {
+			return nil, fmt.Errorf("failed to derive an image: %w", err)
+		}
+	}
+	staged := filepath.Join(stage, RootfsFile)
+	if err := moveFile(rootfs, staged); err != nil {
+		return nil, fmt.Errorf("failed to move the root file system into the image: %w", err)
+	}
+	// Like a built template: readable by QEMU's user, never written (runs overlay it).
+	if err := os.Chmod(staged, 0o644); err != nil {
+		return nil, fmt.Errorf("failed to set the root file system's permissions: %w", err)
+	}
+	sum, size, err := hashFile(staged)
+	if err != nil {
+		return nil, err
+	}
+	m := base.Manifest()
+	m.Schema = DerivedSchemaVersion
+	// Full precision, unlike a build's: FindDerived orders derivations of one key by it.
+	m.Created = time.Now().UTC()
+	m.Rootfs = Rootfs{SHA256: sum, SizeBytes: size, Format: "raw"}
+	m.Parent = base.manifest.Digest
+	m.Derivation = &Derivation{Key: d.Key, Describe: maps.Clone(d.Describe)}
+	if m.Digest, err = m.computeDigest(); err != nil {
+		return nil, err
+	}
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode the manifest: %w", err)
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(stage, ManifestFile), append(raw, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("failed to write the derived image's manifest: %w", err)
+	}
+	final := filepath.Join(imagesDir, digestHex(m.Digest))
+	// An intact directory with the same digest holds identical files: keep it.
+	if existing, err := Load(final); err == nil {
+		return existing, nil
+	}
+	if err := os.RemoveAll(final); err != nil {
+		return nil, fmt.Errorf("failed to replace the incomplete image %s: %w", final, err)
+	}
+	if err := os.Rename(stage, final); err != nil {
+		return nil, fmt.Errorf("failed to move the derived image into place: %w", err)
+	}
+	// The files were just hashed; recording that spares the first run a second hash.
+	recordVerified(final, m.Digest)
+	return &Image{dir: final, manifest: m}, nil
+}
+
+// FindDerived returns the newest image in imagesDir derived with key that loads (Load
+// verifies it), and marks it used so Prune keeps it; false when there is none. An image
+// that fails to load is passed over: an older derivation of the same inputs serves as
+// well.
+func FindDerived(imagesDir, key string) (*Image, bool) {
+	if !validDigest(key) {
+		return nil, false
+	}
+	entries, err := os.ReadDir(imagesDir)
+	if err != nil {
+		return nil, false
+	}
+	type candidate struct {
+		dir     string
+		created time.Time
+	}
+	var found []candidate
+	for _, e := range entries {
+		if !e.IsDir() || e.Name()[0] == '.' {
+			continue
+		}
+		dir := filepath.Join(imagesDir, e.Name())
+		raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+		if err != nil {
+			continue
+		}
+		// Only the key and the time matter here; Load checks the rest of the chosen one.
+		var m struct {
+			Created    time.Time   `json:"created"`
+			Derivation *Derivation `json:"derivation"`
+		}
+		if json.NewDecoder(bytes.NewReader(raw)).Decode(&m) != nil || m.Derivation == nil || m.Derivation.Key != key {
+			continue
+		}
+		found = append(found, candidate{dir, m.Created})
+	}
+	slices.SortFunc(found, func(a, b candidate) int { return b.created.Compare(a.created) })
+	for _, c := range found {
+		im, err := Load(c.dir)
+		if err != nil {
+			continue
+		}
+		// Prune keeps what was used lately; failing to say so only risks a new setup.
+		_ = cachedir.MarkUsed(im.dir)
+		return im, true
+	}
+	return nil, false
+}
+
+// moveFile renames src to dst, copying (sparse, as a root file system is) and removing
+// src when they are on different file systems.
+func moveFile(src, dst string) error {
+	err := os.Rename(src, dst)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, syscall.EXDEV) {
+		return err
+	}
+	if out, err := exec.Command("cp", "--sparse=always", "--", src, dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("failed to copy %s across file systems: %w: %s", src, err, bytes.TrimSpace(out))
+	}
+	return os.Remove(src)
+}

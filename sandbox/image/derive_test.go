@@ -1,0 +1,242 @@
+package image
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testKey is a derivation key made of one repeated hex digit.
+func testKey(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+
+// writeRootfs writes a stand-in root file system with data and returns its path.
+func writeRootfs(t *testing.T, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "root.ext4")
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sys().(*syscall.Stat_t).Ino
+}
+
+func TestDerive(t *testing.T) {
+	images := filepath.Join(t.TempDir(), "images")
+	baseDir, bm := writeFakeImage(t, images)
+	base, err := Load(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfs := writeRootfs(t, "derived root file system")
+	describe := map[string]string{"setup": "scripts/setup.sh", "cache_paths": "~/go/pkg/mod"}
+	d, err := Derive(base, rootfs, Derivation{Key: testKey("1"), Describe: describe})
+	if err != nil {
+		t.Fatalf("Derive: %v", err)
+	}
+	m := d.Manifest()
+	if filepath.Dir(d.Dir()) != images || "sha256:"+filepath.Base(d.Dir()) != m.Digest {
+		t.Errorf("derived image at %s with digest %s, want %s/<digest hex>", d.Dir(), m.Digest, images)
+	}
+	if m.Schema != DerivedSchemaVersion || m.Parent != bm.Digest || m.Derivation == nil || m.Derivation.Key != testKey("1") || m.Derivation.Describe["setup"] != "scripts/setup.sh" {
+		t.Errorf("derived manifest: schema %d, parent %s, derivation %+v", m.Schema, m.Parent, m.Derivation)
+	}
+	if m.Kernel != bm.Kernel || m.Agent != bm.Agent || m.Cmdline != bm.Cmdline || m.Rootfs.SHA256 == bm.Rootfs.SHA256 || m.Rootfs.SizeBytes != int64(len("derived root file system")) {
+		t.Errorf("derived manifest does not keep the base's kernel, agent and cmdline with its own rootfs: %+v", m)
+	}
+	for _, f := range []string{KernelFile, InitrdFile} {
+		if inode(t, filepath.Join(baseDir, f)) != inode(t, filepath.Join(d.Dir(), f)) {
+			t.Errorf("%s is not a hard link to the base's", f)
+		}
+	}
+	if _, err := os.Stat(rootfs); !os.IsNotExist(err) {
+		t.Errorf("the root file system is still at %s (%v); Derive moves it in", rootfs, err)
+	}
+	if info, err := os.Stat(d.RootfsPath()); err != nil || info.Mode().Perm() != 0o644 {
+		t.Errorf("derived rootfs: %v, %v; want mode 0644 (QEMU's user reads it)", info, err)
+	}
+	// The parent is provenance only: with it gone the derived image still loads, its
+	// files hashed again.
+	if err := os.RemoveAll(baseDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(d.Dir(), verifiedFile)); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(d.Dir())
+	if err != nil {
+		t.Fatalf("Load of a derived image without its parent: %v", err)
+	}
+	if got := loaded.Manifest(); got.Digest != m.Digest || got.Derivation.Describe["cache_paths"] != "~/go/pkg/mod" {
+		t.Errorf("loaded %+v, want the derived manifest", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(images, derivePrefix+"*")); len(left) != 0 {
+		t.Errorf("Derive left staging directories: %v", left)
+	}
+}
+
+func TestDeriveRefusals(t *testing.T) {
+	images := filepath.Join(t.TempDir(), "images")
+	baseDir, _ := writeFakeImage(t, images)
+	base, err := Load(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		base    *Image
+		rootfs  string
+		key     string
+		wantErr string
+	}{
+		{"no base", nil, writeRootfs(t, "x"), testKey("1"), "no base image"},
+		{"key not a digest", base, writeRootfs(t, "x"), "env-1", "not sha256:<64 hex>"},
+		{"key in capitals", base, writeRootfs(t, "x"), "sha256:" + strings.Repeat("A", 64), "not sha256:<64 hex>"},
+		{"missing rootfs", base, filepath.Join(t.TempDir(), "none"), testKey("1"), "no such file"},
+		{"empty rootfs", base, writeRootfs(t, ""), testKey("1"), "not a root file system image"},
+		{"directory as rootfs", base, t.TempDir(), testKey("1"), "not a root file system image"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Derive(tt.base, tt.rootfs, Derivation{Key: tt.key}); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Derive = %v, want an error with %q", err, tt.wantErr)
+			}
+			entries, _ := os.ReadDir(images)
+			if len(entries) != 1 {
+				t.Errorf("a refused Derive left %v in the images directory", entries)
+			}
+		})
+	}
+}
+
+func TestFindDerived(t *testing.T) {
+	images := filepath.Join(t.TempDir(), "images")
+	baseDir, _ := writeFakeImage(t, images)
+	base, err := Load(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := FindDerived(images, testKey("1")); ok {
+		t.Fatal("FindDerived found an image before any Derive")
+	}
+	older, err := Derive(base, writeRootfs(t, "first setup"), Derivation{Key: testKey("1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := Derive(base, writeRootfs(t, "second setup"), Derivation{Key: testKey("1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Derive(base, writeRootfs(t, "other inputs"), Derivation{Key: testKey("2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same inputs, same disk: the same image, not a copy.
+	same, err := Derive(base, writeRootfs(t, "second setup"), Derivation{Key: testKey("1")})
+	if err != nil || same.Dir() != newer.Dir() {
+		t.Fatalf("Derive of an identical disk = %v, %v; want %s", same, err, newer.Dir())
+	}
+	long := time.Now().Add(-30 * 24 * time.Hour)
+	if err := os.Chtimes(newer.Dir(), long, long); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		key  string
+		want string // "" when none
+	}{
+		{"the newer of two derivations", testKey("1"), newer.Dir()},
+		{"another key", testKey("2"), other.Dir()},
+		{"an unknown key", testKey("3"), ""},
+		{"not a digest", "../" + filepath.Base(newer.Dir()), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			im, ok := FindDerived(images, tt.key)
+			if tt.want == "" {
+				if ok {
+					t.Fatalf("FindDerived = %s, want none", im.Dir())
+				}
+				return
+			}
+			if !ok || im.Dir() != tt.want {
+				t.Fatalf("FindDerived = %v, %v; want %s", im, ok, tt.want)
+			}
+		})
+	}
+	if info, err := os.Stat(newer.Dir()); err != nil || time.Since(info.ModTime()) > time.Minute {
+		t.Errorf("FindDerived did not mark its image used: %v, %v", info, err)
+	}
+	// A damaged newest derivation is passed over for the older one.
+	writeAt(t, newer.RootfsPath(), 0, []byte("X"))
+	if im, ok := FindDerived(images, testKey("1")); !ok || im.Dir() != older.Dir() {
+		t.Errorf("FindDerived with the newest damaged = %v, %v; want %s", im, ok, older.Dir())
+	}
+}
+
+// TestPruneDerived checks that derived images are pruned by their own use: an unused
+// parent goes and leaves its recently used derived image whole, which goes in turn once
+// unused; a derivation left half-staged goes after an hour.
+func TestPruneDerived(t *testing.T) {
+	cache := t.TempDir()
+	images := ImagesDir(cache)
+	baseDir, _ := writeFakeImage(t, images)
+	base, err := Load(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Derive(base, writeRootfs(t, "setup result"), Derivation{Key: testKey("1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleStage, freshStage := filepath.Join(images, derivePrefix+"dead"), filepath.Join(images, derivePrefix+"live")
+	for _, p := range []string{staleStage, freshStage} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, p := range []string{baseDir, staleStage} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutoff := time.Now().Add(-14 * 24 * time.Hour)
+	removed, err := Prune(cache, cutoff, false)
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if len(removed) != 2 {
+		t.Errorf("Prune removed %+v, want the parent and the stale staging directory", removed)
+	}
+	for p, there := range map[string]bool{baseDir: false, staleStage: false, freshStage: true, d.Dir(): true} {
+		if _, err := os.Stat(p); (err == nil) != there {
+			t.Errorf("%s exists = %v, want %v", p, err == nil, there)
+		}
+	}
+	if err := os.Remove(filepath.Join(d.Dir(), verifiedFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := FindDerived(images, testKey("1")); !ok {
+		t.Fatal("the derived image does not load after its parent was pruned")
+	}
+	if err := os.Chtimes(d.Dir(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := Prune(cache, cutoff, false); err != nil || len(removed) != 1 || removed[0].Path != d.Dir() {
+		t.Fatalf("Prune of the unused derived image = %+v, %v", removed, err)
+	}
+	if _, ok := FindDerived(images, testKey("1")); ok {
+		t.Error("FindDerived found a pruned image")
+	}
+}
