@@ -44,7 +44,12 @@ func (m *Machine) start(ctx context.Context) error {
 			return fmt.Errorf("failed to create run directory in %s: %w", m.cfg.RunDir, err)
 		}
 		dir := m.runDir
-		m.pushCleanup("run directory", func() error { return os.RemoveAll(dir) })
+		m.pushCleanup("run directory", func() error {
+			if m.runDirHeld() {
+				return nil // powerOff's caller still reads the root overlay and removes it
+			}
+			return os.RemoveAll(dir)
+		})
 		m.record.RunDir = dir
 		return m.saveRecord()
 	}); err != nil {

@@ -31,6 +31,9 @@ const (
 	logKeyReaped   = "reaped"
 	logKeyBoot     = "boot"
 	logKeyProxy    = "proxy"
+	logKeyPath     = "path"
+	logKeyPowerOff = "power_off"
+	logKeyOutput   = "output"
 )
 
 // BootTimeout bounds the time from QEMU's start to the agent's hello.
@@ -147,6 +150,9 @@ type Machine struct {
 	layout     qemuLayout
 	boot       BootInfo
 	snapshotTo string // set by TakeSnapshot: the overlay goes here and nothing is restored
+	// holdRunDir, set by powerOff, makes the cleanups leave the run directory (and the
+	// root overlay in it) for powerOff's caller, who removes it.
+	holdRunDir bool
 
 	exited  chan struct{} // closed when QEMU has exited
 	done    chan struct{} // closed when cleanups have run too

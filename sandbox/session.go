@@ -30,7 +30,8 @@ type SessionSpec struct {
 // Session is one VM that runs several commands in turn, with everything around it: the
 // run record the reaper reads, the network namespace, the proxy. Open makes those, Start
 // boots the VM (or restores a snapshot), Run runs one command at a time, CollectOut
-// reads what the guest's /out holds, and Close takes everything down. The workspace disk
+// reads what the guest's /out holds, SaveRootDisk (optional, after the last Run) keeps
+// the root disk, and Close takes everything down. The workspace disk
 // and the root disk persist from one command to the next; processes do not: after each
 // command the guest kills everything the agent user left running. Config.Timeout bounds
 // the whole session from Start, not each command.
@@ -64,6 +65,7 @@ type Session struct {
 	busy     bool // a Start or Run is in progress
 	closed   bool
 	isKilled bool
+	saved    bool // SaveRootDisk was called: the VM is shut down for good
 	runs     int
 	// t0 is when Start began booting (after any snapshot preparation): Ready and
 	// FirstOutput count from it. deadline is when the wall-time limit ends the session.
@@ -240,6 +242,8 @@ func (s *Session) Run(ctx context.Context, argv, env []string, stdout, stderr io
 		refuse = errors.New("session closed")
 	case s.isKilled:
 		refuse = ErrKilled
+	case s.saved:
+		refuse = errors.New("the VM was shut down to save its root disk; open a new session")
 	case !s.up:
 		refuse = errors.New("session not started: call Start first (or it failed)")
 	case s.busy:

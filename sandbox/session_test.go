@@ -39,7 +39,8 @@ func fakeImageConfig(t *testing.T) Config {
 }
 
 // TestSessionRefusals checks a session's order of calls without booting anything: what
-// is refused before Start, after Kill and after Close, and that Close is idempotent and
+// (Start, Run, CollectOut, SaveRootDisk) is refused before Start, after Kill and after
+// Close, and that Close is idempotent and
 // leaves no run record.
 func TestSessionRefusals(t *testing.T) {
 	tests := []struct {
@@ -81,6 +82,13 @@ func TestSessionRefusals(t *testing.T) {
 			}
 			if _, err := s.CollectOut(t.TempDir()); err == nil {
 				t.Error("CollectOut before any command succeeded")
+			}
+			dest := filepath.Join(t.TempDir(), "root.ext4")
+			if err := s.SaveRootDisk(ctx, dest); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("SaveRootDisk = %v, want %q", err, tt.want)
+			}
+			if entries, _ := os.ReadDir(filepath.Dir(dest)); len(entries) != 0 {
+				t.Errorf("a refused SaveRootDisk wrote %v", entries)
 			}
 			for i := range 2 {
 				if err := s.Close(ctx); err != nil {
