@@ -62,7 +62,7 @@ type Session struct {
 	m        *Machine
 	up       bool
 	started  bool
-	busy     bool // a Start or Run is in progress
+	busy     bool // a Start, Run or SaveRootDisk is in progress
 	closed   bool
 	isKilled bool
 	saved    bool // SaveRootDisk was called: the VM is shut down for good
