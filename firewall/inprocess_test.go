@@ -1,6 +1,7 @@
 package firewall
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -53,6 +54,10 @@ func TestInProcessSecretsAndRunFigures(t *testing.T) {
 	req.Header.Set("Anthropic-Version", "2023-06-01")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The whole stream, so the call is settled (and counted) before the firewall stops.
+	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
