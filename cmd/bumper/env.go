@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/action/envbuild"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/sandbox"
+	"github.com/bumperdev/bumper/sandbox/image"
+)
+
+// runEnv is `bumper env build DIR`: a repository's environment, built (or found) from a
+// local checkout, so an admin can try a setup script before any run.
+func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "build" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			return runEnvBuild(ctx, []string{"-h"}, stdout, stderr)
+		}
+		return fmt.Errorf("%w: want 'bumper env build [flags] DIR'", errUsage)
+	}
+	return runEnvBuild(ctx, args[1:], stdout, stderr)
+}
+
+func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("env build", "[--cache DIR] [--audit FILE] [--accel A] [--cpus N] [--memory SIZE] [--qemu-user U] [-v] DIR", stderr)
+	cache := fs.String("cache", image.DefaultCacheDir, "image cache: the base image with the environment's packages, and the environment's image")
+	auditPath := fs.String("audit", "", "the setup firewall's audit log (default: a file in the temp directory, printed at the end)")
+	accel := fs.String("accel", sandbox.AccelAuto, "accelerator for the setup's VM: auto, kvm or tcg")
+	cpus := fs.Int("cpus", 2, "the setup VM's vCPUs")
+	memory := fs.String("memory", "2G", "the setup VM's memory")
+	defaultQEMUUser := ""
+	if os.Geteuid() == 0 {
+		defaultQEMUUser = "nobody"
+	}
+	qemuUser := fs.String("qemu-user", defaultQEMUUser, "user QEMU drops to")
+	verbose := fs.Bool("v", false, "log steps to stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want one directory, the repository's checkout", errUsage)
+	}
+	dir := fs.Arg(0)
+	memMB, err := sandbox.ParseSize(*memory)
+	if err != nil {
+		return fmt.Errorf("%w: --memory: %w", errUsage, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, repoconfig.Path))
+	if err != nil {
+		return fmt.Errorf("failed to read %s in %s: %w", repoconfig.Path, dir, err)
+	}
+	pol, err := repoconfig.Parse(raw)
+	if err != nil {
+		return err
+	}
+	if pol.Environment == nil {
+		return fmt.Errorf("%s in %s has no environment: section: nothing to build (docs/usage.md, Environments)", repoconfig.Path, dir)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
+	}
+	if *auditPath == "" {
+		*auditPath = filepath.Join(os.TempDir(), fmt.Sprintf("bumper-env-audit-%d.jsonl", time.Now().UnixNano()))
+	}
+	level := zerolog.WarnLevel
+	if *verbose {
+		level = zerolog.InfoLevel
+	}
+	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
+	start := time.Now()
+	res, err := envbuild.Build(ctx, envbuild.Options{
+		RepoDir: dir, Env: *pol.Environment,
+		Image: image.BuildConfig{CacheDir: *cache, AgentBinary: self, Progress: stderr},
+		VM:    sandbox.Config{CPUs: *cpus, MemoryMB: memMB, Accel: *accel, QEMUUser: *qemuUser},
+		Audit: *auditPath, Log: stderr,
+	})
+	if pol.Environment.Setup != "" {
+		fmt.Fprintf(stderr, "env: the setup's firewall audit log: %s\n", *auditPath)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "environment %s\n", res.Key.Digest)
+	fmt.Fprintf(stdout, "image       %s\n", res.Image.Dir())
+	switch {
+	case res.Built:
+		fmt.Fprintf(stdout, "built       in %v (setup %v)\n", time.Since(start).Round(100*time.Millisecond), res.Setup.Round(100*time.Millisecond))
+	case pol.Environment.Setup == "":
+		fmt.Fprintf(stdout, "packages    in the image (no setup); %v\n", time.Since(start).Round(100*time.Millisecond))
+	default:
+		fmt.Fprintln(stdout, "found       built before from the same inputs; nothing ran")
+	}
+	fmt.Fprintln(stdout, "inputs:")
+	for _, in := range res.Key.Inputs {
+		fmt.Fprintf(stdout, "  %s\n", in)
+	}
+	return nil
+}
