@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -177,14 +178,21 @@ func (e *Emulator) findRunLocked(owner, repoName string, runID int64) (*repo, *w
 	return rp, run, nil
 }
 
+// runInfo is a copy of what the emulator holds of a run: the caller may change its maps
+// while the emulator keeps (and saves) its own.
 func (e *Emulator) runInfo(rp *repo, run *workflowRun) RunInfo {
-	return RunInfo{ID: run.ID, Repository: rp.fullName(), WorkflowPath: run.WorkflowPath,
+	info := RunInfo{ID: run.ID, Repository: rp.fullName(), WorkflowPath: run.WorkflowPath,
 		Ref: "refs/heads/" + run.Ref, SHA: run.HeadSHA, Actor: run.Actor, Status: run.Status,
 		Conclusion: run.Conclusion, JobID: run.JobID, RunnerName: run.RunnerName,
-		Inputs:           run.Inputs,
+		Inputs:           maps.Clone(run.Inputs),
 		OIDCRequestURL:   e.oidcRequestURL(run),
 		OIDCRequestToken: run.OIDCRequestToken,
-		LocalRunner:      run.LocalRunner, ExitCode: run.ExitCode, Outputs: run.Outputs}
+		LocalRunner:      run.LocalRunner, Outputs: maps.Clone(run.Outputs)}
+	if run.ExitCode != nil {
+		code := *run.ExitCode
+		info.ExitCode = &code
+	}
+	return info
 }
 
 func (e *Emulator) oidcRequestURL(run *workflowRun) string {
