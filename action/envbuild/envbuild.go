@@ -21,6 +21,7 @@ import (
 
 	"github.com/bumperdev/bumper/firewall"
 	"github.com/bumperdev/bumper/internal/environment"
+	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
@@ -191,7 +192,7 @@ func copyTree(src, dst string) error {
 			if err != nil {
 				return err
 			}
-			return copyFile(p, target, info.Mode().Perm())
+			return fsutil.CopyFile(p, target, info.Mode().Perm())
 		default:
 			return nil // sockets, pipes, devices: nothing a setup needs
 		}
@@ -200,23 +201,6 @@ func copyTree(src, dst string) error {
 		return fmt.Errorf("failed to copy %s into the setup's workspace: %w", src, err)
 	}
 	return nil
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func orDiscard(w io.Writer) io.Writer {

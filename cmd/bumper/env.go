@@ -35,11 +35,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	accel := fs.String("accel", sandbox.AccelAuto, "accelerator for the setup's VM: auto, kvm or tcg")
 	cpus := fs.Int("cpus", 2, "the setup VM's vCPUs")
 	memory := fs.String("memory", "2G", "the setup VM's memory")
-	defaultQEMUUser := ""
-	if os.Geteuid() == 0 {
-		defaultQEMUUser = "nobody"
-	}
-	qemuUser := fs.String("qemu-user", defaultQEMUUser, "user QEMU drops to")
+	qemuUser := fs.String("qemu-user", defaultQEMUUser(), "user QEMU drops to")
 	verbose := fs.Bool("v", false, "log steps to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err

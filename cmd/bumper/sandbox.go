@@ -43,11 +43,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	audit := fs.String("audit", "", "firewall audit log (default: a file in the temp directory, printed at the end)")
 	cold := fs.Bool("cold", false, "boot cold instead of restoring a snapshot from CACHE/snapshots (the first warm run of an image makes the snapshot)")
 	accel := fs.String("accel", sandbox.AccelAuto, "accelerator: auto (KVM if a canary boot works, else TCG), kvm or tcg")
-	defaultQEMUUser := ""
-	if os.Geteuid() == 0 {
-		defaultQEMUUser = "nobody"
-	}
-	qemuUser := fs.String("qemu-user", defaultQEMUUser, "user (name or uid[:gid]) QEMU drops to; a dedicated system user is best")
+	qemuUser := fs.String("qemu-user", defaultQEMUUser(), "user (name or uid[:gid]) QEMU drops to; a dedicated system user is best")
 	verbose := fs.Bool("v", false, "log boot steps to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -198,4 +194,13 @@ func firewallStarter(f firewallFlags) sandbox.ProxyStarter {
 		}
 		return func() error { return fw.Stop(context.Background()) }, nil
 	}
+}
+
+// defaultQEMUUser is the user QEMU drops to by default: nobody when running as root (a
+// dedicated system user is better), else no change.
+func defaultQEMUUser() string {
+	if os.Geteuid() == 0 {
+		return "nobody"
+	}
+	return ""
 }

@@ -30,3 +30,32 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Error("writing into a missing directory succeeded")
 	}
 }
+
+// TestCopyFile: a copy with the asked mode; an existing destination (a link planted
+// there, say) is never written through.
+func TestCopyFile(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if err := os.WriteFile(src, []byte("content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyFile(src, dst, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "content" {
+		t.Fatalf("copied %q", b)
+	}
+	if info, _ := os.Stat(dst); info.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", info.Mode())
+	}
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("keep"), 0o600)
+	link := filepath.Join(dir, "link")
+	os.Symlink(victim, link)
+	if err := CopyFile(src, link, 0o600); err == nil {
+		t.Fatal("copied through an existing link")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+}

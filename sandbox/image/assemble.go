@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -41,7 +40,7 @@ func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles,
 	if err := os.MkdirAll(filepath.Dir(agentDst), 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create %s: %w", filepath.Dir(AgentPath), err)
 	}
-	if err := copyFile(cfg.AgentBinary, agentDst, 0o755); err != nil {
+	if err := fsutil.CopyFile(cfg.AgentBinary, agentDst, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to install the agent: %w", err)
 	}
 	used, inodes, err := treeUsage(root)
@@ -133,29 +132,12 @@ func emptyTmp(dir string) error {
 	return nil
 }
 
-func copyFile(src, dst string, perm os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // linkOrCopy hard-links src to dst, copying when they are on different file systems.
 func linkOrCopy(src, dst string) error {
 	if err := os.Link(src, dst); err == nil {
 		return nil
 	}
-	if err := copyFile(src, dst, 0o644); err != nil {
+	if err := fsutil.CopyFile(src, dst, 0o644); err != nil {
 		return fmt.Errorf("failed to copy %s into the image: %w", filepath.Base(src), err)
 	}
 	return nil
