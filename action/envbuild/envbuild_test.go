@@ -3,6 +3,7 @@ package envbuild
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,10 @@ func TestBuild(t *testing.T) {
 	imagetest.SkipUnlessCanBuild(t)
 	ctx := context.Background()
 	env := repoconfig.Environment{Setup: "setup.sh", Inputs: []string{"deps.txt"}, CachePaths: []string{repoconfig.AgentHome + "/.cache/demo"}}
-	dir := repo(t, "v1\n")
+	// The image cache is shared by every test on the machine and outlives them: inputs
+	// of this run's own make its key new, so the first build really builds.
+	run := fmt.Sprintf("%d", time.Now().UnixNano())
+	dir := repo(t, "v1 "+run+"\n")
 
 	var log bytes.Buffer
 	o := options(t, dir, env)
@@ -68,13 +72,15 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("first build: built %v, manifest %+v, log %q", first.Built, first.Image.Manifest(), log.String())
 	}
 	t.Logf("setup session %v", first.Setup.Round(time.Millisecond))
+	// Derived images are a full root filesystem each: this run's go with it.
+	t.Cleanup(func() { os.RemoveAll(first.Image.Dir()) })
 
 	// The derived image holds what the setup left.
 	cfg := o.VM
 	cfg.Kernel, cfg.Initrd, cfg.Rootfs, cfg.Cmdline = first.Image.KernelPath(), first.Image.InitrdPath(), first.Image.RootfsPath(), first.Image.Manifest().Cmdline
 	var out bytes.Buffer
 	rep, err := sandbox.Run(ctx, sandbox.Spec{Config: cfg, Argv: []string{"cat", repoconfig.AgentHome + "/.cache/demo/deps"}, Stdout: &out, Stderr: &out})
-	if err != nil || rep.ExitCode != 0 || out.String() != "v1\n" {
+	if err != nil || rep.ExitCode != 0 || out.String() != "v1 "+run+"\n" {
 		t.Fatalf("in the derived image: %v, %+v, %q", err, rep, out.String())
 	}
 
@@ -83,13 +89,14 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("second build: %v, built %v, %s vs %s", err, again.Built, again.Image.Dir(), first.Image.Dir())
 	}
 
-	changed, err := Build(ctx, options(t, repo(t, "v2\n"), env))
+	changed, err := Build(ctx, options(t, repo(t, "v2 "+run+"\n"), env))
 	if err != nil || !changed.Built || changed.Key.Digest == first.Key.Digest {
 		t.Fatalf("a changed input: %v, built %v, key %s", err, changed.Built, changed.Key.Digest)
 	}
+	t.Cleanup(func() { os.RemoveAll(changed.Image.Dir()) })
 
 	t.Run("a setup reaching a host off its list", func(t *testing.T) {
-		dir := repo(t, "v3\n")
+		dir := repo(t, "v3 "+run+"\n")
 		script := "set -e\ngit ls-remote https://example.com/x.git\n"
 		if err := os.WriteFile(filepath.Join(dir, "setup.sh"), []byte(script), 0o644); err != nil {
 			t.Fatal(err)
