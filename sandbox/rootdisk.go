@@ -32,19 +32,9 @@ const PowerOffTimeout = 2 * time.Minute
 // refused after it. Close still takes down the rest (proxy, network, run record).
 func (s *Session) SaveRootDisk(ctx context.Context, dest string) error {
 	s.mu.Lock()
-	var refuse error
-	switch {
-	case s.closed:
-		refuse = errors.New("session closed")
-	case s.isKilled:
-		refuse = ErrKilled
-	case s.saved:
-		refuse = errors.New("the root disk was saved already and the VM is shut down; a session saves it once")
-	case !s.up:
-		refuse = errors.New("session not started: call Start and Run first (or Start failed)")
-	case s.busy:
-		refuse = errors.New("a command is running; save the root disk after the last Run returns")
-	}
+	refuse := s.unusableLocked("the root disk was saved already and the VM is shut down; a session saves it once",
+		"session not started: call Start and Run first (or Start failed)",
+		"a command is running; save the root disk after the last Run returns")
 	if refuse != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("failed to save the root disk: %w", refuse)

@@ -236,19 +236,9 @@ func (s *Session) Run(ctx context.Context, argv, env []string, stdout, stderr io
 		stderr = io.Discard
 	}
 	s.mu.Lock()
-	var refuse error
-	switch {
-	case s.closed:
-		refuse = errors.New("session closed")
-	case s.isKilled:
-		refuse = ErrKilled
-	case s.saved:
-		refuse = errors.New("the VM was shut down to save its root disk; open a new session")
-	case !s.up:
-		refuse = errors.New("session not started: call Start first (or it failed)")
-	case s.busy:
-		refuse = errors.New("a command is already running in this session; run one at a time")
-	}
+	refuse := s.unusableLocked("the VM was shut down to save its root disk; open a new session",
+		"session not started: call Start first (or it failed)",
+		"a command is already running in this session; run one at a time")
 	if refuse != nil {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("failed to run %q: %w", argv, refuse)
@@ -440,4 +430,23 @@ func (s *Session) runCleanups() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unusableLocked says why the started VM cannot take a command or be saved now: the
+// session closed or killed, or (with the caller's words) its disk saved, not started, or
+// busy; nil when it can. s.mu is held.
+func (s *Session) unusableLocked(saved, notUp, busy string) error {
+	switch {
+	case s.closed:
+		return errors.New("session closed")
+	case s.isKilled:
+		return ErrKilled
+	case s.saved:
+		return errors.New(saved)
+	case !s.up:
+		return errors.New(notUp)
+	case s.busy:
+		return errors.New(busy)
+	}
+	return nil
 }

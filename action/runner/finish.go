@@ -132,6 +132,11 @@ func (r *run) report(ctx context.Context, digest string, outcome evidence.Outcom
 // fillEvidence adds what the firewall and the VM know: cost, egress, the audit head,
 // how the VM booted.
 func (r *run) fillEvidence(ctx context.Context) {
+	if r.filled {
+		// Filled after the firewall stopped (the pull request's evidence): nothing of it
+		// changes after that, and the audit log need not be read and verified again.
+		return
+	}
 	if r.vm != nil && r.ev.Sandbox != nil {
 		rep := r.vm.Report()
 		r.ev.Sandbox.Boot, r.ev.Sandbox.BootReason = rep.Boot.Mode, rep.Boot.Reason
@@ -156,6 +161,7 @@ func (r *run) fillEvidence(ctx context.Context) {
 		return
 	}
 	r.ev.Egress = evidence.SummarizeEgress(entries)
+	r.filled = r.vmClosed
 }
 
 // readAudit reads the firewall's audit log into what the egress summary needs, checking

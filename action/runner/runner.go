@@ -83,8 +83,10 @@ type run struct {
 	// wallTime is the VM session's limit: bounds.wall_time, within the token's life.
 	wallTime  time.Duration
 	closeOnce sync.Once
-	// vmStarted says the VM booted; collected that /out was read back from it.
-	vmStarted, collected bool
+	// vmStarted says the VM booted; collected that /out was read back from it;
+	// vmClosed that the VM and its firewall are down (the audit log is final); filled that
+	// the evidence was filled from them after that.
+	vmStarted, collected, vmClosed, filled bool
 }
 
 type pullInfo struct {

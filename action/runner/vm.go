@@ -195,6 +195,7 @@ func (r *run) closeVM(ctx context.Context) {
 		if err := r.vm.Close(context.WithoutCancel(ctx)); err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to shut the VM down cleanly")
 		}
+		r.vmClosed = true
 	})
 }
 

@@ -19,13 +19,7 @@ import (
 // runEnv is `bumper env build DIR`: a repository's environment, built (or found) from a
 // local checkout, so an admin can try a setup script before any run.
 func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "build" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return runEnvBuild(ctx, []string{"-h"}, stdout, stderr)
-		}
-		return fmt.Errorf("%w: want 'bumper env build [flags] DIR'", errUsage)
-	}
-	return runEnvBuild(ctx, args[1:], stdout, stderr)
+	return subcommand(ctx, args, stdout, stderr, "build", "bumper env build [flags] DIR", runEnvBuild)
 }
 
 func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -18,13 +18,21 @@ import (
 )
 
 func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "run" {
+	return subcommand(ctx, args, stdout, stderr, "run", "bumper sandbox run [flags] -- COMMAND [ARG]...", runSandboxRun)
+}
+
+// subcommand runs a command that has one subcommand, name (`bumper sandbox run`,
+// `bumper env build`): its help for -h, help or --help, a usage error naming usage for
+// anything else.
+func subcommand(ctx context.Context, args []string, stdout, stderr io.Writer, name, usage string,
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) error {
+	if len(args) == 0 || args[0] != name {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return runSandboxRun(ctx, []string{"-h"}, stdout, stderr)
+			return run(ctx, []string{"-h"}, stdout, stderr)
 		}
-		return fmt.Errorf("%w: want 'bumper sandbox run [flags] -- COMMAND [ARG]...'", errUsage)
+		return fmt.Errorf("%w: want '%s'", errUsage, usage)
 	}
-	return runSandboxRun(ctx, args[1:], stdout, stderr)
+	return run(ctx, args[1:], stdout, stderr)
 }
 
 func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
