@@ -19,7 +19,15 @@ const (
 	OutDir       = "/out"
 	AgentUID     = 1000
 	AgentGID     = 1000
+	// AgentHome is the agent user's home: where an environment's setup leaves its
+	// caches and tools (repoconfig.AgentHome, which a test keeps equal).
+	AgentHome = "/home/agent"
 )
+
+// AgentPath is every command's PATH. The agent user's own bin directories come first,
+// as Debian's ~/.profile puts them for a login shell: an environment's setup installs
+// a toolchain there (a Go release newer than Debian's, a pinned Node) without root.
+const AgentPath = AgentHome + "/.local/bin:" + AgentHome + "/bin:/usr/local/bin:/usr/bin:/bin"
 
 // Main runs the agent as PID 1 and powers the VM off when done, whatever happened; the
 // error is only for the console log.
@@ -90,8 +98,8 @@ func serve(ctx context.Context) error {
 		OutDevice:    outDev,
 		Credential:   &syscall.Credential{Uid: AgentUID, Gid: AgentGID, Groups: []uint32{}},
 		BaseEnv: []string{
-			"PATH=/usr/local/bin:/usr/bin:/bin",
-			"HOME=/home/agent",
+			"PATH=" + AgentPath,
+			"HOME=" + AgentHome,
 			"USER=agent",
 			"LOGNAME=agent",
 			"LANG=C.UTF-8",
