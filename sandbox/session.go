@@ -134,6 +134,37 @@ func Open(ctx context.Context, spec SessionSpec) (_ *Session, err error) {
 // without SessionSpec.StartProxy.
 func (s *Session) ProxyAddr() string { return s.proxyAddr }
 
+// BootImage is the image a session's VM boots: its kernel, initramfs, root file system
+// template and kernel command line (the Config fields of the same names).
+type BootImage struct {
+	Kernel, Initrd, Rootfs, Cmdline string
+}
+
+// UseImage replaces the image the VM will boot, before Start. A run learns which image
+// it needs (its repository's environment, built or found from the commit it fetched)
+// only after its network and proxy are up, because the fetch goes through the proxy.
+// The new files are checked as Open checks them; a warm start then restores (or makes)
+// the snapshot of this image, never another's.
+func (s *Session) UseImage(im BootImage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return errors.New("failed to change the session's image: session closed")
+	case s.isKilled:
+		return fmt.Errorf("failed to change the session's image: %w", ErrKilled)
+	case s.started:
+		return fmt.Errorf("failed to change the session's image: %w: the VM boots the image it started with", ErrStarted)
+	}
+	cfg := s.cfg
+	cfg.Kernel, cfg.Initrd, cfg.Rootfs, cfg.Cmdline = im.Kernel, im.Initrd, im.Rootfs, im.Cmdline
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("failed to change the session's image: %w", err)
+	}
+	s.cfg = cfg
+	return nil
+}
+
 // Start boots the session's VM with workspaceDir (may be "": no workspace) as its
 // workspace disk: with Config.SnapshotDir it first makes the snapshot if there is none
 // (PrepareSnapshot), then restores it; otherwise, or when no snapshot fits, it boots

@@ -105,6 +105,56 @@ func TestSessionRefusals(t *testing.T) {
 	}
 }
 
+// TestSessionUseImage: the image is replaced before Start with files that exist, and
+// the change is refused once the VM started (even if it failed to), after Kill and after
+// Close, and when a file is missing (the old image stays).
+func TestSessionUseImage(t *testing.T) {
+	other := fakeImageConfig(t)
+	want := BootImage{Kernel: other.Kernel, Initrd: other.Initrd, Rootfs: other.Rootfs, Cmdline: "console=ttyS0 other"}
+	tests := []struct {
+		name   string
+		before func(ctx context.Context, s *Session) error
+		im     BootImage
+		want   string
+	}{
+		{name: "before start", im: want},
+		{name: "a missing root file system", im: BootImage{Kernel: want.Kernel, Initrd: want.Initrd, Rootfs: want.Rootfs + ".gone"}, want: "Rootfs"},
+		{name: "no kernel", im: BootImage{Initrd: want.Initrd, Rootfs: want.Rootfs}, want: "Kernel is empty"},
+		{name: "after start", before: func(ctx context.Context, s *Session) error { _ = s.Start(ctx, ""); return nil }, im: want, want: ErrStarted.Error()},
+		{name: "after kill", before: func(_ context.Context, s *Session) error { return s.Kill() }, im: want, want: ErrKilled.Error()},
+		{name: "after close", before: func(ctx context.Context, s *Session) error { return s.Close(ctx) }, im: want, want: "closed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testContext(t)
+			cfg := fakeImageConfig(t)
+			s, err := Open(ctx, SessionSpec{Config: cfg})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer s.Close(ctx)
+			if tt.before != nil {
+				if err := tt.before(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = s.UseImage(tt.im)
+			if tt.want == "" {
+				if err != nil || s.cfg.Kernel != want.Kernel || s.cfg.Rootfs != want.Rootfs || s.cfg.Cmdline != want.Cmdline {
+					t.Fatalf("UseImage = %v; config %+v", err, s.cfg)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("UseImage = %v, want %q", err, tt.want)
+			}
+			if s.cfg.Rootfs != cfg.Rootfs {
+				t.Fatalf("a refused UseImage changed the root file system to %s", s.cfg.Rootfs)
+			}
+		})
+	}
+}
+
 func TestOpenRefusesABadConfig(t *testing.T) {
 	cfg := fakeImageConfig(t)
 	cfg.CPUs = 100

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/firewall"
+	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -35,9 +36,14 @@ const logTail = 4 << 10
 
 // Options say what to build and with what.
 type Options struct {
-	// RepoDir is the repository's checkout; its setup script and inputs are read from it
-	// (never through a link), and it is copied (without .git) into the VM's workspace.
+	// RepoDir is the repository's checkout; it is copied (without .git) into the VM's
+	// workspace, and unless Tree is set the key's files are read from it (never
+	// through a link).
 	RepoDir string
+	// Tree, when set, is what the key's files are read from instead of RepoDir's
+	// working tree: the runner's is the approved base commit's objects, so the key
+	// covers the commit whatever a checkout filter did to the files.
+	Tree environment.Tree
 	// Env is the repository's environment: section.
 	Env repoconfig.Environment
 	// Image says where the base image comes from: its cache, the guest agent binary,
@@ -55,8 +61,11 @@ type Options struct {
 // Result is the environment as found or built.
 type Result struct {
 	// Image is what runs of the repository boot: the derived image when there is a
-	// setup, else the base image with the packages.
+	// setup, else the base image with the packages. It is nil when the setup failed
+	// (Build's error says why; Key and Base are set).
 	Image *image.Image
+	// Base is the base image with the environment's packages.
+	Base *image.Image
 	// Key is the environment's identity and what went into it.
 	Key environment.Identity
 	// Built says this call ran the setup; false when an image with the key was found
@@ -66,7 +75,8 @@ type Result struct {
 	Setup time.Duration
 }
 
-// Build finds the environment's image, or builds it.
+// Build finds the environment's image, or builds it. When the setup fails, the error
+// says why and the Result still names the key and the base image (for the evidence).
 func Build(ctx context.Context, o Options) (*Result, error) {
 	if o.Env.Setup != "" && o.Audit == "" {
 		return nil, errors.New("failed to build the environment: no audit log path for the setup's firewall")
@@ -77,11 +87,16 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the environment's base image: %w", err)
 	}
-	key, err := environment.Key(base.Manifest().Digest, o.Env, o.RepoDir)
+	var key environment.Identity
+	if o.Tree != nil {
+		key, err = environment.KeyAt(ctx, base.Manifest().Digest, o.Env, o.Tree)
+	} else {
+		key, err = environment.Key(base.Manifest().Digest, o.Env, o.RepoDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to compute the environment's key: %w", err)
 	}
-	res := &Result{Image: base, Key: key}
+	res := &Result{Image: base, Base: base, Key: key}
 	if o.Env.Setup == "" {
 		return res, nil
 	}
@@ -94,7 +109,8 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	img, err := setup(ctx, o, base, key, imagesDir)
 	res.Setup = time.Since(start)
 	if err != nil {
-		return nil, err
+		res.Image = nil
+		return res, err
 	}
 	res.Image, res.Built = img, true
 	return res, nil
@@ -148,7 +164,9 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 		if res.Error != "" {
 			why = res.Error
 		}
-		return nil, fmt.Errorf("the setup %s failed (%s); nothing was cached. Its output ended with:\n%s\nThe firewall's decisions are in %s", o.Env.Setup, why, tail.String(), o.Audit)
+		// The firewall's log is complete only once it stopped, with the session.
+		cerr := s.Close(context.WithoutCancel(ctx))
+		return nil, errors.Join(fmt.Errorf("the setup %s failed (%s); nothing was cached. Its output ended with:\n%s\n%s", o.Env.Setup, why, tail.String(), refusals(o.Audit, o.Env.Allow)), cerr)
 	}
 	rootfs := filepath.Join(imagesDir, ".env-rootfs-"+strings.TrimPrefix(key.Digest, "sha256:")[:16])
 	defer os.Remove(rootfs)
@@ -201,6 +219,35 @@ func copyTree(src, dst string) error {
 		return fmt.Errorf("failed to copy %s into the setup's workspace: %w", src, err)
 	}
 	return nil
+}
+
+// maxRefusals is how many of the firewall's refusals a failed setup's error quotes.
+const maxRefusals = 5
+
+// refusals says what the setup's firewall refused, in its own audit lines: the usual
+// reason a setup fails is a host missing from environment.allow.
+func refusals(path string, allow []string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("The firewall's audit log %s could not be read: %v", path, err)
+	}
+	defer f.Close()
+	lines, err := audit.Refused(f, maxRefusals)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("The firewall's audit log %s could not be read: %v", path, err)
+	case len(lines) == 0:
+		return fmt.Sprintf("The firewall refused nothing (its audit log: %s).", path)
+	}
+	return fmt.Sprintf("The firewall refused what the setup reached beyond environment.allow (%s); add a host there if the setup needs it. Its audit log %s says:\n%s",
+		orNone(allow), path, strings.Join(lines, "\n"))
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "empty"
+	}
+	return strings.Join(list, ", ")
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -107,6 +107,11 @@ func (e *Evidence) normalized() *Evidence {
 	n.Egress.Denied = nonNil(e.Egress.Denied)
 	n.Ledger.Decisions = nonNil(e.Ledger.Decisions)
 	n.Risk = nonNil(e.Risk)
+	if e.Environment != nil {
+		env := *e.Environment
+		env.Packages = nonNil(env.Packages)
+		n.Environment = &env
+	}
 	n.Revocation.At = utc(e.Revocation.At)
 	return &n
 }

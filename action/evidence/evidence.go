@@ -59,6 +59,9 @@ type Evidence struct {
 	EndedAt     time.Time `json:"ended_at"`
 	// WallTimeMS is EndedAt − StartedAt in milliseconds (see Finish).
 	WallTimeMS int64 `json:"wall_time_ms"`
+	// Environment is nil when the repository declares none (or the run ended before
+	// its policy was read).
+	Environment *Environment `json:"environment,omitempty"`
 	// Sandbox is nil when the run ended before a VM booted.
 	Sandbox  *Sandbox   `json:"sandbox,omitempty"`
 	Phases   []Phase    `json:"phases"`
@@ -145,6 +148,32 @@ type Sandbox struct {
 	BootReason  string `json:"boot_reason,omitempty"`
 }
 
+// Environment is the repository's environment the VM booted: the image built from
+// .github/bumper.yml's environment: section at the base commit, found in the runner's
+// cache or built by this run (its setup's output and firewall audit log are then in
+// the artifact).
+type Environment struct {
+	// ID is the environment's key: the digest of everything its image is made from.
+	ID string `json:"id"`
+	// BaseImageDigest is the base image with the environment's packages; ImageDigest
+	// the image the VM booted (derived from it when there is a setup), absent when the
+	// setup failed.
+	BaseImageDigest string   `json:"base_image_digest"`
+	ImageDigest     string   `json:"image_digest,omitempty"`
+	Packages        []string `json:"packages"`
+	Setup           string   `json:"setup,omitempty"`
+	// Built says this run ran the setup; false when the image was found.
+	Built bool `json:"built"`
+	// DurationMS is the environment phase (finding or building); SetupMS the setup's
+	// VM session when it ran.
+	DurationMS int64 `json:"duration_ms"`
+	SetupMS    int64 `json:"setup_ms,omitempty"`
+	// Log and AuditLog name the setup's output and its firewall's audit log in the
+	// artifact, when the setup ran.
+	Log      string `json:"log,omitempty"`
+	AuditLog string `json:"audit_log,omitempty"`
+}
+
 // PhaseName names a step of the run.
 type PhaseName string
 
@@ -153,6 +182,7 @@ const (
 	PhaseExchange     PhaseName = "exchange"
 	PhaseFirewall     PhaseName = "firewall"
 	PhaseWorkspace    PhaseName = "workspace"
+	PhaseEnvironment  PhaseName = "environment"
 	PhaseBoot         PhaseName = "boot"
 	PhaseAgent        PhaseName = "agent"
 	PhaseVerification PhaseName = "verification"

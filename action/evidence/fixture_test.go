@@ -75,7 +75,8 @@ func realistic() *evidence.Evidence {
 		evidence.NewPhase(evidence.PhaseExchange, at(0), at(0.412), evidence.PhaseOK),
 		evidence.NewPhase(evidence.PhaseFirewall, at(0.412), at(0.530), evidence.PhaseOK),
 		evidence.NewPhase(evidence.PhaseWorkspace, at(0.530), at(2.104), evidence.PhaseOK),
-		evidence.NewPhase(evidence.PhaseBoot, at(2.104), at(2.891), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseEnvironment, at(2.104), at(2.350), evidence.PhaseOK),
+		evidence.NewPhase(evidence.PhaseBoot, at(2.350), at(2.891), evidence.PhaseOK),
 		inRound(evidence.NewPhase(evidence.PhaseAgent, at(2.891), at(401.2), evidence.PhaseOK), 1),
 		evidence.NewPhase(evidence.PhaseVerification, at(401.2), at(455.75), evidence.PhaseFailed),
 		inRound(evidence.NewPhase(evidence.PhaseAgent, at(455.75), at(590.3), evidence.PhaseOK), 2),
@@ -85,9 +86,9 @@ func realistic() *evidence.Evidence {
 		evidence.NewPhase(evidence.PhaseReport, at(645.0), at(645.6), evidence.PhaseOK),
 		evidence.NewPhase(evidence.PhaseRevoke, at(645.6), at(645.8), evidence.PhaseOK),
 	}
-	phases[5].Round, phases[5].Detail = 1, "1 test failed"
-	phases[7].Round = 2
-	phases[3].Detail = "warm start from snapshot 4f2a"
+	phases[6].Round, phases[6].Detail = 1, "1 test failed"
+	phases[8].Round = 2
+	phases[4].Detail = "warm start from snapshot 4f2a"
 
 	e := &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion,
@@ -104,6 +105,8 @@ func realistic() *evidence.Evidence {
 		Branch:      "bumper/42-2",
 		PullRequest: 57,
 		StartedAt:   at(0),
+		Environment: &evidence.Environment{ID: sha(5), BaseImageDigest: sha(6), ImageDigest: sha(2),
+			Packages: []string{"golang-go", "ca-certificates"}, Setup: "scripts/env-setup.sh", DurationMS: 246},
 		Sandbox: &evidence.Sandbox{VMM: "qemu-microvm 9.2.0", Accel: "tcg",
 			AccelReason: "KVM canary did not finish booting within 5s (nested KVM hangs)", ImageDigest: sha(2),
 			VCPUs: 2, MemoryMB: 2048, Boot: "warm", BootReason: "restoring snapshot 4f2a"},
@@ -156,13 +159,16 @@ func failedRun() *evidence.Evidence {
 	e.HeadCommit, e.Branch, e.PullRequest = "", "", 0
 	e.Tests[1].ExitCode, e.Tests[1].Passed, e.Tests[1].Failed = 1, 311, 1
 	e.Tests[1].Failures = e.Tests[0].Failures
-	e.Phases[7].Outcome = evidence.PhaseFailed
-	e.Phases = append(e.Phases[:8], e.Phases[10:]...) // no push, no pull request
+	e.Phases[8].Outcome = evidence.PhaseFailed
+	e.Phases = append(e.Phases[:9], e.Phases[11:]...) // no push, no pull request
 	e.Commands = e.Commands[:4]
 	e.Ledger = evidence.NewLedger([]byte(`{"schema_version": 1, "decisions": [{"question": "?", "choice": "x", "confidence": "high"}]}`), true)
 	e.Revocation = evidence.Revocation{Reason: "DELETE /installation/token answered 502"}
 	e.Audit = nil
 	e.Artifact = nil
+	// This run built its environment first (its first phase took the setup's time).
+	e.Environment.Built, e.Environment.SetupMS = true, 198
+	e.Environment.Log, e.Environment.AuditLog = "environment.log", "environment-audit.jsonl"
 	return e
 }
 

@@ -77,8 +77,8 @@ func hostile() *evidence.Evidence {
 	e.WorkItem.Title = pick(8) + pick(12)
 	e.OutcomeReason = pick(4)
 	e.Trigger.Runner = pick(6)
-	e.Phases[3].Detail = pick(19)
-	e.Phases[5].Detail = pick(20)
+	e.Phases[4].Detail = pick(19)
+	e.Phases[6].Detail = pick(20)
 	e.Sandbox.AccelReason = pick(21)
 	e.Sandbox.BootReason = pick(10)
 	for i := range e.Commands {

@@ -235,6 +235,9 @@ func (r *renderer) sandboxSection() *section {
 	q := r.q
 	s := r.newSection(section{name: "sandbox", title: "Sandbox", weight: 1, noun: "lines", trimNote: "lines shortened"})
 	sb := r.e.Sandbox
+	if env := r.e.Environment; env != nil {
+		s.items = append(s.items, r.track(func() (string, string) { return r.environmentLines(env), "" }))
+	}
 	if sb == nil {
 		s.intro = "No VM was started.\n"
 		return s
@@ -255,6 +258,42 @@ func (r *renderer) sandboxSection() *section {
 		return b.String(), ""
 	}))
 	return s
+}
+
+// environmentLines say which environment the VM booted and whether this run built it.
+func (r *renderer) environmentLines(env *Environment) string {
+	q := r.q
+	var b strings.Builder
+	fmt.Fprintf(&b, "- environment %s", q.inline(env.ID, 80))
+	switch {
+	case env.Built:
+		fmt.Fprintf(&b, ", built by this run in %s (setup %s)", duration(env.DurationMS), duration(env.SetupMS))
+	case env.ImageDigest == "":
+		fmt.Fprintf(&b, ", whose setup failed after %s; nothing was cached", duration(env.SetupMS))
+	default:
+		fmt.Fprintf(&b, ", found in the runner's cache (%s)", duration(env.DurationMS))
+	}
+	b.WriteString("\n")
+	if len(env.Packages) > 0 {
+		words := make([]string, len(env.Packages))
+		for i, p := range env.Packages {
+			words[i] = q.word(p)
+		}
+		fmt.Fprintf(&b, "  - packages %s\n", strings.Join(words, ", "))
+	}
+	if env.Setup != "" {
+		fmt.Fprintf(&b, "  - setup %s", q.inline(env.Setup, mdName))
+		if env.Log != "" {
+			fmt.Fprintf(&b, "; its output %s and its firewall's audit log %s are in the artifact", q.inline(env.Log, mdName), q.inline(env.AuditLog, mdName))
+		}
+		b.WriteString("\n")
+	}
+	if env.ImageDigest != "" {
+		fmt.Fprintf(&b, "  - image %s on base %s\n", q.inline(env.ImageDigest, 80), q.inline(env.BaseImageDigest, 80))
+	} else {
+		fmt.Fprintf(&b, "  - no image: the setup failed; base %s\n", q.inline(env.BaseImageDigest, 80))
+	}
+	return b.String()
 }
 
 func (r *renderer) approvalsSection() *section {

@@ -172,7 +172,7 @@ func TestValidateRejects(t *testing.T) {
 		{"unknown outcome", func(e *evidence.Evidence) { e.Outcome = "" }, "/outcome", "value must be one of"},
 		{"unknown accelerator", func(e *evidence.Evidence) { e.Sandbox.Accel = "hvf" }, "/sandbox/accel", "value must be one of"},
 		{"no vCPU", func(e *evidence.Evidence) { e.Sandbox.VCPUs = 0 }, "/sandbox/vcpus", "minimum"},
-		{"verification without round", func(e *evidence.Evidence) { e.Phases[5].Round = 0 }, "/phases/5", "round"},
+		{"verification without round", func(e *evidence.Evidence) { e.Phases[6].Round = 0 }, "/phases/6", "round"},
 		{"round on another phase", func(e *evidence.Evidence) { e.Phases[0].Round = 1 }, "/phases/0", "not"},
 		{"negative count", func(e *evidence.Evidence) { e.Tests[0].Passed = -1 }, "/tests/0/passed", "minimum"},
 		{"exit code out of range", func(e *evidence.Evidence) { e.Commands[0].ExitCode = 256 }, "/commands/0/exit_code", "maximum"},
@@ -196,8 +196,8 @@ func TestValidateRejects(t *testing.T) {
 			e.Ledger.Decisions[0].Rationale = "used sk-ant-api03-" + strings.Repeat("Zq9_", 10)
 		}, "/decision_ledger/decisions/0/rationale", "Anthropic"},
 		{"OpenAI key in a phase detail", func(e *evidence.Evidence) {
-			e.Phases[3].Detail = "OPENAI_API_KEY=sk-proj-" + strings.Repeat("aB3xY7", 8)
-		}, "/phases/3/detail", "OpenAI"},
+			e.Phases[4].Detail = "OPENAI_API_KEY=sk-proj-" + strings.Repeat("aB3xY7", 8)
+		}, "/phases/4/detail", "OpenAI"},
 		{"bearer token in a denial reason", func(e *evidence.Evidence) {
 			e.Egress.Denied[0].Reasons = []string{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}
 		}, "/egress/denied/0/reasons/0", "bearer"},

@@ -25,6 +25,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/sandbox"
+	"github.com/bumperdev/bumper/sandbox/image"
 )
 
 // Files the run leaves in Config.Out, the run's artifact.
@@ -35,6 +36,10 @@ const (
 	DiffFile             = "pr.diff"
 	PlanFile             = "plan.md"
 	DecisionsFile        = "decisions.json"
+	// EnvironmentLogFile and EnvironmentAuditFile are the environment's setup output
+	// and its firewall's audit log, when this run ran the setup.
+	EnvironmentLogFile   = "environment.log"
+	EnvironmentAuditFile = "environment-audit.jsonl"
 	// TranscriptPattern and VerificationPattern name each round's logs.
 	TranscriptPattern   = "agent-round-%d.log"
 	VerificationPattern = "verification-round-%d.log"
@@ -86,6 +91,11 @@ type Config struct {
 	VM sandbox.Config
 	// ImageDigest and VMM describe the image and QEMU for the evidence.
 	ImageDigest, VMM string
+	// Environments is how the base image was built (its cache, the guest agent binary,
+	// progress output): a repository's environment is that image with its packages,
+	// and derived from it by its setup. A zero CacheDir (the image was given prebuilt)
+	// fails the runs of repositories that declare environment:, saying why.
+	Environments image.BuildConfig
 
 	// AnthropicBase/AnthropicKey and OpenAIBase/OpenAIKey are the model APIs the firewall's
 	// gateways forward to with the real key; empty turns a gateway off. The VM only ever

@@ -68,9 +68,6 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	if r.policy, err = r.readPolicy(ctx); err != nil {
 		return "", err
 	}
-	if err := supported(r.policy); err != nil {
-		return "", err
-	}
 	return fmt.Sprintf("granted %s attempt %d at %.12s; policy %s", grant.Stage, grant.Attempt, grant.BaseCommit, r.policy.Revision), nil
 }
 
@@ -113,14 +110,4 @@ func (r *run) readPolicy(ctx context.Context) (repoconfig.Config, error) {
 		return repoconfig.Config{}, errors.Join(err, errors.New("fix the file on the base branch, then /retry"))
 	}
 	return p, nil
-}
-
-// supported refuses, before anything is started, a policy that asks for what this
-// runner cannot do yet: a run without its declared environment would verify the work
-// with the wrong toolchain, and a pull request would say it passed.
-func supported(p repoconfig.Config) error {
-	if p.Environment != nil {
-		return fmt.Errorf("%s at the base commit declares environment:, which this runner cannot build yet: environments are being built in issue #12. Remove environment: from %s on the base branch (put its packages in the runner's image with bumper image build --packages) and /retry, or wait for a Bumper release that builds environments", repoconfig.Path, repoconfig.Path)
-	}
-	return nil
 }

@@ -80,6 +80,8 @@ type run struct {
 	// head is the work branch's commit as the last agent round left it: what
 	// verification judged, and the only commit the run may push.
 	head string
+	// imageDigest is the image the VM boots: the runner's, or the environment's.
+	imageDigest string
 	// wallTime is the VM session's limit: bounds.wall_time, within the token's life.
 	wallTime  time.Duration
 	closeOnce sync.Once
@@ -124,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	repo, issue, _ := wire.ParseWorkItem(cfg.WorkItem)
 	now := cfg.Now().UTC()
-	r := &run{cfg: cfg, repo: repo, issue: issue, ev: &evidence.Evidence{
+	r := &run{cfg: cfg, repo: repo, issue: issue, imageDigest: cfg.ImageDigest, ev: &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion, WorkItem: evidence.WorkItem{Repository: repo, Issue: issue},
 		Trigger: cfg.Trigger, Stage: evidence.Stage(cfg.Stage), Attempt: cfg.Attempt, StartedAt: now,
 		Approvals: []evidence.Approval{}, Ledger: evidence.Ledger{Status: evidence.LedgerAbsent},
@@ -153,6 +155,11 @@ func (r *run) execute(ctx context.Context) error {
 	// and a first snapshot cannot eat the margin the push and the pull request need.
 	vmCtx, cancel := context.WithDeadline(ctx, vmDeadline(r.grant.TokenExpiresAt, r.cfg.Now()))
 	defer cancel()
+	if r.policy.Environment != nil {
+		if err := r.phase(vmCtx, evidence.PhaseEnvironment, 0, r.buildEnvironment); err != nil {
+			return err
+		}
+	}
 	if err := r.phase(vmCtx, evidence.PhaseBoot, 0, r.boot); err != nil {
 		return err
 	}

@@ -156,17 +156,18 @@ func TestVMDeadline(t *testing.T) {
 	}
 }
 
-// TestEnvironmentRefused: until environments are built (issue #12), a policy that
-// declares one fails the run at the exchange instead of running without it.
-func TestEnvironmentRefused(t *testing.T) {
+// TestEnvironmentNeedsTheImageCache: a runner given a prebuilt image cannot build a
+// repository's environment, and says so instead of running the agent without it.
+func TestEnvironmentNeedsTheImageCache(t *testing.T) {
 	p, err := repoconfig.Parse([]byte("version: 1\nenvironment: {packages: [golang-go], setup: scripts/setup.sh}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := supported(p); err == nil || !strings.Contains(err.Error(), "issue #12") || !strings.Contains(err.Error(), "environment:") {
+	r := &run{cfg: Config{Out: t.TempDir(), Now: time.Now}, policy: p}
+	if _, err := r.buildEnvironment(context.Background()); err == nil || !strings.Contains(err.Error(), "prebuilt image") || !strings.Contains(err.Error(), "environment:") {
 		t.Fatalf("error %v", err)
 	}
-	if err := supported(repoconfig.Default()); err != nil {
-		t.Fatalf("a policy without an environment: %v", err)
+	if r.ev != nil && r.ev.Environment != nil {
+		t.Fatalf("evidence of an environment that was never looked for: %+v", r.ev.Environment)
 	}
 }

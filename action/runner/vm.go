@@ -152,7 +152,7 @@ func (r *run) boot(ctx context.Context) (string, error) {
 	}
 	rep := r.vm.Report()
 	r.ev.Sandbox = &evidence.Sandbox{VMM: r.cfg.VMM, Accel: rep.Accel.Accel, AccelReason: rep.Accel.Reason,
-		ImageDigest: r.cfg.ImageDigest, VCPUs: r.cfg.VM.CPUs, MemoryMB: r.cfg.VM.MemoryMB,
+		ImageDigest: r.imageDigest, VCPUs: r.cfg.VM.CPUs, MemoryMB: r.cfg.VM.MemoryMB,
 		Boot: rep.Boot.Mode, BootReason: rep.Boot.Reason}
 	return fmt.Sprintf("%s boot under %s (%s)", rep.Boot.Mode, rep.Accel.Accel, rep.Boot.Reason), nil
 }

@@ -53,9 +53,9 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if pol.Environment == nil {
 		return fmt.Errorf("%s in %s has no environment: section: nothing to build (docs/usage.md, Environments)", repoconfig.Path, dir)
 	}
-	self, err := os.Executable()
+	bc, err := defaultBuildConfig(*cache, stderr)
 	if err != nil {
-		return fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
+		return err
 	}
 	if *auditPath == "" {
 		*auditPath = filepath.Join(os.TempDir(), fmt.Sprintf("bumper-env-audit-%d.jsonl", time.Now().UnixNano()))
@@ -68,7 +68,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	start := time.Now()
 	res, err := envbuild.Build(ctx, envbuild.Options{
 		RepoDir: dir, Env: *pol.Environment,
-		Image: image.BuildConfig{CacheDir: *cache, AgentBinary: self, Progress: stderr},
+		Image: bc,
 		VM:    sandbox.Config{CPUs: *cpus, MemoryMB: memMB, Accel: *accel, QEMUUser: *qemuUser},
 		Audit: *auditPath, Log: stderr,
 	})

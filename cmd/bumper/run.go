@@ -101,10 +101,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Mask: env.AddMask,
 		Log:  stdout,
 		Phase: func(name evidence.PhaseName, end bool, p evidence.Phase) {
-			// The agent's and the verification's output is the repository's text: the
-			// runner must not take a line of it for a workflow command (a mask that hides
+			// The setup's, the agent's and the verification's output is the repository's
+			// text: the runner must not take a line of it for a workflow command (a mask that hides
 			// a failure, a forged annotation, a stop of the runner's own commands).
-			quoted := env.InActions() && (name == evidence.PhaseAgent || name == evidence.PhaseVerification)
+			quoted := env.InActions() && (name == evidence.PhaseEnvironment || name == evidence.PhaseAgent || name == evidence.PhaseVerification)
 			if !end {
 				title := string(name)
 				if p.Round > 0 {
@@ -129,6 +129,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			env.EndGroup()
 		},
+	}
+	if in.Image == "" {
+		// The runner builds its own images, so it can build a repository's environment.
+		if cfg.Environments, err = defaultBuildConfig(in.Cache, stderr); err != nil {
+			env.Errorf("%v", err)
+			return exitError{code: 1}
+		}
 	}
 	cfg.RepositoryID, _ = strconv.ParseInt(os.Getenv("GITHUB_REPOSITORY_ID"), 10, 64)
 	cfg.Trigger.RunID, _ = strconv.ParseInt(actx.RunID, 10, 64)

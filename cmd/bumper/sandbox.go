@@ -176,11 +176,21 @@ func loadOrBuildImage(ctx context.Context, dir, cache string, stderr io.Writer) 
 	if dir != "" {
 		return image.Load(dir)
 	}
+	bc, err := defaultBuildConfig(cache, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return image.Build(ctx, bc)
+}
+
+// defaultBuildConfig builds the default image in cache with this binary as the guest
+// agent: the image commands that start VMs use when given none.
+func defaultBuildConfig(cache string, progress io.Writer) (image.BuildConfig, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
+		return image.BuildConfig{}, fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
 	}
-	return image.Build(ctx, image.BuildConfig{CacheDir: cache, AgentBinary: self, Progress: stderr})
+	return image.BuildConfig{CacheDir: cache, AgentBinary: self, Progress: progress}, nil
 }
 
 // firewallStarter wires the firewall into the sandbox: the sandbox calls it with the

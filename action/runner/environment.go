@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bumperdev/bumper/action/envbuild"
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/internal/environment"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/sandbox"
+)
+
+// buildEnvironment finds the repository's environment in the runner's image cache, or
+// builds it (the setup in a VM of its own, behind a firewall of its own that allows
+// only environment.allow, with no GitHub token and no model key), and makes it the
+// image the run's VM boots. The key is read from the base commit's objects in the
+// workspace, so it covers exactly what was approved; the setup runs on a copy of that
+// checkout. A setup that fails fails the run, and nothing is cached.
+func (r *run) buildEnvironment(ctx context.Context) (string, error) {
+	env := r.policy.Environment
+	if r.cfg.Environments.CacheDir == "" {
+		return "", fmt.Errorf("%s at the base commit declares environment:, but this runner was given a prebuilt image (the action's image input), and environments are built from the image cache: leave the image input empty so the runner builds its images", repoconfig.Path)
+	}
+	start := r.cfg.Now()
+	logPath := filepath.Join(r.cfg.Out, EnvironmentLogFile)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return "", fmt.Errorf("failed to create the environment's log: %w", err)
+	}
+	vm := r.cfg.VM
+	vm.SnapshotDir, vm.WorkspaceDir = "", ""
+	// The setup shares the run's time: what it takes, the agent does not get.
+	vm.Timeout = envbuild.DefaultSetupTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < vm.Timeout {
+		vm.Timeout = max(time.Until(d), time.Minute)
+	}
+	res, err := envbuild.Build(ctx, envbuild.Options{
+		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit},
+		Env: *env, Image: r.cfg.Environments, VM: vm,
+		Audit: filepath.Join(r.cfg.Out, EnvironmentAuditFile),
+		Log:   io.MultiWriter(logFile, r.cfg.Log),
+	})
+	err = errors.Join(err, logFile.Close())
+	ev := &evidence.Environment{Packages: env.Packages, Setup: env.Setup, DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
+	if res != nil {
+		ev.ID, ev.BaseImageDigest, ev.Built, ev.SetupMS = res.Key.Digest, res.Base.Manifest().Digest, res.Built, res.Setup.Milliseconds()
+		if res.Image != nil {
+			ev.ImageDigest = res.Image.Manifest().Digest
+		}
+	}
+	if _, serr := os.Stat(filepath.Join(r.cfg.Out, EnvironmentAuditFile)); serr == nil {
+		// The setup ran (whatever came of it): its output and decisions are evidence.
+		ev.Log, ev.AuditLog = EnvironmentLogFile, EnvironmentAuditFile
+	} else {
+		_ = os.Remove(logPath)
+	}
+	if err != nil {
+		if ev.ID != "" {
+			r.ev.Environment = ev
+		}
+		return "", fmt.Errorf("failed to build the repository's environment: %w", err)
+	}
+	r.ev.Environment = ev
+	im := res.Image
+	if err := r.vm.UseImage(sandbox.BootImage{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline}); err != nil {
+		return "", err
+	}
+	r.imageDigest = im.Manifest().Digest
+	how := "found in the cache"
+	if res.Built {
+		how = fmt.Sprintf("built (setup %v)", res.Setup.Round(100*time.Millisecond))
+	}
+	return fmt.Sprintf("%.19s %s; image %.19s", res.Key.Digest, how, r.imageDigest), nil
+}
