@@ -151,6 +151,9 @@ func seed(t testing.TB) *ghemu.Seed {
 type options struct {
 	files       func(map[string]string)
 	runTokenTTL time.Duration
+	// ownImages has the runner build (or find) its images in the shared test cache
+	// rather than being given one, as a runner that builds environments must.
+	ownImages bool
 }
 
 func newWorld(t testing.TB, opts ...options) *world {
@@ -181,7 +184,14 @@ func newWorld(t testing.TB, opts ...options) *world {
 	}))
 	t.Cleanup(w.serve.Close)
 
-	cache := filepath.Join(imagetest.CacheDir(), "e2e-snapshots")
+	cache, imageDir := filepath.Join(imagetest.CacheDir(), "e2e-snapshots"), img.Dir()
+	for _, o := range opts {
+		if o.ownImages {
+			// The runner's default image is the one imagetest built: same cache, same
+			// agent binary, same packages.
+			cache, imageDir = imagetest.CacheDir(), ""
+		}
+	}
 	runner := &ghemu.Runner{
 		// As a workflow step would (sh drops INPUT_ALLOW-TCG, hence the underscore form
 		// below): the output directory in the job's workspace, which
@@ -190,7 +200,7 @@ func newWorld(t testing.TB, opts ...options) *world {
 		WorkDir: w.runDir,
 		Timeout: 15 * time.Minute,
 		Env: []string{
-			"INPUT_URL=" + w.serve.URL, "INPUT_IMAGE=" + img.Dir(), "INPUT_CACHE=" + cache,
+			"INPUT_URL=" + w.serve.URL, "INPUT_IMAGE=" + imageDir, "INPUT_CACHE=" + cache,
 			"INPUT_ACCEL=tcg", "INPUT_ALLOW_TCG=true", "INPUT_MEMORY=1G", "INPUT_CPUS=2",
 			"BUMPER_ANTHROPIC_BASE_URL=" + w.model.URL, "ANTHROPIC_API_KEY=" + modelKey,
 		},

@@ -9,6 +9,7 @@ package envbuild
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -166,7 +167,8 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 		}
 		// The firewall's log is complete only once it stopped, with the session.
 		cerr := s.Close(context.WithoutCancel(ctx))
-		return nil, errors.Join(fmt.Errorf("the setup %s failed (%s); nothing was cached. Its output ended with:\n%s\n%s", o.Env.Setup, why, tail.String(), refusals(o.Audit, o.Env.Allow)), cerr)
+		first, lines := refusals(o.Audit, o.Env.Allow)
+		return nil, errors.Join(fmt.Errorf("the setup %s failed (%s)%s; nothing was cached. Its output ended with:\n%s\n%s", o.Env.Setup, why, first, tail.String(), lines), cerr)
 	}
 	rootfs := filepath.Join(imagesDir, ".env-rootfs-"+strings.TrimPrefix(key.Digest, "sha256:")[:16])
 	defer os.Remove(rootfs)
@@ -225,22 +227,29 @@ func copyTree(src, dst string) error {
 const maxRefusals = 5
 
 // refusals says what the setup's firewall refused, in its own audit lines: the usual
-// reason a setup fails is a host missing from environment.allow.
-func refusals(path string, allow []string) string {
+// reason a setup fails is a host missing from environment.allow. first is a short
+// clause for the error's first line (what a work item's reason keeps); lines the
+// firewall's own words.
+func refusals(path string, allow []string) (first, lines string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Sprintf("The firewall's audit log %s could not be read: %v", path, err)
+		return "", fmt.Sprintf("The firewall's audit log %s could not be read: %v", path, err)
 	}
 	defer f.Close()
-	lines, err := audit.Refused(f, maxRefusals)
+	refused, err := audit.Refused(f, maxRefusals)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("The firewall's audit log %s could not be read: %v", path, err)
-	case len(lines) == 0:
-		return fmt.Sprintf("The firewall refused nothing (its audit log: %s).", path)
+		return "", fmt.Sprintf("The firewall's audit log %s could not be read: %v", path, err)
+	case len(refused) == 0:
+		return "", fmt.Sprintf("The firewall refused nothing (its audit log: %s).", path)
 	}
-	return fmt.Sprintf("The firewall refused what the setup reached beyond environment.allow (%s); add a host there if the setup needs it. Its audit log %s says:\n%s",
-		orNone(allow), path, strings.Join(lines, "\n"))
+	var last struct {
+		Target string `json:"target"`
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal([]byte(refused[len(refused)-1]), &last)
+	first = fmt.Sprintf(" after the firewall refused %s (%s): add the host to environment.allow (now %s) if the setup needs it", last.Target, last.Reason, orNone(allow))
+	return first, fmt.Sprintf("The firewall's audit log %s says:\n%s", path, strings.Join(refused, "\n"))
 }
 
 func orNone(list []string) string {

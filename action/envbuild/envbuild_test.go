@@ -105,7 +105,7 @@ func TestBuild(t *testing.T) {
 		_, err := Build(ctx, o)
 		// The error quotes the firewall's own audit line: the host and why.
 		if err == nil || !strings.Contains(err.Error(), "nothing was cached") || !strings.Contains(err.Error(), `"target":"example.com:443"`) ||
-			!strings.Contains(err.Error(), `"allowed":false`) || !strings.Contains(err.Error(), "environment.allow") {
+			!strings.Contains(err.Error(), `"allowed":false`) || !strings.Contains(err.Error(), "add the host to environment.allow") {
 			t.Fatalf("Build: %v", err)
 		}
 		base, berr := image.Build(ctx, o.Image)
