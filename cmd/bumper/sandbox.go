@@ -36,9 +36,10 @@ func subcommand(ctx context.Context, args []string, stdout, stderr io.Writer, na
 }
 
 func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sandbox run", "[--image DIR] [--allow DOMAIN]... [--resolve HOST:IP]... [--workspace DIR] [--out DIR] [--timeout D] [--cpus N] [--memory SIZE] [--audit FILE] [--cold] -- COMMAND [ARG]...", stderr)
+	fs := newFlagSet("sandbox run", "[--image DIR | --env ID] [--allow DOMAIN]... [--resolve HOST:IP]... [--workspace DIR] [--out DIR] [--timeout D] [--cpus N] [--memory SIZE] [--audit FILE] [--cold] -- COMMAND [ARG]...", stderr)
 	imageDir := fs.String("image", "", "image directory (default: build or reuse the default image in --cache)")
-	cache := fs.String("cache", image.DefaultCacheDir, "cache for the default image (when --image is not given) and for warm-start snapshots")
+	envID := fs.String("env", "", "boot the image of an environment built by bumper env build DIR: the `ID` it printed (sha256:<64 hex>), or a unique prefix of at least 12 hex digits, looked up in --cache")
+	cache := fs.String("cache", image.DefaultCacheDir, "image cache: the default image (without --image), environments' images (--env), and warm-start snapshots")
 	var allow, resolve stringList
 	fs.Var(&allow, "allow", "let the command reach DOMAIN through the firewall proxy (repeatable); without any, the VM has no network")
 	fs.Var(&resolve, "resolve", "pin HOST to IP in the proxy's resolver (repeatable)")
@@ -55,6 +56,15 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	verbose := fs.Bool("v", false, "log boot steps to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *envID != "" {
+		if *imageDir != "" {
+			return fmt.Errorf("%w: --env and --image both name the image to boot: give one", errUsage)
+		}
+		// Checked before anything is read: an ID that is not one (a path, say) goes no further.
+		if _, err := image.ParseKeyPrefix(*envID); err != nil {
+			return fmt.Errorf("%w: --env %q is not an environment id: want the sha256:<64 hex> bumper env build printed, or its first 12 or more hex digits", errUsage, *envID)
+		}
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
@@ -79,7 +89,12 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
 
-	im, err := loadOrBuildImage(ctx, *imageDir, *cache, stderr)
+	var im *image.Image
+	if *envID != "" {
+		im, err = environmentImage(*cache, *envID)
+	} else {
+		im, err = loadOrBuildImage(ctx, *imageDir, *cache, stderr)
+	}
 	if err != nil {
 		return err
 	}
@@ -191,6 +206,26 @@ func defaultBuildConfig(cache string, progress io.Writer) (image.BuildConfig, er
 		return image.BuildConfig{}, fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
 	}
 	return image.BuildConfig{CacheDir: cache, AgentBinary: self, Progress: progress}, nil
+}
+
+// environmentImage finds the image `bumper env build` derived for the environment id
+// (in full or a prefix) in cache. The library's errors name its own terms; this adds the
+// commands that fix them.
+func environmentImage(cache, id string) (*image.Image, error) {
+	imagesDir := image.ImagesDir(cache)
+	im, err := image.FindDerivedPrefix(imagesDir, id)
+	var amb *image.AmbiguousKeyError
+	switch {
+	case errors.Is(err, image.ErrNoDerived):
+		return nil, fmt.Errorf("no environment with id %s is in the cache %s: %w\n"+
+			"(run bumper env build DIR first, with the same --cache; an environment without a setup has no image of its own: "+
+			"boot the image env build printed with --image)", id, cache, err)
+	case errors.As(err, &amb):
+		return nil, fmt.Errorf("the environment id %s is ambiguous: %w", id, err)
+	case err != nil:
+		return nil, fmt.Errorf("failed to get the environment's image: %w", err)
+	}
+	return im, nil
 }
 
 // firewallStarter wires the firewall into the sandbox: the sandbox calls it with the

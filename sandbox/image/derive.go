@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -135,15 +137,104 @@ func FindDerived(imagesDir, key string) (*Image, bool) {
 	if !validDigest(key) {
 		return nil, false
 	}
-	entries, err := os.ReadDir(imagesDir)
+	found, err := derivedImages(imagesDir, func(k string) bool { return k == key })
 	if err != nil {
 		return nil, false
 	}
-	type candidate struct {
-		dir     string
-		created time.Time
+	im, err := loadNewest(found)
+	return im, err == nil
+}
+
+// ErrNoDerived is FindDerivedPrefix's answer when no derived image's key starts with
+// the prefix it was given.
+var ErrNoDerived = errors.New("no derived image")
+
+// MinKeyPrefix is the fewest hex digits FindDerivedPrefix accepts: people copy a key
+// shortened, and 12 digits (48 bits, like Docker's short image ids) make two keys of one
+// cache sharing them a rare accident, while fewer would make an ambiguity routine.
+const MinKeyPrefix = 12
+
+// AmbiguousKeyError is FindDerivedPrefix's answer when its prefix starts more than one
+// derivation key: the caller's choice, not ours, so the keys are given back.
+type AmbiguousKeyError struct {
+	// Prefix is the prefix as given, normalized to "sha256:<hex>".
+	Prefix string
+	// Keys are the distinct keys it starts, sorted.
+	Keys []string
+}
+
+func (e *AmbiguousKeyError) Error() string {
+	return fmt.Sprintf("%s starts %d derivation keys, give more digits: %s", e.Prefix, len(e.Keys), strings.Join(e.Keys, ", "))
+}
+
+var keyPrefixPattern = regexp.MustCompile(fmt.Sprintf(`^[0-9a-f]{%d,64}$`, MinKeyPrefix))
+
+// ParseKeyPrefix checks that id is a derivation key or a prefix of one, as people copy
+// it: "sha256:" (optional) then MinKeyPrefix to 64 lower-case hex digits. It returns the
+// prefix with "sha256:" in front. Anything else, a path included, is refused, so an id
+// from a command line is only ever compared with keys, never used to name a file.
+func ParseKeyPrefix(id string) (string, error) {
+	digits := strings.TrimPrefix(id, "sha256:")
+	if !keyPrefixPattern.MatchString(digits) {
+		return "", fmt.Errorf("%q is not a derivation key: want sha256: (optional) and %d to 64 lower-case hex digits", id, MinKeyPrefix)
 	}
-	var found []candidate
+	return "sha256:" + digits, nil
+}
+
+// FindDerivedPrefix is FindDerived for a key given in full or by a prefix (see
+// ParseKeyPrefix): the newest loadable image in imagesDir whose derivation key starts
+// with it, marked used. It fails with ErrNoDerived (wrapped) when no key starts with
+// it, an *AmbiguousKeyError when several distinct keys do, and Load's error when
+// images of the one key are there but none loads.
+func FindDerivedPrefix(imagesDir, id string) (*Image, error) {
+	prefix, err := ParseKeyPrefix(id)
+	if err != nil {
+		return nil, err
+	}
+	found, err := derivedImages(imagesDir, func(k string) bool { return strings.HasPrefix(k, prefix) })
+	if errors.Is(err, fs.ErrNotExist) {
+		// A cache that was never used holds no image: the same answer as an empty one.
+		found, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, 1)
+	for _, c := range found {
+		if !slices.Contains(keys, c.key) {
+			keys = append(keys, c.key)
+		}
+	}
+	switch {
+	case len(keys) == 0:
+		return nil, fmt.Errorf("%w in %s has a key starting %s", ErrNoDerived, imagesDir, prefix)
+	case len(keys) > 1:
+		slices.Sort(keys)
+		return nil, &AmbiguousKeyError{Prefix: prefix, Keys: keys}
+	}
+	im, err := loadNewest(found)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load the image derived with key %s: %w", keys[0], err)
+	}
+	return im, nil
+}
+
+// derivedImage is one derived image's directory, read from its manifest without
+// verifying its files (loadNewest does, for the one it returns).
+type derivedImage struct {
+	dir     string
+	key     string
+	created time.Time
+}
+
+// derivedImages lists the derived images in imagesDir whose key match accepts, newest
+// first. A directory without a readable manifest is not an image and is left out.
+func derivedImages(imagesDir string, match func(key string) bool) ([]derivedImage, error) {
+	entries, err := os.ReadDir(imagesDir)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the images directory: %w", err)
+	}
+	var found []derivedImage
 	for _, e := range entries {
 		if !e.IsDir() || e.Name()[0] == '.' {
 			continue
@@ -158,22 +249,30 @@ func FindDerived(imagesDir, key string) (*Image, bool) {
 			Created    time.Time   `json:"created"`
 			Derivation *Derivation `json:"derivation"`
 		}
-		if json.NewDecoder(bytes.NewReader(raw)).Decode(&m) != nil || m.Derivation == nil || m.Derivation.Key != key {
+		if json.NewDecoder(bytes.NewReader(raw)).Decode(&m) != nil || m.Derivation == nil || !match(m.Derivation.Key) {
 			continue
 		}
-		found = append(found, candidate{dir, m.Created})
+		found = append(found, derivedImage{dir, m.Derivation.Key, m.Created})
 	}
-	slices.SortFunc(found, func(a, b candidate) int { return b.created.Compare(a.created) })
+	slices.SortFunc(found, func(a, b derivedImage) int { return b.created.Compare(a.created) })
+	return found, nil
+}
+
+// loadNewest loads the first of found that loads and marks it used; an image that
+// fails to load is passed over for an older one. It returns the last failure when none
+// loads.
+func loadNewest(found []derivedImage) (*Image, error) {
+	err := error(ErrNoDerived)
 	for _, c := range found {
-		im, err := Load(c.dir)
-		if err != nil {
+		var im *Image
+		if im, err = Load(c.dir); err != nil {
 			continue
 		}
 		// Prune keeps what was used lately; failing to say so only risks a new setup.
 		_ = cachedir.MarkUsed(im.dir)
-		return im, true
+		return im, nil
 	}
-	return nil, false
+	return nil, err
 }
 
 // moveFile renames src to dst, copying (sparse, as a root file system is) and removing

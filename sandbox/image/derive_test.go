@@ -1,8 +1,11 @@
 package image
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,6 +184,123 @@ func TestFindDerived(t *testing.T) {
 	writeAt(t, newer.RootfsPath(), 0, []byte("X"))
 	if im, ok := FindDerived(images, testKey("1")); !ok || im.Dir() != older.Dir() {
 		t.Errorf("FindDerived with the newest damaged = %v, %v; want %s", im, ok, older.Dir())
+	}
+}
+
+// TestFindDerivedPrefix: an environment's id as people copy it (in full, or its first
+// digits, with or without sha256:) finds its image; a prefix of two keys names both; an
+// id that is not hex digits, a path included, is refused before any file is looked at.
+func TestFindDerivedPrefix(t *testing.T) {
+	images := filepath.Join(t.TempDir(), "images")
+	baseDir, _ := writeFakeImage(t, images)
+	base, err := Load(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two keys sharing their first 12 hex digits, one other, one whose image is damaged.
+	shared := "abcdef012345"
+	keyA, keyB := "sha256:"+shared+strings.Repeat("0", 52), "sha256:"+shared+strings.Repeat("1", 52)
+	derived := map[string]*Image{}
+	for i, key := range []string{keyA, keyB, testKey("2"), testKey("d")} {
+		im, err := Derive(base, writeRootfs(t, fmt.Sprintf("setup %d", i)), Derivation{Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		derived[key] = im
+	}
+	writeAt(t, derived[testKey("d")].RootfsPath(), 0, []byte("X"))
+	imageDigest := filepath.Base(derived[keyA].Dir()) // an image's own name is not its key
+	const (
+		invalid   = "is not a derivation key"
+		ambiguous = "ambiguous"
+		absent    = "absent"
+		damaged   = "failed to load"
+	)
+	tests := []struct {
+		name    string
+		dir     string // images directory; "" for images
+		id      string
+		want    string // the key of the image found, or one of the failures above
+		inError string // text the error must hold, besides its kind
+	}{
+		{"a full id", "", keyA, keyA, ""},
+		{"a full id without sha256:", "", strings.TrimPrefix(keyB, "sha256:"), keyB, ""},
+		{"the shortest prefix", "", "sha256:" + strings.Repeat("2", 12), testKey("2"), ""},
+		{"a prefix without sha256:", "", strings.Repeat("2", 20), testKey("2"), ""},
+		{"one digit more than the shared ones", "", "sha256:" + shared + "1", keyB, ""},
+		{"a prefix of two keys", "", shared, ambiguous, keyA + ", " + keyB},
+		{"no key with the prefix", "", "sha256:" + strings.Repeat("3", 12), absent, images},
+		{"an image's digest, not a key", "", imageDigest, absent, ""},
+		{"a cache never used", filepath.Join(t.TempDir(), "images"), keyA, absent, "images"},
+		{"the one image of a key damaged", "", testKey("d"), damaged, testKey("d")},
+		{"too short", "", "sha256:" + shared[:11], invalid, ""},
+		{"too short without sha256:", "", shared[:11], invalid, ""},
+		{"sha256: with 65 digits", "", keyA + "0", invalid, ""},
+		{"sha256: alone", "", "sha256:", invalid, ""},
+		{"empty", "", "", invalid, ""},
+		{"not hex", "", "sha256:" + strings.Repeat("g", 64), invalid, ""},
+		{"upper-case hex", "", strings.ToUpper(shared) + "0", invalid, ""},
+		{"sha256: twice", "", "sha256:" + keyA, invalid, ""},
+		{"another algorithm", "", "sha512:" + strings.Repeat("2", 64), invalid, ""},
+		{"spaces around", "", " " + keyA + " ", invalid, ""},
+		{"a relative path to an image", "", "../images/" + imageDigest, invalid, ""},
+		{"an absolute path", "", "/etc", invalid, ""},
+		{"the image's directory", "", derived[keyA].Dir(), invalid, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.dir
+			if dir == "" {
+				dir = images
+			}
+			im, err := FindDerivedPrefix(dir, tt.id)
+			var amb *AmbiguousKeyError
+			switch tt.want {
+			case invalid:
+				if err == nil || !strings.Contains(err.Error(), invalid) || errors.Is(err, ErrNoDerived) {
+					t.Fatalf("FindDerivedPrefix(%q) = %v, %v; want it refused as not a key", tt.id, im, err)
+				}
+			case ambiguous:
+				if !errors.As(err, &amb) || !slices.Equal(amb.Keys, []string{keyA, keyB}) {
+					t.Fatalf("FindDerivedPrefix(%q) = %v, %v; want an ambiguity naming %s and %s", tt.id, im, err, keyA, keyB)
+				}
+			case absent:
+				if !errors.Is(err, ErrNoDerived) {
+					t.Fatalf("FindDerivedPrefix(%q) = %v, %v; want ErrNoDerived", tt.id, im, err)
+				}
+			case damaged:
+				if err == nil || errors.Is(err, ErrNoDerived) || !strings.Contains(err.Error(), damaged) {
+					t.Fatalf("FindDerivedPrefix(%q) = %v, %v; want the damaged image's load error", tt.id, im, err)
+				}
+			default:
+				if err != nil || im.Dir() != derived[tt.want].Dir() {
+					t.Fatalf("FindDerivedPrefix(%q) = %v, %v; want %s", tt.id, im, err, derived[tt.want].Dir())
+				}
+				return
+			}
+			if !strings.Contains(err.Error(), tt.inError) {
+				t.Errorf("error %q does not say %q", err, tt.inError)
+			}
+		})
+	}
+	// Only the images of the key found were marked used.
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, im := range derived {
+		if err := os.Chtimes(im.Dir(), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := FindDerivedPrefix(images, shared+"0"); err != nil {
+		t.Fatal(err)
+	}
+	for key, im := range derived {
+		info, err := os.Stat(im.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used := time.Since(info.ModTime()) < time.Minute; used != (key == keyA) {
+			t.Errorf("image of %s marked used = %v after finding %s", key, used, keyA)
+		}
 	}
 }
 
