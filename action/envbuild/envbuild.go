@@ -45,6 +45,11 @@ type Options struct {
 	// working tree: the runner's is the approved base commit's objects, so the key
 	// covers the commit whatever a checkout filter did to the files.
 	Tree environment.Tree
+	// Repository (owner/name), when set, scopes the key to that repository
+	// (environment.Identity.In): the runner's always is, so no other repository's
+	// setup can leave the image its runs boot. `bumper env build --repo` gives the same
+	// key as the runner's.
+	Repository string
 	// Env is the repository's environment: section.
 	Env repoconfig.Environment
 	// Image says where the base image comes from: its cache, the guest agent binary,
@@ -96,6 +101,9 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to compute the environment's key: %w", err)
+	}
+	if o.Repository != "" {
+		key = key.In(o.Repository)
 	}
 	res := &Result{Image: base, Base: base, Key: key}
 	if o.Env.Setup == "" {

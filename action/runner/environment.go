@@ -20,7 +20,8 @@ import (
 // builds it (the setup in a VM of its own, behind a firewall of its own that allows
 // only environment.allow, with no GitHub token and no model key), and makes it the
 // image the run's VM boots. The key is read from the base commit's objects in the
-// workspace, so it covers exactly what was approved; the setup runs on a copy of that
+// workspace, so it covers exactly what was approved, and scoped to the repository, so
+// no other repository's setup made the image; the setup runs on a copy of that
 // checkout. A setup that fails fails the run, and nothing is cached.
 func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	env := r.policy.Environment
@@ -41,7 +42,7 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 		vm.Timeout = max(time.Until(d), time.Minute)
 	}
 	res, err := envbuild.Build(ctx, envbuild.Options{
-		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit},
+		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.repo,
 		Env: *env, Image: r.cfg.Environments, VM: vm,
 		Audit: filepath.Join(r.cfg.Out, EnvironmentAuditFile),
 		Log:   io.MultiWriter(logFile, r.cfg.Log),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,8 +23,12 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return subcommand(ctx, args, stdout, stderr, "build", "bumper env build [flags] DIR", runEnvBuild)
 }
 
+// repoName is a GitHub repository's owner/name.
+var repoName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
+
 func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("env build", "[--cache DIR] [--audit FILE] [--accel A] [--cpus N] [--memory SIZE] [--qemu-user U] [-v] DIR", stderr)
+	fs := newFlagSet("env build", "[--repo OWNER/NAME] [--cache DIR] [--audit FILE] [--accel A] [--cpus N] [--memory SIZE] [--qemu-user U] [-v] DIR", stderr)
+	repo := fs.String("repo", "", "the repository (owner/name) whose runs will use the environment: gives the runner's own key, so a runner host finds what was built here")
 	cache := fs.String("cache", image.DefaultCacheDir, "image cache: the base image with the environment's packages, and the environment's image")
 	auditPath := fs.String("audit", "", "the setup firewall's audit log (default: a file in the temp directory, printed at the end)")
 	accel := fs.String("accel", sandbox.AccelAuto, "accelerator for the setup's VM: auto, kvm or tcg")
@@ -38,6 +43,9 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w: want one directory, the repository's checkout", errUsage)
 	}
 	dir := fs.Arg(0)
+	if *repo != "" && !repoName.MatchString(*repo) {
+		return fmt.Errorf("%w: --repo %q: want owner/name, as in github.com/owner/name", errUsage, *repo)
+	}
 	memMB, err := sandbox.ParseSize(*memory)
 	if err != nil {
 		return fmt.Errorf("%w: --memory: %w", errUsage, err)
@@ -67,7 +75,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
 	start := time.Now()
 	res, err := envbuild.Build(ctx, envbuild.Options{
-		RepoDir: dir, Env: *pol.Environment,
+		RepoDir: dir, Repository: *repo, Env: *pol.Environment,
 		Image: bc,
 		VM:    sandbox.Config{CPUs: *cpus, MemoryMB: memMB, Accel: *accel, QEMUUser: *qemuUser},
 		Audit: *auditPath, Log: stderr,

@@ -29,6 +29,8 @@ func TestEnvBuildRefusals(t *testing.T) {
 		{"no file", []string{"env", "build", t.TempDir()}, 1, "failed to read .github/bumper.yml"},
 		{"no environment", []string{"env", "build", noEnv}, 1, "no environment: section"},
 		{"a setup outside the tree", []string{"env", "build", badEnv}, 1, "setup"},
+		{"a repository that is a path", []string{"env", "build", "--repo", "../../etc", noEnv}, 2, "want owner/name"},
+		{"a repository without an owner", []string{"env", "build", "--repo", "widgets", noEnv}, 2, "want owner/name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

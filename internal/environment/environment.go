@@ -88,7 +88,8 @@ type Tree interface {
 
 // Input is one thing that went into a key, for `bumper env build` to print.
 type Input struct {
-	// Kind is "schema", "base", "package", "setup", "cache_path", "allow" or "file".
+	// Kind is "schema", "base", "package", "setup", "cache_path", "allow", "file" or
+	// "repository" (In).
 	Kind string
 	// Value is the version, digest, package, path or host.
 	Value string
@@ -110,6 +111,21 @@ type Identity struct {
 	Digest string
 	// Inputs are what was encoded, in encoding order.
 	Inputs []Input
+}
+
+// In is the identity scoped to one repository (owner/name, case-insensitive, as GitHub
+// compares them): the runner's key. Two repositories on one runner host never share an
+// environment, even with the same inputs, because a setup may run files it does not
+// declare (a script it calls), which the key does not cover: another repository with
+// the same declared inputs could otherwise leave a poisoned image for this one's runs.
+func (id Identity) In(repository string) Identity {
+	repository = strings.ToLower(repository)
+	e := encoder{h: sha256.New()}
+	e.str("bumper environment of a repository")
+	e.str(id.Digest)
+	e.str(repository)
+	inputs := append(slices.Clone(id.Inputs), Input{Kind: "repository", Value: repository})
+	return Identity{Digest: "sha256:" + hex.EncodeToString(e.h.Sum(nil)), Inputs: inputs}
 }
 
 // Key computes the identity of env on the base image whose digest is base, reading

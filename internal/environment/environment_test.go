@@ -358,3 +358,36 @@ func TestDirTreeRead(t *testing.T) {
 		t.Errorf("Read(ok) = %q, %v", b, err)
 	}
 }
+
+// TestIn: an environment scoped to a repository is another key than the same inputs
+// unscoped or in another repository (the attacker's repository copies the victim's
+// declared inputs exactly, to leave its image where the victim's runs look), and the
+// same repository written in another case is the same key.
+func TestIn(t *testing.T) {
+	id := key(t, goEnv(), goFiles)
+	victim := id.In("acme/widgets")
+	tests := []struct {
+		name string
+		got  Identity
+		same bool
+	}{
+		{"unscoped", id, false},
+		{"another owner", id.In("evil/widgets"), false},
+		{"another name", id.In("acme/widgets2"), false},
+		{"a prefix of the name", id.In("acme/widget"), false},
+		{"another case", id.In("ACME/Widgets"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if (tt.got.Digest == victim.Digest) != tt.same {
+				t.Fatalf("%s vs the victim's %s: same %v, want %v", tt.got.Digest, victim.Digest, !tt.same, tt.same)
+			}
+		})
+	}
+	if last := victim.Inputs[len(victim.Inputs)-1]; last.String() != "repository acme/widgets" || len(victim.Inputs) != len(id.Inputs)+1 {
+		t.Fatalf("inputs end with %v", last)
+	}
+	if !revision.Valid(victim.Digest) {
+		t.Fatalf("digest %q", victim.Digest)
+	}
+}
