@@ -114,6 +114,17 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		res.Image = img
 		return res, nil
 	}
+	// Runs of one repository that start together (several issues approved at once)
+	// build its environment once: the others wait, then find it.
+	unlock, err := image.LockDerivation(ctx, imagesDir, key.Digest)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if img, ok := image.FindDerived(imagesDir, key.Digest); ok {
+		res.Image = img
+		return res, nil
+	}
 	start := time.Now()
 	img, err := setup(ctx, o, base, key, imagesDir)
 	res.Setup = time.Since(start)
@@ -178,8 +189,12 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 		first, lines := refusals(o.Audit, o.Env.Allow)
 		return nil, errors.Join(fmt.Errorf("the setup %s failed (%s)%s; nothing was cached. Its output ended with:\n%s\n%s", o.Env.Setup, why, first, tail.String(), lines), cerr)
 	}
-	rootfs := filepath.Join(imagesDir, ".env-rootfs-"+strings.TrimPrefix(key.Digest, "sha256:")[:16])
-	defer os.Remove(rootfs)
+	staging, err := image.RootDiskStaging(imagesDir)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(staging)
+	rootfs := filepath.Join(staging, "rootfs.ext4")
 	if err := s.SaveRootDisk(ctx, rootfs); err != nil {
 		return nil, fmt.Errorf("failed to keep what the setup left: %w", err)
 	}

@@ -135,6 +135,39 @@ swap)
 	git reset -q --hard HEAD~1
 	sed -i 's/^echo 3$/echo 4/' widgets.sh
 	;;
+gocount)
+	# A Go change that only the environment's toolchain can build and test (range over
+	# an integer needs Go 1.22; Debian's is 1.19).
+	echo "agent: $(go version)"
+	cat >count.go <<'GO'
+package newergo
+
+// Count returns how many squares below n*n there are: n.
+func Count(n int) int {
+	c := 0
+	for range Squares(n) {
+		c++
+	}
+	return c
+}
+GO
+	cat >count_test.go <<'GO'
+package newergo
+
+import "testing"
+
+func TestCount(t *testing.T) {
+	for n := range 5 {
+		if got := Count(n); got != n {
+			t.Fatalf("Count(%d) = %d", n, got)
+		}
+	}
+}
+GO
+	gofmt -l . | grep . && exit 1
+	git add count.go count_test.go
+	git commit -q -m "Count the squares"
+	;;
 *)
 	echo "agent: no scenario in the task" >&2
 	exit 2

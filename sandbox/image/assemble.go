@@ -19,7 +19,7 @@ func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles,
 		return nil, fmt.Errorf("failed to create a work directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-	stage, err := os.MkdirTemp(cfg.OutDir, ".build-")
+	stage, err := os.MkdirTemp(cfg.OutDir, buildPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a staging directory in %s: %w", cfg.OutDir, err)
 	}
@@ -142,3 +142,6 @@ func linkOrCopy(src, dst string) error {
 	}
 	return nil
 }
+
+// buildPrefix starts the name of an image being assembled in the images directory.
+const buildPrefix = ".build-"

@@ -36,6 +36,25 @@ type Derivation struct {
 // images directory; Prune removes those an interrupted Derive left.
 const derivePrefix = ".derive-"
 
+// rootDiskPrefix starts the name of a root disk saved for Derive (RootDiskStaging).
+const rootDiskPrefix = ".rootdisk-"
+
+// RootDiskStaging makes a directory where a caller may save the root disk it will pass
+// to Derive: in the images directory, on the same file system, so Derive moves the disk
+// rather than copying a gigabyte, and named so that Prune removes one an interrupted
+// caller left after an hour (a root disk is as large as the image). The caller removes
+// it when done.
+func RootDiskStaging(imagesDir string) (string, error) {
+	if err := os.MkdirAll(imagesDir, 0o755); err != nil {
+		return "", fmt.Errorf("failed to create %s: %w", imagesDir, err)
+	}
+	dir, err := os.MkdirTemp(imagesDir, rootDiskPrefix)
+	if err != nil {
+		return "", fmt.Errorf("failed to make a staging directory for a root disk: %w", err)
+	}
+	return dir, nil
+}
+
 var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // validDigest reports whether s is "sha256:<64 lowercase hex>".

@@ -306,7 +306,8 @@ func TestFindDerivedPrefix(t *testing.T) {
 
 // TestPruneDerived checks that derived images are pruned by their own use: an unused
 // parent goes and leaves its recently used derived image whole, which goes in turn once
-// unused; a derivation left half-staged goes after an hour.
+// unused; a derivation left half-staged, or a root disk saved for one, goes after an
+// hour, and an image build's staging directory at once (Prune holds the build lock).
 func TestPruneDerived(t *testing.T) {
 	cache := t.TempDir()
 	images := ImagesDir(cache)
@@ -320,13 +321,28 @@ func TestPruneDerived(t *testing.T) {
 		t.Fatal(err)
 	}
 	staleStage, freshStage := filepath.Join(images, derivePrefix+"dead"), filepath.Join(images, derivePrefix+"live")
-	for _, p := range []string{staleStage, freshStage} {
+	// A build that died (builds hold the cache lock, as Prune does: any is dead), and
+	// root disks saved for derivations, one abandoned and one being written now.
+	deadBuild := filepath.Join(images, buildPrefix+"dead")
+	for _, p := range []string{staleStage, freshStage, deadBuild} {
 		if err := os.Mkdir(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	var disks []string
+	for range 2 {
+		dir, err := RootDiskStaging(images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "rootfs.ext4"), []byte("ext4"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		disks = append(disks, dir)
+	}
+	staleDisk, freshDisk := disks[0], disks[1]
 	old := time.Now().Add(-30 * 24 * time.Hour)
-	for _, p := range []string{baseDir, staleStage} {
+	for _, p := range []string{baseDir, staleStage, staleDisk} {
 		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}
@@ -336,10 +352,11 @@ func TestPruneDerived(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Prune: %v", err)
 	}
-	if len(removed) != 2 {
-		t.Errorf("Prune removed %+v, want the parent and the stale staging directory", removed)
+	if len(removed) != 4 {
+		t.Errorf("Prune removed %+v, want the parent, the stale staging directory, the dead build and the abandoned root disk", removed)
 	}
-	for p, there := range map[string]bool{baseDir: false, staleStage: false, freshStage: true, d.Dir(): true} {
+	for p, there := range map[string]bool{baseDir: false, staleStage: false, freshStage: true, d.Dir(): true,
+		deadBuild: false, staleDisk: false, freshDisk: true} {
 		if _, err := os.Stat(p); (err == nil) != there {
 			t.Errorf("%s exists = %v, want %v", p, err == nil, there)
 		}

@@ -34,8 +34,20 @@ func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, 
 	}
 	// Derived images are images like the others: kept by use, not by their parent, which
 	// they do not need. A derivation still being staged after an hour was interrupted.
-	staged, err := cachedir.PruneStale(ImagesDir(cacheDir), derivePrefix, time.Now().Add(-time.Hour), "left half-made by an interrupted derivation", dryRun)
-	out, errs = append(out, staged...), append(errs, err)
+	hourAgo := time.Now().Add(-time.Hour)
+	for _, stale := range []struct{ prefix, why string }{
+		{derivePrefix, "left half-made by an interrupted derivation"},
+		{rootDiskPrefix, "a root disk saved for a derivation that never happened"},
+	} {
+		staged, err := cachedir.PruneStale(ImagesDir(cacheDir), stale.prefix, hourAgo, stale.why, dryRun)
+		out, errs = append(out, staged...), append(errs, err)
+	}
+	locks, err := pruneLocks(ImagesDir(cacheDir), cutoff, dryRun)
+	out, errs = append(out, locks...), append(errs, err)
+	// Builds hold the cache lock, and so does this: a build's staging directory now is
+	// one a dead build left.
+	dead, err := cachedir.PruneStale(ImagesDir(cacheDir), buildPrefix, time.Now(), "left by an interrupted image build", dryRun)
+	out, errs = append(out, dead...), append(errs, err)
 	if !dryRun {
 		errs = append(errs, pruneIndex(ImagesDir(cacheDir)))
 		// Holding the lock, anything in tmp is from a build that died.
