@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/bumperdev/bumper/app"
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/firewall/policy"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/emutest"
 	"github.com/bumperdev/bumper/internal/testgate"
@@ -154,6 +156,8 @@ type options struct {
 	// ownImages has the runner build (or find) its images in the shared test cache
 	// rather than being given one, as a runner that builds environments must.
 	ownImages bool
+	// runnerEnv is added to the runner's environment (the runner host's settings).
+	runnerEnv []string
 }
 
 func newWorld(t testing.TB, opts ...options) *world {
@@ -203,7 +207,11 @@ func newWorld(t testing.TB, opts ...options) *world {
 			"INPUT_URL=" + w.serve.URL, "INPUT_IMAGE=" + imageDir, "INPUT_CACHE=" + cache,
 			"INPUT_ACCEL=tcg", "INPUT_ALLOW_TCG=true", "INPUT_MEMORY=1G", "INPUT_CPUS=2",
 			"BUMPER_ANTHROPIC_BASE_URL=" + w.model.URL, "ANTHROPIC_API_KEY=" + modelKey,
+			"BUMPER_FIREWALL_RESOLVE=" + strings.Join(registryPins(t, "proxy.golang.org"), ","),
 		},
+	}
+	for _, o := range opts {
+		runner.Env = append(runner.Env, o.runnerEnv...)
 	}
 	sd := seed(t)
 	var ttl time.Duration
@@ -412,4 +420,25 @@ func newModelServer(t testing.TB) *modelServer {
 	}))
 	t.Cleanup(m.Close)
 	return m
+}
+
+// registryPins are the HOST:IP pins a runner host here needs for the public registries
+// its tests reach: this workplace answers for them on an address the firewall refuses
+// (a documentation range), as a mirror on a private address would on a company's
+// network, so the runner host's admin setting (BUMPER_FIREWALL_RESOLVE) trusts it. On a
+// host that resolves them to public addresses there is nothing to pin.
+func registryPins(t testing.TB, hosts ...string) []string {
+	var pins []string
+	filter := policy.NewAddrFilter(nil)
+	for _, h := range hosts {
+		addrs, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip4", h)
+		if err != nil || len(addrs) == 0 {
+			t.Logf("%s does not resolve here (%v): tests that reach it will fail", h, err)
+			continue
+		}
+		if d := filter.Check(addrs[0]); !d.Allowed {
+			pins = append(pins, h+":"+addrs[0].String())
+		}
+	}
+	return pins
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// VM is the setup VM's shape (CPUs, memory, accelerator, QEMU user, state directory);
 	// its image fields and Timeout are set here (Timeout 0: DefaultSetupTimeout).
 	VM sandbox.Config
+	// Resolve pins host names to addresses for the setup's firewall, trusted as given
+	// (firewall.Config.Resolve): a runner host's setting, for a registry mirror on a
+	// private address; never the repository's.
+	Resolve map[string]string
 	// Audit is the setup firewall's audit log (required when there is a setup).
 	Audit string
 	// Log receives the setup's output as it runs (nil: discarded).
@@ -156,7 +160,7 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 		vm.Timeout = DefaultSetupTimeout
 	}
 	start := func(ctx context.Context, listen string) (func() error, error) {
-		fw, err := firewall.New(&firewall.Config{Listen: listen, Audit: o.Audit, Allow: o.Env.Allow, Secrets: &firewall.Secrets{}})
+		fw, err := firewall.New(&firewall.Config{Listen: listen, Audit: o.Audit, Allow: o.Env.Allow, Resolve: o.Resolve, Secrets: &firewall.Secrets{}})
 		if err != nil {
 			return nil, err
 		}

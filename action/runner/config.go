@@ -78,6 +78,11 @@ type Config struct {
 	// which the API gateway needs for /repositories/{id} paths (0: those are refused).
 	ServerURL, APIURL string
 	RepositoryID      int64
+	// Resolve pins host names to addresses in the run's firewall and its environment
+	// setup's, trusted as given (firewall.Config.Resolve): the runner host's setting
+	// (BUMPER_FIREWALL_RESOLVE), for a registry mirror on a private address. Only names
+	// the allowlist lets through reach them.
+	Resolve map[string]string
 	// CAFile, when set, is the CA bundle the firewall's gateways trust for GitHub and the
 	// model APIs (default: the system's).
 	CAFile string

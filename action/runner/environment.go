@@ -43,7 +43,7 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	}
 	res, err := envbuild.Build(ctx, envbuild.Options{
 		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.repo,
-		Env: *env, Image: r.cfg.Environments, VM: vm,
+		Env: *env, Image: r.cfg.Environments, VM: vm, Resolve: r.cfg.Resolve,
 		Audit: filepath.Join(r.cfg.Out, EnvironmentAuditFile),
 		Log:   io.MultiWriter(logFile, r.cfg.Log),
 	})

@@ -55,7 +55,7 @@ func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
 	if r.exchanged {
 		_ = r.phase(fctx, evidence.PhaseRevoke, 0, r.revoke)
 	}
-	r.ev.Outcome, r.ev.OutcomeReason = outcome, cut(reason, 2000)
+	r.ev.Outcome, r.ev.OutcomeReason = outcome, cut(reason, maxLine)
 	r.ev.Finish(r.cfg.Now().UTC())
 	res := &Result{Outcome: outcome, Reason: reason, PullRequest: r.pull.number, PullURL: r.pull.url, Evidence: r.ev, CostMicroUSD: r.ev.Cost.MeteredMicroUSD}
 	digest, werr := r.writeEvidence()
@@ -107,7 +107,7 @@ func (r *run) report(ctx context.Context, digest string, outcome evidence.Outcom
 	// The pull request goes with the progress that hands it to review, where the App
 	// checks it; named here too, it would be read back from GitHub twice.
 	e := wire.Evidence{Digest: digest, ImageDigest: r.cfg.ImageDigest, CostMicroUSD: r.ev.Cost.MeteredMicroUSD,
-		Outcome: string(outcome), Reason: cut(reason, wire.MaxReason-4)}
+		Outcome: string(outcome), Reason: cut(reason, wire.MaxReason)}
 	if a := r.ev.Audit; a != nil {
 		e.AuditHead = a.Head
 	}

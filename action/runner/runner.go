@@ -208,7 +208,7 @@ func (r *run) phase(ctx context.Context, name evidence.PhaseName, round int, fn 
 		detail = err.Error()
 	}
 	p := evidence.NewPhase(name, start, r.cfg.Now().UTC(), outcome)
-	p.Round, p.Detail = round, cut(detail, 1000)
+	p.Round, p.Detail = round, cut(detail, maxLine)
 	r.ev.Phases = append(r.ev.Phases, p)
 	ev := zerolog.Ctx(ctx).Info()
 	if err != nil {
@@ -225,13 +225,22 @@ func isTimeout(err error) bool {
 	return errors.As(err, &oe) && oe.outcome == evidence.OutcomeTimedOut
 }
 
-// cut shortens s to at most n bytes on a rune boundary.
+// maxLine is the evidence schema's bound on a line (a phase's detail, the outcome's
+// reason).
+const maxLine = 1000
+
+// ellipsis ends a string cut short.
+const ellipsis = "…"
+
+// cut shortens s to at most n bytes, ellipsis included, on a rune boundary: within the
+// evidence schema's limits, which count characters (never more than bytes).
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+	n = max(n-len(ellipsis), 0)
+	for n > 0 && s[n]&0xC0 == 0x80 {
 		n--
 	}
-	return s[:n] + "…"
+	return s[:n] + ellipsis
 }

@@ -36,7 +36,7 @@ var guestGateway = "http://" + net.JoinHostPort(sandbox.GuestGateway, strconv.It
 // reads, the model gateways, the run's cost cap; the token handed over in memory.
 func (r *run) firewallConfig(listen string) *firewall.Config {
 	c := &firewall.Config{
-		Listen: listen, Audit: filepath.Join(r.cfg.Out, AuditFile), Allow: r.policy.Allowlist,
+		Listen: listen, Audit: filepath.Join(r.cfg.Out, AuditFile), Allow: r.policy.Allowlist, Resolve: r.cfg.Resolve,
 		Gateway: firewall.GatewayConfig{
 			GitBase: r.cfg.ServerURL, Repository: r.repo, RepositoryID: r.cfg.RepositoryID, CAFile: r.cfg.CAFile,
 			AnthropicBase: r.cfg.AnthropicBase, OpenAIBase: r.cfg.OpenAIBase,

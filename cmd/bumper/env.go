@@ -27,7 +27,7 @@ func runEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 var repoName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
 
 func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("env build", "[--repo OWNER/NAME] [--cache DIR] [--audit FILE] [--accel A] [--cpus N] [--memory SIZE] [--qemu-user U] [-v] DIR", stderr)
+	fs := newFlagSet("env build", "[--repo OWNER/NAME] [--resolve HOST:IP]... [--ca-file FILE]... [--cache DIR] [--audit FILE] [--accel A] [--cpus N] [--memory SIZE] [--qemu-user U] [-v] DIR", stderr)
 	repo := fs.String("repo", "", "the repository (owner/name) whose runs will use the environment: gives the runner's own key, so a runner host finds what was built here")
 	cache := fs.String("cache", image.DefaultCacheDir, "image cache: the base image with the environment's packages, and the environment's image")
 	auditPath := fs.String("audit", "", "the setup firewall's audit log (default: a file in the temp directory, printed at the end)")
@@ -35,6 +35,9 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cpus := fs.Int("cpus", 2, "the setup VM's vCPUs")
 	memory := fs.String("memory", "2G", "the setup VM's memory")
 	qemuUser := fs.String("qemu-user", defaultQEMUUser(), "user QEMU drops to")
+	var resolve, caFiles stringList
+	fs.Var(&caFiles, "ca-file", "PEM file of CA certificates the environment's guest trusts besides Debian's (repeatable): a network that inspects TLS, as the runner host's BUMPER_CA_FILE")
+	fs.Var(&resolve, "resolve", "pin HOST to IP in the setup's firewall, trusting that address (repeatable): a registry mirror on a private address")
 	verbose := fs.Bool("v", false, "log steps to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -45,6 +48,10 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	dir := fs.Arg(0)
 	if *repo != "" && !repoName.MatchString(*repo) {
 		return fmt.Errorf("%w: --repo %q: want owner/name, as in github.com/owner/name", errUsage, *repo)
+	}
+	pins, err := resolvePins(resolve)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	memMB, err := sandbox.ParseSize(*memory)
 	if err != nil {
@@ -61,7 +68,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if pol.Environment == nil {
 		return fmt.Errorf("%s in %s has no environment: section: nothing to build (docs/usage.md, Environments)", repoconfig.Path, dir)
 	}
-	bc, err := defaultBuildConfig(*cache, stderr)
+	bc, err := defaultBuildConfig(*cache, caFiles, stderr)
 	if err != nil {
 		return err
 	}
@@ -75,7 +82,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
 	start := time.Now()
 	res, err := envbuild.Build(ctx, envbuild.Options{
-		RepoDir: dir, Repository: *repo, Env: *pol.Environment,
+		RepoDir: dir, Repository: *repo, Env: *pol.Environment, Resolve: pins,
 		Image: bc,
 		VM:    sandbox.Config{CPUs: *cpus, MemoryMB: memMB, Accel: *accel, QEMUUser: *qemuUser},
 		Audit: *auditPath, Log: stderr,

@@ -40,17 +40,34 @@ func (f firewallFlags) apply(c *firewall.Config) error {
 		c.Audit = f.Audit
 	}
 	c.Allow = append(c.Allow, f.Allow...)
-	for _, r := range f.Resolve {
-		host, a, err := parseResolve(r)
-		if err != nil {
-			return err
-		}
+	pins, err := resolvePins(f.Resolve)
+	if err != nil {
+		return err
+	}
+	for host, a := range pins {
 		if c.Resolve == nil {
 			c.Resolve = map[string]string{}
 		}
-		c.Resolve[host] = a.String()
+		c.Resolve[host] = a
 	}
 	return nil
+}
+
+// resolvePins parses HOST:IP pins (--resolve, BUMPER_FIREWALL_RESOLVE) into the
+// firewall's Resolve map; nil when there are none.
+func resolvePins(list []string) (map[string]string, error) {
+	var pins map[string]string
+	for _, r := range list {
+		host, a, err := parseResolve(r)
+		if err != nil {
+			return nil, err
+		}
+		if pins == nil {
+			pins = map[string]string{}
+		}
+		pins[host] = a.String()
+	}
+	return pins, nil
 }
 
 // newFirewall layers f over c and builds the firewall; errors say which flag fixes them.

@@ -82,7 +82,7 @@ func formatBytes(n int64) string {
 }
 
 func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("image build", "[--out DIR] [--packages LIST] [--cache DIR]", stderr)
+	fs := newFlagSet("image build", "[--out DIR] [--packages LIST] [--ca-file FILE]... [--cache DIR]", stderr)
 	out := fs.String("out", "", "directory for image directories (default CACHE/images)")
 	packages := fs.String("packages", "", "extra Debian packages for the rootfs, comma-separated (e.g. nodejs)")
 	cache := fs.String("cache", image.DefaultCacheDir, "cache for kernels, debootstrap trees and images")
@@ -90,6 +90,8 @@ func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	mirror := fs.String("mirror", "", "Debian mirror for debootstrap (default: the host's apt source for the suite)")
 	suite := fs.String("suite", image.DefaultSuite, "Debian suite of the rootfs")
 	kernel := fs.String("kernel", image.DefaultKernelPackage, "kernel package or metapackage")
+	var caFiles stringList
+	fs.Var(&caFiles, "ca-file", "PEM file of CA certificates the guest trusts besides Debian's (repeatable): a network that inspects TLS")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -115,6 +117,7 @@ func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 		Suite:         *suite,
 		Mirror:        *mirror,
 		KernelPackage: *kernel,
+		CACerts:       caFiles,
 		Progress:      stderr,
 	})
 	if err != nil {

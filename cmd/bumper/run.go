@@ -33,6 +33,9 @@ const (
 	envAnthropicBase = "BUMPER_ANTHROPIC_BASE_URL"
 	envOpenAIBase    = "BUMPER_OPENAI_BASE_URL"
 	envCAFile        = "BUMPER_CA_FILE"
+	// envResolve pins names to addresses in the run's firewalls (HOST:IP, separated by
+	// commas or spaces): the runner host's registry mirrors on private addresses.
+	envResolve = "BUMPER_FIREWALL_RESOLVE"
 
 	defaultAnthropicBase = "https://api.anthropic.com"
 	defaultOpenAIBase    = "https://api.openai.com"
@@ -132,10 +135,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if in.Image == "" {
 		// The runner builds its own images, so it can build a repository's environment.
-		if cfg.Environments, err = defaultBuildConfig(in.Cache, stderr); err != nil {
+		if cfg.Environments, err = defaultBuildConfig(in.Cache, caFiles(), stderr); err != nil {
 			env.Errorf("%v", err)
 			return exitError{code: 1}
 		}
+	}
+	if cfg.Resolve, err = resolvePins(strings.FieldsFunc(os.Getenv(envResolve), func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
+		env.Errorf("%s: %v", envResolve, err)
+		return exitError{code: 2}
 	}
 	cfg.RepositoryID, _ = strconv.ParseInt(os.Getenv("GITHUB_REPOSITORY_ID"), 10, 64)
 	cfg.Trigger.RunID, _ = strconv.ParseInt(actx.RunID, 10, 64)
@@ -176,7 +183,7 @@ func preconditions(ctx context.Context, env *ghaction.Env, in ghaction.Inputs, a
 	if err := rep.Err(); err != nil {
 		return nil, "", "", err
 	}
-	im, err := loadOrBuildImage(ctx, in.Image, in.Cache, stderr)
+	im, err := loadOrBuildImage(ctx, in.Image, in.Cache, caFiles(), stderr)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("failed to get the VM image: %w", err)
 	}
@@ -195,6 +202,15 @@ func preconditions(ctx context.Context, env *ghaction.Env, in ghaction.Inputs, a
 		}
 	}
 	return im, version, choice.Accel, nil
+}
+
+// caFiles is the runner host's CA bundle (BUMPER_CA_FILE), for the images it builds
+// as for its gateways: a network that inspects TLS inspects the guest's connections too.
+func caFiles() []string {
+	if f := os.Getenv(envCAFile); f != "" {
+		return []string{f}
+	}
+	return nil
 }
 
 // jobSummary is the run's Markdown on the workflow run's page.

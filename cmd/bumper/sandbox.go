@@ -36,10 +36,12 @@ func subcommand(ctx context.Context, args []string, stdout, stderr io.Writer, na
 }
 
 func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sandbox run", "[--image DIR | --env ID] [--allow DOMAIN]... [--resolve HOST:IP]... [--workspace DIR] [--out DIR] [--timeout D] [--cpus N] [--memory SIZE] [--audit FILE] [--cold] -- COMMAND [ARG]...", stderr)
+	fs := newFlagSet("sandbox run", "[--image DIR | --env ID] [--allow DOMAIN]... [--resolve HOST:IP]... [--ca-file FILE]... [--workspace DIR] [--out DIR] [--timeout D] [--cpus N] [--memory SIZE] [--audit FILE] [--cold] -- COMMAND [ARG]...", stderr)
 	imageDir := fs.String("image", "", "image directory (default: build or reuse the default image in --cache)")
 	envID := fs.String("env", "", "boot the image of an environment built by bumper env build DIR: the `ID` it printed (sha256:<64 hex>), or a unique prefix of at least 12 hex digits, looked up in --cache")
 	cache := fs.String("cache", image.DefaultCacheDir, "image cache: the default image (without --image), environments' images (--env), and warm-start snapshots")
+	var caFiles stringList
+	fs.Var(&caFiles, "ca-file", "PEM file of CA certificates the default image's guest trusts besides Debian's (repeatable): a network that inspects TLS")
 	var allow, resolve stringList
 	fs.Var(&allow, "allow", "let the command reach DOMAIN through the firewall proxy (repeatable); without any, the VM has no network")
 	fs.Var(&resolve, "resolve", "pin HOST to IP in the proxy's resolver (repeatable)")
@@ -93,7 +95,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *envID != "" {
 		im, err = environmentImage(*cache, *envID)
 	} else {
-		im, err = loadOrBuildImage(ctx, *imageDir, *cache, stderr)
+		im, err = loadOrBuildImage(ctx, *imageDir, *cache, caFiles, stderr)
 	}
 	if err != nil {
 		return err
@@ -187,11 +189,11 @@ func autoPrune(cache string, stderr io.Writer) {
 	}
 }
 
-func loadOrBuildImage(ctx context.Context, dir, cache string, stderr io.Writer) (*image.Image, error) {
+func loadOrBuildImage(ctx context.Context, dir, cache string, caFiles []string, stderr io.Writer) (*image.Image, error) {
 	if dir != "" {
 		return image.Load(dir)
 	}
-	bc, err := defaultBuildConfig(cache, stderr)
+	bc, err := defaultBuildConfig(cache, caFiles, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -199,13 +201,14 @@ func loadOrBuildImage(ctx context.Context, dir, cache string, stderr io.Writer) 
 }
 
 // defaultBuildConfig builds the default image in cache with this binary as the guest
-// agent: the image commands that start VMs use when given none.
-func defaultBuildConfig(cache string, progress io.Writer) (image.BuildConfig, error) {
+// agent, trusting caFiles besides Debian's CAs: the image commands that start VMs use
+// it when given none.
+func defaultBuildConfig(cache string, caFiles []string, progress io.Writer) (image.BuildConfig, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return image.BuildConfig{}, fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
 	}
-	return image.BuildConfig{CacheDir: cache, AgentBinary: self, Progress: progress}, nil
+	return image.BuildConfig{CacheDir: cache, AgentBinary: self, CACerts: caFiles, Progress: progress}, nil
 }
 
 // environmentImage finds the image `bumper env build` derived for the environment id

@@ -13,7 +13,8 @@ import (
 
 // assemble makes rootfs.ext4 from the cached tree plus the agent, and writes the image
 // directory and its index entry.
-func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles, tree string, installed []Package, agentSum string, p progress) (*Image, error) {
+func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles, tree string, installed []Package, in inputs, p progress) (*Image, error) {
+	agentSum := in.Agent
 	work, err := os.MkdirTemp(filepath.Join(cfg.CacheDir, "tmp"), "assemble-")
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a work directory: %w", err)
@@ -42,6 +43,9 @@ func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles,
 	}
 	if err := fsutil.CopyFile(cfg.AgentBinary, agentDst, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to install the agent: %w", err)
+	}
+	if err := installCACerts(root, in.caPEM); err != nil {
+		return nil, err
 	}
 	used, inodes, err := treeUsage(root)
 	if err != nil {

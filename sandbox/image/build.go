@@ -64,7 +64,7 @@ func Build(ctx context.Context, cfg BuildConfig) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im, err := assemble(ctx, cfg, key, boot, tree, installed, in.Agent, p)
+	im, err := assemble(ctx, cfg, key, boot, tree, installed, in, p)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +98,16 @@ func plan(ctx context.Context, cfg BuildConfig) (BuildConfig, inputs, error) {
 			Busybox: debPackage{Name: busyboxPackage, Version: records[busyboxPackage]["Version"]}}
 		saveResolved(cfg.CacheDir, r)
 	}
+	caPEM, caSum, err := readCACerts(cfg.CACerts)
+	if err != nil {
+		return cfg, inputs{}, err
+	}
 	kernel, busybox := r.Kernel, r.Busybox
 	return cfg, inputs{
 		Recipe: [3]int{bootRecipe, rootfsRecipe, assembleRecipe},
 		Suite:  cfg.Suite, Mirror: cfg.Mirror, Packages: cfg.Packages,
 		Kernel: kernel, Busybox: busybox, Agent: agentSum, Headroom: cfg.Headroom,
+		CACerts: caSum, caPEM: caPEM,
 	}, nil
 }
 

@@ -51,6 +51,12 @@ type BuildConfig struct {
 	KernelPackage string
 	// Headroom is the free space in bytes added to the root filesystem (default DefaultHeadroom).
 	Headroom int64
+	// CACerts are PEM files of CA certificates the guest must trust besides Debian's:
+	// a network that inspects TLS (a company's egress proxy, a registry mirror with its
+	// own CA). They are added to the image's trust store
+	// (/etc/ssl/certs/ca-certificates.crt, and /usr/local/share/ca-certificates so
+	// update-ca-certificates keeps them), and their content is part of the image's key.
+	CACerts []string
 	// Progress receives the named build steps with durations (nil: none).
 	Progress io.Writer
 }
@@ -70,6 +76,11 @@ type inputs struct {
 	Busybox  debPackage
 	Agent    string
 	Headroom int64
+	// CACerts is the digest of the extra CA certificates; empty (and left out of the
+	// key, so images without any keep their keys) when there are none.
+	CACerts string `json:",omitempty"`
+	// caPEM are the extra CA certificates, as assemble installs them.
+	caPEM []byte
 }
 
 func (in inputs) key() string { return jsonKey(in) }
