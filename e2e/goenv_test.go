@@ -38,6 +38,10 @@ func goModule(t *testing.T) map[string]string {
 	return files
 }
 
+// hostCABundle is Debian's CA bundle, which update-ca-certificates fills with the
+// host's own CAs too.
+const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
 // goPolicy is the Go module's .github/bumper.yml: the scripted agent, the module's
 // real tests as verification, and the environment that gives them their Go.
 const goPolicy = "version: 1\n" +
@@ -56,7 +60,9 @@ const goPolicy = "version: 1\n" +
 // setup left in the image.
 func TestRunInGoEnvironment(t *testing.T) {
 	files := goModule(t)
-	w := newWorld(t, options{ownImages: true, files: func(f map[string]string) {
+	// The runner host trusts what this host trusts: where TLS is inspected on the way
+	// out (this workplace, a company's network), the guest must trust that CA too.
+	w := newWorld(t, options{ownImages: true, runnerEnv: []string{"BUMPER_CA_FILE=" + hostCABundle}, files: func(f map[string]string) {
 		for _, name := range []string{"widgets.sh", "test.sh"} {
 			delete(f, name)
 		}

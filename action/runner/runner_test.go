@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/firewall/audit"
