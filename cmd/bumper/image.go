@@ -81,8 +81,28 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
+// envNPMRegistry names the npm registry harnesses come from (a mirror of the host's).
+const envNPMRegistry = "BUMPER_NPM_REGISTRY"
+
+// parseHarness reads NAME@VERSION.
+func parseHarness(s string) (image.Harness, error) {
+	name, version, ok := strings.Cut(s, "@")
+	if !ok || name == "" || version == "" {
+		return image.Harness{}, fmt.Errorf("%q: want NAME@VERSION, for example claude-code@2.1.328", s)
+	}
+	return image.Harness{Name: name, Version: version}, nil
+}
+
+// envOr is the environment variable's value, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("image build", "[--out DIR] [--packages LIST] [--ca-file FILE]... [--cache DIR]", stderr)
+	fs := newFlagSet("image build", "[--out DIR] [--packages LIST] [--harness NAME@VERSION] [--ca-file FILE]... [--cache DIR]", stderr)
 	out := fs.String("out", "", "directory for image directories (default CACHE/images)")
 	packages := fs.String("packages", "", "extra Debian packages for the rootfs, comma-separated (e.g. nodejs)")
 	cache := fs.String("cache", image.DefaultCacheDir, "cache for kernels, debootstrap trees and images")
@@ -92,6 +112,8 @@ func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	kernel := fs.String("kernel", image.DefaultKernelPackage, "kernel package or metapackage")
 	var caFiles stringList
 	fs.Var(&caFiles, "ca-file", "PEM file of CA certificates the guest trusts besides Debian's (repeatable): a network that inspects TLS")
+	harnessFlag := fs.String("harness", "", "agent CLI to install, NAME@VERSION with an exact version: claude-code@2.1.328 or codex@0.171.0 (from the npm registry, fetched here)")
+	registry := fs.String("npm-registry", envOr(envNPMRegistry, image.DefaultNPMRegistry), "npm registry the harness comes from (env "+envNPMRegistry+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -104,6 +126,14 @@ func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return fmt.Errorf("failed to find this binary to use as the guest agent (pass --agent): %w", err)
 		}
 		*agent = self
+	}
+	var harness *image.Harness
+	if *harnessFlag != "" {
+		h, err := parseHarness(*harnessFlag)
+		if err != nil {
+			return fmt.Errorf("%w: --harness: %w", errUsage, err)
+		}
+		harness = &h
 	}
 	var pkgs []string
 	if *packages != "" {
@@ -118,6 +148,8 @@ func runImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 		Mirror:        *mirror,
 		KernelPackage: *kernel,
 		CACerts:       caFiles,
+		Harness:       harness,
+		NPMRegistry:   *registry,
 		Progress:      stderr,
 	})
 	if err != nil {

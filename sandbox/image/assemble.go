@@ -47,6 +47,13 @@ func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles,
 	if err := installCACerts(root, in.caPEM); err != nil {
 		return nil, err
 	}
+	if in.harness != nil {
+		hdone := p.step(ctx, "install harness "+cfg.Harness.Name+" "+cfg.Harness.Version)
+		if err := installHarness(root, *cfg.Harness, *in.harness); err != nil {
+			return nil, err
+		}
+		hdone(HarnessDir(*cfg.Harness))
+	}
 	used, inodes, err := treeUsage(root)
 	if err != nil {
 		return nil, err
@@ -88,6 +95,10 @@ func assemble(ctx context.Context, cfg BuildConfig, key string, boot *bootFiles,
 		Suite:    cfg.Suite,
 		Mirror:   cfg.Mirror,
 		Cmdline:  BaseCmdline,
+		CACerts:  in.CACerts,
+	}
+	if h := cfg.Harness; h != nil {
+		m.Harness = &HarnessInfo{Name: h.Name, Version: h.Version, Integrity: in.harness.integrity, Dir: HarnessDir(*h)}
 	}
 	if m.Digest, err = m.computeDigest(); err != nil {
 		return nil, err

@@ -102,12 +102,21 @@ func plan(ctx context.Context, cfg BuildConfig) (BuildConfig, inputs, error) {
 	if err != nil {
 		return cfg, inputs{}, err
 	}
+	var harness *harnessTarball
+	var harnessID string
+	if h := cfg.Harness; h != nil {
+		tb, err := fetchHarness(ctx, cfg.CacheDir, cfg.NPMRegistry, *h, harnessClient())
+		if err != nil {
+			return cfg, inputs{}, fmt.Errorf("failed to get the harness %s %s: %w", h.Name, h.Version, err)
+		}
+		harness, harnessID = &tb, h.Name+"@"+h.Version+" "+tb.integrity
+	}
 	kernel, busybox := r.Kernel, r.Busybox
 	return cfg, inputs{
 		Recipe: [3]int{bootRecipe, rootfsRecipe, assembleRecipe},
 		Suite:  cfg.Suite, Mirror: cfg.Mirror, Packages: cfg.Packages,
 		Kernel: kernel, Busybox: busybox, Agent: agentSum, Headroom: cfg.Headroom,
-		CACerts: caSum, caPEM: caPEM,
+		CACerts: caSum, caPEM: caPEM, Harness: harnessID, harness: harness,
 	}, nil
 }
 

@@ -57,6 +57,11 @@ type BuildConfig struct {
 	// (/etc/ssl/certs/ca-certificates.crt, and /usr/local/share/ca-certificates so
 	// update-ca-certificates keeps them), and their content is part of the image's key.
 	CACerts []string
+	// Harness, when set, is the agent CLI installed into the image (its linux-x64 build
+	// from the npm registry, fetched on the host at build time).
+	Harness *Harness
+	// NPMRegistry is where the harness comes from (default DefaultNPMRegistry).
+	NPMRegistry string
 	// Progress receives the named build steps with durations (nil: none).
 	Progress io.Writer
 }
@@ -81,6 +86,11 @@ type inputs struct {
 	CACerts string `json:",omitempty"`
 	// caPEM are the extra CA certificates, as assemble installs them.
 	caPEM []byte
+	// Harness is the agent CLI, "name@version sha512-…"; empty (and left out of the key)
+	// without one.
+	Harness string `json:",omitempty"`
+	// harness is its tarball, as assemble installs it.
+	harness *harnessTarball
 }
 
 func (in inputs) key() string { return jsonKey(in) }
@@ -109,6 +119,14 @@ func (c BuildConfig) withDefaults() (BuildConfig, error) {
 	}
 	if c.Headroom == 0 {
 		c.Headroom = DefaultHeadroom
+	}
+	if c.NPMRegistry == "" {
+		c.NPMRegistry = DefaultNPMRegistry
+	}
+	if c.Harness != nil {
+		if err := c.Harness.check(); err != nil {
+			return c, err
+		}
 	}
 	if c.Headroom < 0 {
 		return c, fmt.Errorf("invalid image config: headroom %d is negative", c.Headroom)

@@ -67,12 +67,25 @@ type Manifest struct {
 	// Cmdline holds the kernel arguments this image needs. The VM side appends its own
 	// (tsc_early_khz, quiet, anything for the agent).
 	Cmdline string `json:"cmdline"`
+	// Harness is the agent CLI installed in the image, when there is one.
+	Harness *HarnessInfo `json:"harness,omitempty"`
+	// CACerts is the digest of the CA certificates added to Debian's, when any were.
+	CACerts string `json:"ca_certs,omitempty"`
 	// Parent is the digest of the image a derived image was made from (schema 2 only).
 	// It is provenance, not a dependency: a derived image holds all its files, so Load
 	// never reads the parent and pruning the parent leaves the derived image whole.
 	Parent string `json:"parent,omitempty"`
 	// Derivation says what made a derived image from its parent (schema 2 only).
 	Derivation *Derivation `json:"derivation,omitempty"`
+}
+
+// HarnessInfo is the agent CLI an image holds: the npm release and its tarball's
+// integrity, and where its files are.
+type HarnessInfo struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Integrity string `json:"integrity"`
+	Dir       string `json:"dir"`
 }
 
 // Kernel identifies the kernel in the image.
