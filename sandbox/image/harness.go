@@ -50,7 +50,7 @@ var harnessPackages = map[string]harnessPackage{
 		files: map[string]string{"package/claude": "claude"}},
 	"codex": {npmName: "@openai/codex", versionSuffix: "-linux-x64",
 		files: map[string]string{
-			"package/vendor/x86_64-unknown-linux-musl/bin/codex":      "codex",
+			"package/vendor/x86_64-unknown-linux-musl/bin/codex":     "codex",
 			"package/vendor/x86_64-unknown-linux-musl/codex-path/rg": "rg",
 		}},
 }
