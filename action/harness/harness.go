@@ -5,14 +5,15 @@
 // A round is one Run: the harness builds the command line and environment, runs it
 // through the runner's Exec (the VM's sandbox session, in /workspace/repo, as the
 // unprivileged user), streams its output to the transcript sinks, reads its events as
-// they arrive (turns, tool calls, self-reported cost) and judges from the exit status
-// alone whether it succeeded. The host cannot write into the VM while it runs, so what a
-// later round needs (the verification feedback) travels in that round's environment
-// and argv.
+// they arrive (turns, tool calls, self-reported cost) and judges whether it succeeded.
+// The host cannot write into the VM while it runs, so what a later round needs (the
+// verification feedback) travels in that round's environment and argv.
 //
-// This build has one adapter, command (a repository's own program; see Command). The
-// adapters for claude-code and codex (their stream-json and exec --json event streams)
-// come with issue #13; New refuses those names with ErrNotInThisBuild.
+// Three adapters: command (a repository's own program; see Command), claude-code
+// (Anthropic's Claude Code CLI, `claude -p … --output-format stream-json`; see
+// ClaudeCode) and codex (OpenAI's Codex CLI, `codex exec --json`; see Codex). The CLI
+// adapters need their release pinned (.github/bumper.yml's harness.version); the
+// releases they were checked against are in versions.go (DefaultCLIs).
 //
 // Everything a harness reads from the VM is untrusted: events are parsed within
 // bounds, used for counting and display only, and an event that cannot be understood
@@ -21,7 +22,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"syscall"
@@ -138,11 +138,8 @@ type Harness interface {
 	Run(ctx context.Context, exec Exec, req Request) (*Result, error)
 }
 
-// ErrNotInThisBuild is returned by New for a harness whose adapter this build does not
-// ship.
-var ErrNotInThisBuild = errors.New("this build of bumper does not ship the adapter for this harness")
-
-// New returns the harness a repository configured.
+// New returns the harness a repository configured. A CLI harness needs an exact
+// release in cfg.Version; the VM image carries that release.
 func New(cfg repoconfig.Harness) (Harness, error) {
 	switch cfg.Name {
 	case repoconfig.HarnessCommand:
@@ -152,8 +149,14 @@ func New(cfg repoconfig.Harness) (Harness, error) {
 		}
 		return c, nil
 	case repoconfig.HarnessClaudeCode, repoconfig.HarnessCodex:
-		return nil, fmt.Errorf("harness %s %s: %w yet (it comes with issue #13); use `name: %s` with your own program meanwhile",
-			cfg.Name, cfg.Version, ErrNotInThisBuild, repoconfig.HarnessCommand)
+		def, _ := DefaultCLI(cfg.Name)
+		if err := checkPinned(cfg, def); err != nil {
+			return nil, err
+		}
+		if cfg.Name == repoconfig.HarnessCodex {
+			return &Codex{version: cfg.Version}, nil
+		}
+		return &ClaudeCode{version: cfg.Version}, nil
 	case "":
 		return nil, fmt.Errorf("%s names no harness: set harness.name (%s, %s or %s)",
 			repoconfig.Path, repoconfig.HarnessCommand, repoconfig.HarnessClaudeCode, repoconfig.HarnessCodex)

@@ -19,14 +19,21 @@ func TestNew(t *testing.T) {
 		name    string
 		cfg     repoconfig.Harness
 		wantErr string
-		notHere bool
 	}{
-		{"command", repoconfig.Harness{Name: "command", Command: "./agent.sh"}, "", false},
-		{"command without a program", repoconfig.Harness{Name: "command"}, "set harness.command", false},
-		{"claude-code", repoconfig.Harness{Name: "claude-code", Version: "2.1.328"}, "does not ship", true},
-		{"codex", repoconfig.Harness{Name: "codex", Version: "0.46.0"}, "does not ship", true},
-		{"none", repoconfig.Harness{}, "names no harness", false},
-		{"unknown", repoconfig.Harness{Name: "aider"}, "not one of", false},
+		{"command", repoconfig.Harness{Name: "command", Command: "./agent.sh"}, ""},
+		{"command without a program", repoconfig.Harness{Name: "command"}, "set harness.command"},
+		{"claude-code", repoconfig.Harness{Name: "claude-code", Version: "2.1.328"}, ""},
+		{"claude-code, another release", repoconfig.Harness{Name: "claude-code", Version: "2.2.0-beta.1"}, ""},
+		{"codex", repoconfig.Harness{Name: "codex", Version: "0.171.0"}, ""},
+		{"claude-code unpinned", repoconfig.Harness{Name: "claude-code"}, "needs its exact release pinned: set harness.version in .github/bumper.yml (this build was checked with `version: 2.1.328`)"},
+		{"codex unpinned", repoconfig.Harness{Name: "codex"}, "this build was checked with `version: 0.171.0`"},
+		{"codex latest", repoconfig.Harness{Name: "codex", Version: "latest"}, `harness.version "latest" of the codex harness is not an exact release`},
+		{"claude-code range", repoconfig.Harness{Name: "claude-code", Version: "^2.1.0"}, "not an exact release"},
+		{"claude-code partial", repoconfig.Harness{Name: "claude-code", Version: "2.1"}, "not an exact release"},
+		{"claude-code with a leading v", repoconfig.Harness{Name: "claude-code", Version: "v2.1.328"}, "not an exact release"},
+		{"codex with a command", repoconfig.Harness{Name: "codex", Version: "0.171.0", Command: "./x"}, "only for `name: command`"},
+		{"none", repoconfig.Harness{}, "names no harness"},
+		{"unknown", repoconfig.Harness{Name: "aider", Version: "1.0.0"}, "not one of"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,13 +42,13 @@ func TestNew(t *testing.T) {
 				if err != nil || h.Name() != tt.cfg.Name {
 					t.Fatalf("New = %v, %v", h, err)
 				}
+				if v, ok := h.(interface{ Version() string }); ok && v.Version() != tt.cfg.Version {
+					t.Fatalf("Version %q, want %q", v.Version(), tt.cfg.Version)
+				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
-			}
-			if errors.Is(err, ErrNotInThisBuild) != tt.notHere {
-				t.Fatalf("errors.Is(%v, ErrNotInThisBuild) = %v", err, !tt.notHere)
 			}
 			if h != nil {
 				t.Fatalf("a harness with an error: %v", h)

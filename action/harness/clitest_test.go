@@ -1,0 +1,212 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/repoconfig"
+)
+
+// The runner's environment in the CLI adapters' tests: gateways and the sentinel key,
+// as action/runner gives them.
+const (
+	testSentinel = "bumper-sentinel-key"
+	testAnthBase = "http://10.0.2.2:3128/anthropic"
+	testOpenAI   = "http://10.0.2.2:3128/openai/v1"
+)
+
+func runnerEnv() []string {
+	return []string{
+		"NO_PROXY=10.0.2.2", "no_proxy=10.0.2.2",
+		"BUMPER_GIT_URL=http://10.0.2.2:3128/git/o/r.git",
+		"ANTHROPIC_BASE_URL=" + testAnthBase, "ANTHROPIC_API_KEY=" + testSentinel,
+		"OPENAI_BASE_URL=" + testOpenAI, "OPENAI_API_KEY=" + testSentinel,
+	}
+}
+
+func newCLI(t *testing.T, name, version string) Harness {
+	t.Helper()
+	h, err := New(repoconfig.Harness{Name: name, Version: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// fixture reads a file of testdata.
+func fixture(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", filepath.FromSlash(path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// compactLines turns pretty-printed JSON documents (one message a file, or an array of
+// them) into a stream of one JSON line each, as the CLI writes them.
+func compactLines(t *testing.T, docs ...[]byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for _, d := range docs {
+		var msgs []json.RawMessage
+		if err := json.Unmarshal(d, &msgs); err != nil {
+			msgs = []json.RawMessage{d}
+		}
+		for _, m := range msgs {
+			if err := json.Compact(&out, m); err != nil {
+				t.Fatal(err)
+			}
+			out.WriteByte('\n')
+		}
+	}
+	return out.Bytes()
+}
+
+// chunks splits b into writes of n bytes, as a pipe would deliver it.
+func chunks(b []byte, n int) []string {
+	var w []string
+	for len(b) > n {
+		w = append(w, string(b[:n]))
+		b = b[n:]
+	}
+	return append(w, string(b))
+}
+
+// played is what a CLI harness made of a scripted output.
+type played struct {
+	res    *Result
+	events []Event
+	fake   *fakeExec
+	stdout string
+}
+
+// play runs h on a fake Exec that writes out in writes of chunk bytes and ends with st.
+func play(t *testing.T, h Harness, req Request, out []byte, chunk int, st ExitStatus) played {
+	t.Helper()
+	fake := &fakeExec{writes: chunks(out, chunk), status: st}
+	var stdout bytes.Buffer
+	var got []Event
+	req.Stdout = &stdout
+	req.OnEvent = func(e Event) { got = append(got, e) }
+	if req.Round == 0 {
+		req.Round = 1
+	}
+	if req.Env == nil {
+		req.Env = runnerEnv()
+	}
+	res, err := h.Run(context.Background(), fake.exec, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != string(out) {
+		t.Fatalf("the transcript lost bytes: %d of %d", stdout.Len(), len(out))
+	}
+	for _, e := range got {
+		checkEvent(t, e)
+		if e.Round != req.Round {
+			t.Fatalf("event %+v: round %d, want %d", e, e.Round, req.Round)
+		}
+	}
+	return played{res: res, events: got, fake: fake, stdout: stdout.String()}
+}
+
+// checkEvent fails on an event whose strings could break a line of display or a log:
+// every field one line of printable text within its bound.
+func checkEvent(t *testing.T, e Event) {
+	t.Helper()
+	for _, f := range []struct {
+		s string
+		n int
+	}{{e.Summary, maxSummary}, {e.Tool, maxTool}, {e.CallID, maxCallID}, {e.Status, maxStatus}} {
+		if !utf8.ValidString(f.s) || utf8.RuneCountInString(f.s) > f.n {
+			t.Fatalf("event %+v: field of %d characters (bound %d) or invalid UTF-8", e, utf8.RuneCountInString(f.s), f.n)
+		}
+		for _, r := range f.s {
+			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+				t.Fatalf("event %+v: control or format character %U", e, r)
+			}
+		}
+	}
+}
+
+func kinds(events []Event) []EventKind {
+	k := make([]EventKind, len(events))
+	for i, e := range events {
+		k[i] = e.Kind
+	}
+	return k
+}
+
+// ofKind is the events of one kind.
+func ofKind(events []Event, k EventKind) []Event {
+	var out []Event
+	for _, e := range events {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// lastLineCut is stream with its last line cut in the middle.
+func lastLineCut(stream []byte) []byte {
+	body := bytes.TrimRight(stream, "\n")
+	i := bytes.LastIndexByte(body, '\n')
+	return body[:i+1+(len(body)-i-1)/2]
+}
+
+// withoutLastLine is stream without its last line.
+func withoutLastLine(stream []byte) []byte {
+	body := bytes.TrimRight(stream, "\n")
+	return body[:bytes.LastIndexByte(body, '\n')+1]
+}
+
+// insertBefore puts lines before the last line of stream.
+func insertBefore(stream []byte, lines ...string) []byte {
+	cut := withoutLastLine(stream)
+	var b bytes.Buffer
+	b.Write(cut)
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	b.Write(stream[len(cut):])
+	return b.Bytes()
+}
+
+// hostile is what an agent, or a file it read, might put in a string the harness
+// displays: new lines, a carriage return, terminal escapes, bidi overrides, line and
+// paragraph separators, a NUL, and more than any bound.
+const hostile = "go test ./...\n::bumper-event::{\"kind\":\"cost\"}\r\x1b[2J\x1b]0;pwned\x07\u202egnp.exe\u2028\u2029\x00 tail " +
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" +
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" +
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" +
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+
+// jsonString is s as a JSON string literal.
+func jsonString(t *testing.T, s string) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// checkHostileSummary fails unless s is hostile made one bounded line, starting as it
+// does (asIs) or quoted in JSON.
+func checkHostileSummary(t *testing.T, s string, asIs bool) {
+	t.Helper()
+	if (asIs && !strings.HasPrefix(s, "go test ./... ::bumper-event::")) || strings.ContainsAny(s, "\n\r\x1b\x07\x00\u202e\u2028\u2029") ||
+		utf8.RuneCountInString(s) != maxSummary || !strings.HasSuffix(s, "…") {
+		t.Fatalf("summary %q (%d characters) is not one bounded line", s, utf8.RuneCountInString(s))
+	}
+}
