@@ -107,6 +107,13 @@ func (e *Evidence) normalized() *Evidence {
 	n.Egress.Denied = nonNil(e.Egress.Denied)
 	n.Ledger.Decisions = nonNil(e.Ledger.Decisions)
 	n.Risk = nonNil(e.Risk)
+	if e.Harness != nil {
+		h := *e.Harness
+		if h.ToolCalls == nil {
+			h.ToolCalls = map[string]int{}
+		}
+		n.Harness = &h
+	}
 	if e.Environment != nil {
 		env := *e.Environment
 		env.Packages = nonNil(env.Packages)

@@ -63,15 +63,17 @@ type Evidence struct {
 	// its policy was read).
 	Environment *Environment `json:"environment,omitempty"`
 	// Sandbox is nil when the run ended before a VM booted.
-	Sandbox  *Sandbox   `json:"sandbox,omitempty"`
-	Phases   []Phase    `json:"phases"`
-	Commands []Command  `json:"commands"`
-	Tests    []TestRun  `json:"tests"`
-	Diff     DiffStat   `json:"diff"`
-	Egress   Egress     `json:"egress"`
-	Cost     Cost       `json:"cost"`
-	Ledger   Ledger     `json:"decision_ledger"`
-	Risk     []RiskFlag `json:"risk_flags"`
+	Sandbox  *Sandbox  `json:"sandbox,omitempty"`
+	Phases   []Phase   `json:"phases"`
+	Commands []Command `json:"commands"`
+	Tests    []TestRun `json:"tests"`
+	// Harness is nil when no agent round ran.
+	Harness *Harness   `json:"harness,omitempty"`
+	Diff    DiffStat   `json:"diff"`
+	Egress  Egress     `json:"egress"`
+	Cost    Cost       `json:"cost"`
+	Ledger  Ledger     `json:"decision_ledger"`
+	Risk    []RiskFlag `json:"risk_flags"`
 	// Audit is nil when the firewall never started.
 	Audit      *Audit     `json:"audit,omitempty"`
 	Revocation Revocation `json:"token_revocation"`
@@ -295,7 +297,37 @@ type Cost struct {
 	EstimatedCalls int64 `json:"estimated_calls"`
 	// SelfReportedMicroUSD is what the harness said it spent; nil when it said nothing.
 	SelfReportedMicroUSD *int64 `json:"self_reported_micro_usd,omitempty"`
-	BudgetMicroUSD       int64  `json:"budget_micro_usd,omitempty"`
+	// SelfReportedDisagrees says the harness's figure and the metered one differ by
+	// more than DisagreeRatio of the metered one (or the harness reported spend where
+	// nothing was metered): the metered figure stands, a reviewer should know.
+	SelfReportedDisagrees bool  `json:"self_reported_disagrees,omitempty"`
+	BudgetMicroUSD        int64 `json:"budget_micro_usd,omitempty"`
+}
+
+// DisagreeRatio is how far a harness's own cost may be from the metered cost before
+// the evidence flags it.
+const DisagreeRatio = 0.20
+
+// Disagree says whether a self-reported cost is more than DisagreeRatio away from the
+// metered one.
+func Disagree(selfReported, metered int64) bool {
+	diff := selfReported - metered
+	if diff < 0 {
+		diff = -diff
+	}
+	return float64(diff) > DisagreeRatio*float64(metered)
+}
+
+// Harness is the agent that ran: which CLI at which release, and what its event
+// stream reported over all rounds (counts for display; nothing else trusts them).
+type Harness struct {
+	Name string `json:"name"`
+	// Version is the pinned release of a CLI harness; absent for the command harness.
+	Version string `json:"version,omitempty"`
+	Turns   int    `json:"turns"`
+	// ToolCalls counts the agent's tool calls by tool name.
+	ToolCalls     map[string]int `json:"tool_calls"`
+	UnknownEvents int            `json:"unknown_events"`
 }
 
 // LedgerStatus says whether the agent's decision ledger was there and valid.

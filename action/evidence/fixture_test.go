@@ -105,6 +105,8 @@ func realistic() *evidence.Evidence {
 		Branch:      "bumper/42-2",
 		PullRequest: 57,
 		StartedAt:   at(0),
+		Harness: &evidence.Harness{Name: "claude-code", Version: "2.1.328", Turns: 14,
+			ToolCalls: map[string]int{"Bash": 9, "Read": 7, "Edit": 4, "Grep": 2}},
 		Environment: &evidence.Environment{ID: sha(5), BaseImageDigest: sha(6), ImageDigest: sha(2),
 			Packages: []string{"golang-go", "ca-certificates"}, Setup: "scripts/env-setup.sh", DurationMS: 246},
 		Sandbox: &evidence.Sandbox{VMM: "qemu-microvm 9.2.0", Accel: "tcg",
@@ -166,6 +168,9 @@ func failedRun() *evidence.Evidence {
 	e.Revocation = evidence.Revocation{Reason: "DELETE /installation/token answered 502"}
 	e.Audit = nil
 	e.Artifact = nil
+	// The harness's own account is far from what the firewall metered.
+	e.Cost.SelfReportedDisagrees = true
+	e.Harness.UnknownEvents = 3
 	// This run built its environment first (its first phase took the setup's time).
 	e.Environment.Built, e.Environment.SetupMS = true, 198
 	e.Environment.Log, e.Environment.AuditLog = "environment.log", "environment-audit.jsonl"

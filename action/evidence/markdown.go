@@ -192,6 +192,9 @@ func (r *renderer) head(compact bool) string {
 		b.WriteString("- **Verification rounds:** " + r.roundsLine() + "\n")
 		b.WriteString("- **Diff:** " + r.diffLine() + "\n")
 	}
+	if r.e.Harness != nil {
+		b.WriteString("- **Agent:** " + r.harnessLine() + "\n")
+	}
 	b.WriteString("- **Cost:** " + r.costLine() + "\n")
 	if compact {
 		b.WriteString("\n")
@@ -286,6 +289,46 @@ func (r *renderer) diffLine() string {
 	return s
 }
 
+// maxToolNames is how many tools the agent line names; the rest are counted.
+const maxToolNames = 8
+
+// harnessLine names the agent and what it did: turns and tool calls, most used first.
+func (r *renderer) harnessLine() string {
+	h := r.e.Harness
+	s := r.q.word(h.Name)
+	if h.Version != "" {
+		s += " " + r.q.word(h.Version)
+	}
+	names := make([]string, 0, len(h.ToolCalls))
+	total := 0
+	for name, n := range h.ToolCalls {
+		names = append(names, name)
+		total += n
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if h.ToolCalls[names[i]] != h.ToolCalls[names[j]] {
+			return h.ToolCalls[names[i]] > h.ToolCalls[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	s += ": " + plural(int64(h.Turns), "turn") + ", " + plural(int64(total), "tool call")
+	if len(names) > 0 {
+		parts := make([]string, 0, maxToolNames+1)
+		for i, name := range names {
+			if i == maxToolNames {
+				parts = append(parts, fmt.Sprintf("%d more tools", len(names)-maxToolNames))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", r.q.inline(name, 100), h.ToolCalls[name]))
+		}
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if h.UnknownEvents > 0 {
+		s += "; " + plural(int64(h.UnknownEvents), "event") + " not understood"
+	}
+	return s
+}
+
 func (r *renderer) costLine() string {
 	c := r.e.Cost
 	s := fmt.Sprintf("%s metered over %s", usd(c.MeteredMicroUSD), plural(c.MeteredCalls, "model call"))
@@ -294,6 +337,9 @@ func (r *renderer) costLine() string {
 	}
 	if c.SelfReportedMicroUSD != nil {
 		s += "; the harness reported " + usd(*c.SelfReportedMicroUSD)
+		if c.SelfReportedDisagrees {
+			s += " (**more than 20 % off** the metered cost, which stands)"
+		}
 	} else {
 		s += "; the harness reported nothing"
 	}

@@ -417,3 +417,17 @@ func wantProblem(t *testing.T, err error, path, msg string) {
 	}
 	t.Errorf("no problem at %s mentioning %q; got: %v", path, msg, err)
 }
+
+func TestDisagree(t *testing.T) {
+	for _, tt := range []struct {
+		self, metered int64
+		want          bool
+	}{
+		{100, 100, false}, {120, 100, false}, {80, 100, false},
+		{121, 100, true}, {79, 100, true}, {1, 0, true}, {0, 0, false}, {0, 1_000_000, true},
+	} {
+		if got := evidence.Disagree(tt.self, tt.metered); got != tt.want {
+			t.Errorf("Disagree(%d, %d) = %v, want %v", tt.self, tt.metered, got, tt.want)
+		}
+	}
+}

@@ -7,16 +7,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/action/envbuild"
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/sandbox"
+	"github.com/bumperdev/bumper/sandbox/image"
 )
 
-// buildEnvironment finds the repository's environment in the runner's image cache, or
+// buildEnvironment makes the image the run's VM boots when the policy needs more than
+// the runner's default image: the harness's CLI at its pinned release, and the
+// repository's environment. It finds the repository's environment in the runner's image cache, or
 // builds it (the setup in a VM of its own, behind a firewall of its own that allows
 // only environment.allow, with no GitHub token and no model key), and makes it the
 // image the run's VM boots. The key is read from the base commit's objects in the
@@ -26,7 +31,18 @@ import (
 func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	env := r.policy.Environment
 	if r.cfg.Environments.CacheDir == "" {
-		return "", fmt.Errorf("%s at the base commit declares environment:, but this runner was given a prebuilt image (the action's image input), and environments are built from the image cache: leave the image input empty so the runner builds its images", repoconfig.Path)
+		return "", fmt.Errorf("%s at the base commit declares %s, but this runner was given a prebuilt image (the action's image input), and such images are built from the image cache: leave the image input empty so the runner builds its images", repoconfig.Path, r.imageNeeds())
+	}
+	bc := r.cfg.Environments
+	if cli, ok := harness.DefaultCLI(r.policy.Harness.Name); ok {
+		// The pin is checked before anything is built for it.
+		if _, err := harness.New(r.policy.Harness); err != nil {
+			return "", failWith(evidence.OutcomeError, "failed to set up the harness: %w", err)
+		}
+		bc.Harness = &image.Harness{Name: cli.Harness, Version: r.policy.Harness.Version}
+	}
+	if env == nil {
+		return r.harnessImage(ctx, bc)
 	}
 	start := r.cfg.Now()
 	logPath := filepath.Join(r.cfg.Out, EnvironmentLogFile)
@@ -43,7 +59,7 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	}
 	res, err := envbuild.Build(ctx, envbuild.Options{
 		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.repo,
-		Env: *env, Image: r.cfg.Environments, VM: vm, Resolve: r.cfg.Resolve,
+		Env: *env, Image: bc, VM: vm, Resolve: r.cfg.Resolve,
 		Audit: filepath.Join(r.cfg.Out, EnvironmentAuditFile),
 		Log:   io.MultiWriter(logFile, r.cfg.Log),
 	})
@@ -68,14 +84,49 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("failed to build the repository's environment: %w", err)
 	}
 	r.ev.Environment = ev
-	im := res.Image
-	if err := r.vm.UseImage(sandbox.BootImage{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline}); err != nil {
+	if err := r.useImage(res.Image); err != nil {
 		return "", err
 	}
-	r.imageDigest = im.Manifest().Digest
 	how := "found in the cache"
 	if res.Built {
 		how = fmt.Sprintf("built (setup %v)", res.Setup.Round(100*time.Millisecond))
 	}
 	return fmt.Sprintf("%.19s %s; image %.19s", res.Key.Digest, how, r.imageDigest), nil
+}
+
+// imageNeeds says what of the policy needs an image of its own: the harness's CLI, the
+// environment, or both.
+func (r *run) imageNeeds() string {
+	var needs []string
+	if cli, ok := harness.DefaultCLI(r.policy.Harness.Name); ok {
+		needs = append(needs, "harness: "+cli.Harness)
+	}
+	if r.policy.Environment != nil {
+		needs = append(needs, "environment:")
+	}
+	return strings.Join(needs, " and ")
+}
+
+// needsImage says the run cannot boot the runner's default image.
+func (r *run) needsImage() bool { return r.imageNeeds() != "" }
+
+// harnessImage finds or builds the image with the harness's CLI (no environment).
+func (r *run) harnessImage(ctx context.Context, bc image.BuildConfig) (string, error) {
+	im, err := image.Build(ctx, bc)
+	if err != nil {
+		return "", fmt.Errorf("failed to build the image with the %s harness %s: %w", bc.Harness.Name, bc.Harness.Version, err)
+	}
+	if err := r.useImage(im); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("image %.19s with %s %s", r.imageDigest, bc.Harness.Name, bc.Harness.Version), nil
+}
+
+// useImage makes im the image the run's VM boots.
+func (r *run) useImage(im *image.Image) error {
+	if err := r.vm.UseImage(sandbox.BootImage{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline}); err != nil {
+		return err
+	}
+	r.imageDigest = im.Manifest().Digest
+	return nil
 }

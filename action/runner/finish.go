@@ -106,7 +106,7 @@ func (r *run) revoke(ctx context.Context) (string, error) {
 func (r *run) report(ctx context.Context, digest string, outcome evidence.Outcome, reason string) error {
 	// The pull request goes with the progress that hands it to review, where the App
 	// checks it; named here too, it would be read back from GitHub twice.
-	e := wire.Evidence{Digest: digest, ImageDigest: r.cfg.ImageDigest, CostMicroUSD: r.ev.Cost.MeteredMicroUSD,
+	e := wire.Evidence{Digest: digest, ImageDigest: r.imageDigest, CostMicroUSD: r.ev.Cost.MeteredMicroUSD,
 		Outcome: string(outcome), Reason: cut(reason, wire.MaxReason)}
 	if a := r.ev.Audit; a != nil {
 		e.AuditHead = a.Head
@@ -149,6 +149,9 @@ func (r *run) fillEvidence(ctx context.Context) {
 		r.ev.Cost.MeteredCalls = int64(u.Calls)
 		r.ev.Cost.Estimated, r.ev.Cost.EstimatedCalls = u.Estimated > 0, int64(u.Estimated)
 		r.ev.Cost.BudgetMicroUSD = int64(math.Round(u.BudgetUSD * 1e6))
+		if self := r.ev.Cost.SelfReportedMicroUSD; self != nil {
+			r.ev.Cost.SelfReportedDisagrees = evidence.Disagree(*self, r.ev.Cost.MeteredMicroUSD)
+		}
 	}
 	h, ok := r.fw.AuditHead()
 	if !ok {

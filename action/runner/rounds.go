@@ -16,6 +16,7 @@ import (
 	"github.com/bumperdev/bumper/action/verify"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // commitScript commits what the agent left uncommitted on the work branch, so that an
@@ -45,6 +46,13 @@ func conventions(stage string) []byte {
 	b.WriteString("- After your turn the repository's verification commands run; if they fail you get another turn with their output.\n")
 	return []byte(b.String())
 }
+
+// maxToolNames bounds the tool names the evidence keeps (its schema allows 200);
+// otherTools counts the calls of the others.
+const (
+	maxToolNames = 100
+	otherTools   = "(other tools)"
+)
 
 // rounds runs the agent, then verification, and gives failures back to the agent for at
 // most bounds.verification_rounds rounds; then bundles the work into /out.
@@ -101,10 +109,31 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 	}
 	defer logf.Close()
 	w := io.MultiWriter(&limitWriter{w: logf, left: DefaultMaxTranscript}, r.cfg.Log)
-	res, err := h.Run(ctx, r.exec, harness.Request{Round: round, Feedback: feedback, Env: r.agentEnv(), Stdout: w, Stderr: w})
+	if r.ev.Harness == nil {
+		r.ev.Harness = &evidence.Harness{Name: h.Name(), ToolCalls: map[string]int{}}
+		if h.Name() != repoconfig.HarnessCommand {
+			r.ev.Harness.Version = r.policy.Harness.Version
+		}
+	}
+	counted := r.ev.Harness
+	onEvent := func(e harness.Event) {
+		// The agent names its tools: a bounded number of names is kept, the rest
+		// counted under one.
+		if e.Kind != harness.EventToolCall || e.Tool == "" {
+			return
+		}
+		name := e.Tool
+		if _, seen := counted.ToolCalls[name]; !seen && len(counted.ToolCalls) >= maxToolNames-1 {
+			name = otherTools
+		}
+		counted.ToolCalls[name]++
+	}
+	res, err := h.Run(ctx, r.exec, harness.Request{Round: round, Feedback: feedback, Env: r.agentEnv(), Stdout: w, Stderr: w, OnEvent: onEvent})
 	if err != nil {
 		return "", fmt.Errorf("failed to run the %s harness: %w", h.Name(), err)
 	}
+	counted.Turns += res.Turns
+	counted.UnknownEvents += res.UnknownEvents
 	r.ev.Commands = append(r.ev.Commands, evidence.Command{Phase: evidence.PhaseAgent, Command: h.Name() + " harness, round " + fmt.Sprint(round), ExitCode: res.Exit.Code})
 	if res.SelfReportedMicroUSD != nil {
 		total := *res.SelfReportedMicroUSD

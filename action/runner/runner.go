@@ -155,7 +155,7 @@ func (r *run) execute(ctx context.Context) error {
 	// and a first snapshot cannot eat the margin the push and the pull request need.
 	vmCtx, cancel := context.WithDeadline(ctx, vmDeadline(r.grant.TokenExpiresAt, r.cfg.Now()))
 	defer cancel()
-	if r.policy.Environment != nil {
+	if r.needsImage() {
 		if err := r.phase(vmCtx, evidence.PhaseEnvironment, 0, r.buildEnvironment); err != nil {
 			return err
 		}

@@ -69,7 +69,9 @@ const (
 	maxNPMMetadata = 4 << 20
 )
 
-var exactVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+// exactVersion is one npm release: MAJOR.MINOR.PATCH with an optional pre-release or
+// build suffix (action/harness checks the same).
+var exactVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
 
 // check refuses a harness the builder does not know or a version that is not exact.
 func (h Harness) check() error {
@@ -77,7 +79,7 @@ func (h Harness) check() error {
 		return fmt.Errorf("invalid image config: harness %q is not one of %s", h.Name, strings.Join(HarnessNames(), ", "))
 	}
 	if !exactVersion.MatchString(h.Version) {
-		return fmt.Errorf("invalid image config: harness %s version %q is not an exact MAJOR.MINOR.PATCH release", h.Name, h.Version)
+		return fmt.Errorf("invalid image config: harness %s version %q is not one exact release (MAJOR.MINOR.PATCH)", h.Name, h.Version)
 	}
 	return nil
 }

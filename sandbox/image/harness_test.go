@@ -209,9 +209,11 @@ func TestHarnessCheck(t *testing.T) {
 		{Harness{Name: "claude-code", Version: "2.1.328"}, ""},
 		{Harness{Name: "codex", Version: "0.171.0"}, ""},
 		{Harness{Name: "aider", Version: "1.0.0"}, "not one of"},
-		{Harness{Name: "codex", Version: "latest"}, "not an exact"},
-		{Harness{Name: "codex", Version: "0.171"}, "not an exact"},
-		{Harness{Name: "codex", Version: "0.171.0/../../x"}, "not an exact"},
+		{Harness{Name: "codex", Version: "0.172.0-alpha.1"}, ""},
+		{Harness{Name: "codex", Version: "latest"}, "not one exact"},
+		{Harness{Name: "codex", Version: "0.171"}, "not one exact"},
+		{Harness{Name: "codex", Version: "^0.171.0"}, "not one exact"},
+		{Harness{Name: "codex", Version: "0.171.0/../../x"}, "not one exact"},
 	} {
 		err := tt.h.check()
 		if (tt.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.want) {
