@@ -45,7 +45,10 @@ func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
 	if r.ws != nil {
 		defer r.ws.Close()
 	}
-	if runErr != nil && r.fw != nil {
+	// A run that failed because its budget ran out says so first (an agent that gave
+	// up on a refused call fails for that reason), once.
+	var already *outcomeError
+	if runErr != nil && r.fw != nil && !(errors.As(runErr, &already) && already.outcome == evidence.OutcomeOverBudget) {
 		if err := r.overBudget(); err != nil && !errors.Is(runErr, errStopped) {
 			runErr = fmt.Errorf("%w (%w)", err, runErr)
 		}

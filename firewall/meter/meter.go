@@ -46,6 +46,9 @@ func (m *Meter) Check() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.budget > 0 && m.spent >= m.budget {
+		// A call refused because nothing is left is refused for want of budget, as one
+		// whose worst case does not fit: the run must say it ran out.
+		m.refused++
 		return fmt.Errorf("the run's model budget of $%.2f is spent ($%.4f used over %d calls); no further model calls are allowed", m.budget, m.spent, m.calls)
 	}
 	return nil
@@ -229,7 +232,8 @@ type Summary struct {
 	// ReservedUSD is the worst case held by the InFlight calls not yet settled.
 	ReservedUSD float64 `json:"reserved_usd"`
 	InFlight    int     `json:"calls_in_flight"`
-	// Refused are the calls refused because they did not fit in the budget.
+	// Refused are the calls refused for want of budget: their worst case did not fit,
+	// or the budget was spent already.
 	Refused int `json:"calls_refused_over_budget"`
 }
 
