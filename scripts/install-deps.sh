@@ -14,3 +14,27 @@ apt-get install -y -qq --no-install-recommends \
   git ca-certificates make curl python3 \
   qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs xz-utils file \
   nftables iproute2 procps kmod >/dev/null
+
+# The real agent CLIs, for the tests that run them on the host (action/harness,
+# internal/scriptedmodel; testgate.AgentCLI looks in this directory): their linux-x64
+# builds from the npm registry, at the releases action/harness/versions.go pins (a test
+# keeps these equal). npm pack checks each tarball against the registry's integrity.
+# The end-to-end tests need none of this: the runner fetches the CLI into its image.
+CLAUDE_CODE_VERSION=2.1.328
+CODEX_VERSION=0.171.0
+clis=/var/tmp/bumper-test-clis
+if [ ! -x "$clis/claude-$CLAUDE_CODE_VERSION" ] || [ ! -x "$clis/codex-$CODEX_VERSION" ] || [ ! -x "$clis/codex-code-mode-host" ]; then
+  command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends npm >/dev/null
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  (cd "$work" && npm pack --silent "@anthropic-ai/claude-code-linux-x64@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION-linux-x64" >/dev/null)
+  mkdir -p "$clis"
+  tar -xzf "$work/anthropic-ai-claude-code-linux-x64-$CLAUDE_CODE_VERSION.tgz" -C "$work" package/claude
+  install -m 0755 "$work/package/claude" "$clis/claude-$CLAUDE_CODE_VERSION"
+  # codex runs its code-mode host from beside its own binary.
+  tar -xzf "$work/openai-codex-$CODEX_VERSION-linux-x64.tgz" -C "$work" package/vendor/x86_64-unknown-linux-musl/bin
+  install -m 0755 "$work/package/vendor/x86_64-unknown-linux-musl/bin/codex" "$clis/codex-$CODEX_VERSION"
+  install -m 0755 "$work/package/vendor/x86_64-unknown-linux-musl/bin/codex-code-mode-host" "$clis/codex-code-mode-host"
+fi
+ln -sfn "claude-$CLAUDE_CODE_VERSION" "$clis/claude"
+ln -sfn "codex-$CODEX_VERSION" "$clis/codex"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -406,3 +407,17 @@ func TestReadEvents(t *testing.T) {
 type iotestErr struct{}
 
 func (iotestErr) Read([]byte) (int, error) { return 0, errors.New("disk gone") }
+
+// TestInstallDepsPinsTheDefaults: the CLIs scripts/install-deps.sh fetches for the
+// host tests are the releases the adapters were checked against.
+func TestInstallDepsPinsTheDefaults(t *testing.T) {
+	raw, err := os.ReadFile("../../scripts/install-deps.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CLAUDE_CODE_VERSION=" + DefaultClaudeCodeVersion + "\n", "CODEX_VERSION=" + DefaultCodexVersion + "\n"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("scripts/install-deps.sh lacks %q", strings.TrimSpace(want))
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/testgate"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,16 +52,7 @@ type realSetup struct {
 
 func newRealSetup(t *testing.T, envVar, binary string) *realSetup {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: runs a real agent CLI")
-	}
-	path := os.Getenv(envVar)
-	if path == "" {
-		t.Skipf("set %s to the %s binary to run it for real", envVar, binary)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s: %v", envVar, err)
-	}
+	path := testgate.AgentCLI(t, envVar, binary)
 	root, err := os.MkdirTemp("", "bumper-harness-real-")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bumperdev/bumper/internal/testgate"
 	"io"
 	"io/fs"
 	"net/http"
@@ -33,22 +34,6 @@ const (
 
 // testSH is the repository's test: it passes once the agent wrote hello.txt.
 const testSH = "#!/bin/sh\ngrep -qx 'hello from the script' hello.txt && echo TEST-SH-PASSED\n"
-
-// realBinary returns the binary named by env, or skips the test.
-func realBinary(t *testing.T, env, what string) string {
-	t.Helper()
-	bin := os.Getenv(env)
-	if bin == "" {
-		t.Skipf("%s is not set: set it to the binary of %s to run the real agent against the scripted server", env, what)
-	}
-	if testing.Short() {
-		t.Skipf("-short: runs the real %s", what)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s=%s: %v", env, bin, err)
-	}
-	return bin
-}
 
 // envCapture names a directory where the real-agent tests save every request body they
 // receive (<test>-<n>.json), to refresh testdata when a CLI's version changes.
@@ -270,7 +255,7 @@ func checkAgentRun(t *testing.T, s *Server, ws *workspace, key string) {
 // 401 and plays nothing: through the firewall, a test passes only if the gateway put
 // the real key in.
 func TestRealClaudeCode(t *testing.T) {
-	bin := realBinary(t, envClaude, "Claude Code (npm @anthropic-ai/claude-code@2.1.328, bin/claude.exe)")
+	bin := testgate.AgentCLI(t, envClaude, "claude")
 	const key = "sk-ant-api03-scripted-real-key-for-tests-0123456789"
 	claude := func(t *testing.T, ws *workspace, s *Server, apiKey string) ([]byte, error) {
 		return ws.run(t, bin, []string{
@@ -349,7 +334,7 @@ func TestRealClaudeCode(t *testing.T) {
 // the built-in openai provider tries a WebSocket first (GET /v1/responses with
 // Upgrade) and falls back to HTTPS only after five failures.
 func TestRealCodex(t *testing.T) {
-	bin := realBinary(t, envCodex, "Codex (npm @openai/codex@0.171.0, the codex-linux-x64 package's vendor/<target>/bin/codex)")
+	bin := testgate.AgentCLI(t, envCodex, "codex")
 	const key = "sk-proj-scripted-real-key-for-tests-0123456789"
 	codex := func(t *testing.T, ws *workspace, s *Server, apiKey string) ([]byte, error) {
 		provider := fmt.Sprintf(`model_providers.bumper={name="bumper",base_url=%q,env_key="OPENAI_API_KEY",wire_api="responses"}`, s.OpenAIBaseURL())

@@ -82,3 +82,24 @@ func RequiresKVM(t testing.TB) {
 	}
 	f.Close()
 }
+
+// AgentCLIDir is where scripts/install-deps.sh puts the real agent CLIs' binaries for
+// the tests that run them on the host (claude, codex), at the releases the adapters
+// were checked against.
+const AgentCLIDir = "/var/tmp/bumper-test-clis"
+
+// AgentCLI gates a test that runs a real agent CLI on the host and returns its binary:
+// the path in envVar when set, else AgentCLIDir/name. It skips under -short; a binary
+// that is not there skips (fails in CI, whose machine install-deps.sh prepares).
+func AgentCLI(t testing.TB, envVar, name string) string {
+	t.Helper()
+	short(t, "the real "+name+" CLI")
+	path := os.Getenv(envVar)
+	if path == "" {
+		path = AgentCLIDir + "/" + name
+	}
+	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() || info.Mode()&0o111 == 0 {
+		missing(t, "the real "+name+" binary at "+path+" (scripts/install-deps.sh fetches it; or set "+envVar+")")
+	}
+	return path
+}

@@ -40,19 +40,24 @@ type harnessPackage struct {
 	// npmName is the package; versionSuffix is added to the harness's version (codex
 	// publishes its platform builds as versions of its main package).
 	npmName, versionSuffix string
-	// files maps a path in the tarball to the command name it is installed as, in
-	// /usr/local/bin (a link to the file under HarnessDir).
-	files map[string]string
+	// files maps a path in the tarball to the name it is installed as under
+	// HarnessDir; commands are those also linked into /usr/local/bin.
+	files    map[string]string
+	commands map[string]bool
 }
 
 var harnessPackages = map[string]harnessPackage{
 	"claude-code": {npmName: "@anthropic-ai/claude-code-linux-x64",
-		files: map[string]string{"package/claude": "claude"}},
+		files:    map[string]string{"package/claude": "claude"},
+		commands: map[string]bool{"claude": true}},
+	// codex starts its code-mode host from beside its own (resolved) binary.
 	"codex": {npmName: "@openai/codex", versionSuffix: "-linux-x64",
 		files: map[string]string{
-			"package/vendor/x86_64-unknown-linux-musl/bin/codex":     "codex",
-			"package/vendor/x86_64-unknown-linux-musl/codex-path/rg": "rg",
-		}},
+			"package/vendor/x86_64-unknown-linux-musl/bin/codex":                "codex",
+			"package/vendor/x86_64-unknown-linux-musl/bin/codex-code-mode-host": "codex-code-mode-host",
+			"package/vendor/x86_64-unknown-linux-musl/codex-path/rg":            "rg",
+		},
+		commands: map[string]bool{"codex": true, "rg": true}},
 }
 
 // HarnessNames are the harnesses the image builder can install.
@@ -230,7 +235,7 @@ func checkIntegrity(file, integrity string) error {
 }
 
 // installHarness unpacks the harness's files from its tarball under root's HarnessDir
-// and links each into /usr/local/bin. Only the listed regular files are taken; an entry
+// and links its commands into /usr/local/bin. Only the listed regular files are taken; an entry
 // that is a link, a device or a path outside the package is never written.
 func installHarness(root string, h Harness, tb harnessTarball) error {
 	pkg := harnessPackages[h.Name]
@@ -277,6 +282,10 @@ func installHarness(root string, h Harness, tb harnessTarball) error {
 		if err != nil {
 			return fmt.Errorf("failed to install %s: %w", bin, err)
 		}
+		found[name] = true
+		if !pkg.commands[bin] {
+			continue
+		}
 		link := filepath.Join(root, "usr", "local", "bin", bin)
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 			return fmt.Errorf("failed to create /usr/local/bin: %w", err)
@@ -284,7 +293,6 @@ func installHarness(root string, h Harness, tb harnessTarball) error {
 		if err := os.Symlink(path.Join(HarnessDir(h), bin), link); err != nil {
 			return fmt.Errorf("failed to link %s into /usr/local/bin: %w", bin, err)
 		}
-		found[name] = true
 	}
 	for name := range pkg.files {
 		if !found[name] {

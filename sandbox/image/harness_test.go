@@ -151,16 +151,17 @@ func TestInstallHarness(t *testing.T) {
 	codex := Harness{Name: "codex", Version: "0.171.0"}
 	bin := "package/vendor/x86_64-unknown-linux-musl/bin/codex"
 	rg := "package/vendor/x86_64-unknown-linux-musl/codex-path/rg"
+	host := "package/vendor/x86_64-unknown-linux-musl/bin/codex-code-mode-host"
 	tests := []struct {
 		name    string
 		entries []tarEntry
 		want    string
 	}{
-		{name: "the binary and rg", entries: []tarEntry{{name: bin, content: "codex"}, {name: rg, content: "rg"}, {name: "package/README.md", content: "x"}}},
+		{name: "the binary, its host and rg", entries: []tarEntry{{name: bin, content: "codex"}, {name: host, content: "host"}, {name: rg, content: "rg"}, {name: "package/README.md", content: "x"}}},
 		{name: "paths out of the package are never written", entries: []tarEntry{
-			{name: "../../etc/passwd", content: "root::0:0"}, {name: "/etc/shadow", content: "x"}, {name: bin, content: "codex"}, {name: rg, content: "rg"}}},
-		{name: "the binary is a link", entries: []tarEntry{{name: bin, typ: tar.TypeSymlink, link: "/etc/passwd"}, {name: rg, content: "rg"}}, want: "not a regular file"},
-		{name: "the binary is missing", entries: []tarEntry{{name: rg, content: "rg"}}, want: "has no " + bin},
+			{name: "../../etc/passwd", content: "root::0:0"}, {name: "/etc/shadow", content: "x"}, {name: bin, content: "codex"}, {name: host, content: "host"}, {name: rg, content: "rg"}}},
+		{name: "the binary is a link", entries: []tarEntry{{name: bin, typ: tar.TypeSymlink, link: "/etc/passwd"}, {name: host, content: "host"}, {name: rg, content: "rg"}}, want: "not a regular file"},
+		{name: "the binary is missing", entries: []tarEntry{{name: host, content: "host"}, {name: rg, content: "rg"}}, want: "has no " + bin},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,8 +195,12 @@ func TestInstallHarness(t *testing.T) {
 					t.Fatalf("%s: %q, link %q, %v", name, got, link, err)
 				}
 			}
-			if entries, _ := os.ReadDir(filepath.Join(root, filepath.FromSlash(HarnessDir(codex)))); len(entries) != 2 {
-				t.Fatalf("the harness's directory holds %d entries, want the two listed files", len(entries))
+			if entries, _ := os.ReadDir(filepath.Join(root, filepath.FromSlash(HarnessDir(codex)))); len(entries) != 3 {
+				t.Fatalf("the harness's directory holds %d entries, want the three listed files", len(entries))
+			}
+			// The code-mode host stays beside codex, not on PATH.
+			if _, err := os.Lstat(filepath.Join(root, "usr", "local", "bin", "codex-code-mode-host")); err == nil {
+				t.Fatal("codex-code-mode-host is on PATH")
 			}
 		})
 	}
