@@ -36,6 +36,8 @@ func ClaudeTools() []string { return strings.Split(claudeTools, ",") }
 // from the runner (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY in Request.Env).
 type ClaudeCode struct {
 	version string
+	// model is harness.model: the CLI's default when empty.
+	model string
 }
 
 // Name is "claude-code".
@@ -48,7 +50,7 @@ func (c *ClaudeCode) Version() string { return c.version }
 // --tools and the other list options take every argument up to the next option, and a
 // prompt that starts with "-" must not read as one.
 func (c *ClaudeCode) argv(req Request) []string {
-	return []string{
+	argv := []string{
 		ClaudeCodeBinary, "-p",
 		"--output-format", "stream-json", "--verbose",
 		"--max-turns", strconv.Itoa(ClaudeMaxTurns),
@@ -61,8 +63,11 @@ func (c *ClaudeCode) argv(req Request) []string {
 		// No MCP servers but the (empty) list given here: a repository's .mcp.json does not
 		// add tools.
 		"--strict-mcp-config",
-		"--", agentPrompt(req),
 	}
+	if c.model != "" {
+		argv = append(argv, "--model", c.model)
+	}
+	return append(argv, "--", agentPrompt(req))
 }
 
 // env is the runner's environment with the harness's variables after it. They keep

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -208,5 +209,44 @@ func checkHostileSummary(t *testing.T, s string, asIs bool) {
 	if (asIs && !strings.HasPrefix(s, "go test ./... ::bumper-event::")) || strings.ContainsAny(s, "\n\r\x1b\x07\x00\u202e\u2028\u2029") ||
 		utf8.RuneCountInString(s) != maxSummary || !strings.HasSuffix(s, "…") {
 		t.Fatalf("summary %q (%d characters) is not one bounded line", s, utf8.RuneCountInString(s))
+	}
+}
+
+// TestModelFlag: harness.model reaches each CLI as its own flag, just before the
+// prompt's "--", and a harness without one leaves the CLI's default.
+func TestModelFlag(t *testing.T) {
+	for _, tt := range []struct {
+		name, version, flag string
+	}{
+		{"claude-code", "2.1.328", "--model"},
+		{"codex", "0.171.0", "-m"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			with, err := New(repoconfig.Harness{Name: tt.name, Version: tt.version, Model: "some-model-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var argv []string
+			switch h := with.(type) {
+			case *ClaudeCode:
+				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+			case *Codex:
+				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+			}
+			n := len(argv)
+			if n < 4 || argv[n-4] != tt.flag || argv[n-3] != "some-model-1" || argv[n-2] != "--" {
+				t.Fatalf("argv ends %q", argv[max(n-4, 0):])
+			}
+			without := newCLI(t, tt.name, tt.version)
+			switch h := without.(type) {
+			case *ClaudeCode:
+				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+			case *Codex:
+				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+			}
+			if slices.Contains(argv, tt.flag) {
+				t.Fatalf("a harness without a model passes %s: %q", tt.flag, argv)
+			}
+		})
 	}
 }

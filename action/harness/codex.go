@@ -20,6 +20,8 @@ const codexProvider = "bumper"
 // (OPENAI_BASE_URL, OPENAI_API_KEY in Request.Env).
 type Codex struct {
 	version string
+	// model is harness.model: the CLI's default when empty.
+	model string
 }
 
 // Name is "codex".
@@ -32,7 +34,7 @@ func (c *Codex) Version() string { return c.version }
 // runner's environment.
 func (c *Codex) argv(req Request) []string {
 	p := "model_providers." + codexProvider + "."
-	return []string{
+	argv := []string{
 		CodexBinary, "exec", "--json",
 		// The VM is the sandbox: codex builds none of its own (bubblewrap, landlock) and
 		// asks no approval, which nobody would be there to give.
@@ -53,8 +55,11 @@ func (c *Codex) argv(req Request) []string {
 		"-c", "web_search=" + tomlString("disabled"),
 		"--disable", "plugins",
 		"--disable", "apps",
-		"--", agentPrompt(req),
 	}
+	if c.model != "" {
+		argv = append(argv, "-m", c.model)
+	}
+	return append(argv, "--", agentPrompt(req))
 }
 
 // Run runs the CLI for one round and reads its events.

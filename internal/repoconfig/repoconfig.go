@@ -99,7 +99,14 @@ type Harness struct {
 	// Command is the command harness's program: a shell command line run with `sh -c`
 	// in the repository. Only for command.
 	Command string `yaml:"command"`
+	// Model is the model the agent CLI asks for (its --model / -m); empty leaves the
+	// CLI's default. Only for claude-code and codex. The firewall meters whatever it is.
+	Model string `yaml:"model"`
 }
+
+// modelName is a model as the providers name them: letters, digits, . _ - : and /,
+// never starting with "-" (it is one argument of the CLI's command line).
+var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$`)
 
 // pinnedVersion is an exact release: MAJOR.MINOR.PATCH, optionally with a pre-release
 // or build suffix. Ranges, tags ("latest", "next") and partial versions are refused:
@@ -110,11 +117,14 @@ var pinnedVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]
 func (h Harness) check() error {
 	switch h.Name {
 	case "":
-		if h.Version != "" || h.Command != "" {
+		if h.Version != "" || h.Command != "" || h.Model != "" {
 			return fmt.Errorf("%s: harness.name is missing; use %s, %s or %s", Path, HarnessCommand, HarnessClaudeCode, HarnessCodex)
 		}
 		return nil
 	case HarnessCommand:
+		if h.Model != "" {
+			return fmt.Errorf("%s: harness.model is set for the command harness, which asks for no model itself; remove it (your program chooses its model)", Path)
+		}
 		if h.Version != "" {
 			return fmt.Errorf("%s: harness.version is set for the command harness, which has none; remove it (pin the program's tools in the repository or its environment)", Path)
 		}
@@ -133,6 +143,8 @@ func (h Harness) check() error {
 			return fmt.Errorf("%s: harness.version is %q; pin an exact release (e.g. 2.1.3): its stream format changes between releases", Path, h.Version)
 		case !pinnedVersion.MatchString(h.Version):
 			return fmt.Errorf("%s: harness.version %q is not an exact release; write MAJOR.MINOR.PATCH (e.g. 2.1.3), without a range or a leading v", Path, h.Version)
+		case h.Model != "" && !modelName.MatchString(h.Model):
+			return fmt.Errorf("%s: harness.model %q is not a model name (letters, digits, . _ - : /, at most 100, not starting with -), e.g. `model: claude-sonnet-4-5`", Path, h.Model)
 		}
 		return nil
 	default:

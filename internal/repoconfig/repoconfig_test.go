@@ -70,6 +70,15 @@ func TestParse(t *testing.T) {
 		{"codex partial", "version: 1\nharness: {name: codex, version: \"0.46\"}\n", "not an exact release", nil},
 		{"codex leading v", "version: 1\nharness: {name: codex, version: v0.46.0}\n", "not an exact release", nil},
 		{"claude-code with a command", "version: 1\nharness: {name: claude-code, version: 2.1.3, command: x}\n", "only for `name: command`", nil},
+		{"codex with a model", "version: 1\nharness: {name: codex, version: 0.171.0, model: gpt-5.5}\n", "", func(t *testing.T, p Config) {
+			if p.Harness.Model != "gpt-5.5" {
+				t.Fatalf("harness %+v", p.Harness)
+			}
+		}},
+		{"a model that reads as a flag", "version: 1\nharness: {name: codex, version: 0.171.0, model: --dangerously-bypass}\n", "not a model name", nil},
+		{"a model with a space", "version: 1\nharness: {name: claude-code, version: 2.1.328, model: \"opus -p x\"}\n", "not a model name", nil},
+		{"a model for the command harness", "version: 1\nharness: {name: command, command: make agent, model: gpt-5.5}\n", "asks for no model", nil},
+		{"a model without a harness", "version: 1\nharness: {model: gpt-5.5}\n", "harness.name is missing", nil},
 		{"unknown harness", "version: 1\nharness: {name: aider, version: 1.0.0}\n", "not one of command, claude-code, codex", nil},
 		{"harness without a name", "version: 1\nharness: {version: 1.0.0}\n", "harness.name is missing", nil},
 		{"harness typo", "version: 1\nharness: {name: command, comand: x}\n", "field comand not found", nil},
