@@ -25,12 +25,19 @@ func keySearch() string {
 		`echo "real-key-hits: $( (cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'; grep -r -h -F "$k" /workspace /home/agent 2>/dev/null) | grep -c -F "$k")"`
 }
 
-// claudePolicy is the seed repository's policy with the real Claude Code CLI as its
-// harness, and the run's model budget in dollars ("": none).
-func claudePolicy(budget string) string {
+// agentPolicy is the seed repository's policy with a real agent CLI as its harness
+// (claude-code or codex, at the release this build was checked with), and the run's
+// model budget in dollars ("": none).
+func agentPolicy(name, budget string) string {
+	cli, _ := harness.DefaultCLI(name)
 	p := "version: 1\n" +
-		"harness:\n  name: claude-code\n  version: " + harness.DefaultClaudeCodeVersion + "\n" +
-		"verification:\n  - sh test.sh\n" +
+		"harness:\n  name: " + name + "\n  version: " + cli.Version + "\n"
+	if name == "codex" {
+		// Codex's default model declares its tools in an input item the scripted server
+		// does not answer; this one declares exec_command and apply_patch.
+		p += "  model: gpt-5.5\n"
+	}
+	p += "verification:\n  - sh test.sh\n" +
 		"bounds:\n  verification_rounds: 1\n  wall_time: 15m\n"
 	if budget != "" {
 		p += "  cost_per_run_usd: " + budget + "\n"
@@ -38,34 +45,40 @@ func claudePolicy(budget string) string {
 	return p
 }
 
-// claudeWorld is a world whose repository runs the real claude CLI, pointed at a
-// scripted model server that accepts only the real key.
-func claudeWorld(t *testing.T, script scriptedmodel.Script, budget string) (*world, *scriptedmodel.Server) {
+// agentWorld is a world whose repository runs a real agent CLI, pointed (through the
+// firewall's gateway) at a scripted model server that accepts only the real key.
+func agentWorld(t *testing.T, name string, script scriptedmodel.Script, budget string) (*world, *scriptedmodel.Server) {
 	t.Helper()
 	model, err := scriptedmodel.Start(script, scriptedmodel.Options{Key: modelKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = model.Close() })
-	w := newWorld(t, options{ownImages: true, runnerEnv: []string{"BUMPER_ANTHROPIC_BASE_URL=" + model.URL()},
-		files: func(f map[string]string) { f[".github/bumper.yml"] = claudePolicy(budget) }})
+	env := []string{"BUMPER_ANTHROPIC_BASE_URL=" + model.URL()}
+	if name == "codex" {
+		env = []string{"BUMPER_OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=" + modelKey}
+	}
+	w := newWorld(t, options{ownImages: true, runnerEnv: env,
+		files: func(f map[string]string) { f[".github/bumper.yml"] = agentPolicy(name, budget) }})
 	return w, model
 }
 
-// TestClaudeCodeRun: the real claude CLI, in the image the runner built with its
-// pinned release, inside the microVM under TCG, through the firewall's Anthropic
-// gateway with a sentinel key, driven by the scripted model server: it writes the fix,
-// runs the repository's test and looks for the real key in the VM; the run's pull
-// request holds its file. The server saw only the real key (it refuses anything
-// else), and the VM held none of it.
-func TestClaudeCodeRun(t *testing.T) {
-	script := scriptedmodel.Script{
-		scriptedmodel.Do(scriptedmodel.WriteFile("/workspace/repo/widgets.sh", "#!/bin/sh\n# Prints the widget count.\necho 4\n")),
+// fixWidgets is the script of an agent that fixes the seed repository: it writes the
+// fix, runs the test, looks for the real key in the VM, and ends.
+func fixWidgets(write scriptedmodel.Call) scriptedmodel.Script {
+	return scriptedmodel.Script{
+		scriptedmodel.Do(write),
 		scriptedmodel.Do(scriptedmodel.RunCommand("cd /workspace/repo && sh test.sh")),
 		scriptedmodel.Do(scriptedmodel.RunCommand(keySearch())),
 		scriptedmodel.Say("widgets.sh now prints 4; test.sh passes."),
 	}
-	w, model := claudeWorld(t, script, "")
+}
+
+// checkAgentRun runs the seed's issue with a real agent and checks what every such run
+// must show: success, the real key at the model server only and none in the VM, the
+// agent's file in the pull request, the harness and costs in the evidence.
+func checkAgentRun(t *testing.T, w *world, model *scriptedmodel.Server, name string) *evidence.Evidence {
+	t.Helper()
 	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.")
 	w.label(n, "agent:implement")
 	run := w.approve(n)
@@ -79,7 +92,6 @@ func TestClaudeCodeRun(t *testing.T) {
 	if err := ev.Validate(); err != nil {
 		t.Fatalf("evidence.json does not validate: %v", err)
 	}
-
 	t.Run("the model server saw the real key only, and the whole script played", func(t *testing.T) {
 		reqs := model.Requests()
 		if len(reqs) == 0 || !model.Finished() {
@@ -120,22 +132,52 @@ func TestClaudeCodeRun(t *testing.T) {
 			t.Fatalf("the pull request's diff (%+v):\n%s", ev.Diff, diff)
 		}
 	})
-	t.Run("evidence: the harness, its turns and tools, the two costs", func(t *testing.T) {
+	t.Run("evidence: the harness, its turns, the costs", func(t *testing.T) {
+		cli, _ := harness.DefaultCLI(name)
 		h := ev.Harness
-		if h == nil || h.Name != "claude-code" || h.Version != harness.DefaultClaudeCodeVersion || h.Turns < 3 || h.ToolCalls["Write"] != 1 || h.ToolCalls["Bash"] != 2 {
+		if h == nil || h.Name != name || h.Version != cli.Version || h.Turns < 1 {
 			t.Fatalf("harness %+v", h)
 		}
-		if ev.Cost.MeteredCalls < 4 || ev.Cost.MeteredMicroUSD <= 0 || ev.Cost.SelfReportedMicroUSD == nil {
+		if ev.Cost.MeteredCalls < 4 || ev.Cost.MeteredMicroUSD <= 0 {
 			t.Fatalf("cost %+v", ev.Cost)
 		}
 		if ev.Sandbox == nil || ev.Sandbox.ImageDigest == "" || len(ev.Tests) != 1 || ev.Tests[0].ExitCode != 0 {
 			t.Fatalf("sandbox %+v, tests %+v", ev.Sandbox, ev.Tests)
 		}
 		md, _ := os.ReadFile(filepath.Join(out, "evidence.md"))
-		if !strings.Contains(string(md), "**Agent:** claude-code") {
+		if !strings.Contains(string(md), "**Agent:** "+name) {
 			t.Fatalf("evidence.md does not name the agent:\n%s", md)
 		}
 	})
+	return ev
+}
+
+// TestClaudeCodeRun: the real claude CLI, in the image the runner built with its
+// pinned release, inside the microVM under TCG, through the firewall's Anthropic
+// gateway with a sentinel key, driven by the scripted model server: it writes the fix,
+// runs the repository's test and looks for the real key in the VM; the run's pull
+// request holds its file. The server saw only the real key (it refuses anything
+// else), and the VM held none of it.
+func TestClaudeCodeRun(t *testing.T) {
+	w, model := agentWorld(t, "claude-code",
+		fixWidgets(scriptedmodel.WriteFile("/workspace/repo/widgets.sh", "#!/bin/sh\n# Prints the widget count.\necho 4\n")), "")
+	ev := checkAgentRun(t, w, model, "claude-code")
+	// Claude Code names its tools and reports its own cost.
+	if ev.Harness.ToolCalls["Write"] != 1 || ev.Harness.ToolCalls["Bash"] != 2 || ev.Cost.SelfReportedMicroUSD == nil {
+		t.Fatalf("harness %+v, cost %+v", ev.Harness, ev.Cost)
+	}
+}
+
+// TestCodexRun: the same with the real codex CLI through the firewall's OpenAI
+// gateway (Responses, streamed), the fix written by a shell command.
+func TestCodexRun(t *testing.T) {
+	w, model := agentWorld(t, "codex",
+		fixWidgets(scriptedmodel.RunCommand(`printf '#!/bin/sh\n# Prints the widget count.\necho 4\n' > /workspace/repo/widgets.sh`)), "")
+	ev := checkAgentRun(t, w, model, "codex")
+	// Codex reports its commands as tool calls, and tokens rather than dollars.
+	if len(ev.Harness.ToolCalls) == 0 || ev.Cost.SelfReportedMicroUSD != nil {
+		t.Fatalf("harness %+v, cost %+v", ev.Harness, ev.Cost)
+	}
 }
 
 // TestClaudeCodeOverBudget: the scripted server reports a large usage on the second
@@ -151,7 +193,7 @@ func TestClaudeCodeOverBudget(t *testing.T) {
 		scriptedmodel.Do(scriptedmodel.RunCommand("true")).WithUsage(scriptedmodel.Usage{Input: 10_000_000, Output: 1_000}),
 		scriptedmodel.Say("never reached"),
 	}
-	w, model := claudeWorld(t, script, "100")
+	w, model := agentWorld(t, "claude-code", script, "100")
 	n := w.openIssue("Count to a million", "Spend.")
 	w.label(n, "agent:implement")
 	run := w.approve(n)
