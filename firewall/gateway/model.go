@@ -111,6 +111,9 @@ func readModelRequest(r *http.Request, kind string, ep modelEndpoint) (meter.Req
 		return mr, tooLarge
 	}
 	fields, err := parseObject(body)
+	if dup := (*duplicateKeyError)(nil); errors.As(err, &dup) && toolMembers[dup.key] {
+		return mr, &refusal{http.StatusForbidden, fmt.Sprintf("request body has two %q members, refused [server-tool]: parsers disagree on which one the provider reads, so the gateway cannot tell which tools the call declares; it forwards only tools it can tell the harness runs itself", dup.key)}
+	}
 	if err != nil {
 		return mr, &refusal{http.StatusBadRequest, "request body refused: " + err.Error()}
 	}
@@ -125,12 +128,6 @@ func readModelRequest(r *http.Request, kind string, ep modelEndpoint) (meter.Req
 			mr.MaxOutput = max(mr.MaxOutput, tokenCount(f.raw))
 		case "n":
 			mr.Choices = tokenCount(f.raw)
-		case "previous_response_id", "conversation", "prompt":
-			// The API adds input from state it holds (an earlier response, a
-			// conversation, a stored prompt), which the body does not show.
-			if !isNull(f.raw) {
-				mr.HiddenInput = true
-			}
 		}
 	}
 	if ep.askUsage && fieldIs(fields, "stream", "true") {
@@ -154,27 +151,29 @@ func readModelRequest(r *http.Request, kind string, ep modelEndpoint) (meter.Req
 // them: they are refused rather than priced.
 var allowedTiers = map[string]bool{"auto": true, "default": true, "standard_only": true, "flex": true}
 
-// clientToolTypes are the tool types the harness runs itself, in the VM, behind the
-// firewall: functions and custom tools, and the provider-defined tools whose calls the
-// client executes (Anthropic's bash, text editor and memory tools; OpenAI's shell,
-// local_shell and apply_patch). A tool without a type is an Anthropic client tool
-// ({"name", "input_schema"}). Any other type is refused: the provider runs it (web
-// search and fetch, code execution, MCP, file search, image generation, tool search) or
-// the harnesses have no use for it (computer use).
-var clientToolTypes = map[string][]string{
-	"anthropic": {"custom", "bash_*", "text_editor_*", "memory_*"},
-	"openai":    {"function", "custom", "local_shell", "shell", "apply_patch"},
+// toolMembers are the request members that declare, name or bring tools: given twice,
+// the call is refused as a server tool, since the gateway cannot tell which one the
+// provider reads.
+var toolMembers = map[string]bool{
+	"tools": true, "tool_choice": true, "input": true, "mcp_servers": true, "container": true,
+	"web_search_options": true, "previous_response_id": true, "conversation": true, "prompt": true,
 }
 
-// serverToolWhy says why a tool, field or model that makes the provider act on the
-// network is refused.
-const serverToolWhy = "it runs at the provider, which would fetch URLs the firewall's allowlist never sees (a way around default-deny egress) and bill fees the meter does not count; the firewall forwards only tools the harness runs itself in the VM"
+// storedState are the Responses request members that make the provider add to the call
+// what it holds and the body does not show, each with why it is refused: that state can
+// declare tools (additional_tools and tool_search_output items, a prompt's own tools) the
+// gateway never sees. Codex sends the whole conversation in input, with store false.
+var storedState = map[string]string{
+	"previous_response_id": "the provider would continue from a response it stored, whose input and output items (additional_tools, tool_search_output) can declare tools the gateway never sees; send the conversation in input instead",
+	"conversation":         "the provider would prepend the items of a conversation it stores, which can declare tools (additional_tools, tool_search_output) the gateway never sees; send the conversation in input instead",
+	"prompt":               "a stored prompt brings the instructions and tools set for it at the provider, which the gateway never sees; send instructions and tools in the request instead",
+}
 
 // checkModelFeatures refuses a model call that asks for what the firewall does not
-// allow: a tool the provider runs (a server tool), declared or named by tool_choice, a
-// remote MCP server, a code-execution container, built-in web search, content the
-// provider would fetch from a URL (sources.go), or a service tier dearer than the price
-// table.
+// allow: a tool the provider runs (a server tool), declared in tools or in input items,
+// named by tool_choice, or brought by state the provider holds (tools.go), a remote MCP
+// server, a code-execution container, built-in web search, content the provider would
+// fetch from a URL (sources.go), or a service tier dearer than the price table.
 func checkModelFeatures(kind string, fields []jsonField) *refusal {
 	forbidden := func(format string, a ...any) *refusal {
 		return &refusal{http.StatusForbidden, fmt.Sprintf(format, a...)}
@@ -187,8 +186,25 @@ func checkModelFeatures(kind string, fields []jsonField) *refusal {
 				return forbidden("service_tier %s is refused [service-tier]: the priority and scale tiers are billed above the price table's standard rates, so the meter would undercount them; leave it out or use auto or default (flex passes, charged at the standard rate)", f.raw)
 			}
 		case "tools":
-			if ref := checkTools(kind, f.raw); ref != nil {
+			if ref := checkTools(kind, "tools", f.raw); ref != nil {
 				return ref
+			}
+		case "input":
+			// Responses input items declare tools too (tools.go); the Messages API
+			// has no such member.
+			if kind != "openai" {
+				continue
+			}
+			ref, err := checkInputTools(kind, f.raw)
+			if err != nil {
+				return &refusal{http.StatusBadRequest, "request body refused: input: " + err.Error()}
+			}
+			if ref != nil {
+				return ref
+			}
+		case "previous_response_id", "conversation", "prompt":
+			if !isNull(f.raw) {
+				return forbidden("%s is refused [server-tool]: %s", f.key, storedState[f.key])
 			}
 		case "tool_choice":
 			if ref := checkToolChoice(kind, f.raw); ref != nil {
@@ -213,52 +229,6 @@ func checkModelFeatures(kind string, fields []jsonField) *refusal {
 	return checkURLSources(kind, fields)
 }
 
-// checkTools refuses a tools array that declares a tool the harness does not run
-// itself, naming it, or that cannot be read as an array of objects without duplicate keys
-// (parsers disagree on which of two "type" keys wins).
-func checkTools(kind string, raw json.RawMessage) *refusal {
-	if isNull(raw) {
-		return nil
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		return &refusal{http.StatusBadRequest, "request body refused: tools must be an array of objects"}
-	}
-	for i, item := range items {
-		tool, err := parseObject(item)
-		if err != nil {
-			return &refusal{http.StatusBadRequest, fmt.Sprintf("request body refused: tools[%d]: %v", i, err)}
-		}
-		var typ, name string
-		if j := fieldIndex(tool, "type"); j >= 0 && !isNull(tool[j].raw) {
-			if json.Unmarshal(tool[j].raw, &typ) != nil || typ == "" {
-				return &refusal{http.StatusBadRequest, fmt.Sprintf("request body refused: tools[%d].type must be a non-empty string", i)}
-			}
-		}
-		if j := fieldIndex(tool, "name"); j >= 0 {
-			json.Unmarshal(tool[j].raw, &name)
-		}
-		if !isClientTool(kind, typ) {
-			return &refusal{http.StatusForbidden, fmt.Sprintf("tool %q of type %q is refused [server-tool]: %s (%s tool types forwarded: %s)",
-				name, typ, serverToolWhy, kind, strings.Join(clientToolTypes[kind], ", "))}
-		}
-	}
-	return nil
-}
-
-// isClientTool says whether a tool of type typ ("" when it has none) runs in the harness.
-func isClientTool(kind, typ string) bool {
-	if typ == "" {
-		return kind == "anthropic"
-	}
-	for _, t := range clientToolTypes[kind] {
-		if prefix, ok := strings.CutSuffix(t, "*"); (ok && strings.HasPrefix(typ, prefix)) || t == typ {
-			return true
-		}
-	}
-	return false
-}
-
 // longContextBeta returns the anthropic-beta value that turns on the 1M-token context
 // window, or "". Beyond 200k input tokens that window is billed at long-context rates
 // (twice the input rate, one and a half times the output rate) which the price table
@@ -280,11 +250,18 @@ type jsonField struct {
 	raw json.RawMessage
 }
 
+// duplicateKeyError is a JSON object holding one key twice.
+type duplicateKeyError struct{ key string }
+
+func (e *duplicateKeyError) Error() string {
+	return fmt.Sprintf("duplicate key %q in the JSON object", e.key)
+}
+
 // parseObject splits a JSON object into its members, refusing anything else and
 // duplicate keys: parsers disagree on which of two "max_tokens" wins, and the meter
 // must read the one the API obeys.
 func parseObject(b []byte) ([]jsonField, error) {
-	notObject := errors.New("the body must be one JSON object")
+	notObject := errors.New("not a single JSON object")
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, notObject
@@ -298,7 +275,7 @@ func parseObject(b []byte) ([]jsonField, error) {
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return nil, fmt.Errorf("duplicate key %q in the JSON object", key)
+			return nil, &duplicateKeyError{key}
 		}
 		seen[key] = true
 		var raw json.RawMessage

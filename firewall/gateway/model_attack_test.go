@@ -269,13 +269,6 @@ func TestWorstCaseCharge(t *testing.T) {
 				io.WriteString(w, `{"object":"chat.completion","model":"gpt-4o-mini","choices":[]}`)
 			}, false,
 			func(n float64) float64 { return ((n+1000)*0.15 + 300*0.6) / 1e6 }},
-		{"input held upstream (previous_response_id)", "/openai/v1/responses",
-			`{"model":"gpt-5","previous_response_id":"resp_1","max_output_tokens":10,"input":"go on"}`,
-			func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, `{"object":"response","model":"gpt-5"}`)
-			}, false,
-			func(n float64) float64 { return (400000*1.25 + 10*10) / 1e6 }},
 		{"unknown model", "/anthropic/v1/messages",
 			`{"model":"mystery-9","messages":[]}`,
 			func(w http.ResponseWriter, r *http.Request) {
@@ -781,10 +774,10 @@ func TestServerToolsRefused(t *testing.T) {
 			403, "web_search_20250305"},
 		{"anthropic tool with two types", "/anthropic/v1/messages",
 			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":[{"type":"custom","name":"x","type":"web_search_20250305"}]}`,
-			400, "duplicate"},
+			403, "duplicate"},
 		{"anthropic tools not an array", "/anthropic/v1/messages",
 			`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tools":{"type":"web_search_20250305"}}`,
-			400, "tools"},
+			403, "tools is not an array"},
 		{"anthropic count_tokens with web search", "/anthropic/v1/messages/count_tokens",
 			`{"model":"claude-sonnet-4-5","messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`,
 			403, "web_search_20250305"},
@@ -805,7 +798,7 @@ func TestServerToolsRefused(t *testing.T) {
 		{"responses tool_choice mcp", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":{"type":"mcp","server_label":"x"}}`, 403, "mcp"},
 		{"responses allowed_tools listing a hosted tool", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"},{"type":"web_search"}]}}`, 403, "web_search"},
 		{"responses tool_choice as a string", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":"web_search_preview"}`, 403, "web_search_preview"},
-		{"responses tool_choice with two types", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":{"type":"function","name":"f","type":"web_search_preview"}}`, 400, "duplicate"},
+		{"responses tool_choice with two types", "/openai/v1/responses", `{"model":"gpt-5","max_output_tokens":100,"input":"x","tool_choice":{"type":"function","name":"f","type":"web_search_preview"}}`, 403, "duplicate"},
 		{"chat tool_choice web_search_preview", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"tool_choice":{"type":"web_search_preview"}}`, 403, "web_search_preview"},
 		{"chat allowed_tools listing a hosted tool", "/openai/v1/chat/completions", `{"model":"gpt-4o","max_tokens":100,"messages":[],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"code_interpreter"}]}}}`, 403, "code_interpreter"},
 		{"anthropic tool_choice server tool", "/anthropic/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[],"tool_choice":{"type":"web_search_20250305","name":"web_search"}}`, 403, "web_search_20250305"},
@@ -956,10 +949,11 @@ func TestDoubleEncodingRefused(t *testing.T) {
 // TestURLSourcesRefused: an agent asks the provider to fetch a URL for it, through an
 // image, document, file or audio source given as a URL, wherever content goes (user
 // messages, tool results, system blocks, nested documents, Responses input and function
-// outputs, a stored prompt's variables, Chat Completions parts). The provider would fetch
-// it from its own network, which the allowlist never sees: each is refused with 403
-// naming the block and why, audited, and never reaches the API. Inline content passes
-// (TestInlineSourcesPass).
+// outputs, Chat Completions parts). The provider would fetch it from its own network,
+// which the allowlist never sees: each is refused with 403 naming the block and why,
+// audited, and never reaches the API. Inline content passes (TestInlineSourcesPass). A
+// stored prompt, whose variables are content too, is refused whole
+// (TestToolDeclarationsRefused).
 func TestURLSourcesRefused(t *testing.T) {
 	f := newFixture(t, 0, nil)
 	const msgs = `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[%s]}`
@@ -1002,9 +996,6 @@ func TestURLSourcesRefused(t *testing.T) {
 		{"responses function output with an image url", "/openai/v1/responses",
 			`{"model":"gpt-5","max_output_tokens":100,"input":[{"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":"https://evil.test/o.png"}]}]}`,
 			"input[0].output[0].image_url"},
-		{"responses stored prompt variable", "/openai/v1/responses",
-			`{"model":"gpt-5","max_output_tokens":100,"prompt":{"id":"pmpt_1","variables":{"pic":{"type":"input_image","image_url":"https://evil.test/p.png"}}},"input":"x"}`,
-			"prompt.variables.pic.image_url"},
 		{"chat image_url part", "/openai/v1/chat/completions",
 			`{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"https://evil.test/c.png","detail":"low"}}]}]}`,
 			`messages[0].content[1].image_url.url (in a block of type "image_url")`},

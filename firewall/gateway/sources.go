@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,10 +20,11 @@ import (
 
 // contentFields are the top-level request members that carry content blocks, walked for
 // URL sources. Tools, schemas and metadata are not content: a tool's input_schema names
-// "$schema" URLs the provider never fetches.
+// "$schema" URLs the provider never fetches. (A stored prompt's variables are content
+// too, but a prompt is refused whole: tools.go.)
 var contentFields = map[string][]string{
 	"anthropic": {"messages", "system"},
-	"openai":    {"input", "instructions", "messages", "prompt", "prediction"},
+	"openai":    {"input", "instructions", "messages", "prediction"},
 }
 
 // urlMembers hold a URL the provider fetches wherever they appear in content: only a
@@ -197,76 +197,3 @@ func clipURL(u string) string {
 	}
 	return u
 }
-
-// toolChoiceModes are the tool_choice types that choose among the request's own tools
-// rather than name a tool: with the client tool types, the only types tool_choice may
-// hold, at any depth (OpenAI's allowed_tools lists tools by type).
-var toolChoiceModes = map[string][]string{
-	"anthropic": {"auto", "any", "tool", "none"},
-	"openai":    {"auto", "none", "required", "function", "custom", "allowed_tools"},
-}
-
-// checkToolChoice refuses a tool_choice that names a tool the harness does not run
-// itself ({"type":"web_search_preview"} makes the provider search even without a tools
-// array), or that cannot be read without ambiguity.
-func checkToolChoice(kind string, raw json.RawMessage) *refusal {
-	if isNull(raw) {
-		return nil
-	}
-	var mode string
-	if json.Unmarshal(raw, &mode) == nil {
-		if !isChoiceMode(kind, mode) {
-			return &refusal{http.StatusForbidden, fmt.Sprintf("tool_choice %q is refused [server-tool]: tool_choice may be %s, or name a tool the harness runs", mode, strings.Join(toolChoiceModes[kind], ", "))}
-		}
-		return nil
-	}
-	typ, err := choiceTypes(kind, raw)
-	if err != nil {
-		return &refusal{http.StatusBadRequest, "request body refused: tool_choice: " + err.Error()}
-	}
-	if typ != "" {
-		return &refusal{http.StatusForbidden, fmt.Sprintf("tool_choice naming a tool of type %q is refused [server-tool]: %s (%s tool types forwarded: %s)",
-			typ, serverToolWhy, kind, strings.Join(clientToolTypes[kind], ", "))}
-	}
-	return nil
-}
-
-// choiceTypes returns the first "type" in a tool_choice object or array, at any depth,
-// that is neither a choice mode nor a client tool type, or "". Duplicate keys are refused.
-func choiceTypes(kind string, raw json.RawMessage) (string, error) {
-	switch v := bytes.TrimSpace(raw); {
-	case len(v) > 0 && v[0] == '{':
-		obj, err := parseObject(v)
-		if err != nil {
-			return "", err
-		}
-		for _, f := range obj {
-			if f.key == "type" {
-				var typ string
-				if json.Unmarshal(f.raw, &typ) != nil || typ == "" {
-					return "", fmt.Errorf("type must be a non-empty string")
-				}
-				if !isChoiceMode(kind, typ) && !isClientTool(kind, typ) {
-					return typ, nil
-				}
-				continue
-			}
-			if typ, err := choiceTypes(kind, f.raw); typ != "" || err != nil {
-				return typ, err
-			}
-		}
-	case len(v) > 0 && v[0] == '[':
-		var items []json.RawMessage
-		if err := json.Unmarshal(v, &items); err != nil {
-			return "", err
-		}
-		for _, item := range items {
-			if typ, err := choiceTypes(kind, item); typ != "" || err != nil {
-				return typ, err
-			}
-		}
-	}
-	return "", nil
-}
-
-func isChoiceMode(kind, typ string) bool { return slices.Contains(toolChoiceModes[kind], typ) }
