@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	gogithub "github.com/google/go-github/v66/github"
 
@@ -91,6 +92,14 @@ func checkAgentRun(t *testing.T, w *world, model *scriptedmodel.Server, name str
 	ev := readEvidence(t, out)
 	if err := ev.Validate(); err != nil {
 		t.Fatalf("evidence.json does not validate: %v", err)
+	}
+	// The figure issue #13 asks for: from the VM's start (the boot phase) to the CLI's
+	// first model request, as the model server saw it.
+	for _, p := range ev.Phases {
+		if reqs := model.Requests(); p.Name == evidence.PhaseBoot && len(reqs) > 0 {
+			t.Logf("%s: VM start to the first model request %v (boot %dms, %s)", name, reqs[0].Time.Sub(p.StartedAt).Round(time.Millisecond),
+				p.DurationMS, p.Detail)
+		}
 	}
 	t.Run("the model server saw the real key only, and the whole script played", func(t *testing.T) {
 		reqs := model.Requests()
