@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/firewall"
 	"github.com/bumperdev/bumper/firewall/audit"
@@ -307,4 +308,19 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string { return string(t.buf) }
+// String is the tail as text for an error: it was cut by bytes, so a character it
+// starts inside of is dropped, and bytes that are not UTF-8 (the setup prints what it
+// likes) become U+FFFD. The error ends up as the run's reason, which serve takes only
+// as valid UTF-8.
+func (t *tailBuffer) String() string {
+	b := t.buf
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	for len(s) > t.max {
+		_, n := utf8.DecodeRuneInString(s)
+		s = s[n:]
+	}
+	return s
+}

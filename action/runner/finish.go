@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -93,6 +94,12 @@ func classify(err error) (evidence.Outcome, string) {
 	}
 }
 
+// wireReason is the run's reason as serve takes it: valid UTF-8 (a failed setup's
+// reason quotes what the repository's script printed) of at most wire.MaxReason bytes.
+func wireReason(reason string) string {
+	return cut(strings.ToValidUTF8(reason, "\uFFFD"), wire.MaxReason)
+}
+
 // revoke revokes the installation token (DELETE /installation/token).
 func (r *run) revoke(ctx context.Context) (string, error) {
 	err := publish.Revoke(ctx, r.cfg.APIURL, r.grant.InstallationToken, r.cfg.HTTPClient)
@@ -110,7 +117,7 @@ func (r *run) report(ctx context.Context, digest string, outcome evidence.Outcom
 	// The pull request goes with the progress that hands it to review, where the App
 	// checks it; named here too, it would be read back from GitHub twice.
 	e := wire.Evidence{Digest: digest, ImageDigest: r.imageDigest, CostMicroUSD: r.ev.Cost.MeteredMicroUSD,
-		Outcome: string(outcome), Reason: cut(reason, wire.MaxReason)}
+		Outcome: string(outcome), Reason: wireReason(reason)}
 	if a := r.ev.Audit; a != nil {
 		e.AuditHead = a.Head
 	}

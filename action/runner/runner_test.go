@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/sandbox"
@@ -199,5 +200,25 @@ func TestCut(t *testing.T) {
 	long := strings.Repeat("é", 2000)
 	if got := cut(long, maxLine); len(got) > maxLine || utf8.RuneCountInString(got) > maxLine {
 		t.Fatalf("a cut line is %d bytes", len(got))
+	}
+}
+
+// TestReportedReasonIsValidUTF8: serve refuses a report whose reason is not valid UTF-8
+// (or longer than wire.MaxReason), and then the work item never learns how its run
+// ended. A failed environment setup's reason quotes the end of the setup's output,
+// which the repository's script writes: raw bytes, or a tail cut inside a character.
+func TestReportedReasonIsValidUTF8(t *testing.T) {
+	for _, reason := range []string{
+		"failed to build the repository's environment: the setup scripts/setup.sh failed (exit status 1); nothing was cached. Its output ended with:\n\xff\xfe\x80 binary junk \xc3",
+		"the setup failed. Its output ended with:\n" + string([]byte("€")[1:]) + strings.Repeat("€", 400),
+		strings.Repeat("\xff", 3*wire.MaxReason),
+	} {
+		got := wireReason(reason)
+		if !utf8.ValidString(got) || len(got) > wire.MaxReason {
+			t.Errorf("reason sent to serve: %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
+		}
+		if !strings.HasPrefix(reason, "\xff") && !strings.HasPrefix(got, reason[:20]) {
+			t.Errorf("reason sent to serve %.40q does not start as the run's %.40q", got, reason)
+		}
 	}
 }
