@@ -222,3 +222,34 @@ func TestReportedReasonIsValidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupLogBounded: a repository's setup script that prints without end (until its
+// timeout) fills the job log's stream, never the runner host's disk: the artifact's
+// environment log keeps at most DefaultMaxTranscript bytes, as a round's transcript does.
+func TestSetupLogBounded(t *testing.T) {
+	var job bytes.Buffer
+	r := &run{cfg: Config{Log: &job}}
+	path := filepath.Join(t.TempDir(), EnvironmentLogFile)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := r.setupLog(f)
+	chunk := bytes.Repeat([]byte("yes\n"), 1<<18) // 1 MiB
+	for range DefaultMaxTranscript/len(chunk) + 8 {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size() > DefaultMaxTranscript {
+		t.Fatalf("the environment log holds %d bytes, more than %d", info.Size(), DefaultMaxTranscript)
+	}
+	if job.Len() <= DefaultMaxTranscript {
+		t.Fatalf("the job log got %d bytes: all of the output goes there", job.Len())
+	}
+}
