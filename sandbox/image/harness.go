@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/bumperdev/bumper/internal/fsutil"
 )
 
 // Harness is an agent CLI installed into the image from the npm registry, at one exact
@@ -104,12 +107,17 @@ func fetchHarness(ctx context.Context, cacheDir, registry string, h Harness, cli
 	version := h.Version + pkg.versionSuffix
 	dir := filepath.Join(cacheDir, "harness")
 	base := strings.NewReplacer("@", "", "/", "-").Replace(pkg.npmName) + "-" + version
-	tgz, sumFile := filepath.Join(dir, base+".tgz"), filepath.Join(dir, base+".integrity")
+	sumFile := filepath.Join(dir, base+".integrity")
 	// The cache is the host's (root's): a tarball in it was checked when it came in,
-	// and hashing 170 MB again at every run would cost a second.
+	// and hashing 170 MB again at every run would cost a second. It is named by its
+	// integrity, so the integrity the version's file names is always its tarball's,
+	// whatever concurrent fetches (which run outside the cache lock) did.
 	if sum, err := os.ReadFile(sumFile); err == nil {
-		if _, err := os.Stat(tgz); err == nil {
-			return harnessTarball{path: tgz, integrity: strings.TrimSpace(string(sum))}, nil
+		integrity := strings.TrimSpace(string(sum))
+		if tgz, ok := tarballPath(dir, base, integrity); ok {
+			if _, err := os.Stat(tgz); err == nil {
+				return harnessTarball{path: tgz, integrity: integrity}, nil
+			}
 		}
 	}
 	meta, err := npmVersion(ctx, client, registry, pkg.npmName, version)
@@ -134,13 +142,32 @@ func fetchHarness(ctx context.Context, cacheDir, registry string, h Harness, cli
 	if err := checkIntegrity(partial.Name(), meta.Dist.Integrity); err != nil {
 		return harnessTarball{}, fmt.Errorf("the tarball of %s@%s is refused: %w", pkg.npmName, version, err)
 	}
+	tgz, ok := tarballPath(dir, base, meta.Dist.Integrity)
+	if !ok {
+		return harnessTarball{}, fmt.Errorf("the tarball of %s@%s is refused: its integrity %q is not one SHA-512", pkg.npmName, version, meta.Dist.Integrity)
+	}
 	if err := os.Rename(partial.Name(), tgz); err != nil {
 		return harnessTarball{}, fmt.Errorf("failed to keep the tarball: %w", err)
 	}
-	if err := os.WriteFile(sumFile, []byte(meta.Dist.Integrity+"\n"), 0o644); err != nil {
+	// Written whole or not at all: a concurrent fetch never reads half an integrity.
+	if err := fsutil.WriteFileAtomic(sumFile, []byte(meta.Dist.Integrity+"\n"), 0o644); err != nil {
 		return harnessTarball{}, fmt.Errorf("failed to record the tarball's integrity: %w", err)
 	}
 	return harnessTarball{path: tgz, integrity: meta.Dist.Integrity}, nil
+}
+
+// tarballPath is where the cache keeps the tarball whose integrity is npm's
+// "sha512-<base64>": named by its digest; false when integrity is not one SHA-512.
+func tarballPath(dir, base, integrity string) (string, bool) {
+	b64, ok := strings.CutPrefix(integrity, "sha512-")
+	if !ok {
+		return "", false
+	}
+	sum, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(sum) != sha512.Size {
+		return "", false
+	}
+	return filepath.Join(dir, base+"-"+hex.EncodeToString(sum)+".tgz"), true
 }
 
 // npmManifest is the part of a version's manifest the builder reads.

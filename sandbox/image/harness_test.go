@@ -226,3 +226,53 @@ func TestHarnessCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnessCacheNeverMismatched: fetches run outside the cache lock (plan), so runs
+// approved together fetch one harness at once. The cache must never pair an integrity
+// with a tarball it does not describe: a half-written integrity file (another fetch
+// writing it), or an integrity file beside a tarball another fetch renamed over the
+// first (a registry or mirror that answered the two differently). Either way the image
+// would be keyed and recorded with one integrity and carry another tarball; the fetch
+// goes to the registry again instead.
+func TestHarnessCacheNeverMismatched(t *testing.T) {
+	good := fakeTarball(t, []tarEntry{{name: "package/claude", content: "#!/bin/sh\necho claude\n"}})
+	evil := fakeTarball(t, []tarEntry{{name: "package/claude", content: "#!/bin/sh\necho evil\n"}})
+	h := Harness{Name: "claude-code", Version: "2.1.328"}
+	base := "anthropic-ai-claude-code-linux-x64-2.1.328"
+	for _, tt := range []struct {
+		name      string
+		integrity string
+		tarball   []byte
+	}{
+		{"an integrity file cut short", "", good},
+		{"an integrity file cut inside its digest", integrityOf(good)[:40], good},
+		{"another fetch's tarball beside this integrity", integrityOf(good), evil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := newFakeRegistry(t, "@anthropic-ai/claude-code-linux-x64", h.Version, good)
+			dir := filepath.Join(t.TempDir(), "harness")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// Every name a tarball of this version has had in the cache.
+			for _, name := range []string{base + ".tgz", base + "-" + strings.Repeat("0", 128) + ".tgz"} {
+				if err := os.WriteFile(filepath.Join(dir, name), tt.tarball, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, base+".integrity"), []byte(tt.integrity), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := fetchHarness(context.Background(), filepath.Dir(dir), reg.URL, h, reg.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkIntegrity(got.path, got.integrity); err != nil || got.integrity != integrityOf(good) {
+				t.Fatalf("the cache gave %s with integrity %q: %v", got.path, got.integrity, err)
+			}
+			if reg.downloads.Load() != 1 {
+				t.Fatalf("%d downloads, want the registry asked again", reg.downloads.Load())
+			}
+		})
+	}
+}
