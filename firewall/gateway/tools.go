@@ -69,6 +69,15 @@ var clientToolList = map[string]string{
 // refused.
 var inputToolItems = map[string]bool{"additional_tools": true, "tool_search_output": true}
 
+// storedItems are the Responses input item types that stand for an item the provider
+// stored rather than carry it, each with why it is refused: like previous_response_id,
+// the body does not show what the provider adds (a stored additional_tools or
+// tool_search_output item declares tools the gateway never sees). Codex sends every
+// item whole, with store false.
+var storedItems = map[string]string{
+	"item_reference": "the provider would put in its place an item it stored, which can declare tools (additional_tools, tool_search_output) the gateway never sees; send the item itself instead",
+}
+
 // serverToolWhy says why a tool, field or model that makes the provider act on the
 // network is refused.
 const serverToolWhy = "it runs at the provider, which would fetch URLs the firewall's allowlist never sees (a way around default-deny egress) and bill fees the meter does not count; the firewall forwards only tools the harness runs itself in the VM"
@@ -320,6 +329,10 @@ func (w *inputWalker) object(path string, item bool) error {
 	}
 	if _, err := w.dec.Token(); err != nil {
 		return err
+	}
+	if why, ok := storedItems[typ]; ok && item {
+		w.ref = &refusal{http.StatusForbidden, fmt.Sprintf("%s, an item of type %q, is refused [server-tool]: %s", path, typ, why)}
+		return nil
 	}
 	if tools == nil || isNull(tools) {
 		return nil

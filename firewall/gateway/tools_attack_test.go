@@ -162,6 +162,10 @@ var toolAttacks = []toolAttack{
 		responses(`"prompt":{"id":"pmpt_1","version":"2"},"input":"x"`), "stored prompt brings"},
 	{"stored prompt with a URL variable", "state:prompt", "/openai/v1/responses",
 		responses(`"prompt":{"id":"pmpt_1","variables":{"pic":{"type":"input_image","image_url":"https://evil.test/p.png"}}},"input":"x"`), "prompt is refused"},
+	{"item_reference to a stored item", "input:item_reference", "/openai/v1/responses",
+		responses(`"input":[` + userMsg + `,{"type":"item_reference","id":"atl_68a9f1"}],"tools":[` + fnTool + `]`), `input[1], an item of type "item_reference", is refused`},
+	{"item_reference without its type first", "input:item_reference", "/openai/v1/responses",
+		responses(`"input":[{"id":"atl_68a9f1","type":"item_reference"}]`), `of type "item_reference"`},
 	{"stored prompt given twice", "state:prompt", "/openai/v1/responses",
 		responsesStart + `"prompt":null,"prompt":{"id":"pmpt_1"},"input":"x"}`, `two "prompt" members`},
 }
@@ -208,6 +212,9 @@ func TestEveryToolPlaceIsAttacked(t *testing.T) {
 	}
 	for member := range storedState {
 		places["state:"+member] = true
+	}
+	for typ := range storedItems {
+		places["input:"+typ] = true
 	}
 	tried := map[string]bool{}
 	for _, a := range toolAttacks {
