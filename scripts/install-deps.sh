@@ -23,6 +23,8 @@ apt-get install -y -qq --no-install-recommends \
 CLAUDE_CODE_VERSION=2.1.328
 CODEX_VERSION=0.171.0
 clis=/var/tmp/bumper-test-clis
+# Binaries the tests run as root: a directory someone else made is not trusted.
+if [ -e "$clis" ] && [ "$(stat -c %u "$clis")" != 0 ]; then rm -rf "$clis"; fi
 if [ ! -x "$clis/claude-$CLAUDE_CODE_VERSION" ] || [ ! -x "$clis/codex-$CODEX_VERSION" ] || [ ! -x "$clis/codex-code-mode-host" ]; then
   command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends npm >/dev/null
   work=$(mktemp -d)

@@ -42,6 +42,11 @@ type Options struct {
 	// workspace, and unless Tree is set the key's files are read from it (never
 	// through a link).
 	RepoDir string
+	// Files, when set, are the only paths (relative, slash-separated) copied from
+	// RepoDir into the setup's workspace: a local checkout's tracked files, so nothing
+	// git ignores (an .env, an .npmrc with a token) reaches a VM whose allowlist the
+	// repository chose. Nil copies the whole tree but .git (the runner's fresh fetch).
+	Files []string
 	// Tree, when set, is what the key's files are read from instead of RepoDir's
 	// working tree: the runner's is the approved base commit's objects, so the key
 	// covers the commit whatever a checkout filter did to the files.
@@ -150,7 +155,7 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 	}
 	defer os.RemoveAll(work)
 	ws := filepath.Join(work, "disk")
-	if err := copyTree(o.RepoDir, filepath.Join(ws, "repo")); err != nil {
+	if err := copyTree(o.RepoDir, filepath.Join(ws, "repo"), o.Files); err != nil {
 		return nil, err
 	}
 	vm := o.VM
@@ -194,6 +199,13 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 		first, lines := refusals(o.Audit, o.Env.Allow)
 		return nil, errors.Join(fmt.Errorf("the setup %s failed (%s)%s; nothing was cached. Its output ended with:\n%s\n%s", o.Env.Setup, why, first, tail.String(), lines), cerr)
 	}
+	// What the setup left in /out and /tmp is not the environment: every run would
+	// start with it (a plan, a decision ledger, a bundle the runner would read as the
+	// agent's).
+	clear := `rm -rf /out/* /out/.[!.]* /tmp/* /tmp/.[!.]* 2>/dev/null; [ -z "$(ls -A /out)" ]`
+	if res, err := s.Run(ctx, []string{"sh", "-c", clear}, nil, io.Discard, io.Discard); err != nil || res.ExitCode != 0 {
+		return nil, fmt.Errorf("failed to clear the setup's /out and /tmp before keeping its disk: %v (%+v)", err, res)
+	}
 	staging, err := image.RootDiskStaging(imagesDir)
 	if err != nil {
 		return nil, err
@@ -211,9 +223,20 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 	return img, nil
 }
 
-// copyTree copies a checkout into dst without .git: regular files, directories and
+// copyTree copies a checkout into dst without .git, only the paths in only when it is
+// not nil: regular files, directories and
 // links (as links; they resolve inside the VM, not here).
-func copyTree(src, dst string) error {
+func copyTree(src, dst string, only []string) error {
+	var keep map[string]bool
+	if only != nil {
+		keep = map[string]bool{".": true}
+		for _, f := range only {
+			// A listed file keeps its directories.
+			for p := filepath.Clean(filepath.FromSlash(f)); p != "." && p != string(filepath.Separator); p = filepath.Dir(p) {
+				keep[p] = true
+			}
+		}
+	}
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -224,6 +247,12 @@ func copyTree(src, dst string) error {
 		}
 		if d.IsDir() && d.Name() == ".git" && p != src {
 			return filepath.SkipDir
+		}
+		if keep != nil && !keep[rel] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		target := filepath.Join(dst, rel)
 		switch {

@@ -24,7 +24,7 @@ func repo(t *testing.T, deps string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"setup.sh": "set -e\nmkdir -p \"$HOME/.cache/demo\"\ncp deps.txt \"$HOME/.cache/demo/deps\"\necho setup done\n",
+		"setup.sh": "set -e\nmkdir -p \"$HOME/.cache/demo\"\ncp deps.txt \"$HOME/.cache/demo/deps\"\necho leftover > /out/plan.md\necho setup done\n",
 		"deps.txt": deps,
 		"README":   "a repository\n",
 	}
@@ -79,7 +79,9 @@ func TestBuild(t *testing.T) {
 	cfg := o.VM
 	cfg.Kernel, cfg.Initrd, cfg.Rootfs, cfg.Cmdline = first.Image.KernelPath(), first.Image.InitrdPath(), first.Image.RootfsPath(), first.Image.Manifest().Cmdline
 	var out bytes.Buffer
-	rep, err := sandbox.Run(ctx, sandbox.Spec{Config: cfg, Argv: []string{"cat", repoconfig.AgentHome + "/.cache/demo/deps"}, Stdout: &out, Stderr: &out})
+	// The setup's cache is there; what it left in /out is not (every run would start
+	// with a plan it never wrote).
+	rep, err := sandbox.Run(ctx, sandbox.Spec{Config: cfg, Argv: []string{"sh", "-c", "cat " + repoconfig.AgentHome + "/.cache/demo/deps; ls -A /out"}, Stdout: &out, Stderr: &out})
 	if err != nil || rep.ExitCode != 0 || out.String() != "v1 "+run+"\n" {
 		t.Fatalf("in the derived image: %v, %+v, %q", err, rep, out.String())
 	}

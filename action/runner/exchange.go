@@ -68,6 +68,9 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	if r.policy, err = r.readPolicy(ctx); err != nil {
 		return "", err
 	}
+	if err := checkPins(r.policy, r.cfg.Resolve); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("granted %s attempt %d at %.12s; policy %s", grant.Stage, grant.Attempt, grant.BaseCommit, r.policy.Revision), nil
 }
 

@@ -253,3 +253,35 @@ func TestSetupLogBounded(t *testing.T) {
 		t.Fatalf("the job log got %d bytes: all of the output goes there", job.Len())
 	}
 }
+
+// TestCheckPins: a repository cannot turn the runner host's pin of a mirror into a way
+// to every service on its address: the pinned name (or a wildcard over it) on any port
+// but 443 is refused; the default port, other hosts and no pins pass.
+func TestCheckPins(t *testing.T) {
+	pins := map[string]string{"npm.corp.internal": "10.0.0.5"}
+	tests := []struct {
+		name, policy string
+		pins         map[string]string
+		want         string
+	}{
+		{"the pinned host on its default port", "version: 1\nallowlist: [npm.corp.internal]\n", pins, ""},
+		{"the pinned host on 443", "version: 1\nallowlist: [\"npm.corp.internal:443\"]\n", pins, ""},
+		{"another host on any port", "version: 1\nallowlist: [\"registry.npmjs.org:8443\"]\n", pins, ""},
+		{"no pins", "version: 1\nallowlist: [\"npm.corp.internal:22\"]\n", nil, ""},
+		{"the pinned host's ssh", "version: 1\nallowlist: [\"npm.corp.internal:22\"]\n", pins, "port 22"},
+		{"a wildcard over it, on redis", "version: 1\nallowlist: [\"*.corp.internal:443,6379\"]\n", pins, "port 6379"},
+		{"upper case, in the setup's list", "version: 1\nenvironment: {setup: s.sh, allow: [\"NPM.Corp.Internal:9200\"]}\n", pins, "environment.allow"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := repoconfig.Parse([]byte(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkPins(p, tt.pins)
+			if (tt.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("checkPins = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -53,6 +55,10 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	files, err := checkoutFiles(ctx, dir, *repo != "")
+	if err != nil {
+		return err
+	}
 	memMB, err := sandbox.ParseSize(*memory)
 	if err != nil {
 		return fmt.Errorf("%w: --memory: %w", errUsage, err)
@@ -82,7 +88,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
 	start := time.Now()
 	res, err := envbuild.Build(ctx, envbuild.Options{
-		RepoDir: dir, Repository: *repo, Env: *pol.Environment, Resolve: pins,
+		RepoDir: dir, Files: files, Repository: *repo, Env: *pol.Environment, Resolve: pins,
 		Image: bc,
 		VM:    sandbox.Config{CPUs: *cpus, MemoryMB: memMB, Accel: *accel, QEMUUser: *qemuUser},
 		Audit: *auditPath, Log: stderr,
@@ -108,4 +114,46 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "  %s\n", in)
 	}
 	return nil
+}
+
+// checkoutFiles lists what of DIR goes into the setup's workspace: in a git checkout,
+// the tracked files only (an untracked .env or a token in .npmrc never reaches a VM
+// whose allowlist the repository chose); nil for a plain directory, which is copied
+// whole. With clean set (--repo, whose image a runner host will boot for every run of
+// that repository) the checkout must be a git one without changes or untracked files,
+// so what is built is what was committed.
+func checkoutFiles(ctx context.Context, dir string, clean bool) ([]string, error) {
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_OPTIONAL_LOCKS=0")
+		return cmd.Output()
+	}
+	top, err := git("rev-parse", "--show-toplevel")
+	abs, aerr := filepath.Abs(dir)
+	if err != nil || aerr != nil || filepath.Clean(strings.TrimSpace(string(top))) != filepath.Clean(abs) {
+		if clean {
+			return nil, fmt.Errorf("%w: --repo builds the image the runner host boots for every run of the repository, so DIR must be the root of a git checkout (of the commit you trust)", errUsage)
+		}
+		return nil, nil
+	}
+	if clean {
+		status, err := git("status", "--porcelain", "--untracked-files=normal")
+		if err != nil {
+			return nil, fmt.Errorf("failed to read the checkout's status: %w", err)
+		}
+		if len(strings.TrimSpace(string(status))) > 0 {
+			return nil, fmt.Errorf("%w: with --repo the checkout must be clean (what is built is what every run of the repository boots); commit or stash first:\n%s", errUsage, status)
+		}
+	}
+	out, err := git("ls-files", "-z", "--cached")
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the checkout's tracked files: %w", err)
+	}
+	files := []string{}
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
 }

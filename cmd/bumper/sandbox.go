@@ -201,14 +201,15 @@ func loadOrBuildImage(ctx context.Context, dir, cache string, caFiles []string, 
 }
 
 // defaultBuildConfig builds the default image in cache with this binary as the guest
-// agent, trusting caFiles besides Debian's CAs: the image commands that start VMs use
+// agent, trusting caFiles besides Debian's CAs, with harnesses from BUMPER_NPM_REGISTRY
+// (default the public registry): the image commands that start VMs use
 // it when given none.
 func defaultBuildConfig(cache string, caFiles []string, progress io.Writer) (image.BuildConfig, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return image.BuildConfig{}, fmt.Errorf("failed to find this binary to use as the guest agent: %w", err)
 	}
-	return image.BuildConfig{CacheDir: cache, AgentBinary: self, CACerts: caFiles, Progress: progress}, nil
+	return image.BuildConfig{CacheDir: cache, AgentBinary: self, CACerts: caFiles, NPMRegistry: os.Getenv(envNPMRegistry), Progress: progress}, nil
 }
 
 // environmentImage finds the image `bumper env build` derived for the environment id
