@@ -34,16 +34,8 @@ func TestEnvironmentSetupRefused(t *testing.T) {
 	w := newWorld(t, withEnvironment("environment:\n  setup: scripts/env-setup.sh\n  allow: [proxy.golang.org]\n", map[string]string{
 		"scripts/env-setup.sh": "#!/bin/sh\nset -eu\necho 'setup: fetching the toolchain'\ngit ls-remote https://example.com/toolchain.git\n",
 	}))
-	n := w.openIssue("Count to 4", "test.sh wants 4 widgets.\n\nscenario: fix")
-	w.label(n, "agent:implement")
-	run := w.approve(n)
-	done := w.wait(run)
-	log := w.jobLog(run)
-	if done.Conclusion != "failure" {
-		t.Fatalf("run ended %s, want failure:\n%s", done.Conclusion, log)
-	}
-	out := w.out(run)
-	ev := readEvidence(t, out)
+	r := w.runIssue("Count to 4", "test.sh wants 4 widgets.\n\nscenario: fix", "failure")
+	out, ev, n := r.out, r.ev, r.issue
 	if err := ev.Validate(); err != nil {
 		t.Fatalf("evidence.json does not validate: %v", err)
 	}

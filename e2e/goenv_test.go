@@ -71,19 +71,8 @@ func TestRunInGoEnvironment(t *testing.T) {
 		}
 		f[".github/bumper.yml"] = goPolicy
 	}})
-	n := w.openIssue("Count the squares", "Add Count(n), the number of squares Squares(n) yields, with a test.\n\nscenario: gocount")
-	w.label(n, "agent:implement")
-	run := w.approve(n)
-	done := w.wait(run)
-	log := w.jobLog(run)
-	if done.Conclusion != "success" {
-		t.Fatalf("run %d ended %s:\n%s", run.ID, done.Conclusion, log)
-	}
-	out := w.out(run)
-	ev := readEvidence(t, out)
-	if err := ev.Validate(); err != nil {
-		t.Fatalf("evidence.json does not validate: %v", err)
-	}
+	r := w.runIssue("Count the squares", "Add Count(n), the number of squares Squares(n) yields, with a test.\n\nscenario: gocount", "success")
+	out, ev := r.out, r.ev
 	env := ev.Environment
 	if env == nil || ev.Sandbox == nil || env.ImageDigest != ev.Sandbox.ImageDigest || env.ImageDigest == env.BaseImageDigest || env.Setup != "scripts/env-setup.sh" {
 		t.Fatalf("environment %+v, sandbox %+v", env, ev.Sandbox)

@@ -80,19 +80,8 @@ func fixWidgets(write scriptedmodel.Call) scriptedmodel.Script {
 // agent's file in the pull request, the harness and costs in the evidence.
 func checkAgentRun(t *testing.T, w *world, model *scriptedmodel.Server, name string) *evidence.Evidence {
 	t.Helper()
-	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.")
-	w.label(n, "agent:implement")
-	run := w.approve(n)
-	done := w.wait(run)
-	log := w.jobLog(run)
-	if done.Conclusion != "success" {
-		t.Fatalf("run %d ended %s:\n%s", run.ID, done.Conclusion, log)
-	}
-	out := w.out(run)
-	ev := readEvidence(t, out)
-	if err := ev.Validate(); err != nil {
-		t.Fatalf("evidence.json does not validate: %v", err)
-	}
+	r := w.runIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.", "success")
+	log, out, ev := r.log, r.out, r.ev
 	// The figure issue #13 asks for: from the VM's start (the boot phase) to the CLI's
 	// first model request, as the model server saw it.
 	for _, p := range ev.Phases {
@@ -203,23 +192,15 @@ func TestClaudeCodeOverBudget(t *testing.T) {
 		scriptedmodel.Say("never reached"),
 	}
 	w, model := agentWorld(t, "claude-code", script, "100")
-	n := w.openIssue("Count to a million", "Spend.")
-	w.label(n, "agent:implement")
-	run := w.approve(n)
-	done := w.wait(run)
-	log := w.jobLog(run)
-	if done.Conclusion != "failure" {
-		t.Fatalf("run ended %s, want failure:\n%s", done.Conclusion, log)
-	}
-	ev := readEvidence(t, w.out(run))
-	rec := w.record(n)
+	r := w.runIssue("Count to a million", "Spend.", "failure")
+	ev, rec := r.ev, w.record(r.issue)
 	if ev.Outcome != evidence.OutcomeOverBudget || !strings.Contains(rec.Reason, "budget") || rec.State != ledger.Failed {
 		t.Fatalf("outcome %s, record %s: %q", ev.Outcome, rec.State, rec.Reason)
 	}
 	if played := model.Played(); played != 2 {
 		t.Fatalf("the model server played %d turns, want 2: the third call must never leave the firewall", played)
 	}
-	transcript, _ := os.ReadFile(filepath.Join(w.out(run), "agent-round-1.log"))
+	transcript, _ := os.ReadFile(filepath.Join(r.out, "agent-round-1.log"))
 	if !strings.Contains(string(transcript), "budget") {
 		t.Fatalf("the CLI's transcript does not show the gateway's refusal:\n%s", transcript)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/bumperdev/bumper/action/evidence"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -360,6 +361,38 @@ func (w *world) wait(run ghemu.RunInfo) ghemu.RunInfo {
 	}
 	w.settle()
 	return done
+}
+
+// ran is an issue's run, ended: the issue, the run, its job log, its output directory
+// and its evidence.
+type ran struct {
+	issue int
+	run   ghemu.RunInfo
+	log   string
+	out   string
+	ev    *evidence.Evidence
+}
+
+// runIssue opens an issue, labels it, approves it and waits for its run, which must
+// end with conclusion; the evidence is validated when the run succeeded.
+func (w *world) runIssue(title, body, conclusion string) ran {
+	w.t.Helper()
+	n := w.openIssue(title, body)
+	w.label(n, "agent:implement")
+	run := w.approve(n)
+	done := w.wait(run)
+	log := w.jobLog(run)
+	if done.Conclusion != conclusion {
+		w.t.Fatalf("run %d ended %s, want %s:\n%s", run.ID, done.Conclusion, conclusion, log)
+	}
+	r := ran{issue: n, run: run, log: log, out: w.out(run)}
+	r.ev = readEvidence(w.t, r.out)
+	if conclusion == "success" {
+		if err := r.ev.Validate(); err != nil {
+			w.t.Fatalf("evidence.json does not validate: %v", err)
+		}
+	}
+	return r
 }
 
 // jobLog is the run's job log as GitHub would show it.
