@@ -203,8 +203,12 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 	// start with it (a plan, a decision ledger, a bundle the runner would read as the
 	// agent's).
 	clear := `rm -rf /out/* /out/.[!.]* /tmp/* /tmp/.[!.]* 2>/dev/null; [ -z "$(ls -A /out)" ]`
-	if res, err := s.Run(ctx, []string{"sh", "-c", clear}, nil, io.Discard, io.Discard); err != nil || res.ExitCode != 0 {
-		return nil, fmt.Errorf("failed to clear the setup's /out and /tmp before keeping its disk: %v (%+v)", err, res)
+	res, err = s.Run(ctx, []string{"sh", "-c", clear}, nil, io.Discard, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("failed to clear the setup's /out and /tmp before keeping its disk: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("failed to clear the setup's /out and /tmp before keeping its disk (exit %d): the setup left there what the agent user cannot remove", res.ExitCode)
 	}
 	staging, err := image.RootDiskStaging(imagesDir)
 	if err != nil {
