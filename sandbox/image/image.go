@@ -196,7 +196,8 @@ func Load(dir string) (*Image, error) {
 	if base := filepath.Base(filepath.Clean(dir)); "sha256:"+base != m.Digest {
 		return nil, fmt.Errorf("failed to load image %s: directory name %s does not match the digest %s", dir, base, m.Digest)
 	}
-	if alreadyVerified(dir, m.Digest) {
+	fresh := verifiedFiles(dir, m.Digest)
+	if len(fresh) == 3 {
 		return &Image{dir: dir, manifest: m}, nil
 	}
 	checks := []struct{ file, sum string }{
@@ -205,6 +206,9 @@ func Load(dir string) (*Image, error) {
 		{RootfsFile, m.Rootfs.SHA256},
 	}
 	for _, c := range checks {
+		if fresh[c.file] {
+			continue
+		}
 		got, size, err := hashFile(filepath.Join(dir, c.file))
 		if err != nil {
 			return nil, fmt.Errorf("failed to load image %s: %w", dir, err)

@@ -309,3 +309,31 @@ func TestLoadAfterVerification(t *testing.T) {
 		t.Fatalf("Load after a change with the old mtime = %v, want a hash mismatch", err)
 	}
 }
+
+// TestLoadAfterKernelLinked: another image linking the shared kernel (its change time
+// moves) makes the next Load hash the kernel again, not the root filesystem; and a
+// kernel whose content changed is still caught.
+func TestLoadAfterKernelLinked(t *testing.T) {
+	dir, _ := writeFakeImage(t, filepath.Join(t.TempDir(), "images"))
+	im, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, KernelFile), filepath.Join(t.TempDir(), "another-image-vmlinux")); err != nil {
+		t.Fatal(err)
+	}
+	fresh := verifiedFiles(dir, im.Manifest().Digest)
+	if fresh[KernelFile] || !fresh[RootfsFile] || !fresh[InitrdFile] {
+		t.Fatalf("after the kernel was linked elsewhere, still verified: %v; want the rootfs and initrd only", fresh)
+	}
+	if _, err := Load(dir); err != nil {
+		t.Fatalf("Load after the kernel was linked: %v", err)
+	}
+	kernel := filepath.Join(dir, KernelFile)
+	st, _ := os.Stat(kernel)
+	writeAt(t, kernel, 10, []byte("x"))
+	_ = os.Chtimes(kernel, st.ModTime(), st.ModTime())
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), KernelFile+" has SHA-256") {
+		t.Fatalf("Load after the kernel changed = %v, want a hash mismatch", err)
+	}
+}

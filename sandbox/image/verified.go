@@ -49,27 +49,42 @@ func stamps(dir, digest string) (map[string]fileStamp, error) {
 	return out, nil
 }
 
-// alreadyVerified reports whether a full verification was recorded and nothing changed
-// since.
-func alreadyVerified(dir, digest string) bool {
+// verifiedFiles returns the content files a recorded full verification still vouches
+// for: those whose stamps are unchanged, provided the manifest and its digest are. The
+// kernel and initramfs are hard links shared by many images, so any image built or
+// removed beside them changes their change time; they are small, and hashing them again
+// must not cost every image a hash of its whole root filesystem.
+func verifiedFiles(dir, digest string) map[string]bool {
 	raw, err := os.ReadFile(filepath.Join(dir, verifiedFile))
 	if err != nil {
-		return false
+		return nil
 	}
 	var recorded map[string]fileStamp
 	if err := json.Unmarshal(raw, &recorded); err != nil {
-		return false
+		return nil
 	}
 	now, err := stamps(dir, digest)
 	if err != nil || len(now) != len(recorded) {
-		return false
+		return nil
 	}
-	for k, v := range now {
-		if recorded[k] != v {
-			return false
+	for _, k := range []string{ManifestFile, "digest:" + digest} {
+		if r, ok := recorded[k]; !ok || r != now[k] {
+			return nil
 		}
 	}
-	return true
+	ok := map[string]bool{}
+	for _, name := range []string{KernelFile, InitrdFile, RootfsFile} {
+		if r, found := recorded[name]; found && r == now[name] {
+			ok[name] = true
+		}
+	}
+	return ok
+}
+
+// alreadyVerified reports whether a full verification was recorded and nothing changed
+// since.
+func alreadyVerified(dir, digest string) bool {
+	return len(verifiedFiles(dir, digest)) == 3
 }
 
 // recordVerified writes the stamps after a full verification. Failing to write them only
