@@ -81,12 +81,6 @@ func verifiedFiles(dir, digest string) map[string]bool {
 	return ok
 }
 
-// alreadyVerified reports whether a full verification was recorded and nothing changed
-// since.
-func alreadyVerified(dir, digest string) bool {
-	return len(verifiedFiles(dir, digest)) == 3
-}
-
 // recordVerified writes the stamps after a full verification. Failing to write them only
 // costs the next Load a full hash, so errors are ignored (a read-only cache is fine).
 func recordVerified(dir, digest string) {
