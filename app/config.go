@@ -40,7 +40,15 @@ type ServerConfig struct {
 	Workers         int           `yaml:"workers"`
 	QueueSize       int           `yaml:"queue_size"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// RedeliverInterval is how often serve asks GitHub again for the App's failed
+	// webhook deliveries (also once at start); 0 turns that off.
+	RedeliverInterval time.Duration `yaml:"redeliver_interval"`
+	// RedeliverWindow is how far back each sweep looks.
+	RedeliverWindow time.Duration `yaml:"redeliver_window"`
 }
+
+// maxRedeliverWindow is how long GitHub keeps an App's webhook deliveries.
+const maxRedeliverWindow = 72 * time.Hour
 
 // BumperConfig is the App's own behaviour.
 type BumperConfig struct {
@@ -83,7 +91,8 @@ func DefaultConfig() Config {
 	c.GitHub.V3APIURL = "https://api.github.com/"
 	c.GitHub.V4APIURL = "https://api.github.com/graphql"
 	c.Server = ServerConfig{Address: "127.0.0.1:8080", WebhookPath: "/api/github/hook", Workers: 8,
-		QueueSize: 256, ShutdownTimeout: 30 * time.Second}
+		QueueSize: 256, ShutdownTimeout: 30 * time.Second, RedeliverInterval: 5 * time.Minute,
+		RedeliverWindow: 3 * time.Hour}
 	c.Bumper = BumperConfig{TriggerLabel: "agent:implement", Workflow: "bumper-run.yml",
 		TokenPermissions: DefaultTokenPermissions(), OIDCIssuer: "https://token.actions.githubusercontent.com",
 		ApproveWindow: workitem.DefaultApproveWindow}
@@ -170,6 +179,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.Workers < 1 || c.Server.QueueSize < 0 {
 		bad("server.workers must be 1 or more and server.queue_size 0 or more")
+	}
+	if c.Server.RedeliverInterval < 0 {
+		bad("server.redeliver_interval is %s; use 0 (off) or a positive duration such as 5m", c.Server.RedeliverInterval)
+	}
+	if c.Server.RedeliverInterval > 0 && (c.Server.RedeliverWindow < c.Server.RedeliverInterval || c.Server.RedeliverWindow > maxRedeliverWindow) {
+		bad("server.redeliver_window is %s; use at least server.redeliver_interval (%s) and at most %s (GitHub keeps deliveries 3 days)",
+			c.Server.RedeliverWindow, c.Server.RedeliverInterval, maxRedeliverWindow)
 	}
 	if c.Bumper.Workflow == "" || strings.Contains(c.Bumper.Workflow, "/") {
 		bad("bumper.workflow %q must be a file name under .github/workflows", c.Bumper.Workflow)

@@ -71,6 +71,19 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{"negative approve window", base + "  approve_window: -1m\n", nil, "approve_window", nil},
+		{"default redelivery", base, nil, "", func(t *testing.T, c Config) {
+			if c.Server.RedeliverInterval.Minutes() != 5 || c.Server.RedeliverWindow.Hours() != 3 {
+				t.Fatalf("redelivery every %v over %v", c.Server.RedeliverInterval, c.Server.RedeliverWindow)
+			}
+		}},
+		{"redelivery off", base + "server: {redeliver_interval: 0s, redeliver_window: 0s}\n", nil, "", func(t *testing.T, c Config) {
+			if c.Server.RedeliverInterval != 0 {
+				t.Fatalf("redelivery every %v", c.Server.RedeliverInterval)
+			}
+		}},
+		{"negative redeliver interval", base + "server: {redeliver_interval: -1m}\n", nil, "redeliver_interval", nil},
+		{"redeliver window beyond GitHub's", base + "server: {redeliver_window: 100h}\n", nil, "redeliver_window", nil},
+		{"redeliver window shorter than the interval", base + "server: {redeliver_interval: 1h, redeliver_window: 10m}\n", nil, "redeliver_window", nil},
 		{"short previous key", base + "  previous_run_token_keys: [abcd]\n", nil, "previous_run_token_keys[0]", nil},
 	}
 	for _, tt := range tests {

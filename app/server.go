@@ -42,6 +42,8 @@ type Server struct {
 	svc     *workitem.Service
 	sched   *trackingScheduler
 	handler http.Handler
+	// redeliver asks GitHub again for the failed webhook deliveries.
+	redeliver *redeliverer
 }
 
 // New wires the App: client creator, ledger index, domain service, handlers, token
@@ -112,7 +114,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "ok %d work items\n", idx.Len())
 	})
-	return &Server{cfg: cfg, svc: svc, sched: sched, handler: withLogger(zerolog.Ctx(ctx), mux)}, nil
+	return &Server{cfg: cfg, svc: svc, sched: sched, handler: withLogger(zerolog.Ctx(ctx), mux),
+		redeliver: newRedeliverer(cc, cfg.Server.RedeliverWindow, opts.Now)}, nil
 }
 
 // withLogger gives every request the server's logger, so handlers log through
@@ -134,11 +137,20 @@ func (s *Server) Rebuild(ctx context.Context) (workitem.RebuildStats, error) {
 	return s.svc.Rebuild(ctx)
 }
 
+// Redeliver sweeps the App's recent webhook deliveries once and asks GitHub again for
+// each failed one not asked for before (Run does it at start and every
+// server.redeliver_interval).
+func (s *Server) Redeliver(ctx context.Context) (RedeliverStats, error) {
+	return s.redeliver.sweep(ctx)
+}
+
 // Drain waits until every accepted webhook was handled.
 func (s *Server) Drain(ctx context.Context) error { return s.sched.wait(ctx) }
 
 // Run rebuilds the index, serves until ctx ends, then shuts down gracefully: no new
-// requests, and the accepted webhooks are handled before it returns.
+// requests, and the accepted webhooks are handled before it returns. Once listening, it
+// asks GitHub again for the failed webhook deliveries, then every
+// server.redeliver_interval.
 func (s *Server) Run(ctx context.Context) error {
 	log := zerolog.Ctx(ctx)
 	st, err := s.Rebuild(ctx)
@@ -155,11 +167,23 @@ func (s *Server) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str(logkey.Address, ln.Addr().String()).Msg("bumper serve is listening")
+	// The sweep starts once serve listens: a redelivery must find it there.
+	rctx, stopRedeliver := context.WithCancel(ctx)
+	redelivered := make(chan struct{})
+	go func() {
+		defer close(redelivered)
+		if s.cfg.Server.RedeliverInterval > 0 {
+			s.redeliver.run(rctx, s.cfg.Server.RedeliverInterval)
+		}
+	}()
+	defer func() { stopRedeliver(); <-redelivered }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("failed to serve: %w", err)
 	case <-ctx.Done():
 	}
+	stopRedeliver()
+	<-redelivered
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout)
 	defer cancel()
 	log.Info().Msg("shutting down: finishing the accepted webhooks")

@@ -27,4 +27,10 @@ const (
 	Items        = "items"
 	Untrusted    = "untrusted"
 	Address      = "address"
+	// HookDelivery is the ID of one webhook delivery attempt (the GUID, which all
+	// attempts share, is go-githubapp's github_delivery_id).
+	HookDelivery     = "hook_delivery"
+	Deliveries       = "deliveries"
+	FailedDeliveries = "failed_deliveries"
+	Redelivered      = "redelivered"
 )

@@ -92,6 +92,9 @@ type Emulator struct {
 	recovered bool
 	// logKey signs the job log download URLs.
 	logKey []byte
+	// drops counts, by event, the next deliveries to fail without reaching the
+	// webhook URL (DropDeliveries). Guarded by mu.
+	drops map[string]int
 }
 
 const (
@@ -114,6 +117,7 @@ func New(opts Options) (*Emulator, error) {
 		webhookCheck: opts.WebhookCheck,
 		runsChanged:  make(chan struct{}),
 		logKey:       []byte(randomToken("")),
+		drops:        map[string]int{},
 	}
 	if e.now == nil {
 		e.now = time.Now

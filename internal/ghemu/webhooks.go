@@ -221,6 +221,10 @@ func (s *webhookSender) deliver(id int64) {
 	target, secret, appID := e.st.App.WebhookURL, e.st.App.WebhookSecret, e.st.App.ID
 	payload, guid, event := d.Payload, d.GUID, d.Event
 	check := e.webhookCheck
+	drop := e.drops[event] > 0
+	if drop {
+		e.drops[event]--
+	}
 	e.mu.Unlock()
 
 	if check != nil {
@@ -240,9 +244,12 @@ func (s *webhookSender) deliver(id int64) {
 	}
 	start := time.Now()
 	code, status, respBody := 0, "", ""
-	if target == "" {
+	switch {
+	case drop:
+		status = "failed to connect to host: dropped by the emulator (DropDeliveries)"
+	case target == "":
 		status = "no webhook URL is configured"
-	} else {
+	default:
 		code, status, respBody = s.post(target, headers, payload)
 	}
 	e.mu.Lock()
@@ -293,6 +300,15 @@ func (e *Emulator) findDelivery(id int64) *delivery {
 }
 
 func (d *delivery) failed() bool { return d.StatusCode < 200 || d.StatusCode >= 300 }
+
+// DropDeliveries makes the next n deliveries of event (redeliveries included) fail
+// without reaching the webhook URL, as a broken connection does: each is recorded with
+// status code 0, ready to be listed and redelivered.
+func (e *Emulator) DropDeliveries(event string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drops[event] += n
+}
 
 // WaitWebhooks blocks until every webhook queued so far was attempted.
 func (e *Emulator) WaitWebhooks(ctx context.Context) error { return e.hooks.idle(ctx) }

@@ -165,3 +165,102 @@ func TestPing(t *testing.T) {
 		t.Errorf("ping = %+v", got[1].payload)
 	}
 }
+
+// TestDroppedDeliveries: a dropped delivery never reaches the App, is listed as failed
+// (code 0), and its redelivery keeps the GUID and says redelivery.
+func TestDroppedDeliveries(t *testing.T) {
+	rc, url := newReceiver(t, 0)
+	e := newEmulator(t, ghemu.Options{WebhookURL: url, WebhookSecret: hookSecret})
+	ctx := ctxT(t)
+	c := userClient(t, e, ghemu.DefaultMaintainer)
+	e.DropDeliveries("issue_comment", 1)
+	if _, _, err := c.Issues.Create(ctx, org, repo, &github.IssueRequest{Title: github.String("t")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Issues.CreateComment(ctx, org, repo, 1, &github.IssueComment{Body: github.String("/approve")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitWebhooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := rc.got()
+	for _, ev := range before {
+		if ev.event == "issue_comment" {
+			t.Fatalf("received %v: the dropped delivery reached the App", before)
+		}
+	}
+	app := appClient(t, e)
+	list, _, err := app.Apps.ListHookDeliveries(ctx, nil)
+	if err != nil || len(list) == 0 {
+		t.Fatalf("deliveries = %v, %v", list, err)
+	}
+	dropped := list[0]
+	if dropped.GetEvent() != "issue_comment" || dropped.GetStatusCode() != 0 || dropped.GetRedelivery() {
+		t.Fatalf("dropped delivery = %+v", dropped)
+	}
+	for status, want := range map[string]int{"success": len(list) - 1, "failure": 0} {
+		req, _ := app.NewRequest(http.MethodGet, "app/hook/deliveries?status="+status, nil)
+		var out []*github.HookDelivery
+		if _, err := app.Do(ctx, req, &out); err != nil || len(out) != want {
+			t.Errorf("status=%s: %d deliveries (%v), want %d", status, len(out), err, want)
+		}
+	}
+	var accepted *github.AcceptedError
+	if _, _, err := app.Apps.RedeliverHookDelivery(ctx, dropped.GetID()); !errors.As(err, &accepted) {
+		t.Fatalf("redeliver: %v", err)
+	}
+	if err := e.WaitWebhooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := rc.got()
+	if len(got) != len(before)+1 || got[len(got)-1].event != "issue_comment" || got[len(got)-1].delivery != dropped.GetGUID() {
+		t.Fatalf("after redelivery received %v", got)
+	}
+	n := len(list)
+	list, _, err = app.Apps.ListHookDeliveries(ctx, nil)
+	if err != nil || len(list) != n+1 || !list[0].GetRedelivery() || list[0].GetGUID() != dropped.GetGUID() || list[0].GetStatusCode() != http.StatusOK {
+		t.Fatalf("deliveries after redelivery = %v, %v", list, err)
+	}
+}
+
+// TestDeliveriesPageByCursor: the list pages by cursor, newest first, as GitHub's does.
+func TestDeliveriesPageByCursor(t *testing.T) {
+	_, url := newReceiver(t, 0)
+	e := newEmulator(t, ghemu.Options{WebhookURL: url, WebhookSecret: hookSecret})
+	ctx := ctxT(t)
+	c := userClient(t, e, ghemu.DefaultMaintainer)
+	for i := 0; i < 5; i++ {
+		if _, _, err := c.Issues.Create(ctx, org, repo, &github.IssueRequest{Title: github.String("t")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.WaitWebhooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	app := appClient(t, e)
+	opts := &github.ListCursorOptions{PerPage: 2}
+	var ids []int64
+	pages := 0
+	for {
+		list, resp, err := app.Apps.ListHookDeliveries(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, d := range list {
+			ids = append(ids, d.GetID())
+		}
+		if resp.Cursor == "" {
+			break
+		}
+		opts.Cursor = resp.Cursor
+	}
+	if pages != (len(ids)+1)/2 || len(ids) < 6 {
+		t.Fatalf("%d pages, ids %v; want at least 6 (5 issues, the installation) in pages of 2", pages, ids)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] >= ids[i-1] {
+			t.Fatalf("ids %v not newest first", ids)
+		}
+	}
+}
