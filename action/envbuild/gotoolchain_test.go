@@ -91,20 +91,31 @@ type proxyAccess struct {
 	agent   string
 }
 
-// goProxy skips the test when this host cannot reach the Go module proxy, checks the proxy
-// has the releases the test module names, and says what a setup needs to reach it from
-// here. Where the host's resolver answers with an address the firewall refuses, or its
-// TLS is inspected by a CA none of Debian's signed (a company's egress proxy; the machine
-// this was written on), the setup gets what a runner host's admin sets there: a resolve
-// pin and the host's CA bundle. Elsewhere it gets neither and reaches the proxy as is.
+// goProxy skips the test when this host cannot reach the Go module proxy, checks the
+// proxy has the releases the test module names, and says what a setup needs to reach it
+// from here (registryAccess).
 func goProxy(t testing.TB, releases ...string) proxyAccess {
 	t.Helper()
-	const host = "proxy.golang.org"
+	urls := make([]string, len(releases))
+	for i, r := range releases {
+		urls[i] = fmt.Sprintf("https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-%s.linux-amd64.info", r)
+	}
+	return registryAccess(t, "proxy.golang.org", urls...)
+}
+
+// registryAccess skips the test when this host cannot reach a registry, checks that each
+// of urls answers 200, and says what a setup needs to reach the registry from here. Where
+// the host's resolver answers with an address the firewall refuses, or its TLS is
+// inspected by a CA none of Debian's signed (a company's egress proxy; the machine this
+// was written on), the setup gets what a runner host's admin sets there: a resolve pin
+// and the host's CA bundle. Elsewhere it gets neither and reaches the registry as is.
+func registryAccess(t testing.TB, host string, urls ...string) proxyAccess {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
-		t.Skipf("needs the Go module proxy: %s does not resolve (%v)", host, err)
+		t.Skipf("needs %s: it does not resolve (%v)", host, err)
 	}
 	var access proxyAccess
 	if d := policy.NewAddrFilter(nil).Check(addrs[0]); !d.Allowed {
@@ -115,8 +126,7 @@ func goProxy(t testing.TB, releases ...string) proxyAccess {
 	if err != nil {
 		t.Skipf("needs Debian's CA certificates (/usr/share/ca-certificates/mozilla; apt-get install ca-certificates) to tell what the guest trusts: %v", err)
 	}
-	for _, r := range releases {
-		u := fmt.Sprintf("https://%s/golang.org/toolchain/@v/v0.0.1-%s.linux-amd64.info", host, r)
+	for _, u := range urls {
 		status, err := get(ctx, u, roots)
 		var unknown x509.UnknownAuthorityError
 		if errors.As(err, &unknown) {
@@ -127,10 +137,10 @@ func goProxy(t testing.TB, releases ...string) proxyAccess {
 			}
 		}
 		if err != nil {
-			t.Skipf("needs the Go module proxy: %v", err)
+			t.Skipf("needs %s: %v", host, err)
 		}
 		if status != http.StatusOK {
-			t.Fatalf("%s: %d; the test module names a Go release the proxy does not have", u, status)
+			t.Fatalf("%s: %d; the test names what the registry does not have", u, status)
 		}
 	}
 	access.agent = imagetest.AgentBinary(t)
