@@ -33,16 +33,7 @@ func TestClaudeCodeStreams(t *testing.T) {
 		}
 		return compactLines(t, docs...)
 	}
-	tests := []struct {
-		name       string
-		stream     func(t *testing.T) []byte
-		status     ExitStatus
-		wantOK     bool
-		wantReason string
-		wantCounts Counts
-		wantKinds  []EventKind
-		check      func(t *testing.T, p played)
-	}{
+	tests := []streamCase{
 		{
 			name:       "success: Bash through a mock API",
 			stream:     func(t *testing.T) []byte { return fixture(t, ccSuccess) },
@@ -273,35 +264,7 @@ func TestClaudeCodeStreams(t *testing.T) {
 			wantCounts: Counts{SelfReportedMicroUSD: cost(750000)},
 		},
 	}
-	for _, tt := range tests {
-		for _, chunk := range []int{1 << 20, 7} {
-			t.Run(fmt.Sprintf("%s, writes of %d bytes", tt.name, chunk), func(t *testing.T) {
-				if chunk == 7 && strings.Contains(tt.name, "past the bound") {
-					t.Skip("8 MiB in writes of 7 bytes: the line splitter's own tests cover it")
-				}
-				p := play(t, newCLI(t, "claude-code", "2.1.328"), Request{}, tt.stream(t), chunk, tt.status)
-				res := p.res
-				if res.OK != tt.wantOK || !strings.Contains(res.Reason, tt.wantReason) || (tt.wantOK != (res.Reason == "")) {
-					t.Fatalf("OK %v, Reason %q; want %v, %q", res.OK, res.Reason, tt.wantOK, tt.wantReason)
-				}
-				if utf8.RuneCountInString(res.Reason) > maxReason || strings.ContainsAny(res.Reason, "\n\r\x00\x1b") {
-					t.Fatalf("reason is not one bounded line: %q", res.Reason)
-				}
-				if res.Exit != tt.status {
-					t.Fatalf("Exit %+v, want %+v", res.Exit, tt.status)
-				}
-				if !sameCounts(res.Counts, tt.wantCounts) {
-					t.Fatalf("counts %s, want %s; events %+v", showCounts(res.Counts), showCounts(tt.wantCounts), p.events)
-				}
-				if tt.wantKinds != nil && !slices.Equal(kinds(p.events), tt.wantKinds) {
-					t.Fatalf("events %+v, want kinds %v", p.events, tt.wantKinds)
-				}
-				if tt.check != nil {
-					tt.check(t, p)
-				}
-			})
-		}
-	}
+	playStreams(t, "claude-code", "2.1.328", 7, tests)
 }
 
 // TestClaudeCodeEveryCut cuts the real stream at every byte: the round is a success

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,5 +249,54 @@ func TestModelFlag(t *testing.T) {
 				t.Fatalf("a harness without a model passes %s: %q", tt.flag, argv)
 			}
 		})
+	}
+}
+
+// streamCase is one event stream played through a CLI adapter, and what the round must
+// make of it.
+type streamCase struct {
+	name       string
+	stream     func(t *testing.T) []byte
+	status     ExitStatus
+	wantOK     bool
+	wantReason string
+	wantCounts Counts
+	wantKinds  []EventKind
+	check      func(t *testing.T, p played)
+}
+
+// playStreams plays each case through the harness name at version, in whole writes and
+// in writes of chunk bytes, and checks the round: its outcome and reason (one bounded
+// line), its exit status, its counts and event kinds.
+func playStreams(t *testing.T, name, version string, chunk int, tests []streamCase) {
+	t.Helper()
+	for _, tt := range tests {
+		for _, size := range []int{1 << 20, chunk} {
+			t.Run(fmt.Sprintf("%s, writes of %d bytes", tt.name, size), func(t *testing.T) {
+				if size == chunk && strings.Contains(tt.name, "past the bound") {
+					t.Skipf("8 MiB in writes of %d bytes: the line splitter's own tests cover it", size)
+				}
+				p := play(t, newCLI(t, name, version), Request{}, tt.stream(t), size, tt.status)
+				res := p.res
+				if res.OK != tt.wantOK || !strings.Contains(res.Reason, tt.wantReason) || (tt.wantOK != (res.Reason == "")) {
+					t.Fatalf("OK %v, Reason %q; want %v, %q", res.OK, res.Reason, tt.wantOK, tt.wantReason)
+				}
+				if utf8.RuneCountInString(res.Reason) > maxReason || strings.ContainsAny(res.Reason, "\n\r\x00\x1b") {
+					t.Fatalf("reason is not one bounded line: %q", res.Reason)
+				}
+				if res.Exit != tt.status {
+					t.Fatalf("Exit %+v, want %+v", res.Exit, tt.status)
+				}
+				if !sameCounts(res.Counts, tt.wantCounts) {
+					t.Fatalf("counts %s, want %s; events %+v", showCounts(res.Counts), showCounts(tt.wantCounts), p.events)
+				}
+				if tt.wantKinds != nil && !slices.Equal(kinds(p.events), tt.wantKinds) {
+					t.Fatalf("events %+v, want kinds %v", p.events, tt.wantKinds)
+				}
+				if tt.check != nil {
+					tt.check(t, p)
+				}
+			})
+		}
 	}
 }

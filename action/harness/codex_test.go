@@ -27,16 +27,7 @@ const (
 func TestCodexStreams(t *testing.T) {
 	ok, exit1 := ExitStatus{Code: 0}, ExitStatus{Code: 1}
 	commandRun := []EventKind{EventTurn, EventToolCall, EventToolResult, EventMessage, EventMessage}
-	tests := []struct {
-		name       string
-		stream     func(t *testing.T) []byte
-		status     ExitStatus
-		wantOK     bool
-		wantReason string
-		wantCounts Counts
-		wantKinds  []EventKind
-		check      func(t *testing.T, p played)
-	}{
+	tests := []streamCase{
 		{
 			name:       "0.171: a command through Bumper's argv",
 			stream:     func(t *testing.T) []byte { return fixture(t, cxSuccess) },
@@ -245,35 +236,7 @@ func TestCodexStreams(t *testing.T) {
 			wantCounts: Counts{Turns: 1, ToolCalls: 1, UnknownEvents: 3},
 		},
 	}
-	for _, tt := range tests {
-		for _, chunk := range []int{1 << 20, 5} {
-			t.Run(fmt.Sprintf("%s, writes of %d bytes", tt.name, chunk), func(t *testing.T) {
-				if chunk == 5 && strings.Contains(tt.name, "past the bound") {
-					t.Skip("8 MiB in writes of 5 bytes: the line splitter's own tests cover it")
-				}
-				p := play(t, newCLI(t, "codex", "0.171.0"), Request{}, tt.stream(t), chunk, tt.status)
-				res := p.res
-				if res.OK != tt.wantOK || !strings.Contains(res.Reason, tt.wantReason) || (tt.wantOK != (res.Reason == "")) {
-					t.Fatalf("OK %v, Reason %q; want %v, %q", res.OK, res.Reason, tt.wantOK, tt.wantReason)
-				}
-				if utf8.RuneCountInString(res.Reason) > maxReason || strings.ContainsAny(res.Reason, "\n\r\x00\x1b") {
-					t.Fatalf("reason is not one bounded line: %q", res.Reason)
-				}
-				if res.Exit != tt.status {
-					t.Fatalf("Exit %+v, want %+v", res.Exit, tt.status)
-				}
-				if !sameCounts(res.Counts, tt.wantCounts) {
-					t.Fatalf("counts %s, want %s; events %+v", showCounts(res.Counts), showCounts(tt.wantCounts), p.events)
-				}
-				if tt.wantKinds != nil && !slices.Equal(kinds(p.events), tt.wantKinds) {
-					t.Fatalf("events %+v, want kinds %v", p.events, tt.wantKinds)
-				}
-				if tt.check != nil {
-					tt.check(t, p)
-				}
-			})
-		}
-	}
+	playStreams(t, "codex", "0.171.0", 5, tests)
 }
 
 // TestCodexEveryCut cuts a real stream at every byte: the round is a success only when
