@@ -54,6 +54,37 @@ const (
 	otherTools   = "(other tools)"
 )
 
+// toolCounter counts one round's events into the evidence's harness section.
+type toolCounter struct {
+	h     *evidence.Harness
+	named int // the round's tool calls counted by name
+}
+
+// event counts a tool call under its tool's name: a bounded number of names is kept,
+// the calls of the rest are counted under otherTools.
+func (c *toolCounter) event(e harness.Event) {
+	if e.Kind != harness.EventToolCall || e.Tool == "" {
+		return
+	}
+	name := e.Tool
+	if _, seen := c.h.ToolCalls[name]; !seen && len(c.h.ToolCalls) >= maxToolNames-1 {
+		name = otherTools
+	}
+	c.h.ToolCalls[name]++
+	c.named++
+}
+
+// settle adds the round's totals. Events past harness.MaxEvents are counted but never
+// delivered, and a call may name no tool: those calls are still calls, under the other
+// tools, so a flood of events cannot hide them from the evidence.
+func (c *toolCounter) settle(n harness.Counts) {
+	c.h.Turns += n.Turns
+	c.h.UnknownEvents += n.UnknownEvents
+	if missed := n.ToolCalls - c.named; missed > 0 {
+		c.h.ToolCalls[otherTools] += missed
+	}
+}
+
 // rounds runs the agent, then verification, and gives failures back to the agent for at
 // most bounds.verification_rounds rounds; then bundles the work into /out.
 func (r *run) rounds(ctx context.Context) error {
@@ -115,25 +146,12 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 			r.ev.Harness.Version = r.policy.Harness.Version
 		}
 	}
-	counted := r.ev.Harness
-	onEvent := func(e harness.Event) {
-		// The agent names its tools: a bounded number of names is kept, the rest
-		// counted under one.
-		if e.Kind != harness.EventToolCall || e.Tool == "" {
-			return
-		}
-		name := e.Tool
-		if _, seen := counted.ToolCalls[name]; !seen && len(counted.ToolCalls) >= maxToolNames-1 {
-			name = otherTools
-		}
-		counted.ToolCalls[name]++
-	}
-	res, err := h.Run(ctx, r.exec, harness.Request{Round: round, Feedback: feedback, Env: r.agentEnv(), Stdout: w, Stderr: w, OnEvent: onEvent})
+	counter := &toolCounter{h: r.ev.Harness}
+	res, err := h.Run(ctx, r.exec, harness.Request{Round: round, Feedback: feedback, Env: r.agentEnv(), Stdout: w, Stderr: w, OnEvent: counter.event})
 	if err != nil {
 		return "", fmt.Errorf("failed to run the %s harness: %w", h.Name(), err)
 	}
-	counted.Turns += res.Turns
-	counted.UnknownEvents += res.UnknownEvents
+	counter.settle(res.Counts)
 	r.ev.Commands = append(r.ev.Commands, evidence.Command{Phase: evidence.PhaseAgent, Command: h.Name() + " harness, round " + fmt.Sprint(round), ExitCode: res.Exit.Code})
 	if res.SelfReportedMicroUSD != nil {
 		total := *res.SelfReportedMicroUSD

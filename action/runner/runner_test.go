@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -283,5 +284,30 @@ func TestCheckPins(t *testing.T) {
 				t.Fatalf("checkPins = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestToolCounter: tool calls are counted by name, at most maxToolNames names, the rest
+// under otherTools; an agent that floods events past what the harness delivers, or
+// calls tools without names, still has every call counted.
+func TestToolCounter(t *testing.T) {
+	h := &evidence.Harness{Name: "claude-code", ToolCalls: map[string]int{}}
+	c := &toolCounter{h: h}
+	for i := range maxToolNames + 5 {
+		c.event(harness.Event{Kind: harness.EventToolCall, Tool: fmt.Sprintf("tool-%d", i)})
+	}
+	c.event(harness.Event{Kind: harness.EventToolCall, Tool: "tool-0"})
+	c.event(harness.Event{Kind: harness.EventMessage, Tool: "not a call"})
+	// The harness counted 50 more calls than it delivered (a flood past MaxEvents).
+	c.settle(harness.Counts{Turns: 3, ToolCalls: maxToolNames + 6 + 50, UnknownEvents: 2})
+	total := 0
+	for _, n := range h.ToolCalls {
+		total += n
+	}
+	if len(h.ToolCalls) != maxToolNames || h.ToolCalls["tool-0"] != 2 || h.ToolCalls[otherTools] != 6+50 || total != maxToolNames+6+50 {
+		t.Fatalf("%d names, tool-0 %d, others %d, total %d", len(h.ToolCalls), h.ToolCalls["tool-0"], h.ToolCalls[otherTools], total)
+	}
+	if h.Turns != 3 || h.UnknownEvents != 2 {
+		t.Fatalf("turns %d, unknown %d", h.Turns, h.UnknownEvents)
 	}
 }
