@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -430,35 +429,7 @@ func promptCases() []promptCase {
 
 func TestClaudeCodeRunErrors(t *testing.T) {
 	h := newCLI(t, "claude-code", "2.1.328")
-	t.Run("broken session", func(t *testing.T) {
-		broken := errors.New("agent channel closed")
-		fake := fakeExec{err: broken}
-		if res, err := h.Run(context.Background(), fake.exec, Request{Round: 1, Env: runnerEnv()}); !errors.Is(err, broken) || res != nil {
-			t.Fatalf("Run = %v, %v", res, err)
-		}
-	})
-	t.Run("round 0", func(t *testing.T) {
-		fake := fakeExec{}
-		if _, err := h.Run(context.Background(), fake.exec, Request{Env: runnerEnv()}); err == nil || fake.argv != nil {
-			t.Fatalf("Run = %v, ran %q", err, fake.argv)
-		}
-	})
-	for _, missing := range []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"} {
-		t.Run("no "+missing, func(t *testing.T) {
-			var env []string
-			for _, e := range runnerEnv() {
-				if !strings.HasPrefix(e, missing+"=") {
-					env = append(env, e)
-				}
-			}
-			env = append(env, missing+"=") // set to nothing is not set
-			fake := fakeExec{}
-			_, err := h.Run(context.Background(), fake.exec, Request{Round: 1, Env: env})
-			if err == nil || !strings.Contains(err.Error(), missing) || fake.argv != nil {
-				t.Fatalf("Run = %v, ran %q", err, fake.argv)
-			}
-		})
-	}
+	runRefusals(t, h, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
 	t.Run("the CLI's last words on stderr explain a missing result", func(t *testing.T) {
 		fake := fakeExec{stderr: "\n--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n\n", status: ExitStatus{Code: 1}}
 		var stderr bytes.Buffer

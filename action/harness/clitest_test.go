@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -295,6 +296,46 @@ func playStreams(t *testing.T, name, version string, chunk int, tests []streamCa
 				}
 				if tt.check != nil {
 					tt.check(t, p)
+				}
+			})
+		}
+	}
+}
+
+// runRefusals: a CLI adapter returns an error, and runs nothing, for a broken session,
+// a round 0, and a runner environment without one of the gateway's variables, absent
+// or set to nothing.
+func runRefusals(t *testing.T, h Harness, gatewayVars ...string) {
+	t.Helper()
+	t.Run("broken session", func(t *testing.T) {
+		broken := errors.New("agent channel closed")
+		fake := fakeExec{err: broken}
+		if res, err := h.Run(context.Background(), fake.exec, Request{Round: 1, Env: runnerEnv()}); !errors.Is(err, broken) || res != nil {
+			t.Fatalf("Run = %v, %v", res, err)
+		}
+	})
+	t.Run("round 0", func(t *testing.T) {
+		fake := fakeExec{}
+		if _, err := h.Run(context.Background(), fake.exec, Request{Env: runnerEnv()}); err == nil || fake.argv != nil {
+			t.Fatalf("Run = %v, ran %q", err, fake.argv)
+		}
+	})
+	for _, missing := range gatewayVars {
+		for _, empty := range []bool{false, true} {
+			t.Run(fmt.Sprintf("no %s (set to nothing: %v)", missing, empty), func(t *testing.T) {
+				var env []string
+				for _, e := range runnerEnv() {
+					if !strings.HasPrefix(e, missing+"=") {
+						env = append(env, e)
+					}
+				}
+				if empty {
+					env = append(env, missing+"=") // set to nothing is not set
+				}
+				fake := fakeExec{}
+				_, err := h.Run(context.Background(), fake.exec, Request{Round: 1, Env: env})
+				if err == nil || !strings.Contains(err.Error(), missing) || fake.argv != nil {
+					t.Fatalf("Run = %v, ran %q", err, fake.argv)
 				}
 			})
 		}

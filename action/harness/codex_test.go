@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -369,34 +368,7 @@ func TestTOMLString(t *testing.T) {
 
 func TestCodexRunErrors(t *testing.T) {
 	h := newCLI(t, "codex", "0.171.0")
-	t.Run("broken session", func(t *testing.T) {
-		broken := errors.New("agent channel closed")
-		fake := fakeExec{err: broken}
-		if res, err := h.Run(context.Background(), fake.exec, Request{Round: 1, Env: runnerEnv()}); !errors.Is(err, broken) || res != nil {
-			t.Fatalf("Run = %v, %v", res, err)
-		}
-	})
-	t.Run("round 0", func(t *testing.T) {
-		fake := fakeExec{}
-		if _, err := h.Run(context.Background(), fake.exec, Request{Env: runnerEnv()}); err == nil || fake.argv != nil {
-			t.Fatalf("Run = %v, ran %q", err, fake.argv)
-		}
-	})
-	for _, missing := range []string{"OPENAI_BASE_URL", "OPENAI_API_KEY"} {
-		t.Run("no "+missing, func(t *testing.T) {
-			var env []string
-			for _, e := range runnerEnv() {
-				if !strings.HasPrefix(e, missing+"=") {
-					env = append(env, e)
-				}
-			}
-			fake := fakeExec{}
-			_, err := h.Run(context.Background(), fake.exec, Request{Round: 1, Env: env})
-			if err == nil || !strings.Contains(err.Error(), missing) || fake.argv != nil {
-				t.Fatalf("Run = %v, ran %q", err, fake.argv)
-			}
-		})
-	}
+	runRefusals(t, h, "OPENAI_BASE_URL", "OPENAI_API_KEY")
 	t.Run("stderr explains a stream that ended early", func(t *testing.T) {
 		fake := fakeExec{writes: []string{`{"type":"thread.started","thread_id":"t"}` + "\n"}, stderr: "Error loading config.toml: unknown configuration field `x`\n", status: ExitStatus{Code: 1}}
 		res, err := h.Run(context.Background(), fake.exec, Request{Round: 1, Env: runnerEnv()})
