@@ -34,17 +34,10 @@ func ClaudeTools() []string { return strings.Split(claudeTools, ",") }
 // ClaudeCode is the claude-code harness: Anthropic's Claude Code CLI in print mode,
 // its stream-json output read as events. The model gateway and the sentinel key come
 // from the runner (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY in Request.Env).
-type ClaudeCode struct {
-	version string
-	// model is harness.model: the CLI's default when empty.
-	model string
-}
+type ClaudeCode struct{ pinned }
 
 // Name is "claude-code".
 func (c *ClaudeCode) Name() string { return repoconfig.HarnessClaudeCode }
-
-// Version is the pinned release of the CLI.
-func (c *ClaudeCode) Version() string { return c.version }
 
 // argv is the CLI's command line for a round. The prompt comes last, after "--":
 // --tools and the other list options take every argument up to the next option, and a

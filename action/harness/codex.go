@@ -18,17 +18,10 @@ const codexProvider = "bumper"
 // Codex is the codex harness: OpenAI's Codex CLI (`codex exec --json`), its JSONL
 // events read as events. The model gateway and the sentinel key come from the runner
 // (OPENAI_BASE_URL, OPENAI_API_KEY in Request.Env).
-type Codex struct {
-	version string
-	// model is harness.model: the CLI's default when empty.
-	model string
-}
+type Codex struct{ pinned }
 
 // Name is "codex".
 func (c *Codex) Name() string { return repoconfig.HarnessCodex }
-
-// Version is the pinned release of the CLI.
-func (c *Codex) Version() string { return c.version }
 
 // argv is the CLI's command line for a round, with the gateway's base URL from the
 // runner's environment.

@@ -154,9 +154,9 @@ func New(cfg repoconfig.Harness) (Harness, error) {
 			return nil, err
 		}
 		if cfg.Name == repoconfig.HarnessCodex {
-			return &Codex{version: cfg.Version, model: cfg.Model}, nil
+			return &Codex{pinned{version: cfg.Version, model: cfg.Model}}, nil
 		}
-		return &ClaudeCode{version: cfg.Version, model: cfg.Model}, nil
+		return &ClaudeCode{pinned{version: cfg.Version, model: cfg.Model}}, nil
 	case "":
 		return nil, fmt.Errorf("%s names no harness: set harness.name (%s, %s or %s)",
 			repoconfig.Path, repoconfig.HarnessCommand, repoconfig.HarnessClaudeCode, repoconfig.HarnessCodex)

@@ -85,3 +85,14 @@ func checkPinned(cfg repoconfig.Harness, def CLI) error {
 	}
 	return nil
 }
+
+// pinned is what .github/bumper.yml pins of a CLI harness: its release and, optionally,
+// the model it asks for.
+type pinned struct {
+	version string
+	// model is harness.model: the CLI's default when empty.
+	model string
+}
+
+// Version is the pinned release of the CLI.
+func (p pinned) Version() string { return p.version }
