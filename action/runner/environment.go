@@ -54,8 +54,8 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	vm.SnapshotDir, vm.WorkspaceDir = "", ""
 	// The setup shares the run's time: what it takes, the agent does not get.
 	vm.Timeout = envbuild.DefaultSetupTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < vm.Timeout {
-		vm.Timeout = max(time.Until(d), time.Minute)
+	if d, ok := ctx.Deadline(); ok {
+		vm.Timeout = max(min(vm.Timeout, time.Until(d)), time.Minute)
 	}
 	res, err := envbuild.Build(ctx, envbuild.Options{
 		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.repo,
