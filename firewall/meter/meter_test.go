@@ -210,8 +210,6 @@ func TestWorstCase(t *testing.T) {
 			1024, 300, (1024*0.15 + 300*0.6) / 1e6, true},
 		{"input capped at the context window", Request{Model: "claude-opus-4-5", Bytes: 10 << 20}, Usage{},
 			200000, 64000, (200000*6.25 + 64000*25) / 1e6, true},
-		{"input held upstream: the whole context", Request{Model: "gpt-5", Bytes: 50, MaxOutput: 10, HiddenInput: true}, Usage{},
-			400000, 10, (400000*1.25 + 10*10) / 1e6, true},
 		{"more seen than estimated", Request{Model: "claude-sonnet-4-5", Bytes: 10, MaxOutput: 5},
 			Usage{Model: "claude-sonnet-4-5", Input: 5000, CacheRead: 100000, CacheWrite: 20, Output: 9},
 			105020, 9, (105020*3.75 + 9*15) / 1e6, true},

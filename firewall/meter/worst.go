@@ -21,10 +21,6 @@ type Request struct {
 	MaxOutput int64
 	// Choices is how many completions were asked for (Chat Completions "n"); 0 or 1: one.
 	Choices int64
-	// HiddenInput is true when the request makes the API add input the body does not
-	// carry (previous_response_id, conversation, a stored prompt): input is then counted
-	// as the whole context window.
-	HiddenInput bool
 }
 
 // WorstCase returns the most a call described by r can have cost, given the usage seen
@@ -48,9 +44,6 @@ func (p *Prices) WorstCase(r Request, seen Usage) (u Usage, usd float64, known b
 	}
 	output = max(output, seen.Output)
 	input := min(max(r.Bytes, 0)+FramingTokens, pr.Context)
-	if r.HiddenInput {
-		input = pr.Context
-	}
 	seenInput := seen.Input + seen.CacheWrite
 	if !seen.CachedIncluded {
 		seenInput += seen.CacheRead
