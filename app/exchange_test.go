@@ -254,7 +254,7 @@ func TestTokenExchange(t *testing.T) {
 			{wire.PathEvidence, wire.Evidence{Digest: "sha256:abc", CostMicroUSD: 1500}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: auditHead}, ledger.Verifying, http.StatusNoContent},
-			{wire.PathVerdict, wire.Verdict{Verdict: "approve", Confidence: 0.9}, ledger.Verifying, http.StatusForbidden},
+			{wire.PathVerdict, wire.Verdict{Document: approveVerdict}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "reviewing"}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "reviewing", PullRequest: pr, HeadCommit: head}, ledger.Reviewing, http.StatusNoContent},
 			{wire.PathProgress, wire.Progress{State: "in-review", PullRequest: pr, HeadCommit: head}, ledger.Reviewing, http.StatusForbidden},
@@ -437,3 +437,6 @@ func TestDeliveredButFailedRunFails(t *testing.T) {
 		t.Fatalf("stored reason of %d bytes", len(got))
 	}
 }
+
+// approveVerdict is a valid verdict.json that approves with full confidence.
+const approveVerdict = `{"schema_version":1,"verdict":"approve","confidence":1,"summary":"Looks right.","findings":[]}`

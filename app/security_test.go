@@ -377,7 +377,7 @@ func TestRunTokenStage(t *testing.T) {
 	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "verifying"}); code != http.StatusNoContent {
 		t.Fatalf("verifying: %d %s", code, body)
 	}
-	code, body := h.post(http.MethodPost, wire.PathVerdict, resp.RunToken, wire.Verdict{Verdict: "approve", Confidence: 1})
+	code, body := h.post(http.MethodPost, wire.PathVerdict, resp.RunToken, wire.Verdict{Document: approveVerdict})
 	if code != http.StatusForbidden || !strings.Contains(string(body), "does not allow") {
 		t.Fatalf("an implement run posted a verdict: %d %s", code, body)
 	}

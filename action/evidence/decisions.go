@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/jsondoc"
 )
 
 // DecisionsSchemaVersion is the version of decisions.json this package reads
@@ -15,9 +17,6 @@ const DecisionsSchemaVersion = 1
 
 // MaxDecisionsBytes bounds the agent's decisions.json.
 const MaxDecisionsBytes = 256 << 10
-
-// maxJSONDepth bounds the nesting of any JSON this package reads.
-const maxJSONDepth = 32
 
 // Decision is one judgment call the agent made where the issue was silent.
 type Decision struct {
@@ -91,69 +90,6 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// checkJSONShape reads data as one JSON value, refusing duplicate object keys (which
-// decoders resolve differently), nesting deeper than maxJSONDepth and trailing data.
-// The error says where, as a JSON pointer.
-func checkJSONShape(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := walkValue(dec, "", 0); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err == nil {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
-}
-
-func walkValue(dec *json.Decoder, path string, depth int) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("%s: not valid JSON: %w", pointerOrRoot(path), err)
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	if depth >= maxJSONDepth {
-		return fmt.Errorf("%s: nested deeper than %d levels", pointerOrRoot(path), maxJSONDepth)
-	}
-	switch d {
-	case '{':
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return fmt.Errorf("%s: not valid JSON: %w", pointerOrRoot(path), err)
-			}
-			key, _ := kt.(string)
-			if seen[key] {
-				return fmt.Errorf("%s: duplicate key %s", pointerOrRoot(path), quoteName(key))
-			}
-			seen[key] = true
-			if err := walkValue(dec, path+"/"+escapePointer(key), depth+1); err != nil {
-				return err
-			}
-		}
-	case '[':
-		for i := 0; dec.More(); i++ {
-			if err := walkValue(dec, fmt.Sprintf("%s/%d", path, i), depth+1); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing delimiter
-		return fmt.Errorf("%s: not valid JSON: %w", pointerOrRoot(path), err)
-	}
-	return nil
-}
-
-// quoteName quotes a key taken from untrusted input for an error message, cut short.
-func quoteName(s string) string { return fmt.Sprintf("%q", cutRunes(s, 64)) }
-
-func pointerOrRoot(p string) string {
-	if p == "" {
-		return "(root)"
-	}
-	return p
-}
+// checkJSONShape reads data as one JSON value, refusing duplicate object keys and deep
+// nesting (see jsondoc.CheckShape).
+func checkJSONShape(data []byte) error { return jsondoc.CheckShape(data) }

@@ -32,6 +32,23 @@ func (t Task) Files() (map[string][]byte, error) {
 			fmt.Fprintf(&b, "\n### @%s at %s\n\n%s\n", c.Author, c.CreatedAt.UTC().Format(time.RFC3339), c.Body)
 		}
 	}
+	if t.PullRequest > 0 {
+		fmt.Fprintf(&b, "\n## The pull request\n\nPull request #%d, branch %s, head commit %s.\n", t.PullRequest, t.Branch, t.HeadCommit)
+	}
+	if len(t.Checks) > 0 {
+		b.WriteString("\n## Required checks that fail on the pull request's head\n\nMake them pass. Their output, as the CI that ran them reported it:\n")
+		for _, c := range t.Checks {
+			fmt.Fprintf(&b, "\n### %s: %s\n", c.Name, c.Conclusion)
+			if c.URL != "" {
+				fmt.Fprintf(&b, "\nDetails: %s\n", c.URL)
+			}
+			for _, part := range []string{c.Title, c.Summary, c.Text} {
+				if strings.TrimSpace(part) != "" {
+					fmt.Fprintf(&b, "\n%s\n", part)
+				}
+			}
+		}
+	}
 	fmt.Fprintf(&b, "\n---\nWork item %s, stage %s, revision %s, base commit %s.\n", t.WorkItem, t.Stage, t.SpecRevision, t.BaseCommit)
 	return map[string][]byte{TaskMarkdown: []byte(b.String()), TaskJSON: append(raw, '\n')}, nil
 }

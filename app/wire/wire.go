@@ -64,6 +64,15 @@ type ExchangeResponse struct {
 	// Approvals are the approvals the run was dispatched under, for the evidence; a
 	// plan run has none.
 	Approvals []Approval `json:"approvals"`
+	// Branch is the work branch the run works on: a new bumper/<issue>-<attempt> for an
+	// implement run, the pull request's branch for fix and review runs. It is the only
+	// branch the run may push to (fix and implement runs; a review run pushes nothing).
+	Branch string `json:"branch"`
+	// PullRequest and HeadCommit are, for fix and review runs, the work item's pull
+	// request and the head commit the run starts from (a fix run's push must
+	// fast-forward from it; a review run judges exactly it).
+	PullRequest int    `json:"pull_request,omitempty"`
+	HeadCommit  string `json:"head_commit,omitempty"`
 }
 
 // Approval is one holding approval of the run's revision.
@@ -122,6 +131,14 @@ const MaxReason = 1000
 type Task struct {
 	WorkItem string `json:"work_item"`
 	Stage    string `json:"stage"`
+	// PullRequest, Branch and HeadCommit are, for fix and review runs, the work item's
+	// pull request, its branch and the head the run starts from.
+	PullRequest int    `json:"pull_request,omitempty"`
+	Branch      string `json:"branch,omitempty"`
+	HeadCommit  string `json:"head_commit,omitempty"`
+	// Checks are, for a fix run, the required checks that failed on HeadCommit, with
+	// their output: what the fix round is asked to make pass.
+	Checks []FailedCheck `json:"checks,omitempty"`
 	// SpecRevision is the full revision of Title and Body.
 	SpecRevision string `json:"spec_revision"`
 	Title        string `json:"title"`
@@ -135,6 +152,20 @@ type Task struct {
 	BaseCommit string        `json:"base_commit"`
 }
 
+// FailedCheck is a check run that failed on the pull request's head, as GitHub shows
+// it. Its text comes from whatever CI produced it: the agent reads it as data.
+type FailedCheck struct {
+	Name       string `json:"name"`
+	Conclusion string `json:"conclusion"`
+	Title      string `json:"title,omitempty"`
+	Summary    string `json:"summary,omitempty"`
+	Text       string `json:"text,omitempty"`
+	URL        string `json:"url,omitempty"`
+}
+
+// MaxCheckText bounds each of a FailedCheck's summary and text, in bytes.
+const MaxCheckText = 16 << 10
+
 // TaskComment is one comment of the task, with who wrote it and when.
 type TaskComment struct {
 	Author    string    `json:"author"`
@@ -142,12 +173,31 @@ type TaskComment struct {
 	Body      string    `json:"body"`
 }
 
-// Verdict reports the reviewer run's typed verdict.
+// Verdict reports what a review run concluded. Document is verdict.json exactly as the
+// reviewer wrote it, which serve parses itself (internal/verdict) before posting it;
+// Problem says why there is none the runner could send (the reviewer wrote none, the run
+// failed or ran out of time). Either way serve posts the bumper/verdict check run: only a
+// valid approving verdict can make it succeed.
 type Verdict struct {
-	Verdict    string  `json:"verdict"` // approve, request_changes, comment
-	Confidence float64 `json:"confidence"`
-	Summary    string  `json:"summary"`
+	Document string `json:"document,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+	// HeadCommit is the commit the review run judged: the pull request's head when it
+	// was dispatched.
+	HeadCommit string `json:"head_commit"`
+	// Verification is the repository's verification commands as the review run ran them
+	// on HeadCommit, before the reviewer; nil when the repository lists none.
+	Verification *Verification `json:"verification,omitempty"`
 }
+
+// Verification is one run of the repository's verification commands.
+type Verification struct {
+	Passed bool `json:"passed"`
+	// Summary is one line: commands failed, tests passed and failed.
+	Summary string `json:"summary"`
+}
+
+// MaxVerdictDocument bounds Verdict.Document, in bytes (internal/verdict.MaxBytes).
+const MaxVerdictDocument = 256 << 10
 
 // Refresh is a new run token for the same run, with the same claims and a new expiry:
 // a run may outlive one token, never its attempt (serve refreshes only while the attempt

@@ -296,35 +296,6 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	return s.save(ctx, gh, it, "")
 }
 
-// Verdict takes the reviewer run's verdict and hands the pull request to humans.
-func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error {
-	switch v.Verdict {
-	case "approve", "request_changes", "comment":
-	default:
-		return refuse("verdict %q: want approve, request_changes or comment", v.Verdict)
-	}
-	if v.Confidence < 0 || v.Confidence > 1 {
-		return refuse("confidence %v: want 0 to 1", v.Confidence)
-	}
-	if c.Stage != StageReview {
-		// Only a reviewer run, with its fresh context, judges a pull request: the run that
-		// wrote the change may not grade it.
-		return refuse("a %s run cannot post a verdict; only a review run can", c.Stage)
-	}
-	defer s.lock(c.WorkItem)()
-	gh, it, err := s.current(ctx, c)
-	if err != nil {
-		return err
-	}
-	if it.rec.State != ledger.Reviewing {
-		return refuse("%s is %s, not reviewing", c.WorkItem, it.rec.State)
-	}
-	if err := s.move(ctx, it, ledger.InReview, fmt.Sprintf("reviewer verdict: %s (confidence %.2f)", v.Verdict, v.Confidence)); err != nil {
-		return err
-	}
-	return s.save(ctx, gh, it, "")
-}
-
 // maxStoredReason bounds a run's reason as the record keeps it, in bytes before JSON
 // escaping: twenty attempts of it, escaped at worst, fit in a status comment.
 const maxStoredReason = 300

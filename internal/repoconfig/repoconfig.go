@@ -57,7 +57,9 @@ type Config struct {
 	// Verification are shell command lines the runner runs in the repository after the
 	// agent, each with `sh -c`, to check its work.
 	Verification []string `yaml:"verification"`
-	Reviewer     *bool    `yaml:"reviewer"`
+	// Reviewer is the review run that judges each pull request before humans get it:
+	// `reviewer: false` turns it off; a mapping chooses its harness and threshold.
+	Reviewer Reviewer `yaml:"reviewer"`
 	// Environment is the repository's toolchain, built into an image derived from the
 	// base image (issue #12); nil when the file declares none.
 	Environment *Environment `yaml:"environment"`
@@ -169,7 +171,16 @@ func checkCommand(field, cmd string) error {
 
 // ReviewerOn reports whether a review run must judge the pull request before humans
 // get it (the default).
-func (p Config) ReviewerOn() bool { return p.Reviewer == nil || *p.Reviewer }
+func (p Config) ReviewerOn() bool { return !p.Reviewer.Off }
+
+// ReviewerHarness is the agent the review run starts: the reviewer's own harness, or
+// else the repository's (with a fresh context all the same).
+func (p Config) ReviewerHarness() Harness {
+	if p.Reviewer.Harness.Name != "" {
+		return p.Reviewer.Harness
+	}
+	return p.Harness
+}
 
 // Default is what a repository without .github/bumper.yml gets: writers approve,
 // no bots, three attempts, no plan run.
@@ -180,6 +191,7 @@ func Default() Config {
 	p.Bounds.Attempts = 3
 	p.Bounds.VerificationRounds = 2
 	p.Bounds.FixRounds = 2
+	p.Reviewer.MinConfidence = DefaultMinConfidence
 	p.Revision = DefaultRevision
 	return p
 }
@@ -217,12 +229,18 @@ func Parse(raw []byte) (Config, error) {
 	if err := p.Harness.check(); err != nil {
 		return Config{}, err
 	}
+	if err := p.Reviewer.check(); err != nil {
+		return Config{}, err
+	}
 	if p.Environment != nil {
 		env, err := p.Environment.check()
 		if err != nil {
 			return Config{}, err
 		}
 		p.Environment = &env
+	}
+	if p.Bounds.FixRounds > MaxFixRounds {
+		return Config{}, fmt.Errorf("%s: bounds.fix_rounds is %d; at most %d fix rounds are allowed", Path, p.Bounds.FixRounds, MaxFixRounds)
 	}
 	if p.Bounds.VerificationRounds > MaxVerificationRounds {
 		return Config{}, fmt.Errorf("%s: bounds.verification_rounds is %d; at most %d rounds are allowed", Path, p.Bounds.VerificationRounds, MaxVerificationRounds)
