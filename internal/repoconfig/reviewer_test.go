@@ -22,7 +22,7 @@ func TestReviewer(t *testing.T) {
 		{name: "a threshold only", file: "reviewer:\n  min_confidence: 1\n", on: true, min: 1},
 		{name: "a threshold above 1", file: "reviewer:\n  min_confidence: 1.5\n", err: "reviewer.min_confidence is 1.5"},
 		{name: "a negative threshold", file: "reviewer:\n  min_confidence: -0.1\n", err: "reviewer.min_confidence"},
-		{name: "a misspelt key", file: "reviewer:\n  min_confidense: 0.9\n", err: "reviewer.min_confidense is not a reviewer setting"},
+		{name: "a misspelt key", file: "reviewer:\n  min_konfidence: 0.9\n", err: "reviewer.min_konfidence is not a reviewer setting"},
 		{name: "a misspelt harness key", file: "reviewer:\n  harness:\n    name: command\n    comand: x\n", err: "reviewer.harness.comand"},
 		{name: "a floating harness version", file: "reviewer:\n  harness:\n    name: codex\n    version: latest\n", err: "pin an exact release"},
 		{name: "a harness without a name", file: "reviewer:\n  harness:\n    version: 1.2.3\n", err: "reviewer.harness.name is missing"},
