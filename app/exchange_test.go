@@ -15,6 +15,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
 )
@@ -271,15 +272,16 @@ func TestTokenExchange(t *testing.T) {
 		if r.Attempts[0].EvidenceDigest != digest || r.AuditHead != auditHead || r.PullRequest != pr || r.Attempts[0].HeadCommit != head {
 			t.Fatalf("evidence not recorded: %+v", r)
 		}
+		// The pull request is handed to a review run: the implement run's part is over.
+		if len(r.Attempts) != 2 || r.Attempts[1].Stage != workitem.StageReview || r.Attempts[1].RunID == 0 {
+			t.Fatalf("no review run was dispatched: %+v", r.Attempts)
+		}
 		code, body := h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)
-		if code != http.StatusOK || !strings.Contains(string(body), `"stop":false`) {
-			t.Fatalf("should-stop while reviewing: %d %s", code, body)
+		if code != http.StatusOK || !strings.Contains(string(body), `"stop":true`) {
+			t.Fatalf("should-stop of the implement run once its review run is dispatched: %d %s", code, body)
 		}
 		h.comment(ghemu.DefaultMaintainer, n, "/stop")
-		code, body = h.post(http.MethodGet, wire.PathShouldStop, granted.RunToken, nil)
-		if code != http.StatusOK || !strings.Contains(string(body), `"stop":true`) {
-			t.Fatalf("should-stop after /stop: %d %s", code, body)
-		}
+		h.expectState(n, ledger.Stopped)
 	})
 }
 
@@ -395,7 +397,7 @@ func TestRunThatDeliveredEndsQuietly(t *testing.T) {
 		}
 	}
 	// The pull request waits for its reviewer: the implement run's token is not renewed.
-	if code, body := h.post(http.MethodPost, wire.PathRefresh, granted.RunToken, struct{}{}); code != http.StatusForbidden || !strings.Contains(string(body), "implement run is over") {
+	if code, body := h.post(http.MethodPost, wire.PathRefresh, granted.RunToken, struct{}{}); code != http.StatusForbidden || !strings.Contains(string(body), "not the current run") {
 		t.Fatalf("refresh once reviewing: %d %s", code, body)
 	}
 	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "success"}); err != nil {
@@ -407,9 +409,8 @@ func TestRunThatDeliveredEndsQuietly(t *testing.T) {
 	}
 }
 
-// TestDeliveredButFailedRunFails: a run that handed its pull request to review and then
-// reported a failure is not taken as delivered when its workflow completes; and the
-// reason it gives is stored bounded, however it is written.
+// TestDeliveredButFailedRunFails: a run that reports a failure fails its item when its
+// workflow completes; and the reason it gives is stored bounded, however it is written.
 func TestDeliveredButFailedRunFails(t *testing.T) {
 	h := newHarness(t, nil)
 	n, run := h.approved()
@@ -417,11 +418,8 @@ func TestDeliveredButFailedRunFails(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("exchange: %d %s", code, body)
 	}
-	pr, head := h.runnerPull(n, 1, granted.InstallationToken)
-	for _, p := range []wire.Progress{{State: "verifying"}, {State: "reviewing", PullRequest: pr, HeadCommit: head}} {
-		if code, body := h.post(http.MethodPost, wire.PathProgress, granted.RunToken, p); code != http.StatusNoContent {
-			t.Fatalf("progress %s: %d %s", p.State, code, body)
-		}
+	if code, body := h.post(http.MethodPost, wire.PathProgress, granted.RunToken, wire.Progress{State: "verifying"}); code != http.StatusNoContent {
+		t.Fatalf("progress verifying: %d %s", code, body)
 	}
 	reason := strings.Repeat("<", wire.MaxReason)
 	e := wire.Evidence{Digest: ledger.ContentRevision([]byte("e")), Outcome: "failure", Reason: reason}

@@ -9,8 +9,9 @@ import (
 	"github.com/bumperdev/bumper/app/workitem"
 )
 
-// CheckRun handles `check_run` "rerequested": Re-run on a Bumper check of a failed
-// work item's pull request asks for a retry, under the same permission rules.
+// CheckRun handles `check_run`: "completed" with a failure on a work item's pull request
+// may start a fix round; "rerequested" (Re-run on a Bumper check of a failed work item's
+// pull request) asks for a retry, under the same permission rules.
 type CheckRun struct{ Base }
 
 // Handles implements githubapp.EventHandler.
@@ -22,7 +23,7 @@ func (h *CheckRun) Handle(ctx context.Context, _, delivery string, payload []byt
 	if err := parse(payload, &ev, "check_run"); err != nil {
 		return err
 	}
-	if ev.GetAction() != "rerequested" {
+	if ev.GetAction() != "rerequested" && ev.GetAction() != "completed" {
 		return nil
 	}
 	var prs []int
@@ -34,6 +35,13 @@ func (h *CheckRun) Handle(ctx context.Context, _, delivery string, payload []byt
 	}
 	inst := ev.GetInstallation().GetID()
 	ctx, _ = githubapp.PrepareRepoContext(ctx, inst, ev.GetRepo())
+	if ev.GetAction() == "completed" {
+		cr := ev.GetCheckRun()
+		return h.run(ctx, delivery, ev.GetRepo(), inst, func(ctx context.Context, gh workitem.GitHub) error {
+			return h.Service.HandleCheck(ctx, gh, workitem.CheckEvent{Delivery: delivery, Repo: repoOf(ev.GetRepo()),
+				Name: cr.GetName(), HeadSHA: cr.GetHeadSHA(), Conclusion: cr.GetConclusion(), PullRequests: prs})
+		})
+	}
 	return h.run(ctx, delivery, ev.GetRepo(), inst, func(ctx context.Context, gh workitem.GitHub) error {
 		return h.Service.HandleCheckRerequest(ctx, gh, workitem.CheckRerequest{Delivery: delivery,
 			Repo: repoOf(ev.GetRepo()), PullRequests: prs, Sender: ev.GetSender().GetLogin(),

@@ -31,6 +31,6 @@ func (h *IssueComment) Handle(ctx context.Context, _, delivery string, payload [
 		return h.Service.HandleComment(ctx, gh, workitem.CommentEvent{Delivery: delivery,
 			Repo: repoOf(ev.GetRepo()), Issue: issueOf(ev.GetIssue()), CommentID: ev.GetComment().GetID(),
 			Author: ev.GetComment().GetUser().GetLogin(), AuthorType: ev.GetComment().GetUser().GetType(),
-			Body: ev.GetComment().GetBody()})
+			Body: ev.GetComment().GetBody(), IsPull: ev.GetIssue().IsPullRequest()})
 	})
 }

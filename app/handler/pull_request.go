@@ -37,6 +37,6 @@ func (h *PullRequest) Handle(ctx context.Context, _, delivery string, payload []
 		return h.Service.HandlePull(ctx, gh, workitem.PullEvent{Delivery: delivery, Action: ev.GetAction(),
 			Repo: repoOf(ev.GetRepo()), Number: ev.GetNumber(), HeadRef: pr.GetHead().GetRef(),
 			HeadRepo: pr.GetHead().GetRepo().GetFullName(), Author: pr.GetUser().GetLogin(),
-			Merged: pr.GetMerged(), Sender: ev.GetSender().GetLogin()})
+			Merged: pr.GetMerged(), Sender: ev.GetSender().GetLogin(), After: ev.GetAfter()})
 	})
 }

@@ -186,7 +186,7 @@ func (s *Sealer) Summary(r *Record) string {
 	case Running, Verifying, Reviewing:
 		fmt.Fprintf(&b, "Attempt %d is under way. Comment `/stop` to stop it.\n", len(r.Attempts))
 	case InReview:
-		fmt.Fprintf(&b, "A pull request (#%d) is ready for human review.\n", r.PullRequest)
+		fmt.Fprintf(&b, "Pull request #%d is ready for human review. Bumper never merges: a person does.\n", r.PullRequest)
 	case Done:
 		b.WriteString("Done: the pull request was merged.\n")
 	case Failed, Stopped:
@@ -200,6 +200,12 @@ func (s *Sealer) Summary(r *Record) string {
 	if r.SpecNotice != "" {
 		fmt.Fprintf(&b, "\n%s\n", noMarkers(r.SpecNotice))
 	}
+	if r.Protection != "" {
+		fmt.Fprintf(&b, "\n**Branch protection:** %s\n", oneLine(r.Protection))
+	}
+	if h := r.HumanPush; h != nil {
+		fmt.Fprintf(&b, "\n@%s pushed to `%s` (`%.12s`): Bumper will not push to it again.\n", h.By, r.WorkBranch, h.Head)
+	}
 	fmt.Fprintf(&b, "\n| | |\n|---|---|\n| requested by | @%s |\n| revision | `%s` |\n", r.Requester, id)
 	if c := r.SpecChange; c != nil {
 		fmt.Fprintf(&b, "| last edit | %s by @%s at %s |\n", oneLine(c.What), c.By, c.At.UTC().Format(time.RFC3339))
@@ -209,6 +215,20 @@ func (s *Sealer) Summary(r *Record) string {
 	}
 	if a := r.ActiveApproval(); a != nil {
 		fmt.Fprintf(&b, "| approved by | @%s at %s |\n", a.By, a.At.UTC().Format(time.RFC3339))
+	}
+	if r.PullRequest != 0 {
+		fmt.Fprintf(&b, "| pull request | #%d (`%s` @ `%.12s`) |\n", r.PullRequest, r.WorkBranch, r.PullHead)
+	}
+	if v := r.Verdict; v != nil {
+		check := "fails"
+		if v.Passed {
+			check = "passes"
+		}
+		what := fmt.Sprintf("%s (confidence %.2f, %d findings)", v.Verdict, v.Confidence, v.Findings)
+		if v.Verdict == "" {
+			what = "none usable (the `bumper/verdict` check says why)"
+		}
+		fmt.Fprintf(&b, "| reviewer verdict | %s; `bumper/verdict` %s |\n", what, check)
 	}
 	if n := len(r.Attempts); n > 0 {
 		a := r.Attempts[n-1]

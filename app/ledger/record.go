@@ -42,13 +42,51 @@ type Record struct {
 	Approvals     []Approval `json:"approvals"`
 	Attempts      []Attempt  `json:"attempts"`
 	PullRequest   int        `json:"pull_request,omitempty"`
-	AuditHead     string     `json:"audit_head,omitempty"`
+	// WorkBranch and PullHead are the pull request's branch and the head Bumper last
+	// pushed to it (and checked): fix and review runs start from exactly that head.
+	WorkBranch string `json:"work_branch,omitempty"`
+	PullHead   string `json:"pull_head,omitempty"`
+	// Verdict is the last review run's verdict, as posted.
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// HumanPush is set once someone other than Bumper pushed to the work branch: Bumper
+	// never pushes there again.
+	HumanPush *HumanPush `json:"human_push,omitempty"`
+	// Protection says what the base branch's protection does not enforce (no required
+	// review, or the App may bypass it); empty when it does, or was not checked.
+	Protection string `json:"protection,omitempty"`
+	AuditHead  string `json:"audit_head,omitempty"`
 	// Reason says why the item is failed, stopped, in error or was sent back.
 	Reason    string    `json:"reason,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Deliveries are the last webhook deliveries that changed the record, so a delivery
 	// redelivered after a restart (when the in-memory index is empty) changes nothing.
 	Deliveries []string `json:"deliveries,omitempty"`
+}
+
+// Verdict is a review run's verdict as the App posted it.
+type Verdict struct {
+	Attempt int `json:"attempt"`
+	// Head is the commit the review judged.
+	Head string `json:"head"`
+	// Verdict and Confidence are the reviewer's; empty when its verdict was invalid or
+	// missing (Problem says why).
+	Verdict    string  `json:"verdict,omitempty"`
+	Confidence float64 `json:"confidence,omitempty"`
+	Findings   int     `json:"findings,omitempty"`
+	// Digest is the SHA-256 of verdict.json as the reviewer wrote it.
+	Digest  string `json:"digest,omitempty"`
+	Problem string `json:"problem,omitempty"`
+	// Passed is the bumper/verdict check's conclusion: success or not.
+	Passed     bool  `json:"passed"`
+	CheckRunID int64 `json:"check_run_id,omitempty"`
+	ReviewID   int64 `json:"review_id,omitempty"`
+}
+
+// HumanPush is a push to the work branch by someone other than Bumper.
+type HumanPush struct {
+	By   string    `json:"by"`
+	At   time.Time `json:"at"`
+	Head string    `json:"head"`
 }
 
 // SpecChange is the last edit of an issue's title or body that the App saw.
@@ -119,6 +157,9 @@ type Attempt struct {
 	// reason a failed attempt gives when its workflow run completes.
 	RunOutcome string `json:"run_outcome,omitempty"`
 	RunReason  string `json:"run_reason,omitempty"`
+	// FixChecks are, for a fix run, the required checks that failed on the head it
+	// starts from: its task.
+	FixChecks []string `json:"fix_checks,omitempty"`
 }
 
 // ID names a work item: "owner/repo#issue".
@@ -222,6 +263,17 @@ func (r *Record) Clone() *Record {
 	if r.SpecChange != nil {
 		sc := *r.SpecChange
 		c.SpecChange = &sc
+	}
+	for i := range c.Attempts {
+		c.Attempts[i].FixChecks = slices.Clone(r.Attempts[i].FixChecks)
+	}
+	if r.Verdict != nil {
+		v := *r.Verdict
+		c.Verdict = &v
+	}
+	if r.HumanPush != nil {
+		h := *r.HumanPush
+		c.HumanPush = &h
 	}
 	return &c
 }

@@ -65,10 +65,13 @@ var transitions = map[State][]State{
 	Planning: {AwaitingApproval, Stopped, Failed, Error},
 	// /approve dispatches; with plans on, an edit asks for a new plan.
 	AwaitingApproval: {Running, Planning, Stopped, Failed, Error},
-	// A voided approval (edit, moved base) goes back to awaiting-approval.
-	Running:   {Verifying, AwaitingApproval, Stopped, Failed, Error},
-	Verifying: {Running, Reviewing, InReview, AwaitingApproval, Stopped, Failed, Error},
-	Reviewing: {InReview, Stopped, Failed, Error},
+	// A voided approval (edit, moved base) goes back to awaiting-approval. A run with no
+	// verification commands hands its pull request over straight from running; a fix
+	// round that fails hands it back to humans (in-review). A human may merge the pull
+	// request whatever Bumper is doing on it.
+	Running:   {Verifying, Reviewing, InReview, AwaitingApproval, Done, Stopped, Failed, Error},
+	Verifying: {Running, Reviewing, InReview, AwaitingApproval, Done, Stopped, Failed, Error},
+	Reviewing: {InReview, Done, Stopped, Failed, Error},
 	// CI fix rounds go back to running; merging ends the item.
 	InReview: {Running, Done, Stopped, Failed, Error},
 	Done:     {},

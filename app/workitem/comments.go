@@ -24,6 +24,19 @@ type CommentEvent struct {
 	Author     string
 	AuthorType string
 	Body       string
+	// IsPull marks a comment on a pull request: /stop, /retry and /status there act on
+	// the work item whose pull request it is.
+	IsPull bool
+}
+
+// itemByPull finds the work item whose pull request is number.
+func (s *Service) itemByPull(repo string, number int) (int, bool) {
+	for _, rec := range s.idx.ByRepository(repo) {
+		if rec.PullRequest == number && number != 0 {
+			return rec.Issue, true
+		}
+	}
+	return 0, false
 }
 
 // HandleComment runs the command a comment gives, if any.
@@ -40,8 +53,22 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 		return nil
 	}
 	repo, n := ev.Repo.FullName, ev.Issue.Number
+	where := n // replies go where the command was given
+	if ev.IsPull {
+		issue, ok := s.itemByPull(repo, n)
+		if !ok {
+			// Not a Bumper pull request: its commands are someone else's business.
+			return nil
+		}
+		n = issue
+	}
 	defer s.lock(ledger.ID(repo, n))()
-	it, err := s.loadIssue(ctx, gh, ev.Repo, ev.Issue)
+	var it *item
+	if ev.IsPull {
+		it, err = s.load(ctx, gh, ev.Repo, n)
+	} else {
+		it, err = s.loadIssue(ctx, gh, ev.Repo, ev.Issue)
+	}
 	if errors.Is(err, errUntrusted) {
 		return s.markUntrusted(ctx, gh, ev.Repo, ev.Issue, it.commentID, err, "")
 	}
@@ -53,7 +80,7 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	}
 	pol, err := s.policy(ctx, gh, repo)
 	if err != nil {
-		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Bumper cannot act: the repository's configuration is invalid (%v).", err))
+		return s.reply(ctx, gh, repo, where, fmt.Sprintf("Bumper cannot act: the repository's configuration is invalid (%v).", err))
 	}
 	if no, err := s.allowed(ctx, gh, repo, ev.Author, ev.AuthorType, pol); err != nil {
 		return err
@@ -62,27 +89,31 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 			return nil
 		}
 		zerolog.Ctx(ctx).Info().Str(logkey.User, ev.Author).Str(logkey.Command, cmd.Name).Str(logkey.Reason, no.why).Msg("refused a command")
-		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Sorry @%s, only %s can give Bumper commands here; %s. Nothing was changed.",
+		return s.reply(ctx, gh, repo, where, fmt.Sprintf("Sorry @%s, only %s can give Bumper commands here; %s. Nothing was changed.",
 			ev.Author, who(pol), no.why))
 	}
 	if cmd.Kind == command.Help || cmd.Kind == command.Unknown {
-		return s.reply(ctx, gh, repo, n, command.HelpText)
+		return s.reply(ctx, gh, repo, where, command.HelpText)
 	}
 	if it == nil {
-		return s.reply(ctx, gh, repo, n, fmt.Sprintf("There is no Bumper work item on this issue. Label it `%s` to start one.", s.opts.TriggerLabel))
+		return s.reply(ctx, gh, repo, where, fmt.Sprintf("There is no Bumper work item on this issue. Label it `%s` to start one.", s.opts.TriggerLabel))
 	}
 	switch cmd.Kind {
 	case command.Approve:
+		if ev.IsPull {
+			// An approval binds to the issue's text, which the approver reads there.
+			return s.reply(ctx, gh, repo, where, fmt.Sprintf("Approvals are given on the issue: comment `/approve` on #%d, where the text it binds to is shown.", n))
+		}
 		return s.approve(ctx, gh, it, ev, pol, cmd)
 	case command.Stop:
 		if it.rec.State.Terminal() {
-			return s.reply(ctx, gh, repo, n, fmt.Sprintf("Nothing to stop: the work item is %s.", it.rec.State))
+			return s.reply(ctx, gh, repo, where, fmt.Sprintf("Nothing to stop: the work item is %s.", it.rec.State))
 		}
 		return s.stop(ctx, gh, it, fmt.Sprintf("@%s asked to stop", ev.Author), ev.Delivery)
 	case command.Retry:
 		return s.retry(ctx, gh, it, ev.Author, ev.Delivery, pol)
 	case command.Status:
-		return s.reply(ctx, gh, repo, n, s.opts.Sealer.Summary(it.rec))
+		return s.reply(ctx, gh, repo, where, s.opts.Sealer.Summary(it.rec))
 	}
 	return nil
 }

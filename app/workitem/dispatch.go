@@ -90,6 +90,12 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 		att.Outcome, att.EndedAt = "dispatch-failed", s.now().UTC()
 		rec.Attempts = append(rec.Attempts, att)
 		reason := fmt.Sprintf("the dispatch of %s failed: %v", s.opts.Workflow, err)
+		if stage == StageReview {
+			// The pull request is there: humans get it, with the check saying why no
+			// reviewer judged it.
+			zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Msg("review dispatch failed")
+			return s.reviewMissing(ctx, gh, it, reason)
+		}
 		if mErr := s.move(ctx, it, ledger.Failed, reason); mErr != nil {
 			return errors.Join(err, mErr)
 		}

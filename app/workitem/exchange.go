@@ -73,20 +73,32 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	switch {
 	case att.Stage == StagePlan && rec.State == ledger.Planning:
 		perms = planPermissions
-	case att.Stage != StagePlan && rec.State == ledger.Running:
+	case (att.Stage == StageImplement || att.Stage == StageFix) && rec.State == ledger.Running,
+		att.Stage == StageReview && rec.State == ledger.Reviewing:
 		if a := rec.ActiveApproval(); a == nil || att.Revision != rec.ApprovalRevision() {
 			return none, refuse("attempt %d's approval no longer holds", att.Number)
 		}
 	default:
-		return none, refuse("%s is %s; no run may start", rec.ID(), rec.State)
+		return none, refuse("%s is %s; no %s run may start", rec.ID(), rec.State, att.Stage)
 	}
-	// Approved is not authorized until now: the base must still be what was approved.
-	head, err := gh.BranchHead(ctx, repo, rec.BaseBranch)
-	if err != nil {
-		return none, fmt.Errorf("failed to read the head of %s: %w", rec.BaseBranch, err)
+	if att.Stage == StageReview {
+		perms = reviewPermissions
 	}
-	if head != rec.BaseCommit {
-		return none, s.baseMoved(ctx, gh, it, head)
+	if att.Stage == StageFix || att.Stage == StageReview {
+		// These runs start from the pull request Bumper pushed; the base branch moving on
+		// meanwhile is normal and voids nothing.
+		if err := s.pullHolds(ctx, gh, rec, att.Stage); err != nil {
+			return none, err
+		}
+	} else {
+		// Approved is not authorized until now: the base must still be what was approved.
+		head, err := gh.BranchHead(ctx, repo, rec.BaseBranch)
+		if err != nil {
+			return none, fmt.Errorf("failed to read the head of %s: %w", rec.BaseBranch, err)
+		}
+		if head != rec.BaseCommit {
+			return none, s.baseMoved(ctx, gh, it, head)
+		}
 	}
 	if att.Stage != StagePlan {
 		why, err := s.approvedTextHolds(ctx, gh, it)
@@ -127,10 +139,40 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if a := rec.ActiveApproval(); a != nil && att.Stage != StagePlan {
 		approvals = append(approvals, wire.Approval{By: a.By, At: a.At, Revision: a.Revision, CommentID: a.CommentID})
 	}
-	return wire.ExchangeResponse{InstallationToken: tok, TokenExpiresAt: tokExp, Permissions: perms,
+	resp := wire.ExchangeResponse{InstallationToken: tok, TokenExpiresAt: tokExp, Permissions: perms,
 		Repository: rec.Repository, RunToken: runTok, RunTokenExpiresAt: runExp, WorkItem: rec.ID(),
 		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit,
-		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals}, nil
+		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals, Branch: WorkBranchName(rec.Issue, att.Number)}
+	if att.Stage == StageFix || att.Stage == StageReview {
+		resp.Branch, resp.PullRequest, resp.HeadCommit = rec.WorkBranch, rec.PullRequest, rec.PullHead
+	}
+	return resp, nil
+}
+
+// WorkBranchName is the branch an implement run pushes to: bumper/<issue>-<attempt>.
+func WorkBranchName(issue, attempt int) string { return fmt.Sprintf("bumper/%d-%d", issue, attempt) }
+
+// pullHolds checks, before a fix or review run gets credentials, that the pull request
+// is still open with the head Bumper pushed, and that no human pushed to its branch (a
+// fix run would push over their work).
+func (s *Service) pullHolds(ctx context.Context, gh GitHub, rec *ledger.Record, stage string) error {
+	if rec.PullRequest == 0 || rec.WorkBranch == "" || rec.PullHead == "" {
+		return refuse("%s has no pull request for a %s run", rec.ID(), stage)
+	}
+	if stage == StageFix && rec.HumanPush != nil {
+		return refuse("@%s pushed to %s: Bumper does not push there again", rec.HumanPush.By, rec.WorkBranch)
+	}
+	pr, err := gh.PullRequest(ctx, rec.Repository, rec.PullRequest)
+	if err != nil {
+		return fmt.Errorf("failed to read pull request #%d: %w", rec.PullRequest, err)
+	}
+	switch {
+	case pr.State != "open":
+		return refuse("pull request #%d is %s", rec.PullRequest, pr.State)
+	case pr.HeadSHA != rec.PullHead:
+		return refuse("pull request #%d's head is %.12s, not %.12s, which Bumper pushed and the run was dispatched for", rec.PullRequest, pr.HeadSHA, rec.PullHead)
+	}
+	return nil
 }
 
 // baseMoved voids the approval of a run whose base branch moved before it started.
@@ -218,6 +260,13 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 	case writes(c.Stage) && to == ledger.Verifying:
 	case writes(c.Stage) && to == ledger.Reviewing:
 		// The pull request is open; a review run judges it next.
+		pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
+		if err != nil {
+			return refuse("%v", err)
+		}
+		if !pol.ReviewerOn() {
+			return refuse("the repository's reviewer is off (reviewer: false): a %s run reports in-review with its pull request", c.Stage)
+		}
 		if err := s.takePull(ctx, gh, it, p.PullRequest, p.HeadCommit); err != nil {
 			return err
 		}
@@ -242,6 +291,20 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 	}
 	if err := s.move(ctx, it, to, p.Message); err != nil {
 		return err
+	}
+	switch to {
+	case ledger.Reviewing:
+		if err := s.dispatch(ctx, gh, it, StageReview); err != nil {
+			return err
+		}
+	case ledger.InReview:
+		pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
+		if err != nil {
+			return refuse("%v", err)
+		}
+		if err := s.maybeFix(ctx, gh, it, pol); err != nil {
+			return err
+		}
 	}
 	if to == ledger.AwaitingApproval {
 		// The plan goes up first so the record can point at it: the token exchange
@@ -356,6 +419,9 @@ func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.Should
 	}
 	if !it.rec.State.Active() {
 		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("the work item is %s", it.rec.State)}, nil
+	}
+	if h := it.rec.HumanPush; h != nil && c.Stage == StageFix {
+		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("@%s pushed to %s: Bumper does not push there again", h.By, it.rec.WorkBranch)}, nil
 	}
 	return wire.ShouldStop{}, nil
 }

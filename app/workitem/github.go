@@ -42,6 +42,58 @@ type Pull struct {
 	Merged   bool
 }
 
+// PullFile is one file a pull request changes, with its diff hunks as GitHub gives them
+// (Patch is empty for a binary file or a diff too large to show).
+type PullFile struct {
+	Path  string
+	Patch string
+}
+
+// Review is a pull request review the App posts. Event is COMMENT or REQUEST_CHANGES:
+// the App never approves.
+type Review struct {
+	CommitID string
+	Event    string
+	Body     string
+	Comments []ReviewComment
+}
+
+// ReviewComment is an inline comment of a review, on one line of the diff.
+type ReviewComment struct {
+	Path string
+	Line int
+	Side string // LEFT or RIGHT
+	Body string
+}
+
+// CheckRun is a check run as the App posts it (completed) or reads it.
+type CheckRun struct {
+	ID         int64
+	Name       string
+	HeadSHA    string
+	Status     string
+	Conclusion string
+	Title      string
+	Summary    string
+	Text       string
+	DetailsURL string
+}
+
+// Protection is what a branch's protection enforces, as far as the App checks it.
+type Protection struct {
+	// RequiredReviews is the number of approving reviews a merge needs (0: none).
+	RequiredReviews int
+	// BypassApps are the App slugs allowed to merge without the reviews.
+	BypassApps []string
+	// EnforceAdmins applies the rules to administrators too.
+	EnforceAdmins bool
+	// RequiredChecks are the check names a merge needs.
+	RequiredChecks []string
+}
+
+// ErrForbidden is returned by GitHub implementations when the App lacks the permission.
+var ErrForbidden = errors.New("forbidden by GitHub (the App lacks a permission)")
+
 // Repo names a repository and its default branch, as webhook payloads carry them.
 type Repo struct {
 	FullName      string // owner/name
@@ -81,6 +133,20 @@ type GitHub interface {
 	CreateRef(ctx context.Context, repo, ref, sha string) (bool, error)
 	// Dispatch starts a workflow_dispatch run and returns its run ID.
 	Dispatch(ctx context.Context, repo, workflow, ref string, inputs map[string]string) (int64, error)
+	// PullFiles lists the files a pull request changes, with their patches.
+	PullFiles(ctx context.Context, repo string, number int) ([]PullFile, error)
+	// CreateReview posts a pull request review and returns its ID.
+	CreateReview(ctx context.Context, repo string, number int, r Review) (int64, error)
+	// CreateCheckRun posts a completed check run and returns its ID.
+	CreateCheckRun(ctx context.Context, repo string, cr CheckRun) (int64, error)
+	// CheckRuns lists the check runs on a commit, newest first for each name.
+	CheckRuns(ctx context.Context, repo, sha string) ([]CheckRun, error)
+	// RequiredChecks are the status checks a branch's protection requires, as anyone
+	// who can read the repository sees them; none when it is unprotected.
+	RequiredChecks(ctx context.Context, repo, branch string) ([]string, error)
+	// BranchProtection reads a branch's protection; ErrNotFound when it has none,
+	// ErrForbidden when the App may not read it.
+	BranchProtection(ctx context.Context, repo, branch string) (Protection, error)
 	// RepoToken mints an installation token limited to one repository and permissions.
 	RepoToken(ctx context.Context, repo string, permissions map[string]string) (string, time.Time, error)
 }

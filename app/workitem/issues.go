@@ -161,6 +161,7 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 	} else if err := s.move(ctx, it, ledger.AwaitingApproval, ""); err != nil {
 		return err
 	}
+	rec.Protection = s.protectionNotice(ctx, gh, rec, pol)
 	return s.save(ctx, gh, it, ev.Delivery)
 }
 

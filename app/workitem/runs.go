@@ -45,19 +45,28 @@ func (s *Service) HandleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
 	if err != nil || it == nil {
 		return err
 	}
-	att := it.rec.CurrentAttempt()
-	if att == nil || att.RunID != ev.RunID {
-		// A run of an earlier attempt finishing late changes nothing now.
+	var att *ledger.Attempt
+	for i := range it.rec.Attempts {
+		if it.rec.Attempts[i].RunID == ev.RunID {
+			att = &it.rec.Attempts[i]
+		}
+	}
+	if att == nil {
 		return nil
 	}
+	current := att.Number == len(it.rec.Attempts)
 	changed := false
 	if ev.Runner != "" && att.Runner != ev.Runner {
 		att.Runner, changed = ev.Runner, true
 	}
 	if ev.Status == "completed" && att.Outcome == "" {
 		att.Outcome, att.EndedAt, changed = ev.Conclusion, s.now().UTC(), true
-		if err := s.runEnded(ctx, gh, it, att.Number, ev.Conclusion); err != nil {
-			return err
+		// A run of an earlier attempt (one that handed its pull request on) finishing
+		// changes only its own line of the record.
+		if current {
+			if err := s.runEnded(ctx, gh, it, att.Number, ev.Conclusion); err != nil {
+				return err
+			}
 		}
 	}
 	if !changed {
@@ -78,15 +87,31 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 		}
 		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the plan run ended (%s) without posting a plan", conclusion))
 	}
-	if a := rec.CurrentAttempt(); rec.State == ledger.Reviewing && a != nil && a.Number == attempt && a.Stage != StageReview &&
-		rec.PullRequest != 0 && (a.RunOutcome == "" || a.RunOutcome == "success") {
-		// The run delivered: its pull request waits for its review, whatever the
-		// workflow's conclusion says of the steps after the report.
-		return nil
+	a := rec.CurrentAttempt()
+	if rec.State == ledger.Reviewing && a != nil && a.Number == attempt && a.Stage == StageReview {
+		// The review run ended without posting its verdict (it would have moved the item
+		// on): late, killed or broken, which is never a pass.
+		why := fmt.Sprintf("the review run (attempt %d) ended (%s) without a verdict", attempt, conclusion)
+		if a.RunReason != "" {
+			why += ": " + oneLine(a.RunReason)
+		}
+		return s.reviewMissing(ctx, gh, it, why)
 	}
 	pol, err := s.policy(ctx, gh, it.repo.FullName)
 	if err != nil {
 		pol = repoconfig.Default()
+	}
+	if a != nil && a.Number == attempt && a.Stage == StageFix && rec.PullRequest != 0 {
+		// A fix round that did not deliver leaves its pull request as it was: humans get
+		// it back, and the next round starts if the bound allows.
+		why := fmt.Sprintf("fix round (attempt %d) ended (%s) without a new head", attempt, conclusion)
+		if a.RunReason != "" {
+			why += ": " + mdcode.Span(oneLine(a.RunReason))
+		}
+		if err := s.move(ctx, it, ledger.InReview, why); err != nil {
+			return err
+		}
+		return s.maybeFix(ctx, gh, it, pol)
 	}
 	used := rec.AttemptsOfStage(StageImplement)
 	reason := fmt.Sprintf("attempt %d ended (%s) before a pull request was ready", attempt, conclusion)
@@ -132,6 +157,8 @@ type PullEvent struct {
 	Author   string // who opened the pull request
 	Merged   bool
 	Sender   string
+	// After is the branch's new head (synchronize).
+	After string
 }
 
 // WorkBranch parses a Bumper work branch name, bumper/<issue>-<attempt>.
@@ -158,7 +185,7 @@ func WorkBranch(ref string) (issue, attempt int, ok bool) {
 // alone proves nothing, since anyone can open a pull request from a fork's branch named
 // bumper/<issue>-<attempt>.
 func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error {
-	n, attempt, ok := WorkBranch(ev.HeadRef)
+	n, _, ok := WorkBranch(ev.HeadRef)
 	if !ok {
 		return nil
 	}
@@ -167,7 +194,7 @@ func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error
 	if err != nil || it == nil {
 		return err
 	}
-	if it.stored.Handled(ev.Delivery) || attempt != len(it.rec.Attempts) {
+	if it.stored.Handled(ev.Delivery) {
 		return nil
 	}
 	if it.rec.PullRequest == 0 || it.rec.PullRequest != ev.Number {
@@ -177,9 +204,11 @@ func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error
 			Str(logkey.Reason, "not the pull request the run reported and the App checked").Msg("pull request is not the work item's; ignored")
 		return nil
 	}
+	if ev.Action == "synchronize" {
+		return s.pushed(ctx, gh, it, ev)
+	}
 	if ev.Action != "closed" {
-		// opened, reopened, synchronize: the runner reports its pull request itself; the
-		// fix rounds are the runner's.
+		// opened, reopened: the runner reports its pull request itself.
 		zerolog.Ctx(ctx).Debug().Str(logkey.WorkItem, it.rec.ID()).Str(logkey.Action, ev.Action).Msg("pull request event needs no change")
 		return nil
 	}
@@ -196,6 +225,32 @@ func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error
 	return s.save(ctx, gh, it, ev.Delivery)
 }
 
+// pushed follows a push to the work branch. Bumper's own pushes (a fix round's) come
+// back as webhooks and change nothing; anyone else's makes the branch theirs: Bumper
+// never pushes there again, says so, and stops a fix round under way.
+func (s *Service) pushed(ctx context.Context, gh GitHub, it *item, ev PullEvent) error {
+	rec := it.rec
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(ev.Sender, bot) || ev.After == "" || ev.After == rec.PullHead || rec.HumanPush != nil || rec.State.Terminal() {
+		return nil
+	}
+	rec.HumanPush = &ledger.HumanPush{By: ev.Sender, At: s.now().UTC(), Head: ev.After}
+	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.User, ev.Sender).Msg("a human pushed to the work branch; Bumper stands down from it")
+	if a := rec.CurrentAttempt(); a != nil && a.Stage == StageFix && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
+		if err := s.move(ctx, it, ledger.InReview, fmt.Sprintf("@%s pushed to %s during fix round %d; the round is stopped", ev.Sender, rec.WorkBranch, a.Number)); err != nil {
+			return err
+		}
+	}
+	if err := s.save(ctx, gh, it, ev.Delivery); err != nil {
+		return err
+	}
+	return s.reply(ctx, gh, rec.Repository, ev.Number, fmt.Sprintf("@%s pushed to `%s`, so this pull request is yours now: Bumper will not push to this branch again, and no fix round will start. Its reviewer's verdict and evidence stay as they were, for the commits Bumper pushed.",
+		ev.Sender, rec.WorkBranch))
+}
+
 // pullMismatch says why a pull request cannot be the current attempt's, or "" when it
 // can: it must come from the base repository itself (not a fork), be opened by the App
 // (the runner opens it with the installation token), be on the attempt's work branch,
@@ -205,7 +260,10 @@ func pullMismatch(rec *ledger.Record, bot string, pr Pull) string {
 	if att == nil {
 		return "no run was dispatched"
 	}
-	want := fmt.Sprintf("bumper/%d-%d", rec.Issue, att.Number)
+	want := WorkBranchName(rec.Issue, att.Number)
+	if att.Stage == StageFix && rec.WorkBranch != "" {
+		want = rec.WorkBranch
+	}
 	switch {
 	case !strings.EqualFold(pr.HeadRepo, rec.Repository):
 		return fmt.Sprintf("its head is in %s, not in %s", pr.HeadRepo, rec.Repository)
@@ -252,7 +310,7 @@ func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int,
 		att.HeadCommit = ""
 		return refuse("pull request #%d is not this run's: %s", number, why)
 	}
-	rec.PullRequest = number
+	rec.PullRequest, rec.WorkBranch, rec.PullHead = number, pr.HeadRef, head
 	return nil
 }
 

@@ -71,6 +71,14 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 	if task.Comments, err = s.taskComments(ctx, gh, rec, cutoff, approvalComment); err != nil {
 		return none, err
 	}
+	if c.Stage == StageFix || c.Stage == StageReview {
+		task.PullRequest, task.Branch, task.HeadCommit = rec.PullRequest, rec.WorkBranch, rec.PullHead
+	}
+	if c.Stage == StageFix {
+		if task.Checks, err = s.fixTask(ctx, gh, rec, att); err != nil {
+			return none, err
+		}
+	}
 	return task, nil
 }
 
