@@ -255,6 +255,10 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	// PUT|DELETE /_emulator/repos/{owner}/{repo}/branches/{branch...}/protection: what an
+	// admin does in the branch's settings (SetBranchProtection, RemoveBranchProtection).
+	case len(parts) >= 6 && parts[0] == "repos" && parts[3] == "branches" && parts[len(parts)-1] == "protection":
+		e.serveProtectionControl(w, r, parts[1], parts[2], strings.Join(parts[4:len(parts)-1], "/"))
 	default:
 		writeError(w, errNotFound())
 	}

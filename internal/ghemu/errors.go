@@ -13,11 +13,13 @@ const docsURL = "https://docs.github.com/rest"
 // apiError is an error with GitHub's JSON shape. Handlers return it and the dispatcher
 // writes it, so every refusal looks like GitHub's.
 type apiError struct {
-	Status  int              `json:"-"`
-	Message string           `json:"message"`
-	Errors  []apiErrorDetail `json:"errors,omitempty"`
-	Docs    string           `json:"documentation_url"`
-	Code    string           `json:"status"`
+	Status  int    `json:"-"`
+	Message string `json:"message"`
+	// Errors holds apiErrorDetail objects ("Validation Failed") or plain strings (the
+	// "Unprocessable Entity" form some operations answer, e.g. review comments).
+	Errors []any  `json:"errors,omitempty"`
+	Docs   string `json:"documentation_url"`
+	Code   string `json:"status"`
 }
 
 // apiErrorDetail is one entry of a 422's "errors" array.
@@ -53,7 +55,7 @@ func errBadJSON(detail string) *apiError {
 // errValidation is GitHub's 422 "Validation Failed" with one detail.
 func errValidation(resource, field, code, msg string) *apiError {
 	e := newError(http.StatusUnprocessableEntity, "Validation Failed")
-	e.Errors = []apiErrorDetail{{Resource: resource, Field: field, Code: code, Message: msg}}
+	e.Errors = []any{apiErrorDetail{Resource: resource, Field: field, Code: code, Message: msg}}
 	return e
 }
 
@@ -61,6 +63,16 @@ func errValidation(resource, field, code, msg string) *apiError {
 // changes ("Reference already exists", "Pull Request is not mergeable").
 func errUnprocessable(msg string) *apiError {
 	return newError(http.StatusUnprocessableEntity, msg)
+}
+
+// errUnprocessableList is GitHub's 422 whose errors are plain strings, as the review
+// routes answer: {"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]}.
+func errUnprocessableList(msgs ...string) *apiError {
+	e := newError(http.StatusUnprocessableEntity, "Unprocessable Entity")
+	for _, m := range msgs {
+		e.Errors = append(e.Errors, m)
+	}
+	return e
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -144,7 +144,8 @@ func TestGitCloneAndPushFollowGitHubRules(t *testing.T) {
 				sync = p
 			}
 		}
-		if sync == nil || sync.GetAfter() != strings.TrimSpace(out) || sync.GetBefore() != head {
+		if sync == nil || sync.GetAfter() != strings.TrimSpace(out) || sync.GetBefore() != head ||
+			sync.GetSender().GetLogin() != ghemu.DefaultAppSlug+"[bot]" {
 			t.Fatalf("synchronize event = %+v", sync)
 		}
 	})

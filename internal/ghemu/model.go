@@ -86,10 +86,13 @@ type repo struct {
 	Comments      map[int64]*comment     `json:"comments"`
 	Pulls         map[int]*pull          `json:"pulls"`
 	Reviews       map[int64]*review      `json:"reviews"`
-	CheckRuns     map[int64]*checkRun    `json:"check_runs"`
-	Runs          map[int64]*workflowRun `json:"runs"`
-	NextRunNumber int                    `json:"next_run_number"`
-	Workflows     map[string]int64       `json:"workflows"` // workflow file path -> ID
+	// ReviewComments are the inline comments of submitted reviews; nil in a state saved
+	// before they existed.
+	ReviewComments map[int64]*reviewComment `json:"review_comments,omitempty"`
+	CheckRuns      map[int64]*checkRun      `json:"check_runs"`
+	Runs           map[int64]*workflowRun   `json:"runs"`
+	NextRunNumber  int                      `json:"next_run_number"`
+	Workflows      map[string]int64         `json:"workflows"` // workflow file path -> ID
 }
 
 func (r *repo) fullName() string { return r.Owner + "/" + r.Name }
@@ -100,6 +103,9 @@ type protection struct {
 	RequiredChecks  []string `json:"required_checks"`
 	RequiredReviews int      `json:"required_reviews"`
 	EnforceAdmins   bool     `json:"enforce_admins"`
+	// BypassApps are the slugs of Apps allowed to merge without the approving reviews
+	// (bypass_pull_request_allowances.apps); required checks still bind them.
+	BypassApps []string `json:"bypass_apps,omitempty"`
 }
 
 type label struct {
@@ -166,6 +172,25 @@ type review struct {
 	CommitID    string    `json:"commit_id"`
 	SubmittedAt time.Time `json:"submitted_at"`
 	ViaApp      bool      `json:"via_app"`
+}
+
+// reviewComment is an inline comment of a pull request review, anchored on a line of
+// the pull request's diff at the commit it was made on.
+type reviewComment struct {
+	ID         int64     `json:"id"`
+	ReviewID   int64     `json:"review_id"`
+	PullNumber int       `json:"pull_number"`
+	User       string    `json:"user"`
+	Body       string    `json:"body"`
+	Path       string    `json:"path"`
+	Line       int       `json:"line"`
+	Side       string    `json:"side"`                 // LEFT or RIGHT
+	StartLine  int       `json:"start_line,omitempty"` // multi-line comments only
+	StartSide  string    `json:"start_side,omitempty"`
+	Position   int       `json:"position"` // in the file's diff, the first hunk header being 0
+	DiffHunk   string    `json:"diff_hunk"`
+	CommitID   string    `json:"commit_id"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 type checkRun struct {

@@ -79,6 +79,9 @@ func (e *Emulator) registerRoutes() {
 	rt.add(put, "/repos/{owner}/{repo}/pulls/{pull_number}/merge", pullsMerge, e.mergePull)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", pullsR, e.listReviews)
 	rt.add(post, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", pullsW, e.createReview)
+	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments", pullsR, e.listReviewComments)
+	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/comments", pullsR, e.listPullComments)
+	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/files", pullsR, e.listPullFiles)
 
 	// Check runs.
 	rt.add(post, "/repos/{owner}/{repo}/check-runs", checksW, e.createCheckRun)

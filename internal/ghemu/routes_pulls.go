@@ -33,14 +33,15 @@ func (e *Emulator) pullMergeState(rp *repo, is *issue, p *pull) (any, string) {
 	if p.Merged || is.State == "closed" {
 		return nil, "unknown"
 	}
-	if e.protectionUnmet(rp, p) != "" {
+	if e.protectionUnmet(rp, p, nil) != "" {
 		return true, "blocked"
 	}
 	return true, "clean"
 }
 
-// protectionUnmet says why branch protection on the base forbids merging, or "".
-func (e *Emulator) protectionUnmet(rp *repo, p *pull) string {
+// protectionUnmet says why branch protection on the base forbids who to merge, or "".
+// who may be nil: then no bypass applies (mergeable_state is the same for everyone).
+func (e *Emulator) protectionUnmet(rp *repo, p *pull, who *principal) string {
 	prot := rp.Protected[p.Base]
 	if prot == nil {
 		return ""
@@ -50,7 +51,7 @@ func (e *Emulator) protectionUnmet(rp *repo, p *pull) string {
 			return "Required status check \"" + name + "\" is expected."
 		}
 	}
-	if prot.RequiredReviews > 0 {
+	if prot.RequiredReviews > 0 && !e.bypassesReviews(prot, who) {
 		approvals := map[string]bool{}
 		latest := map[string]string{}
 		var ids []int64
@@ -100,7 +101,7 @@ func (e *Emulator) renderPull(rp *repo, is *issue, p *pull) obj {
 	href := func(u string) obj { return obj{"href": u} }
 	mergeable, mstate := e.pullMergeState(rp, is, p)
 	repoObj := e.renderRepo(rp)
-	reviewComments := 0
+	reviewComments := len(e.visibleReviewComments(rp, p.Number, 0))
 	o := e.renderIssue(rp, is)
 	delete(o, "pull_request")
 	delete(o, "reactions")
@@ -320,7 +321,11 @@ func (e *Emulator) mergePull(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, newError(http.StatusConflict, "Head branch was modified. Review and try the merge again."))
 		return
 	}
-	if why := e.protectionUnmet(c.repo, p); why != "" && !roleAtLeast(e.roleOf(c.who.user, c.repo), "admin") {
+	// An admin's own credential overrides protection unless it enforces admins, as on
+	// GitHub; an installation token is never an admin.
+	adminOverride := c.who.token == nil && roleAtLeast(e.roleOf(c.who.user, c.repo), "admin") &&
+		(c.repo.Protected[p.Base] == nil || !c.repo.Protected[p.Base].EnforceAdmins)
+	if why := e.protectionUnmet(c.repo, p, c.who); why != "" && !adminOverride {
 		writeError(w, newError(http.StatusMethodNotAllowed, why))
 		return
 	}
@@ -345,5 +350,6 @@ func (e *Emulator) mergePull(w http.ResponseWriter, r *http.Request, c *call) {
 	c.repo.PushedAt = now
 	c.mutated = true
 	e.emit("pull_request", "closed", c.repo, actor, obj{"number": p.Number, "pull_request": e.renderPull(c.repo, is, p)})
+	e.closeReferencedIssues(c.repo, is, p, actor)
 	writeJSON(w, http.StatusOK, obj{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
 }

@@ -147,36 +147,6 @@ func checkList(names []string) []obj {
 	return out
 }
 
-func (e *Emulator) getBranchProtection(w http.ResponseWriter, r *http.Request, c *call) {
-	name := c.params["branch"]
-	p := c.repo.Protected[name]
-	if p == nil {
-		writeError(w, newError(http.StatusNotFound, "Branch not protected"))
-		return
-	}
-	api := e.baseURL + "/repos/" + c.repo.fullName() + "/branches/" + name + "/protection"
-	o := obj{
-		"url": api,
-		"required_status_checks": obj{"url": api + "/required_status_checks", "strict": false,
-			"contexts": append([]string{}, p.RequiredChecks...), "checks": checkList(p.RequiredChecks),
-			"contexts_url": api + "/required_status_checks/contexts"},
-		"enforce_admins":                   obj{"url": api + "/enforce_admins", "enabled": p.EnforceAdmins},
-		"required_linear_history":          obj{"enabled": false},
-		"allow_force_pushes":               obj{"enabled": false},
-		"allow_deletions":                  obj{"enabled": false},
-		"block_creations":                  obj{"enabled": false},
-		"required_conversation_resolution": obj{"enabled": false},
-		"lock_branch":                      obj{"enabled": false},
-		"allow_fork_syncing":               obj{"enabled": false},
-	}
-	if p.RequiredReviews > 0 {
-		o["required_pull_request_reviews"] = obj{"url": api + "/required_pull_request_reviews",
-			"dismiss_stale_reviews": true, "require_code_owner_reviews": false,
-			"required_approving_review_count": p.RequiredReviews, "require_last_push_approval": false}
-	}
-	writeJSON(w, http.StatusOK, o)
-}
-
 func (e *Emulator) getCollaboratorPermission(w http.ResponseWriter, r *http.Request, c *call) {
 	u := e.st.Users[key(c.params["username"])]
 	if u == nil {

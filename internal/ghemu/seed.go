@@ -56,11 +56,38 @@ type SeedRepository struct {
 	Files         map[string]string `yaml:"files"`
 }
 
-// SeedProtection protects one branch: no direct pushes, and merges need the checks.
+// SeedProtection protects one branch: no direct pushes, and merges need the checks and
+// the approving reviews. It is also what SetBranchProtection takes at run time.
 type SeedProtection struct {
-	Branch          string   `yaml:"branch"`
-	RequiredChecks  []string `yaml:"required_checks"`
-	RequiredReviews int      `yaml:"required_reviews"`
+	Branch          string   `yaml:"branch" json:"branch"`
+	RequiredChecks  []string `yaml:"required_checks" json:"required_checks"`
+	RequiredReviews int      `yaml:"required_reviews" json:"required_reviews"`
+	// EnforceAdmins makes the protection bind administrators too.
+	EnforceAdmins bool `yaml:"enforce_admins" json:"enforce_admins"`
+	// BypassApps are slugs of Apps that may merge without the approving reviews
+	// (GitHub's bypass_pull_request_allowances.apps): the emulator's App, or another
+	// App whose bot user ("<slug>[bot]") the seed lists. Required checks still bind them.
+	BypassApps []string `yaml:"bypass_apps" json:"bypass_apps"`
+}
+
+// maxRequiredReviews is GitHub's upper bound on required_approving_review_count.
+const maxRequiredReviews = 6
+
+// validateProtection checks one branch's protection against the accounts the world has:
+// appSlug is the emulator's App, bots the logins of other Apps' bot users.
+func validateProtection(p SeedProtection, appSlug string, isBot func(login string) bool) error {
+	if p.Branch == "" {
+		return fmt.Errorf("protection without a branch")
+	}
+	if p.RequiredReviews < 0 || p.RequiredReviews > maxRequiredReviews {
+		return fmt.Errorf("branch %s: required_reviews %d is outside GitHub's 0 to %d", p.Branch, p.RequiredReviews, maxRequiredReviews)
+	}
+	for _, slug := range p.BypassApps {
+		if !strings.EqualFold(slug, appSlug) && !isBot(slug+"[bot]") {
+			return fmt.Errorf("branch %s: bypass app %q is neither the App (%s) nor another App's listed bot user %q", p.Branch, slug, appSlug, slug+"[bot]")
+		}
+	}
+	return nil
 }
 
 // SeedLabel is a repository label.
@@ -217,6 +244,22 @@ func (s *Seed) Validate() error {
 			}
 			if _, ok := roleRank[perm]; !ok || perm == "" {
 				return fmt.Errorf("repository %s/%s: collaborator %q has permission %q; use read, triage, write, maintain or admin", r.Owner, r.Name, login, perm)
+			}
+		}
+		slug := s.App.Slug
+		if slug == "" {
+			slug = DefaultAppSlug
+		}
+		for _, p := range r.Protected {
+			if err := validateProtection(p, slug, func(login string) bool {
+				for _, u := range s.Users {
+					if u.Bot && strings.EqualFold(u.Login, login) {
+						return true
+					}
+				}
+				return false
+			}); err != nil {
+				return fmt.Errorf("repository %s/%s: %w", r.Owner, r.Name, err)
 			}
 		}
 		repos[key(r.Owner+"/"+r.Name)] = true

@@ -33,7 +33,7 @@ func (e *Emulator) applySeed(s *Seed) error {
 		app.Permissions = DefaultAppPermissions()
 	}
 	if app.Events == nil {
-		app.Events = []string{"issues", "issue_comment", "pull_request", "pull_request_review",
+		app.Events = []string{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
 			"check_run", "workflow_run", "workflow_job"}
 	}
 	owner := app.Owner
@@ -101,8 +101,7 @@ func (e *Emulator) seedRepo(sr SeedRepository, now time.Time) error {
 		rp.Collaborators[key(login)] = perm
 	}
 	for _, p := range sr.Protected {
-		rp.Protected[p.Branch] = &protection{RequiredChecks: p.RequiredChecks,
-			RequiredReviews: p.RequiredReviews}
+		rp.Protected[p.Branch] = newProtection(p)
 	}
 	for _, l := range sr.Labels {
 		color := strings.TrimPrefix(l.Color, "#")
