@@ -35,7 +35,12 @@ type Config struct {
 
 // ServerConfig is the HTTP side.
 type ServerConfig struct {
-	Address         string        `yaml:"address"`
+	Address string `yaml:"address"`
+	// MetricsAddress, when set, is a second listener for /metrics, /healthz and
+	// /readyz, kept off the webhook listener that faces GitHub; it listens before the
+	// start-up rebuild, so /readyz says 503 while that runs. Empty: /metrics is served
+	// on Address.
+	MetricsAddress  string        `yaml:"metrics_address"`
 	WebhookPath     string        `yaml:"webhook_path"`
 	Workers         int           `yaml:"workers"`
 	QueueSize       int           `yaml:"queue_size"`
@@ -152,6 +157,7 @@ func (c *Config) applyEnv(env func(string) (string, bool)) {
 		}
 	}
 	str("ADDRESS", &c.Server.Address)
+	str("METRICS_ADDRESS", &c.Server.MetricsAddress)
 	str("OIDC_ISSUER", &c.Bumper.OIDCIssuer)
 	str("RUN_TOKEN_KEY", &c.Bumper.RunTokenKey)
 	str("PRIVATE_KEY_FILE", &c.Bumper.PrivateKeyFile)
@@ -176,6 +182,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.Address == "" || !strings.HasPrefix(c.Server.WebhookPath, "/") {
 		bad("server.address and server.webhook_path (starting with '/') are required")
+	}
+	if c.Server.MetricsAddress != "" && c.Server.MetricsAddress == c.Server.Address {
+		bad("server.metrics_address is server.address (%s); leave it empty to serve /metrics there", c.Server.Address)
 	}
 	if c.Server.Workers < 1 || c.Server.QueueSize < 0 {
 		bad("server.workers must be 1 or more and server.queue_size 0 or more")

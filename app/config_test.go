@@ -24,7 +24,8 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the example does not parse: %v", err)
 	}
-	if c.GitHub.App.IntegrationID != 4242 || c.Bumper.Workflow != "bumper-run.yml" || c.GitHub.App.PrivateKey != testKeyPEM {
+	if c.GitHub.App.IntegrationID != 4242 || c.Bumper.Workflow != "bumper-run.yml" || c.GitHub.App.PrivateKey != testKeyPEM ||
+		c.Server.MetricsAddress != "127.0.0.1:9090" {
 		t.Fatalf("parsed %+v", c)
 	}
 }
@@ -59,6 +60,17 @@ func TestParseConfig(t *testing.T) {
 		{"workflow path", base + "  workflow: ../evil.yml\n", nil, "must be a file name", nil},
 		{"api url without slash", base, map[string]string{"BUMPER_GITHUB_V3_API_URL": "https://ghe.example/api/v3"}, "must end with '/'", nil},
 		{"bad log level", base + "log: {level: loud}\n", nil, "log.level", nil},
+		{"metrics on the main listener by default", base, nil, "", func(t *testing.T, c Config) {
+			if c.Server.MetricsAddress != "" {
+				t.Fatalf("metrics_address %q", c.Server.MetricsAddress)
+			}
+		}},
+		{"metrics address from the environment", base, map[string]string{"BUMPER_METRICS_ADDRESS": "127.0.0.1:9191"}, "", func(t *testing.T, c Config) {
+			if c.Server.MetricsAddress != "127.0.0.1:9191" {
+				t.Fatalf("metrics_address %q", c.Server.MetricsAddress)
+			}
+		}},
+		{"metrics address is the webhook one", base + "server: {address: \":8080\", metrics_address: \":8080\"}\n", nil, "leave it empty", nil},
 		{"approve window and rotation", base + "  approve_window: 30m\n  previous_run_token_keys: [" + strings.Repeat("ab", 32) + "]\n", nil, "", func(t *testing.T, c Config) {
 			prev, err := c.PreviousKeyBytes()
 			if c.Bumper.ApproveWindow.Minutes() != 30 || err != nil || len(prev) != 1 {

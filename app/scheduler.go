@@ -12,15 +12,16 @@ import (
 // flight, so shutdown (and tests) can wait for the queue to drain. A counter under a
 // mutex, not a WaitGroup: deliveries arrive while someone waits.
 type trackingScheduler struct {
-	inner     githubapp.Scheduler
-	onHandled func(event string, elapsed time.Duration)
+	inner githubapp.Scheduler
+	// onHandled learns each delivery's event, handling time and error.
+	onHandled func(event string, elapsed time.Duration, err error)
 
 	mu      sync.Mutex
 	pending int
 	waiters []chan struct{}
 }
 
-func newTrackingScheduler(queueSize, workers int, onHandled func(string, time.Duration), opts ...githubapp.SchedulerOption) *trackingScheduler {
+func newTrackingScheduler(queueSize, workers int, onHandled func(string, time.Duration, error), opts ...githubapp.SchedulerOption) *trackingScheduler {
 	return &trackingScheduler{inner: githubapp.QueueAsyncScheduler(queueSize, workers, opts...), onHandled: onHandled}
 }
 
@@ -70,7 +71,7 @@ func (s *trackingScheduler) wait(ctx context.Context) error {
 type doneHandler struct {
 	githubapp.EventHandler
 	done      func()
-	onHandled func(string, time.Duration)
+	onHandled func(string, time.Duration, error)
 }
 
 func (h *doneHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
@@ -78,7 +79,7 @@ func (h *doneHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 	start := time.Now()
 	err := h.EventHandler.Handle(ctx, eventType, deliveryID, payload)
 	if h.onHandled != nil {
-		h.onHandled(eventType, time.Since(start))
+		h.onHandled(eventType, time.Since(start), err)
 	}
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/bumperdev/bumper/app/handler"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/metrics"
 	"github.com/bumperdev/bumper/app/tokenexchange"
 	"github.com/bumperdev/bumper/app/workitem"
 )
@@ -36,12 +37,17 @@ type Options struct {
 	RunTokenTTL time.Duration
 }
 
-// Server is `bumper serve`: the webhook route, the runner endpoints and /healthz.
+// Server is `bumper serve`: the webhook route, the runner endpoints, /healthz, /readyz
+// and /metrics.
 type Server struct {
 	cfg     Config
 	svc     *workitem.Service
 	sched   *trackingScheduler
 	handler http.Handler
+	// metricsHandler serves /metrics, /healthz and /readyz on
+	// server.metrics_address when that is set.
+	metricsHandler http.Handler
+	ready          *readiness
 	// redeliver asks GitHub again for the failed webhook deliveries.
 	redeliver *redeliverer
 }
@@ -60,16 +66,23 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		githubapp.WithClientCaching(true, func() httpcache.Cache { return httpcache.NewMemoryCache() }),
 		githubapp.WithClientMiddleware(githubapp.ClientLogging(zerolog.DebugLevel)),
 	}
-	if opts.Transport != nil {
-		clientOpts = append(clientOpts, githubapp.WithTransport(opts.Transport))
-	}
-	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub, clientOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create the GitHub client creator: %w", err)
-	}
 	idx, err := ledger.NewIndex()
 	if err != nil {
 		return nil, err
+	}
+	met := metrics.New(func() map[string]int {
+		out := map[string]int{}
+		for _, st := range ledger.States() {
+			out[string(st)] = len(idx.ByState(st))
+		}
+		return out
+	})
+	// Below go-githubapp's cache and token middleware: each request that reaches
+	// GitHub counts once.
+	clientOpts = append(clientOpts, githubapp.WithTransport(met.Transport(opts.Transport)))
+	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub, clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the GitHub client creator: %w", err)
 	}
 	key, err := cfg.RunTokenKeyBytes()
 	if err != nil {
@@ -91,7 +104,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	conn := ghclient.NewConnector(cc)
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
 		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
-		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now})
+		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now,
+		Observer: met})
 	if err != nil {
 		return nil, err
 	}
@@ -99,23 +113,68 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sched := newTrackingScheduler(cfg.Server.QueueSize, cfg.Server.Workers, opts.OnHandled,
+	sched := newTrackingScheduler(cfg.Server.QueueSize, cfg.Server.Workers, handledBy(met, opts.OnHandled),
 		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
 			zerolog.Ctx(ctx).Error().Err(err).Str(githubapp.LogKeyEventType, d.EventType).
 				Str(githubapp.LogKeyDeliveryID, d.DeliveryID).Msg("failed to handle a webhook; GitHub does not redeliver it on its own: redeliver it from the App's Recent Deliveries")
 		}))
-	hooks := githubapp.NewEventDispatcher(handler.All(handler.Base{Service: svc, Connector: conn}),
-		cfg.GitHub.App.WebhookSecret, githubapp.WithScheduler(sched))
+	handlers := handler.All(handler.Base{Service: svc, Connector: conn})
+	hooks := githubapp.NewEventDispatcher(handlers, cfg.GitHub.App.WebhookSecret,
+		append(webhookOutcomes(met, knownEvents(handlers)), githubapp.WithScheduler(sched))...)
 
+	ready := newReadiness()
+	health := func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprintf(w, "ok %d work items\n", idx.Len())
+		})
+		mux.HandleFunc("GET /readyz", ready.serveReadyz)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+cfg.Server.WebhookPath, hooks)
-	tokenexchange.NewHandler(verifier, runTokens, svc).Register(mux)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		fmt.Fprintf(w, "ok %d work items\n", idx.Len())
-	})
-	return &Server{cfg: cfg, svc: svc, sched: sched, handler: withLogger(zerolog.Ctx(ctx), mux),
-		redeliver: newRedeliverer(cc, cfg.Server.RedeliverWindow, opts.Now)}, nil
+	tokenexchange.NewHandler(verifier, runTokens, svc).WithObserver(met).Register(mux)
+	health(mux)
+	srv := &Server{cfg: cfg, svc: svc, sched: sched, ready: ready,
+		redeliver: newRedeliverer(cc, cfg.Server.RedeliverWindow, opts.Now)}
+	if cfg.Server.MetricsAddress == "" {
+		mux.Handle("GET /metrics", met.Handler())
+	} else {
+		// The webhook listener faces GitHub (the internet); the metrics one stays
+		// inside, for Prometheus and the probes.
+		mmux := http.NewServeMux()
+		mmux.Handle("GET /metrics", met.Handler())
+		health(mmux)
+		srv.metricsHandler = withLogger(zerolog.Ctx(ctx), mmux)
+	}
+	srv.handler = withLogger(zerolog.Ctx(ctx), mux)
+	return srv, nil
+}
+
+// serveMetrics listens on server.metrics_address, when set, until the returned function
+// is called.
+func (s *Server) serveMetrics(ctx context.Context) (func(), error) {
+	if s.metricsHandler == nil {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.Server.MetricsAddress)
+	if err != nil {
+		return nil, fmt.Errorf("failed to listen on server.metrics_address %s: %w", s.cfg.Server.MetricsAddress, err)
+	}
+	srv := &http.Server{Handler: s.metricsHandler, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("failed to serve metrics")
+		}
+	}()
+	zerolog.Ctx(ctx).Info().Str(logkey.Address, ln.Addr().String()).Msg("serving metrics and probes")
+	return func() {
+		// A scrape is short: no need to wait for one in flight.
+		_ = srv.Close()
+		<-done
+	}, nil
 }
 
 // withLogger gives every request the server's logger, so handlers log through
@@ -132,9 +191,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Service is the domain service (tests inspect its index).
 func (s *Server) Service() *workitem.Service { return s.svc }
 
-// Rebuild fills the ledger index from GitHub.
+// Rebuild fills the ledger index from GitHub; /readyz answers 200 once one succeeded.
 func (s *Server) Rebuild(ctx context.Context) (workitem.RebuildStats, error) {
-	return s.svc.Rebuild(ctx)
+	st, err := s.svc.Rebuild(ctx)
+	s.ready.rebuilt(err)
+	return st, err
 }
 
 // Redeliver sweeps the App's recent webhook deliveries once and asks GitHub again for
@@ -153,6 +214,13 @@ func (s *Server) Drain(ctx context.Context) error { return s.sched.wait(ctx) }
 // server.redeliver_interval.
 func (s *Server) Run(ctx context.Context) error {
 	log := zerolog.Ctx(ctx)
+	// The metrics listener comes first: a probe sees serve alive and not yet ready
+	// while it rebuilds.
+	stopMetrics, err := s.serveMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	st, err := s.Rebuild(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to rebuild the ledger from GitHub: %w", err)
@@ -182,6 +250,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("failed to serve: %w", err)
 	case <-ctx.Done():
 	}
+	s.ready.stopping()
 	stopRedeliver()
 	<-redelivered
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout)

@@ -39,11 +39,12 @@ type Handler struct {
 	verifier *Verifier
 	tokens   *RunTokens
 	ledger   Ledger
+	observer Observer
 }
 
 // NewHandler wires the endpoints.
 func NewHandler(v *Verifier, t *RunTokens, l Ledger) *Handler {
-	return &Handler{verifier: v, tokens: t, ledger: l}
+	return &Handler{verifier: v, tokens: t, ledger: l, observer: nopObserver{}}
 }
 
 // Register adds the endpoints to mux.
@@ -90,16 +91,19 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	ctx = log.WithContext(ctx)
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
+		h.observer.TokenExchange(OutcomeRefused, workitem.RefusalBadRequest)
 		writeError(w, http.StatusBadRequest, "failed to read the request body")
 		return
 	}
 	var req wire.ExchangeRequest
 	if err := decode(body, &req); err != nil {
+		h.observer.TokenExchange(OutcomeRefused, workitem.RefusalBadRequest)
 		writeError(w, http.StatusBadRequest, err.Error()+"; send {\"oidc_token\", \"nonce\", \"work_item\", \"attempt\"}")
 		return
 	}
 	id, err := h.verifier.Verify(ctx, req.OIDCToken)
 	if err != nil {
+		h.observer.TokenExchange(OutcomeRefused, workitem.RefusalOIDC)
 		h.refuse(ctx, w, req.WorkItem, "", err.Error())
 		return
 	}
@@ -107,13 +111,16 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	var ref *workitem.Refusal
 	switch {
 	case errors.As(err, &ref):
+		h.observer.TokenExchange(OutcomeRefused, ref.Kind())
 		h.refuse(ctx, w, req.WorkItem, id.RunID, ref.Reason)
 		return
 	case err != nil:
+		h.observer.TokenExchange(OutcomeFailed, "")
 		log.Error().Err(err).Msg("token exchange failed")
 		writeError(w, http.StatusInternalServerError, "the token exchange failed; try again")
 		return
 	}
+	h.observer.TokenExchange(OutcomeGranted, "")
 	log.Info().Str(logkey.Audit, "token-exchange-granted").Str(logkey.WorkItem, resp.WorkItem).
 		Str(logkey.RunID, id.RunID).Int(logkey.Attempt, resp.Attempt).Msg("granted run credentials")
 	writeJSON(w, http.StatusOK, resp)

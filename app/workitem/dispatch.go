@@ -63,7 +63,8 @@ func DispatchKey(issue int, revision string, attempt int) string {
 
 // dispatch starts the next attempt's run. The dispatch ref is created first: only the
 // caller that creates it dispatches.
-func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage string) error {
+func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage string) (err error) {
+	defer s.observeDispatch(stage, it, len(it.rec.Attempts), &err)
 	rec := it.rec
 	n := len(rec.Attempts) + 1
 	rev := rec.ApprovalRevision()

@@ -37,6 +37,8 @@ type Options struct {
 	ApproveWindow time.Duration
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Observer learns of each dispatch (serve's metrics); nil: nobody.
+	Observer Observer
 }
 
 // Service applies GitHub events and runner call-backs to work items.
