@@ -54,7 +54,7 @@ var refusalKinds = []struct {
 	{RefusalStage, []string{"cannot report", "cannot post a verdict", "must post its plan",
 		"has no evidence to report", "reviewer is on"}},
 	{RefusalInvalidReport, []string{"want ", "does not exist", "is not this run's", "pull request is #",
-		"already reported head", "needs the pull request number"}},
+		"already reported head", "needs the pull request number", "verdict document is", "a verdict call needs"}},
 }
 
 // Kind is the refusal's kind, one of the Refusal* constants.
