@@ -49,12 +49,15 @@ var refusalKinds = []struct {
 	{RefusalUnknownItem, []string{"is not installed on", "has no work item"}},
 	{RefusalAttempt, []string{"is not the current attempt", "is not the current run"}},
 	{RefusalApproval, []string{"approval", "approved", "plan comment", "moved from"}},
-	{RefusalState, []string{"no run may start", "run is over", "started more than", "not reviewing",
-		"state transition", "work item state"}},
+	{RefusalState, []string{"run may start", "run is over", "started more than", "not reviewing",
+		"state transition", "work item state", "has no pull request for a", "does not push there again",
+		"which Bumper pushed and the run was dispatched for"}},
 	{RefusalStage, []string{"cannot report", "cannot post a verdict", "must post its plan",
-		"has no evidence to report", "reviewer is on"}},
+		"has no evidence to report", "reviewer is on", "reviewer is off"}},
 	{RefusalInvalidReport, []string{"want ", "does not exist", "is not this run's", "pull request is #",
-		"already reported head", "needs the pull request number", "verdict document is", "a verdict call needs"}},
+		"already reported head", "needs the pull request number", "verdict document is", "a verdict call needs",
+		"the review judged"}},
+	{RefusalState, []string{"pull request #"}},
 }
 
 // Kind is the refusal's kind, one of the Refusal* constants.
