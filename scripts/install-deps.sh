@@ -9,11 +9,13 @@ export DEBIAN_FRONTEND=noninteractive
 # nftables, iproute2: per-run network namespaces and the default-deny firewall.
 # procps: pgrep, with which the sandbox tests check that no QEMU is left running.
 # kmod: depmod, against which the image builder's own modules.dep is checked.
+# chromium, fonts-dejavu-core: the headless browser the emulator's web-view test drives
+# (internal/ghemu, through chromedp), and a font for its screenshot.
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
   git ca-certificates make curl python3 \
   qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs xz-utils file \
-  nftables iproute2 procps kmod >/dev/null
+  nftables iproute2 procps kmod chromium fonts-dejavu-core >/dev/null
 
 # The real agent CLIs, for the tests that run them on the host (action/harness,
 # internal/scriptedmodel; testgate.AgentCLI looks in this directory): their linux-x64

@@ -1,0 +1,190 @@
+package ghemu
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseDiffClassesAndLineNumbers(t *testing.T) {
+	raw := "diff --git a/a.txt b/a.txt\n" +
+		"index 1111111..2222222 100644\n" +
+		"--- a/a.txt\n" +
+		"+++ b/a.txt\n" +
+		"@@ -1,3 +1,3 @@ func f() {\n" +
+		" one\n" +
+		"-two\n" +
+		"+deux\n" +
+		" three\n" +
+		"\\ No newline at end of file\n" +
+		"diff --git a/new file.txt b/new file.txt\n" +
+		"new file mode 100644\n" +
+		"index 0000000..3333333\n" +
+		"--- /dev/null\n" +
+		"+++ b/new file.txt\n" +
+		"@@ -0,0 +1 @@\n" +
+		"+--- not a header\n" +
+		"diff --git a/gone.txt b/gone.txt\n" +
+		"deleted file mode 100644\n" +
+		"--- a/gone.txt\n" +
+		"+++ /dev/null\n" +
+		"@@ -1 +0,0 @@\n" +
+		"-bye\n" +
+		"diff --git a/old.go b/moved.go\n" +
+		"similarity index 100%\n" +
+		"rename from old.go\n" +
+		"rename to moved.go\n" +
+		"diff --git a/logo.png b/logo.png\n" +
+		"index 4444444..5555555 100644\n" +
+		"Binary files a/logo.png and b/logo.png differ\n" +
+		"diff --git a/run.sh b/run.sh\n" +
+		"old mode 100644\n" +
+		"new mode 100755\n" +
+		"diff --git \"a/caf\\303\\251.txt\" \"b/caf\\303\\251.txt\"\n" +
+		"new file mode 100644\n" +
+		"--- /dev/null\n" +
+		"+++ \"b/caf\\303\\251.txt\"\n" +
+		"@@ -0,0 +1 @@\n" +
+		"+<script>x</script>\n"
+	d := parseDiff([]byte(raw))
+	if len(d.Files) != 7 {
+		t.Fatalf("files = %d, want 7", len(d.Files))
+	}
+	tests := []struct {
+		name          string
+		file          *webDiffFile
+		path, status  string
+		add, del      int
+		binary        bool
+		kinds         string
+		firstNumbered webDiffLine
+	}{
+		{"modified", d.Files[0], "a.txt", "modified", 1, 1, false, "hunk ctx del add ctx note", webDiffLine{Kind: "ctx", Old: 1, New: 1, Text: "one"}},
+		{"added, with a line that looks like a header", d.Files[1], "new file.txt", "added", 1, 0, false, "hunk add", webDiffLine{Kind: "add", New: 1, Text: "--- not a header"}},
+		{"deleted", d.Files[2], "gone.txt", "deleted", 0, 1, false, "hunk del", webDiffLine{Kind: "del", Old: 1, Text: "bye"}},
+		{"renamed", d.Files[3], "moved.go", "renamed", 0, 0, false, "", webDiffLine{}},
+		{"binary", d.Files[4], "logo.png", "modified", 0, 0, true, "", webDiffLine{}},
+		{"mode change", d.Files[5], "run.sh", "mode", 0, 0, false, "", webDiffLine{}},
+		{"quoted name", d.Files[6], "café.txt", "added", 1, 0, false, "hunk add", webDiffLine{Kind: "add", New: 1, Text: "<script>x</script>"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.file
+			var kinds []string
+			for _, l := range f.Lines {
+				kinds = append(kinds, l.Kind)
+			}
+			if f.Path() != tc.path || f.Status != tc.status || f.Additions != tc.add || f.Deletions != tc.del ||
+				f.Binary != tc.binary || strings.Join(kinds, " ") != tc.kinds {
+				t.Errorf("got %s %s +%d -%d binary=%v kinds %q", f.Path(), f.Status, f.Additions, f.Deletions, f.Binary, strings.Join(kinds, " "))
+			}
+			if len(f.Lines) > 1 && f.Lines[1] != tc.firstNumbered {
+				t.Errorf("first line = %+v, want %+v", f.Lines[1], tc.firstNumbered)
+			}
+		})
+	}
+	if d.Files[0].Lines[3] != (webDiffLine{Kind: "add", New: 2, Text: "deux"}) || d.Files[0].Lines[4] != (webDiffLine{Kind: "ctx", Old: 3, New: 3, Text: "three"}) {
+		t.Errorf("line numbers after a change: %+v", d.Files[0].Lines[3:5])
+	}
+	if d.Files[3].OldPath != "old.go" || d.Additions != 3 || d.Deletions != 2 || d.Truncated {
+		t.Errorf("rename from %q, totals +%d -%d, truncated %v", d.Files[3].OldPath, d.Additions, d.Deletions, d.Truncated)
+	}
+}
+
+func TestParseDiffTruncatesHugeDiffs(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("diff --git a/big b/big\n--- a/big\n+++ b/big\n@@ -0,0 +1,30000 @@\n")
+	for range 30000 {
+		b.WriteString("+x\n")
+	}
+	d := parseDiff([]byte(b.String()))
+	if !d.Truncated || len(d.Files[0].Lines) != maxDiffLines {
+		t.Fatalf("truncated %v with %d lines; want cut at %d", d.Truncated, len(d.Files[0].Lines), maxDiffLines)
+	}
+}
+
+func TestRenderMarkdown(t *testing.T) {
+	tests := []struct {
+		name, src    string
+		want, absent []string
+	}{
+		{"raw HTML is dropped", "hi <script>alert(1)</script> <img src=x onerror=alert(1)>\n\n<iframe src=\"https://evil.test\"></iframe>\n",
+			[]string{"<p>hi ", "raw HTML omitted"}, []string{"<script", "<img", "<iframe", "onerror"}},
+		{"dangerous link targets are dropped", "[click](javascript:alert(1)) [ok](https://example.com/a)",
+			[]string{`<a href="">click</a>`, `<a href="https://example.com/a">ok</a>`}, []string{"javascript:"}},
+		{"tables", "| a | b |\n|---|---|\n| 1 | 2 |\n", []string{"<table>", "<th>a</th>", "<td>2</td>"}, nil},
+		{"strikethrough", "~~gone~~", []string{"<del>gone</del>"}, nil},
+		{"task lists", "- [x] done\n- [ ] todo\n", []string{`checked="" disabled="" type="checkbox"`, `disabled="" type="checkbox"`}, nil},
+		{"autolinks", "see https://example.com/x and www.example.org", []string{`<a href="https://example.com/x">`, `<a href="http://www.example.org">`}, nil},
+		{"code keeps markup as text", "`<b>x</b>`", []string{"<code>&lt;b&gt;x&lt;/b&gt;</code>"}, []string{"<b>"}},
+		{"details and summary are kept bare", "<details>\n<summary>Phases & <b>more</b></summary>\n\n| x |\n|---|\n| 1 |\n\n</details>\n",
+			[]string{"<details>", "</details>", "<table>", "raw HTML omitted"}, []string{"<summary>", "<b>"}},
+		{"a plain summary line is escaped", "<details open>\n<summary>Tests (2 runs) & more</summary>\n\nbody\n\n</details>\n",
+			[]string{"<details open>", "<summary>Tests (2 runs) &amp; more</summary>", "<p>body</p>"}, nil},
+		{"attributes on details are not kept", "<details onclick=\"x()\">\n<summary>s</summary>\n\n</details>\n",
+			[]string{"<summary>s</summary>"}, []string{"onclick", "<details "}},
+		{"headings get no ids that could clash with the page's", "# Checks\n", []string{"<h1>Checks</h1>"}, []string{"id="}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(renderMarkdown(tc.src))
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(got, a) {
+					t.Errorf("%q present in:\n%s", a, got)
+				}
+			}
+		})
+	}
+}
+
+func TestLabelColorsContrast(t *testing.T) {
+	tests := []struct{ stored, bg, fg string }{
+		{"5319e7", "#5319e7", "#ffffff"}, // purple: white text
+		{"fbca04", "#fbca04", "#1f2328"}, // yellow: dark text
+		{"FFFFFF", "#ffffff", "#1f2328"},
+		{"000000", "#000000", "#ffffff"},
+		{"b60205", "#b60205", "#ffffff"},
+		{"red;}", "#ededed", "#1f2328"}, // not a colour: grey, never the stored text
+		{"12345", "#ededed", "#1f2328"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.stored, func(t *testing.T) {
+			bg, fg := labelColors(tc.stored)
+			if bg != tc.bg || fg != tc.fg {
+				t.Errorf("labelColors(%q) = %s on %s, want %s on %s", tc.stored, fg, bg, tc.fg, tc.bg)
+			}
+		})
+	}
+}
+
+func TestIsWebPathLeavesOtherSurfacesAlone(t *testing.T) {
+	tests := []struct {
+		path string
+		web  bool
+	}{
+		{"/", true},
+		{"/acme", true},
+		{"/acme/widgets", true},
+		{"/acme/widgets/pull/1", true},
+		{"/acme/widgets/pull/1.diff", true},
+		{"/repos/acme/widgets", false},
+		{"/app", false},
+		{"/app/installations", false},
+		{"/installation/repositories", false},
+		{"/rate_limit", false},
+		{"/acme/widgets.git/info/refs", false},
+		{"/.well-known/jwks", false},
+		{"/_emulator/repos/acme/widgets/actions/runs", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			if got := isWebPath(tc.path); got != tc.web {
+				t.Errorf("isWebPath(%q) = %v, want %v", tc.path, got, tc.web)
+			}
+		})
+	}
+}
