@@ -735,7 +735,25 @@ func (e *Emulator) reviewsLocked(rp *repo, number int) []webReview {
 	out := make([]webReview, 0, len(list))
 	for _, rv := range list {
 		out = append(out, webReview{ID: rv.ID, User: rv.User, Bot: e.isBotLocked(rv.User) || rv.ViaApp,
-			State: rv.State, Body: renderMarkdown(rv.Body), CommitID: rv.CommitID, Submitted: rv.SubmittedAt})
+			State: rv.State, Body: renderMarkdown(rv.Body), CommitID: rv.CommitID, Submitted: rv.SubmittedAt,
+			Comments: reviewCommentsLocked(rp, rv.ID)})
+	}
+	return out
+}
+
+// reviewCommentsLocked are a review's inline comments, in the order they were made.
+func reviewCommentsLocked(rp *repo, reviewID int64) []webReviewComment {
+	var list []*reviewComment
+	for _, c := range rp.ReviewComments {
+		if c.ReviewID == reviewID {
+			list = append(list, c)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	out := make([]webReviewComment, 0, len(list))
+	for _, c := range list {
+		out = append(out, webReviewComment{ID: c.ID, User: c.User, Path: c.Path, Line: c.Line, Side: c.Side,
+			Body: renderMarkdown(c.Body)})
 	}
 	return out
 }

@@ -56,7 +56,9 @@ func TestWebViewPages(t *testing.T) {
 		Output: &github.CheckRunOutput{Title: github.String("Changes requested"), Summary: github.String("**Verdict:** " + evil)}})
 	wantStatus(t, resp, err, http.StatusCreated)
 	rv, resp, err := maint.PullRequests.CreateReview(ctx, org, repo, pr.GetNumber(), &github.PullRequestReviewRequest{
-		Event: github.String("REQUEST_CHANGES"), Body: github.String("Please _rename_ it. " + evil)})
+		Event: github.String("REQUEST_CHANGES"), Body: github.String("Please _rename_ it. " + evil),
+		Comments: []*github.DraftReviewComment{{Path: github.String("frob.txt"), Line: github.Int(1), Side: github.String("RIGHT"),
+			Body: github.String("Inline: **why x?** " + evil)}}})
 	wantStatus(t, resp, err, http.StatusOK)
 
 	issuePath := "/" + org + "/" + repo + "/issues/" + strconv.Itoa(issue.GetNumber())
@@ -78,7 +80,7 @@ func TestWebViewPages(t *testing.T) {
 		{"pull request: sections, check, review, diff", pullPath, []string{
 			`id="description"`, `<h3>Evidence</h3>`, `id="checks"`, `data-name="bumper/verdict" data-conclusion="failure"`,
 			`href="/acme/widgets/runs/` + strconv.FormatInt(cr.GetID(), 10) + `"`, "<strong>Verdict:</strong>",
-			`id="reviews"`, `id="pullrequestreview-` + strconv.FormatInt(rv.GetID(), 10) + `"`, "CHANGES_REQUESTED", "<em>rename</em>",
+			`id="reviews"`, `id="pullrequestreview-` + strconv.FormatInt(rv.GetID(), 10) + `"`, "CHANGES_REQUESTED", "<em>rename</em>", `<code>frob.txt</code> line 1 (new side)`, "Inline: <strong>why x?</strong>",
 			`id="diff"`, `<tr class="diff-line diff-hunk">`, `<tr class="diff-line diff-add"><td class="ln"></td><td class="ln">1</td><td class="code"><span class="marker">+</span>x</td></tr>`,
 			"frob.txt", "Merging is blocked"}, []string{"<script"}},
 		{"check run", "/acme/widgets/runs/" + strconv.FormatInt(cr.GetID(), 10), []string{"bumper/verdict", "Changes requested",
