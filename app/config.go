@@ -50,6 +50,10 @@ type ServerConfig struct {
 	RedeliverInterval time.Duration `yaml:"redeliver_interval"`
 	// RedeliverWindow is how far back each sweep looks.
 	RedeliverWindow time.Duration `yaml:"redeliver_window"`
+	// DispatchGrace is how long a dispatch guard ref may exist without its dispatch in
+	// the work item's record before a replica that meets it re-drives the dispatch (its
+	// replica died between the ref and the record).
+	DispatchGrace time.Duration `yaml:"dispatch_grace"`
 }
 
 // maxRedeliverWindow is how long GitHub keeps an App's webhook deliveries.
@@ -97,7 +101,7 @@ func DefaultConfig() Config {
 	c.GitHub.V4APIURL = "https://api.github.com/graphql"
 	c.Server = ServerConfig{Address: "127.0.0.1:8080", WebhookPath: "/api/github/hook", Workers: 8,
 		QueueSize: 256, ShutdownTimeout: 30 * time.Second, RedeliverInterval: 5 * time.Minute,
-		RedeliverWindow: 3 * time.Hour}
+		RedeliverWindow: 3 * time.Hour, DispatchGrace: 2 * time.Minute}
 	c.Bumper = BumperConfig{TriggerLabel: "agent:implement", Workflow: "bumper-run.yml",
 		TokenPermissions: DefaultTokenPermissions(), OIDCIssuer: "https://token.actions.githubusercontent.com",
 		ApproveWindow: workitem.DefaultApproveWindow}
@@ -195,6 +199,11 @@ func (c *Config) Validate() error {
 	if c.Server.RedeliverInterval > 0 && (c.Server.RedeliverWindow < c.Server.RedeliverInterval || c.Server.RedeliverWindow > maxRedeliverWindow) {
 		bad("server.redeliver_window is %s; use at least server.redeliver_interval (%s) and at most %s (GitHub keeps deliveries 3 days)",
 			c.Server.RedeliverWindow, c.Server.RedeliverInterval, maxRedeliverWindow)
+	}
+	if c.Server.DispatchGrace < 10*time.Second {
+		// Shorter, and a slow but live replica's dispatch could be re-driven too (the
+		// exchange ref still lets only one run have credentials).
+		bad("server.dispatch_grace is %s; use at least 10s (default 2m)", c.Server.DispatchGrace)
 	}
 	if c.Bumper.Workflow == "" || strings.Contains(c.Bumper.Workflow, "/") {
 		bad("bumper.workflow %q must be a file name under .github/workflows", c.Bumper.Workflow)

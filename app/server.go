@@ -35,6 +35,9 @@ type Options struct {
 	// RunTokenTTL replaces tokenexchange.RunTokenTTL (tests of runs that outlive a
 	// token); 0: the default.
 	RunTokenTTL time.Duration
+	// Fault, for tests only, makes the handling end at a named point of the flow as if
+	// serve had been killed there (see workitem.Options.Fault).
+	Fault func(workitem.FaultPoint) error
 }
 
 // Server is `bumper serve`: the webhook route, the runner endpoints, /healthz, /readyz
@@ -105,7 +108,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
 		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
 		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now,
-		Observer: met})
+		Observer: met, Fault: opts.Fault})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +121,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 			zerolog.Ctx(ctx).Error().Err(err).Str(githubapp.LogKeyEventType, d.EventType).
 				Str(githubapp.LogKeyDeliveryID, d.DeliveryID).Msg("failed to handle a webhook; GitHub does not redeliver it on its own: redeliver it from the App's Recent Deliveries")
 		}))
-	handlers := handler.All(handler.Base{Service: svc, Connector: conn})
+	handlers := handler.All(handler.Base{Service: svc, Connector: conn, DispatchGrace: cfg.Server.DispatchGrace})
 	hooks := githubapp.NewEventDispatcher(handlers, cfg.GitHub.App.WebhookSecret,
 		append(webhookOutcomes(met, knownEvents(handlers)), githubapp.WithScheduler(sched))...)
 
@@ -205,6 +208,27 @@ func (s *Server) Redeliver(ctx context.Context) (RedeliverStats, error) {
 	return s.redeliver.sweep(ctx)
 }
 
+// Redrive re-handles once the events whose dispatch met a guard ref without its record
+// for longer than server.dispatch_grace (Run does it every quarter of the grace); it
+// says how many.
+func (s *Server) Redrive(ctx context.Context) (int, error) { return s.svc.Redrive(ctx) }
+
+// redriveLoop runs Redrive until ctx ends.
+func (s *Server) redriveLoop(ctx context.Context) {
+	t := time.NewTicker(min(max(s.cfg.Server.DispatchGrace/4, time.Second), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.Redrive(ctx); err != nil {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("failed to re-drive a dispatch")
+		}
+	}
+}
+
 // Drain waits until every accepted webhook was handled.
 func (s *Server) Drain(ctx context.Context) error { return s.sched.wait(ctx) }
 
@@ -244,7 +268,12 @@ func (s *Server) Run(ctx context.Context) error {
 			s.redeliver.run(rctx, s.cfg.Server.RedeliverInterval)
 		}
 	}()
-	defer func() { stopRedeliver(); <-redelivered }()
+	redriven := make(chan struct{})
+	go func() {
+		defer close(redriven)
+		s.redriveLoop(rctx)
+	}()
+	defer func() { stopRedeliver(); <-redelivered; <-redriven }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("failed to serve: %w", err)
@@ -253,6 +282,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.ready.stopping()
 	stopRedeliver()
 	<-redelivered
+	<-redriven
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout)
 	defer cancel()
 	log.Info().Msg("shutting down: finishing the accepted webhooks")

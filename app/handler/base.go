@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	gogithub "github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
@@ -21,6 +22,9 @@ import (
 type Base struct {
 	Service   *workitem.Service
 	Connector *ghclient.Connector
+	// DispatchGrace is how long a dispatch guard ref without its record is given before
+	// the event that met it is handled again as a re-drive.
+	DispatchGrace time.Duration
 }
 
 // All returns one handler per event the App subscribes to.
@@ -51,6 +55,18 @@ func (b Base) run(ctx context.Context, delivery string, repo *gogithub.Repositor
 	if errors.Is(err, workitem.ErrDispatchedElsewhere) {
 		// Another replica moved the item; this one's view is stale.
 		b.Service.Stale(ctx, err)
+		if key, ok := workitem.PendingDispatch(err); ok {
+			// Or its replica died between the guard ref and the record: this event is
+			// handled again once the grace has passed, and then takes the dispatch over
+			// if the record still lacks it.
+			b.Service.RedriveLater(ctx, key, workitem.ItemOf(err), b.DispatchGrace, func(ctx context.Context) error {
+				gh, err := b.Connector.Installation(ctx, inst)
+				if err != nil {
+					return err
+				}
+				return fn(ctx, gh)
+			})
+		}
 		return nil
 	}
 	if err != nil {

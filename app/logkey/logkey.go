@@ -27,6 +27,7 @@ const (
 	Items        = "items"
 	Untrusted    = "untrusted"
 	Address      = "address"
+	Grace        = "grace"
 	// HookDelivery is the ID of one webhook delivery attempt (the GUID, which all
 	// attempts share, is go-githubapp's github_delivery_id).
 	HookDelivery     = "hook_delivery"

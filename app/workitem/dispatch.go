@@ -35,8 +35,9 @@ const ExchangeRefPrefix = "refs/bumper/exchange/"
 // made this dispatch; the caller stands down and leaves the record to it.
 var ErrDispatchedElsewhere = errors.New("this dispatch was already made")
 
-// dispatchedElsewhere names the work item whose dispatch was made elsewhere.
-type dispatchedElsewhere struct{ item string }
+// dispatchedElsewhere names the work item whose dispatch was made elsewhere; pending
+// is the dispatch key when the record did not show the dispatch (see PendingDispatch).
+type dispatchedElsewhere struct{ item, pending string }
 
 func (e *dispatchedElsewhere) Error() string {
 	return fmt.Sprintf("%s: %v", e.item, ErrDispatchedElsewhere)
@@ -73,9 +74,29 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 	if err != nil {
 		return fmt.Errorf("failed to claim dispatch %s: %w", key, err)
 	}
-	if !created {
+	if !created && redriveOf(ctx) == key {
+		// The guard ref outlived its grace period without a record of its dispatch: its
+		// replica died after taking it. One replica takes the key over.
+		if created, err = gh.CreateRef(ctx, it.repo.FullName, RedriveRefPrefix+key, rec.BaseCommit); err != nil {
+			return fmt.Errorf("failed to claim the re-drive of %s: %w", key, err)
+		}
+		if created {
+			zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("re-driving a dispatch whose replica died after taking its guard ref")
+		}
+	} else if !created {
 		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("dispatch already made; standing down")
+		// The record has no attempt n (else this would be attempt n+1): the dispatch is in
+		// flight elsewhere, or its replica died. Either way, someone looks again later.
+		return &dispatchedElsewhere{item: rec.ID(), pending: key}
+	}
+	if !created {
+		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("another replica re-drives this dispatch; standing down")
 		return &dispatchedElsewhere{item: rec.ID()}
+	}
+	if s.opts.Fault != nil {
+		if err := s.opts.Fault(FaultAfterDispatchRef); err != nil {
+			return err
+		}
 	}
 	nonce, err := newNonce()
 	if err != nil {

@@ -39,6 +39,9 @@ type Options struct {
 	Now func() time.Time
 	// Observer learns of each dispatch (serve's metrics); nil: nobody.
 	Observer Observer
+	// Fault, for tests only, is asked at named points of the flow; an error it returns
+	// ends the handling right there, as if serve had been killed at that point.
+	Fault func(FaultPoint) error
 }
 
 // Service applies GitHub events and runner call-backs to work items.
@@ -53,6 +56,8 @@ type Service struct {
 	// policies caches .github/bumper.yml by repository and commit: a commit's content
 	// never changes, and an approval's policy is read at its base commit several times.
 	policies map[string]repoconfig.Config
+	// redrives are the dispatches waiting out their grace period (RedriveLater).
+	redrives map[string]pendingRedrive
 }
 
 // maxCachedPolicies bounds the policy cache; past it, the cache starts over.
