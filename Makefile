@@ -3,10 +3,16 @@
 GO ?= go
 PKGS ?= ./...
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# The last GoReleaser that builds with Go 1.26 (v2.18 wants Go 1.27).
+GORELEASER_VERSION ?= v2.17.0
 TOOLS := $(CURDIR)/bin/tools
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build unit test lint tidy-check bench
+# deploy/ is a Go module of its own (Helm and BuildKit, for the checks of the container
+# images and the Kubernetes manifests), so the main module does not carry their weight.
+DEPLOY := deploy
+
+.PHONY: build unit test lint tidy-check bench release-check deploy-test
 
 # Static (CGO_ENABLED=0): the same binary runs as the guest agent inside microVMs, whose
 # image builder refuses a dynamically linked one. `bumper version` prints VERSION.
@@ -23,9 +29,24 @@ unit:
 # Everything, as CI runs it. -race because the emulator, the firewall and the App are
 # concurrent servers; -count=1 so a cached pass never hides a change in the machine
 # (QEMU, nftables, git) that the integration tests depend on.
-test: tidy-check lint
+test: tidy-check lint release-check deploy-test
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 40m $(PKGS)
+
+# The Dockerfile's targets, the runner scale set's values rendered through
+# actions-runner-controller's chart, serve's Kubernetes manifests. No cluster, no
+# container engine.
+deploy-test: $(TOOLS)/golangci-lint
+	cd $(DEPLOY) && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd $(DEPLOY) && $(TOOLS)/golangci-lint run ./...
+
+# GoReleaser's own check of .goreleaser.yaml: strict, so a misspelt key fails here and
+# not at the next tag.
+release-check: $(TOOLS)/goreleaser
+	$(TOOLS)/goreleaser check
+
+$(TOOLS)/goreleaser:
+	GOBIN=$(TOOLS) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
 lint: $(TOOLS)/golangci-lint
 	$(TOOLS)/golangci-lint run $(PKGS)
@@ -36,6 +57,7 @@ $(TOOLS)/golangci-lint:
 # go.mod and go.sum say exactly what the code imports.
 tidy-check:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
+	@cd $(DEPLOY) && { $(GO) mod tidy -diff >/dev/null || { echo "$(DEPLOY)/go.mod/go.sum are not tidy: run go mod tidy in $(DEPLOY)"; $(GO) mod tidy -diff; exit 1; }; }
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -13,10 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"text/template"
 
 	"github.com/bumperdev/bumper/internal/testgate"
+	"gopkg.in/yaml.v3"
 )
 
 // scriptTools are the programs get-bumper.sh runs; a test's PATH holds only these (and
@@ -332,5 +335,92 @@ func TestGetStep(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(temp, "bumper-bin", "bumper")); err != nil {
 		t.Fatalf("the run step's binary is not where it looks: %v", err)
+	}
+}
+
+// goreleaserConfig is the part of .goreleaser.yaml that get-bumper.sh depends on.
+type goreleaserConfig struct {
+	Builds []struct {
+		Env     []string `yaml:"env"`
+		Goos    []string `yaml:"goos"`
+		Goarch  []string `yaml:"goarch"`
+		Ldflags []string `yaml:"ldflags"`
+	} `yaml:"builds"`
+	Archives []struct {
+		Formats         []string `yaml:"formats"`
+		NameTemplate    string   `yaml:"name_template"`
+		WrapInDirectory bool     `yaml:"wrap_in_directory"`
+	} `yaml:"archives"`
+	Checksum struct {
+		NameTemplate string `yaml:"name_template"`
+	} `yaml:"checksum"`
+	Release struct {
+		GitHub struct{ Owner, Name string } `yaml:"github"`
+	} `yaml:"release"`
+}
+
+// goreleaserName renders one of the config's name templates as GoReleaser would for
+// the tag v1.2.3 (its .Version drops the v), using only the fields a name may use here.
+func goreleaserName(t *testing.T, tmpl, arch string) string {
+	t.Helper()
+	tp, err := template.New("name").Option("missingkey=error").Parse(tmpl)
+	if err != nil {
+		t.Fatalf("failed to parse the name template %q: %v", tmpl, err)
+	}
+	var b strings.Builder
+	err = tp.Execute(&b, map[string]string{"ProjectName": "bumper", "Version": "1.2.3", "Tag": "v1.2.3", "Os": "linux", "Arch": arch})
+	if err != nil {
+		t.Fatalf("failed to render the name template %q: %v", tmpl, err)
+	}
+	return b.String()
+}
+
+// TestGoReleaserMakesWhatGetBumperTakes: the release that .goreleaser.yaml makes is the
+// one get-bumper.sh looks for: the archive's and the checksums file's names, a tarball
+// with bumper at its top, a static binary for both architectures the script maps
+// uname -m to, stamped with its version, on the action's repository's releases.
+func TestGoReleaserMakesWhatGetBumperTakes(t *testing.T) {
+	raw, err := os.ReadFile("../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg goreleaserConfig
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("failed to parse .goreleaser.yaml: %v", err)
+	}
+	if len(cfg.Builds) != 1 || len(cfg.Archives) != 1 {
+		t.Fatalf("%d builds and %d archives, want one of each: get-bumper.sh takes one asset per architecture", len(cfg.Builds), len(cfg.Archives))
+	}
+	b, a := cfg.Builds[0], cfg.Archives[0]
+	script, err := os.ReadFile("get-bumper.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) {
+			if !slices.Contains(b.Goarch, arch) || !slices.Equal(b.Goos, []string{"linux"}) {
+				t.Errorf("goos %v goarch %v: no linux/%s binary", b.Goos, b.Goarch, arch)
+			}
+			rel := release{tag: "v1.2.3"}
+			want := strings.Replace(rel.asset(), "_"+goreleaserArch()+".", "_"+arch+".", 1)
+			if got := goreleaserName(t, a.NameTemplate, arch) + ".tar.gz"; got != want {
+				t.Errorf("GoReleaser names the archive %s; get-bumper.sh downloads %s", got, want)
+			}
+		})
+	}
+	if !slices.Equal(a.Formats, []string{"tar.gz"}) || a.WrapInDirectory {
+		t.Errorf("archive formats %v, wrapped %v: get-bumper.sh unpacks bumper from the top of a tar.gz", a.Formats, a.WrapInDirectory)
+	}
+	if sums := goreleaserName(t, cfg.Checksum.NameTemplate, ""); !strings.Contains(string(script), " "+sums) {
+		t.Errorf("GoReleaser writes %s, which get-bumper.sh does not look for", sums)
+	}
+	if !slices.Contains(b.Env, "CGO_ENABLED=0") {
+		t.Errorf("env %v: the binary is not static, and the VM image refuses it as the guest agent", b.Env)
+	}
+	if !strings.Contains(strings.Join(b.Ldflags, " "), "-X github.com/bumperdev/bumper/internal/buildinfo.Version={{ .Tag }}") {
+		t.Errorf("ldflags %v do not stamp buildinfo.Version with the tag, as make build does", b.Ldflags)
+	}
+	if got := cfg.Release.GitHub.Owner + "/" + cfg.Release.GitHub.Name; got != "bumperdev/bumper" {
+		t.Errorf("releases go to %s; the action (bumperdev/bumper) downloads from its own", got)
 	}
 }
