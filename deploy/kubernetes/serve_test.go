@@ -11,6 +11,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,6 +119,20 @@ func env(c corev1.Container) map[string]corev1.EnvVar {
 	return out
 }
 
+// addrPort is the port of a listen address such as 0.0.0.0:8080.
+func addrPort(t *testing.T, addr string) int32 {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("listen address %q: %v", addr, err)
+	}
+	n, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		t.Fatalf("listen address %q: %v", addr, err)
+	}
+	return int32(n)
+}
+
 // serveRoutes reads the paths of the runner endpoints from app/wire (the constants
 // named Path…), as serve registers them.
 func serveRoutes(t *testing.T) []string {
@@ -188,15 +203,14 @@ func TestServe(t *testing.T) {
 				}
 			}
 		}},
-		{"probes", func(t *testing.T) {
-			listen := env(c)["BUMPER_ADDRESS"].Value
-			_, port, _ := strings.Cut(listen, ":")
+		{"probes and metrics on the inside listener", func(t *testing.T) {
+			listen := env(c)["BUMPER_METRICS_ADDRESS"].Value
+			port := addrPort(t, listen)
 			for _, p := range []struct {
 				name  string
 				probe *corev1.Probe
 				path  string
 			}{
-				{"startup", c.StartupProbe, "/healthz"},
 				{"liveness", c.LivenessProbe, "/healthz"},
 				// Ready only after the start-up rebuild: the Service sends nothing before.
 				{"readiness", c.ReadinessProbe, "/readyz"},
@@ -208,15 +222,34 @@ func TestServe(t *testing.T) {
 				if p.probe.HTTPGet.Path != p.path {
 					t.Errorf("%s probe on %s, want %s", p.name, p.probe.HTTPGet.Path, p.path)
 				}
-				if got := containerPort(c, p.probe.HTTPGet.Port); strconv.Itoa(int(got)) != port {
-					t.Errorf("%s probe on port %d; serve listens on %s", p.name, got, listen)
+				if got := containerPort(c, p.probe.HTTPGet.Port); got != port {
+					t.Errorf("%s probe on port %d; serve answers it on %s", p.name, got, listen)
+				}
+			}
+			ann := d.Spec.Template.Annotations
+			if ann["prometheus.io/path"] != "/metrics" || ann["prometheus.io/port"] != strconv.Itoa(int(port)) {
+				t.Errorf("scrape annotations %v; /metrics is on %s", ann, listen)
+			}
+		}},
+		{"the Service reaches the webhook listener only", func(t *testing.T) {
+			webhook := addrPort(t, env(c)["BUMPER_ADDRESS"].Value)
+			metrics := addrPort(t, env(c)["BUMPER_METRICS_ADDRESS"].Value)
+			for _, sp := range m.service.Spec.Ports {
+				switch containerPort(c, sp.TargetPort) {
+				case webhook:
+				case metrics:
+					t.Errorf("the Service's port %s exposes the metrics listener", sp.Name)
+				default:
+					t.Errorf("the Service's port %s reaches no port serve listens on", sp.Name)
 				}
 			}
 		}},
 		{"listens beyond the loopback", func(t *testing.T) {
-			host, _, ok := strings.Cut(env(c)["BUMPER_ADDRESS"].Value, ":")
-			if !ok || (host != "" && host != "0.0.0.0" && host != "[::]") {
-				t.Errorf("BUMPER_ADDRESS %q: the Service and the probes cannot reach serve on it", env(c)["BUMPER_ADDRESS"].Value)
+			for _, name := range []string{"BUMPER_ADDRESS", "BUMPER_METRICS_ADDRESS"} {
+				host, _, ok := strings.Cut(env(c)[name].Value, ":")
+				if !ok || (host != "" && host != "0.0.0.0" && host != "[::]") {
+					t.Errorf("%s %q: nothing outside the pod can reach serve on it", name, env(c)[name].Value)
+				}
 			}
 		}},
 		{"secrets from the Secret, not the manifest", func(t *testing.T) {
