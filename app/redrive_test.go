@@ -1,0 +1,134 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/workitem"
+	"github.com/bumperdev/bumper/internal/ghemu"
+)
+
+// replica is a serve of its own beside the harness's, on a shared clock.
+type replica struct {
+	srv *Server
+	hs  *httptest.Server
+}
+
+func (h *harness) replica(opts Options) *replica {
+	h.t.Helper()
+	srv, err := New(h.ctx, h.cfg, opts)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r := &replica{srv: srv, hs: httptest.NewServer(srv.Handler())}
+	h.t.Cleanup(r.hs.Close)
+	if _, err := srv.Rebuild(h.ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// commentTo delivers a comment's webhook to one replica and waits for it.
+func (h *harness) commentTo(r *replica, who string, n int, body string) {
+	h.t.Helper()
+	h.e.SetWebhookURL(r.hs.URL + h.cfg.Server.WebhookPath)
+	defer h.e.SetWebhookURL(h.hs.URL + h.cfg.Server.WebhookPath)
+	if _, _, err := h.user(who).Issues.CreateComment(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, &gogithub.IssueComment{Body: &body}); err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
+	defer cancel()
+	if err := h.e.WaitWebhooks(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := r.srv.Drain(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// guardRefs lists the refs under refs/bumper/<kind>/.
+func (h *harness) guardRefs(kind string) []string {
+	h.t.Helper()
+	refs, err := h.e.Git().Refs(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for r := range refs {
+		if strings.HasPrefix(r, "refs/bumper/"+kind+"/") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestDispatchRedrive: serve is killed just after it took a dispatch's guard ref; the
+// approval is lost and the ref stays. The next /approve meets the ref and is handled
+// again once the grace period has passed without a record of the dispatch; two
+// replicas that both met it re-drive it together, and exactly one run is dispatched.
+func TestDispatchRedrive(t *testing.T) {
+	h := newHarness(t, nil)
+	h.cfg.Server.DispatchGrace = time.Minute
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	killed := errors.New("serve was killed here")
+	dying := h.replica(Options{Fault: func(p workitem.FaultPoint) error {
+		if p == workitem.FaultAfterDispatchRef {
+			return killed
+		}
+		return nil
+	}})
+	h.commentTo(dying, ghemu.DefaultMaintainer, n, "/approve")
+	dying.hs.Close()
+	if refs := h.guardRefs("dispatch"); len(refs) != 1 || len(h.runs()) != 0 {
+		t.Fatalf("after the kill: guard refs %v, %d runs", refs, len(h.runs()))
+	}
+	h.expectState(n, ledger.AwaitingApproval)
+
+	b := h.replica(Options{Now: clock})
+	c := h.replica(Options{Now: clock})
+	h.commentTo(b, ghemu.DefaultMaintainer, n, "/approve")
+	h.commentTo(c, ghemu.DefaultMaintainer, n, "/approve")
+	if len(h.runs()) != 0 {
+		t.Fatal("a replica dispatched over a guard ref it did not take")
+	}
+	if got, err := b.srv.Redrive(h.ctx); got != 0 || err != nil {
+		t.Fatalf("re-drove %d before the grace period passed (%v)", got, err)
+	}
+	now.Add(int64(time.Minute))
+	var wg sync.WaitGroup
+	for _, r := range []*replica{b, c} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, err := r.srv.Redrive(h.ctx); got != 1 || err != nil {
+				t.Errorf("re-drove %d (%v), want the one pending dispatch", got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	h.settle()
+	if runs := h.runs(); len(runs) != 1 {
+		t.Fatalf("%d runs after two replicas re-drove the dispatch, want exactly 1", len(runs))
+	}
+	rec := h.expectState(n, ledger.Running)
+	if len(rec.Attempts) != 1 || rec.Attempts[0].RunID != h.runs()[0].ID || len(h.guardRefs("redrive")) != 1 {
+		t.Fatalf("attempts %+v, re-drive refs %v", rec.Attempts, h.guardRefs("redrive"))
+	}
+	if a := rec.ActiveApproval(); a == nil || a.By != ghemu.DefaultMaintainer {
+		t.Fatalf("the re-driven dispatch holds no approval: %+v", rec.Approvals)
+	}
+}
