@@ -183,8 +183,14 @@ func (s *Sealer) Summary(r *Record) string {
 	case AwaitingApproval:
 		fmt.Fprintf(&b, "Waiting for approval: a maintainer with write access can comment `/approve %s` to start a run for exactly this revision of the issue%s.\n",
 			id, map[bool]string{true: " and its plan", false: ""}[r.PlanRevision != ""])
-	case Running, Verifying, Reviewing:
-		fmt.Fprintf(&b, "Attempt %d is under way. Comment `/stop` to stop it.\n", len(r.Attempts))
+	case Reviewing:
+		fmt.Fprintf(&b, "A review run (attempt %d) with a fresh context is judging pull request #%d. Comment `/stop` to stop it.\n", len(r.Attempts), r.PullRequest)
+	case Running, Verifying:
+		what := "Attempt"
+		if a := r.CurrentAttempt(); a != nil && a.Stage == "fix" {
+			what = "A fix round, attempt"
+		}
+		fmt.Fprintf(&b, "%s %d is under way. Comment `/stop` to stop it.\n", what, len(r.Attempts))
 	case InReview:
 		fmt.Fprintf(&b, "Pull request #%d is ready for human review. Bumper never merges: a person does.\n", r.PullRequest)
 	case Done:
