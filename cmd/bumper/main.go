@@ -41,6 +41,7 @@ func commands() map[string]command {
 		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", doc: "docs/firewall.md", run: runAudit},
 		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", doc: "docs/runner.md", run: runGuestAgent},
 		"run":         {summary: "one dispatched run: token exchange, firewall, microVM, agent, verification, pull request (action.yml runs it)", doc: "docs/runner.md", run: runRun},
+		"setup":       {summary: "create the GitHub App from its manifest and write serve's configuration (--url PUBLIC_URL [--org ORG])", doc: "docs/install.md", run: runSetup},
 		"sandbox":     {summary: "run a command in a microVM behind the firewall: bumper sandbox run -- CMD", doc: "docs/runner.md", run: runSandbox},
 	}
 }

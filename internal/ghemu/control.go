@@ -259,6 +259,9 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	// admin does in the branch's settings (SetBranchProtection, RemoveBranchProtection).
 	case len(parts) >= 6 && parts[0] == "repos" && parts[3] == "branches" && parts[len(parts)-1] == "protection":
 		e.serveProtectionControl(w, r, parts[1], parts[2], strings.Join(parts[4:len(parts)-1], "/"))
+	// POST /_emulator/app/installations {"account","repositories"}: the App's "Install" page (InstallApp).
+	case r.Method == http.MethodPost && len(parts) == 2 && parts[0] == "app" && parts[1] == "installations":
+		e.serveInstallControl(w, r)
 	default:
 		writeError(w, errNotFound())
 	}

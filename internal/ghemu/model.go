@@ -17,6 +17,8 @@ type state struct {
 	Repos         map[string]*repo         `json:"repos"`  // by lower-case "owner/name"
 	Tokens        map[string]*installToken `json:"tokens"` // by token value
 	Deliveries    []*delivery              `json:"deliveries"`
+	// ManifestCodes are the App manifest flow's codes not yet exchanged, by code.
+	ManifestCodes map[string]*manifestCode `json:"manifest_codes,omitempty"`
 	// Announced is set once the seeded installations were announced with
 	// "installation created" webhooks, which needs the base URL to render them.
 	Announced bool `json:"announced"`

@@ -41,6 +41,7 @@ func (e *Emulator) registerRoutes() {
 	rt.add(get, "/installation/repositories", inst, e.listInstallationRepos)
 	rt.add(del, "/installation/token", inst, e.revokeInstallationToken)
 	rt.add(get, "/rate_limit", any, e.getRateLimit)
+	rt.add(post, "/app-manifests/{code}/conversions", need{auth: authNone}, e.convertManifest)
 
 	// Repositories, branches, collaborators, contents.
 	rt.add(get, "/repos/{owner}/{repo}", meta, e.getRepo)

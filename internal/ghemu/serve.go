@@ -49,6 +49,8 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveOIDC(w, r)
 	case strings.HasPrefix(r.URL.Path, controlPrefix):
 		e.serveControl(w, r)
+	case isManifestPage(r):
+		e.serveManifestPage(w, r)
 	case isWebRequest(r):
 		e.serveWeb(w, r)
 	default:
