@@ -1,0 +1,69 @@
+// Package doctor is `bumper doctor`'s runner host part: the checks every run makes
+// first (action/preflight: root, namespaces, nftables, QEMU and its version, the image,
+// the KVM canary or TCG, free disk), plus the image cache's size, as doctor findings.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bumperdev/bumper/action/preflight"
+	"github.com/bumperdev/bumper/internal/doctor"
+)
+
+// Host runs the preflight checks with o and reports each, and the size of o.Cache.
+func Host(ctx context.Context, o preflight.Options) []doctor.Finding {
+	rep := preflight.Run(ctx, o)
+	var out []doctor.Finding
+	for _, c := range rep.Checks {
+		out = append(out, fromCheck(c))
+	}
+	return append(out, cacheSize(o.Cache))
+}
+
+func fromCheck(c preflight.Check) doctor.Finding {
+	st := doctor.OK
+	switch c.Status {
+	case preflight.Failed:
+		st = doctor.Blocking
+	case preflight.Warning:
+		st = doctor.Warning
+	}
+	id := "host." + strings.NewReplacer(" ", "_", ":", "").Replace(c.Name)
+	return doctor.Finding{Check: id, Status: st, Detail: c.Detail, Fix: c.Fix}
+}
+
+// cacheSize adds up the image cache: images and snapshots are kept until pruned.
+func cacheSize(dir string) doctor.Finding {
+	if dir == "" {
+		dir = "/var/cache/bumper"
+	}
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			total += info.Size()
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return doctor.Finding{Check: "host.cache_size", Status: doctor.OK, Detail: fmt.Sprintf("%s does not exist yet: the first run builds the image there", dir)}
+	case err != nil:
+		return doctor.Finding{Check: "host.cache_size", Status: doctor.Warning, Detail: fmt.Sprintf("cannot measure %s: %v", dir, err),
+			Fix: "run doctor as root, as the runner runs"}
+	}
+	return doctor.Finding{Check: "host.cache_size", Status: doctor.OK,
+		Detail: fmt.Sprintf("%s holds %.2f GiB (images ~250 MB each, snapshots ~100 MB; `sudo bumper image prune` removes what runs no longer use)", dir, float64(total)/(1<<30))}
+}

@@ -1,0 +1,117 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bumperdev/bumper/action/preflight"
+	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/testgate"
+	"github.com/bumperdev/bumper/sandbox"
+	"github.com/bumperdev/bumper/sandbox/netns"
+)
+
+// machine fakes a runner host: good unless told otherwise.
+type machine struct {
+	euid   int
+	kvm    bool
+	noQEMU bool
+	free   uint64
+}
+
+func (m machine) probes(cache string) preflight.Probes {
+	return preflight.Probes{
+		Euid:     func() int { return m.euid },
+		Network:  func() netns.ProbeResult { return netns.ProbeResult{} },
+		LookPath: func(p string) (string, error) { return "/usr/bin/" + p, nil },
+		QEMUVersion: func(context.Context, string) (string, error) {
+			if m.noQEMU {
+				return "", errors.New("qemu-system-x86_64 not found")
+			}
+			return "QEMU emulator version 7.2.15", nil
+		},
+		LookupUser: func(string) error { return nil },
+		KnownAccel: func(sandbox.Config) (sandbox.AccelChoice, bool) {
+			if m.kvm {
+				return sandbox.AccelChoice{Accel: sandbox.AccelKVM, Reason: "KVM canary booted"}, true
+			}
+			return sandbox.AccelChoice{Accel: sandbox.AccelTCG, Reason: "KVM canary did not boot"}, true
+		},
+		ChooseAccel: func(context.Context, sandbox.Config) sandbox.AccelChoice { return sandbox.AccelChoice{} },
+		LoadImage:   func(dir string) (preflight.ImageInfo, error) { return preflight.ImageInfo{}, errors.New("no image") },
+		CachedImage: func(string) (preflight.ImageInfo, bool) {
+			return preflight.ImageInfo{Digest: "sha256:cached", Kernel: "/k"}, true
+		},
+		BuildHost: func() error { return nil },
+		Writable:  func(string) error { return nil },
+		FreeBytes: func(dir string) (uint64, string, error) { return m.free, dir, nil },
+	}
+}
+
+func status(fs []doctor.Finding, check string) doctor.Status {
+	for _, f := range fs {
+		if f.Check == check {
+			return f.Status
+		}
+	}
+	return "absent"
+}
+
+// TestHost maps the preflight's checks to findings: a failed check blocks, a warning
+// warns, and the cache's size is measured.
+func TestHost(t *testing.T) {
+	cache := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cache, "image.raw"), make([]byte, 3<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		m        machine
+		allowTCG bool
+		want     map[string]doctor.Status
+	}{
+		{"good", machine{kvm: true, free: 50 << 30}, false, map[string]doctor.Status{"host.root": doctor.OK, "host.accelerator": doctor.OK, "host.qemu": doctor.OK, "host.disk_cache": doctor.OK}},
+		{"not root", machine{euid: 1000, kvm: true, free: 50 << 30}, false, map[string]doctor.Status{"host.root": doctor.Blocking}},
+		{"no KVM", machine{free: 50 << 30}, false, map[string]doctor.Status{"host.accelerator": doctor.Blocking}},
+		{"no KVM, TCG allowed", machine{free: 50 << 30}, true, map[string]doctor.Status{"host.accelerator": doctor.OK}},
+		{"no QEMU", machine{kvm: true, noQEMU: true, free: 50 << 30}, false, map[string]doctor.Status{"host.qemu": doctor.Blocking}},
+		{"little disk", machine{kvm: true, free: 2 << 30}, false, map[string]doctor.Status{"host.disk_cache": doctor.Warning, "host.disk_runner_temp": doctor.Warning}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Host(context.Background(), preflight.Options{Accel: sandbox.AccelAuto, AllowTCG: c.allowTCG, Cache: cache,
+				RunnerTemp: t.TempDir(), QEMUUser: "nobody", Probes: c.m.probes(cache)})
+			for check, st := range c.want {
+				if s := status(got, check); s != st {
+					t.Errorf("%s is %s, want %s: %+v", check, s, st, got)
+				}
+			}
+			for _, f := range got {
+				if f.Status != doctor.OK && f.Fix == "" {
+					t.Errorf("%s says what is wrong but not how to fix it: %s", f.Check, f.Detail)
+				}
+			}
+			size := got[len(got)-1]
+			if size.Check != "host.cache_size" || !strings.Contains(size.Detail, "0.00 GiB") {
+				t.Errorf("cache size: %+v", size)
+			}
+		})
+	}
+}
+
+// TestHostForReal runs the real probes where the machine has root and QEMU: the report
+// has every check, and the KVM canary (or its cached result) decided the accelerator.
+func TestHostForReal(t *testing.T) {
+	testgate.RequiresRoot(t)
+	testgate.RequiresQEMU(t)
+	got := Host(context.Background(), preflight.Options{Accel: sandbox.AccelAuto, AllowTCG: true, Cache: t.TempDir(), RunnerTemp: t.TempDir(), QEMUUser: "nobody"})
+	for _, c := range []string{"host.root", "host.network_namespaces", "host.nftables", "host.qemu", "host.accelerator", "host.cache_size"} {
+		if s := status(got, c); s != doctor.OK {
+			t.Errorf("%s: %s on a machine with root and QEMU: %+v", c, s, got)
+		}
+	}
+}

@@ -1,0 +1,320 @@
+// Package doctor is `bumper doctor`'s App part: with serve's configuration it checks
+// the App's permissions and events against what Bumper needs (app/setup), and for a
+// repository the installation, the runner workflow, .github/bumper.yml, the default
+// branch's protection and the trigger label, each finding with its exact fix.
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	gogithub "github.com/google/go-github/v66/github"
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/bumperdev/bumper/app"
+	"github.com/bumperdev/bumper/app/setup"
+	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+)
+
+// CheckVerdict is the reviewer's check run, which branch protection should require.
+const CheckVerdict = "bumper/verdict"
+
+// Check checks the App that cfg names and, when repo ("owner/name") is set, that
+// repository's set-up. It returns the findings in the order checked; a failure to
+// reach GitHub is a finding too, never an error, so one report shows everything.
+func Check(ctx context.Context, cfg app.Config, repo string) []doctor.Finding {
+	var out []doctor.Finding
+	add := func(check string, st doctor.Status, detail, fix string) {
+		out = append(out, doctor.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
+	}
+	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub)
+	if err != nil {
+		add("app.identity", doctor.Blocking, fmt.Sprintf("cannot make a GitHub client from the configuration: %v", err), "check github.* in serve's configuration")
+		return out
+	}
+	ac, err := cc.NewAppClient()
+	if err != nil {
+		add("app.identity", doctor.Blocking, fmt.Sprintf("cannot authenticate as the App: %v", err), "set github.app.private_key or bumper.private_key_file to the App's PEM key")
+		return out
+	}
+	a, _, err := ac.Apps.Get(ctx, "")
+	if err != nil {
+		add("app.identity", doctor.Blocking, fmt.Sprintf("GitHub refuses the App's credentials (App %d at %s): %v", cfg.GitHub.App.IntegrationID, cfg.GitHub.V3APIURL, err),
+			"check github.app.integration_id against the App's settings page, and that the private key is a current one of that App (generate a new one there if not)")
+		return out
+	}
+	add("app.identity", doctor.OK, fmt.Sprintf("authenticated as the App %q (ID %d, %s), owned by %s", a.GetName(), a.GetID(), a.GetSlug(), a.GetOwner().GetLogin()), "")
+	settings := strings.TrimRight(a.GetHTMLURL(), "/")
+	out = append(out, permissionFindings("app.permissions", permsOf(a.GetPermissions()), a.Events, settings)...)
+	if repo == "" {
+		insts, _, err := ac.Apps.ListInstallations(ctx, &gogithub.ListOptions{PerPage: 100})
+		switch {
+		case err != nil:
+			add("app.installations", doctor.Warning, fmt.Sprintf("cannot list the App's installations: %v", err), "try again; pass --repo to check one repository")
+		case len(insts) == 0:
+			add("app.installations", doctor.Blocking, "the App is installed nowhere, so no repository can use it", "install it: "+settings+"/installations/new")
+		default:
+			add("app.installations", doctor.OK, fmt.Sprintf("installed on %d accounts; pass --repo OWNER/REPO to check a repository", len(insts)), "")
+		}
+		return out
+	}
+	return append(out, checkRepo(ctx, cc, ac, cfg, repo, a.GetSlug(), settings)...)
+}
+
+// permissionFindings compares granted permissions (and events, when not nil) with
+// Bumper's needs. Without administration: read serve only cannot check branch
+// protection, so that gap is a warning; every other missing one blocks.
+func permissionFindings(check string, perms map[string]string, events []string, settings string) []doctor.Finding {
+	g := setup.Compare(perms, events)
+	var out []doctor.Finding
+	var blocking, warn []string
+	for _, p := range g.MissingPermissions {
+		have := g.Granted[p.Name]
+		if have == "" {
+			have = "none"
+		}
+		s := fmt.Sprintf("%s: %s (has %s; needed for: %s)", p.Name, p.Access, have, p.Why)
+		if p.Name == "administration" {
+			warn = append(warn, s)
+		} else {
+			blocking = append(blocking, s)
+		}
+	}
+	fix := "in the App's settings (" + settings + ", Permissions & events) give it "
+	if check == "repo.installation_permissions" {
+		fix = "the App asks for more than this installation accepted: an owner of the account accepts the new permissions in its installation settings (Settings → GitHub Apps → Configure), or the App's settings give it "
+	}
+	if len(blocking) > 0 {
+		out = append(out, doctor.Finding{Check: check, Status: doctor.Blocking, Detail: "missing " + strings.Join(blocking, "; "), Fix: fix + "exactly what `bumper setup` lists"})
+	}
+	if len(warn) > 0 {
+		out = append(out, doctor.Finding{Check: check, Status: doctor.Warning, Detail: "missing " + strings.Join(warn, "; ") + ": serve cannot tell whether a merge needs a person's review", Fix: fix + "administration: read"})
+	}
+	if len(g.ExtraPermissions) > 0 {
+		var extra []string
+		for _, k := range sortedKeys(g.ExtraPermissions) {
+			extra = append(extra, k+": "+g.ExtraPermissions[k])
+		}
+		out = append(out, doctor.Finding{Check: check, Status: doctor.Warning, Detail: "more than Bumper needs: " + strings.Join(extra, ", "),
+			Fix: "lower them in the App's settings (" + settings + "): a leaked key should do as little as possible"})
+	}
+	if len(g.MissingEvents) > 0 {
+		var names []string
+		for _, e := range g.MissingEvents {
+			names = append(names, e.Name+" ("+e.Why+")")
+		}
+		out = append(out, doctor.Finding{Check: check, Status: doctor.Blocking, Detail: "not subscribed to " + strings.Join(names, "; "),
+			Fix: "subscribe to them in the App's settings (" + settings + ", Permissions & events, Subscribe to events)"})
+	}
+	if len(g.ExtraEvents) > 0 {
+		out = append(out, doctor.Finding{Check: check, Status: doctor.Warning, Detail: "subscribed to events Bumper ignores: " + strings.Join(g.ExtraEvents, ", "),
+			Fix: "unsubscribe from them in the App's settings (" + settings + "): serve would receive and drop them"})
+	}
+	if len(out) == 0 {
+		what := "the permissions"
+		if events != nil {
+			what += " and events"
+		}
+		out = append(out, doctor.Finding{Check: check, Status: doctor.OK, Detail: what + " are exactly what Bumper needs"})
+	}
+	return out
+}
+
+func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Client, cfg app.Config, repo, slug, settings string) []doctor.Finding {
+	var out []doctor.Finding
+	add := func(check string, st doctor.Status, detail, fix string) {
+		out = append(out, doctor.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
+	}
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		add("repo.installation", doctor.Blocking, fmt.Sprintf("%q is not OWNER/REPO", repo), "pass --repo OWNER/REPO")
+		return out
+	}
+	inst, _, err := ac.Apps.FindRepositoryInstallation(ctx, owner, name)
+	if err != nil {
+		fix := "install the App on it: " + settings + "/installations/new (or add the repository to the installation's selected repositories)"
+		add("repo.installation", doctor.Blocking, fmt.Sprintf("the App is not installed on %s (%v)", repo, statusText(err)), fix)
+		return out
+	}
+	add("repo.installation", doctor.OK, fmt.Sprintf("installed on %s (installation %d)", repo, inst.GetID()), "")
+	out = append(out, permissionFindings("repo.installation_permissions", permsOf(inst.GetPermissions()), nil, settings)...)
+	gh, err := cc.NewInstallationClient(inst.GetID())
+	if err != nil {
+		add("repo.access", doctor.Blocking, fmt.Sprintf("cannot make the installation's client: %v", err), "check the App's key")
+		return out
+	}
+	r, _, err := gh.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		add("repo.access", doctor.Blocking, fmt.Sprintf("the installation cannot read %s: %v", repo, statusText(err)), "check the installation's repository access")
+		return out
+	}
+	branch := r.GetDefaultBranch()
+
+	// The runner workflow, as the App dispatches it: at the default branch.
+	wfPath := ".github/workflows/" + cfg.Bumper.Workflow
+	raw, err := file(ctx, gh, owner, name, wfPath, branch)
+	switch {
+	case isStatus(err, http.StatusNotFound):
+		add("repo.workflow", doctor.Blocking, fmt.Sprintf("%s is not on %s's %s branch, so the App has nothing to dispatch", wfPath, repo, branch),
+			fmt.Sprintf("copy .github/workflows/bumper-run.yml from Bumper's source to %s on %s (bumper.workflow in serve's configuration names another file)", wfPath, branch))
+	case err != nil:
+		add("repo.workflow", doctor.Blocking, fmt.Sprintf("cannot read %s: %v", wfPath, statusText(err)), "check the App's contents: read permission")
+	default:
+		out = append(out, CheckWorkflow(wfPath, raw)...)
+	}
+
+	// The repository's policy, as the App reads it at the base commit.
+	pol := repoconfig.Default()
+	raw, err = file(ctx, gh, owner, name, repoconfig.Path, branch)
+	switch {
+	case isStatus(err, http.StatusNotFound):
+		add("repo.config", doctor.OK, fmt.Sprintf("no %s on %s: the defaults apply (docs/usage.md)", repoconfig.Path, branch), "")
+	case err != nil:
+		add("repo.config", doctor.Blocking, fmt.Sprintf("cannot read %s: %v", repoconfig.Path, statusText(err)), "check the App's contents: read permission")
+	default:
+		if p, err := repoconfig.Parse(raw); err != nil {
+			add("repo.config", doctor.Blocking, fmt.Sprintf("%s on %s is invalid, so every work item stops at its start: %v", repoconfig.Path, branch, err),
+				fmt.Sprintf("fix %s as the error says (docs/usage.md lists every key)", repoconfig.Path))
+		} else {
+			pol = p
+			add("repo.config", doctor.OK, fmt.Sprintf("%s on %s is valid", repoconfig.Path, branch), "")
+		}
+	}
+
+	out = append(out, protectionFindings(ctx, gh, owner, name, branch, slug, pol)...)
+
+	label := cfg.Bumper.TriggerLabel
+	if _, _, err := gh.Issues.GetLabel(ctx, owner, name, label); err != nil {
+		if isStatus(err, http.StatusNotFound) {
+			add("repo.label", doctor.Blocking, fmt.Sprintf("%s has no %q label, so nobody can ask for work", repo, label),
+				fmt.Sprintf("create it: gh label create %q --repo %s --description \"Ask Bumper to implement this issue\"", label, repo))
+		} else {
+			add("repo.label", doctor.Warning, fmt.Sprintf("cannot read the %q label: %v", label, statusText(err)), "check the App's issues: read permission")
+		}
+	} else {
+		add("repo.label", doctor.OK, fmt.Sprintf("the %q label exists", label), "")
+	}
+	return out
+}
+
+// protectionFindings checks that the default branch stops an unreviewed merge: a
+// required approving review the App cannot bypass and, with the reviewer on, the
+// verdict check. Bumper never merges and runs go ahead without it (serve says so on
+// the issue), so the gaps are warnings.
+func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, branch, slug string, pol repoconfig.Config) []doctor.Finding {
+	const id = "repo.protection"
+	settings := fmt.Sprintf("Settings → Branches → %s", branch)
+	p, _, err := gh.Repositories.GetBranchProtection(ctx, owner, name, branch)
+	switch {
+	case errors.Is(err, gogithub.ErrBranchNotProtected) || isStatus(err, http.StatusNotFound):
+		return []doctor.Finding{{Check: id, Status: doctor.Warning,
+			Detail: fmt.Sprintf("%s is not protected: nothing stops a merge of Bumper's pull request without a person's review", branch),
+			Fix:    fmt.Sprintf("protect it (%s): require a pull request with at least 1 approving review%s, with no bypass for the App", settings, verdictWord(pol))}}
+	case isStatus(err, http.StatusForbidden):
+		return []doctor.Finding{{Check: id, Status: doctor.Warning,
+			Detail: fmt.Sprintf("the App cannot read %s's protection (no administration: read)", branch),
+			Fix:    "give the App administration: read (see the permissions finding)"}}
+	case err != nil:
+		return []doctor.Finding{{Check: id, Status: doctor.Warning, Detail: fmt.Sprintf("cannot read %s's protection: %v", branch, statusText(err)), Fix: "try again"}}
+	}
+	var out []doctor.Finding
+	add := func(detail, fix string) {
+		out = append(out, doctor.Finding{Check: id, Status: doctor.Warning, Detail: detail, Fix: fix})
+	}
+	rv := p.GetRequiredPullRequestReviews()
+	if rv == nil || rv.RequiredApprovingReviewCount < 1 {
+		add(fmt.Sprintf("%s's protection does not require an approving review", branch),
+			fmt.Sprintf("%s: require a pull request before merging, with at least 1 approving review", settings))
+	}
+	if rv != nil && rv.GetBypassPullRequestAllowances() != nil {
+		if slices.ContainsFunc(rv.GetBypassPullRequestAllowances().Apps, func(a *gogithub.App) bool { return strings.EqualFold(a.GetSlug(), slug) }) {
+			add(fmt.Sprintf("%s's protection lets the %s App bypass its pull request rules", branch, slug),
+				fmt.Sprintf("%s: remove %s from \"Allow specified actors to bypass required pull requests\"", settings, slug))
+		}
+	}
+	if pol.ReviewerOn() {
+		var checks []string
+		if rsc := p.GetRequiredStatusChecks(); rsc != nil {
+			if rsc.Contexts != nil {
+				checks = append(checks, *rsc.Contexts...)
+			}
+			if rsc.Checks != nil {
+				for _, c := range *rsc.Checks {
+					checks = append(checks, c.Context)
+				}
+			}
+		}
+		if !slices.Contains(checks, CheckVerdict) {
+			add(fmt.Sprintf("%s's protection does not require the %s check, so a merge does not wait for the reviewer's verdict", branch, CheckVerdict),
+				fmt.Sprintf("%s: require status checks to pass, and add %s", settings, CheckVerdict))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, doctor.Finding{Check: id, Status: doctor.OK,
+			Detail: fmt.Sprintf("%s requires an approving review the App cannot bypass%s", branch, verdictWord(pol))})
+	}
+	return out
+}
+
+func verdictWord(pol repoconfig.Config) string {
+	if !pol.ReviewerOn() {
+		return ""
+	}
+	return " and the " + CheckVerdict + " check"
+}
+
+func file(ctx context.Context, gh *gogithub.Client, owner, name, path, ref string) ([]byte, error) {
+	fc, _, _, err := gh.Repositories.GetContents(ctx, owner, name, path, &gogithub.RepositoryContentGetOptions{Ref: ref})
+	if err != nil {
+		return nil, err
+	}
+	if fc == nil {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	s, err := fc.GetContent()
+	if err != nil {
+		return nil, fmt.Errorf("failed to decode %s: %w", path, err)
+	}
+	return []byte(s), nil
+}
+
+func isStatus(err error, code int) bool {
+	var er *gogithub.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == code
+}
+
+// statusText shortens go-github's errors to the status and GitHub's message.
+func statusText(err error) string {
+	var er *gogithub.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return fmt.Sprintf("%d %s", er.Response.StatusCode, er.Message)
+	}
+	return err.Error()
+}
+
+// permsOf is go-github's permissions struct as GitHub's {name: access} map.
+func permsOf(p *gogithub.InstallationPermissions) map[string]string {
+	out := map[string]string{}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return out
+	}
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,253 @@
+package doctor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bumperdev/bumper/app"
+	appdoctor "github.com/bumperdev/bumper/app/doctor"
+	"github.com/bumperdev/bumper/app/setup"
+	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+)
+
+// template is the runner workflow users copy.
+func template(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", ".github", "workflows", "bumper-run.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+const validPolicy = "version: 1\n"
+
+// repoSeed is a repository set up as docs/install.md says, changed by edit.
+func repoSeed(t *testing.T, name string, edit func(*ghemu.SeedRepository)) ghemu.SeedRepository {
+	r := ghemu.SeedRepository{Owner: "acme", Name: name, DefaultBranch: "main",
+		Protected: []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1}},
+		Labels:    []ghemu.SeedLabel{{Name: "agent:implement"}},
+		Files: map[string]string{"README.md": "# " + name + "\n", ".github/workflows/bumper-run.yml": template(t),
+			".github/bumper.yml": validPolicy}}
+	if edit != nil {
+		edit(&r)
+	}
+	return r
+}
+
+func config(t *testing.T, e *ghemu.Emulator) app.Config {
+	t.Helper()
+	cfg := app.DefaultConfig()
+	cfg.GitHub.V3APIURL = e.BaseURL() + "/"
+	cfg.GitHub.App.IntegrationID = e.AppID()
+	cfg.GitHub.App.PrivateKey = string(e.AppKeyPEM())
+	cfg.GitHub.App.WebhookSecret = e.WebhookSecret()
+	cfg.Bumper.RunTokenKey = strings.Repeat("ab", 32)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// want is a finding a broken set-up must produce: its check, its status, and words of
+// its detail and of its fix.
+type want struct {
+	check  string
+	status doctor.Status
+	detail string
+	fix    string
+}
+
+func find(t *testing.T, got []doctor.Finding, w want) {
+	t.Helper()
+	for _, f := range got {
+		if f.Check == w.check && f.Status == w.status && strings.Contains(f.Detail, w.detail) && strings.Contains(f.Fix, w.fix) {
+			return
+		}
+	}
+	var b strings.Builder
+	doctor.NewReport(got).WriteText(&b)
+	t.Errorf("no %s %s finding with %q and fix %q; got:\n%s", w.status, w.check, w.detail, w.fix, b.String())
+}
+
+// TestRepositories checks a good repository and one broken one per broken set-up, all
+// on one emulator whose App has exactly the permissions and events Bumper needs:
+// the good one has nothing but ok findings, each broken one its finding and fix.
+func TestRepositories(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	badWorkflow := strings.NewReplacer("      nonce:\n        description: \"single-use nonce for the token exchange\"\n        required: true\n", "",
+		"permissions:\n  id-token: write", "permissions:\n  contents: read").Replace(template(t))
+	seed := &ghemu.Seed{
+		App:           ghemu.SeedApp{Slug: "bumper", Permissions: setup.PermissionMap(), Events: setup.EventNames()},
+		Organizations: []string{"acme", "other"},
+		Repositories: []ghemu.SeedRepository{
+			repoSeed(t, "good", nil),
+			repoSeed(t, "noworkflow", func(r *ghemu.SeedRepository) { delete(r.Files, ".github/workflows/bumper-run.yml") }),
+			repoSeed(t, "badworkflow", func(r *ghemu.SeedRepository) { r.Files[".github/workflows/bumper-run.yml"] = badWorkflow }),
+			repoSeed(t, "badconfig", func(r *ghemu.SeedRepository) { r.Files[".github/bumper.yml"] = "version: 1\nbounds:\n  attempts: 0\n" }),
+			repoSeed(t, "noconfig", func(r *ghemu.SeedRepository) { delete(r.Files, ".github/bumper.yml") }),
+			repoSeed(t, "unprotected", func(r *ghemu.SeedRepository) { r.Protected = nil }),
+			repoSeed(t, "weak", func(r *ghemu.SeedRepository) {
+				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredReviews: 0}}
+			}),
+			repoSeed(t, "bypass", func(r *ghemu.SeedRepository) {
+				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1, BypassApps: []string{"bumper"}}}
+			}),
+			repoSeed(t, "nolabel", func(r *ghemu.SeedRepository) { r.Labels = nil }),
+			repoSeed(t, "stray", func(r *ghemu.SeedRepository) { r.Owner = "other" }),
+		},
+		Installations: []ghemu.SeedInstallation{{Account: "acme"}},
+	}
+	e := emutest.New(t, ghemu.Options{Seed: seed})
+	cfg := config(t, e)
+
+	t.Run("good", func(t *testing.T) {
+		got := appdoctor.Check(ctx, cfg, "acme/good")
+		rep := doctor.NewReport(got)
+		if rep.Blocking+rep.Warnings > 0 {
+			var b strings.Builder
+			rep.WriteText(&b)
+			t.Fatalf("a good set-up has findings:\n%s", b.String())
+		}
+		for _, c := range []string{"app.identity", "app.permissions", "repo.installation", "repo.installation_permissions", "repo.workflow", "repo.config", "repo.protection", "repo.label"} {
+			find(t, got, want{check: c, status: doctor.OK})
+		}
+	})
+
+	cases := []struct {
+		repo string
+		want []want
+	}{
+		{"other/stray", []want{{"repo.installation", doctor.Blocking, "not installed on other/stray", "/installations/new"}}},
+		{"acme/noworkflow", []want{{"repo.workflow", doctor.Blocking, ".github/workflows/bumper-run.yml is not on", "copy .github/workflows/bumper-run.yml"}}},
+		{"acme/badworkflow", []want{
+			{"repo.workflow", doctor.Blocking, "lacks the inputs nonce", "declare them under on.workflow_dispatch.inputs"},
+			{"repo.workflow", doctor.Blocking, "does not grant `id-token: write`", "`id-token: write` and nothing else"},
+			{"repo.workflow", doctor.Warning, "contents: read", "remove them"},
+		}},
+		{"acme/badconfig", []want{{"repo.config", doctor.Blocking, "bounds.attempts is 0", "fix .github/bumper.yml"}}},
+		{"acme/noconfig", []want{{"repo.config", doctor.OK, "the defaults apply", ""}}},
+		{"acme/unprotected", []want{{"repo.protection", doctor.Warning, "main is not protected", "at least 1 approving review and the bumper/verdict check"}}},
+		{"acme/weak", []want{
+			{"repo.protection", doctor.Warning, "does not require an approving review", "at least 1 approving review"},
+			{"repo.protection", doctor.Warning, "does not require the bumper/verdict check", "add bumper/verdict"},
+		}},
+		{"acme/bypass", []want{{"repo.protection", doctor.Warning, "lets the bumper App bypass", "remove bumper from"}}},
+		{"acme/nolabel", []want{{"repo.label", doctor.Blocking, `no "agent:implement" label`, `gh label create "agent:implement" --repo acme/nolabel`}}},
+	}
+	for _, c := range cases {
+		t.Run(c.repo, func(t *testing.T) {
+			got := appdoctor.Check(ctx, cfg, c.repo)
+			for _, w := range c.want {
+				find(t, got, w)
+			}
+			rep := doctor.NewReport(got)
+			blocking := false
+			for _, w := range c.want {
+				blocking = blocking || w.status == doctor.Blocking
+			}
+			if rep.OK == blocking {
+				t.Errorf("report ok=%v with %d blocking findings", rep.OK, rep.Blocking)
+			}
+		})
+	}
+
+	// Protection changed at run time (an admin in the branch settings) is seen at once.
+	t.Run("protection removed", func(t *testing.T) {
+		if err := e.RemoveBranchProtection("acme", "good", "main"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := e.SetBranchProtection("acme", "good", ghemu.SeedProtection{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		find(t, appdoctor.Check(ctx, cfg, "acme/good"), want{"repo.protection", doctor.Warning, "main is not protected", "Settings → Branches → main"})
+	})
+}
+
+// TestApp checks an App whose permissions and events fall short, an installation that
+// has not accepted what the App asks for, and credentials GitHub refuses.
+func TestApp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	short := setup.PermissionMap()
+	delete(short, "checks")
+	delete(short, "administration")
+	short["members"] = "read"
+	var events []string
+	for _, e := range setup.EventNames() {
+		if e != "check_run" {
+			events = append(events, e)
+		}
+	}
+	old := setup.PermissionMap()
+	delete(old, "actions")
+	seed := &ghemu.Seed{
+		App:           ghemu.SeedApp{Slug: "bumper", Permissions: short, Events: events},
+		Organizations: []string{"acme"},
+		Repositories:  []ghemu.SeedRepository{repoSeed(t, "good", nil)},
+		Installations: []ghemu.SeedInstallation{{Account: "acme", Permissions: old}},
+	}
+	e := emutest.New(t, ghemu.Options{Seed: seed})
+	cfg := config(t, e)
+	got := appdoctor.Check(ctx, cfg, "acme/good")
+	for _, w := range []want{
+		{"app.permissions", doctor.Blocking, "checks: write (has none", "Permissions & events"},
+		{"app.permissions", doctor.Warning, "administration: read", "administration: read"},
+		{"app.permissions", doctor.Warning, "members: read", "lower them"},
+		{"app.permissions", doctor.Blocking, "not subscribed to check_run", "Subscribe to events"},
+		{"repo.installation_permissions", doctor.Blocking, "actions: write (has none", "accepts the new permissions"},
+	} {
+		find(t, got, w)
+	}
+
+	t.Run("not installed anywhere", func(t *testing.T) {
+		find(t, appdoctor.Check(ctx, cfg, ""), want{"app.installations", doctor.OK, "installed on 1 accounts", ""})
+	})
+	t.Run("wrong App ID", func(t *testing.T) {
+		bad := cfg
+		bad.GitHub.App.IntegrationID = 1
+		got := appdoctor.Check(ctx, bad, "acme/good")
+		find(t, got, want{"app.identity", doctor.Blocking, "GitHub refuses the App's credentials", "integration_id"})
+		if len(got) != 1 {
+			t.Errorf("checks went on without credentials: %v", got)
+		}
+	})
+}
+
+// TestTemplateWorkflow: the template users copy passes doctor's workflow check, which
+// compares it with the App's dispatch inputs (wire.DispatchInputs) and the permissions
+// it must grant.
+func TestTemplateWorkflow(t *testing.T) {
+	got := appdoctor.CheckWorkflow("bumper-run.yml", []byte(template(t)))
+	if len(got) != 1 || got[0].Status != doctor.OK {
+		t.Errorf("the template fails doctor's check: %+v", got)
+	}
+}
+
+func TestWorkflowShapes(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       want
+	}{
+		{"not yaml", "on: [", want{"repo.workflow", doctor.Blocking, "does not parse", "copy"}},
+		{"push only", "on: push\npermissions:\n  id-token: write\n", want{"repo.workflow", doctor.Blocking, "no workflow_dispatch", "on: workflow_dispatch:"}},
+		{"write-all", strings.Replace(template(t), "permissions:\n  id-token: write", "permissions: write-all", 1), want{"repo.workflow", doctor.Warning, "contents: write", "remove them"}},
+		{"read-all", strings.Replace(template(t), "permissions:\n  id-token: write", "permissions: read-all", 1), want{"repo.workflow", doctor.Blocking, "id-token: write", "nothing else"}},
+		{"required extra input", strings.Replace(template(t), "    inputs:\n", "    inputs:\n      extra:\n        required: true\n", 1), want{"repo.workflow", doctor.Blocking, "never sends: extra", "optional"}},
+		{"hosted runner", strings.Replace(template(t), "runs-on: [self-hosted, bumper]", "runs-on: ubuntu-latest", 1), want{"repo.workflow", doctor.Warning, "[self-hosted, bumper]", "runs-on"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			find(t, appdoctor.CheckWorkflow("w.yml", []byte(c.yaml)), c.want)
+		})
+	}
+}

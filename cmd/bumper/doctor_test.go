@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+)
+
+// TestDoctorCommand checks the command's contract: the JSON shape, and the exit
+// status: 0 when nothing blocks, 1 when something does or, with --strict, on warnings.
+func TestDoctorCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e := emutest.New(t, ghemu.Options{})
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(key, e.AppKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "serve.yml")
+	body := fmt.Sprintf("github:\n  v3_api_url: %s/\n  app:\n    integration_id: %d\n    webhook_secret: s\nbumper:\n  private_key_file: %s\n  run_token_key: %x\n",
+		e.BaseURL(), e.AppID(), key, bytes.Repeat([]byte{7}, 32))
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		blocking bool
+	}{
+		// The default world's App asks for more than Bumper needs and its workflow grants
+		// contents: read: warnings only.
+		{"warnings only", []string{"--repo", "acme/widgets"}, 0, false},
+		{"strict", []string{"--repo", "acme/widgets", "--strict"}, 1, false},
+		{"not installed", []string{"--repo", "acme/nothing"}, 1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"doctor", "--host=false", "--config", cfg, "--json"}, c.args...)
+			if code := run(ctx, args, &out, &errb); code != c.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, c.code, out.String(), errb.String())
+			}
+			var rep doctor.Report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out.String())
+			}
+			if rep.Schema != doctor.Schema || rep.OK == c.blocking || (rep.Blocking > 0) != c.blocking || rep.Warnings == 0 || len(rep.Findings) == 0 {
+				t.Errorf("report: %+v", rep)
+			}
+		})
+	}
+	var errb bytes.Buffer
+	if code := run(ctx, []string{"doctor", "--repo", "acme/widgets"}, &bytes.Buffer{}, &errb); code != 2 {
+		t.Errorf("--repo without --config: exit %d, want 2 (%s)", code, errb.String())
+	}
+}
