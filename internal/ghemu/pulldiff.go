@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
@@ -53,63 +52,6 @@ func fileStatus(letter string) string {
 	return "modified"
 }
 
-// patchLine is one line of a file's patch with where it sits on each side.
-type patchLine struct {
-	kind byte // '@' hunk header, '+', '-', ' ', '\\' (no newline at end of file)
-	text string
-	old  int // line number on the LEFT side, 0 when not there
-	new  int // line number on the RIGHT side, 0 when not there
-	hunk int // index of the hunk
-}
-
-// parsePatch splits a file's patch into lines. Index i of the result is GitHub's
-// "position" i: the first hunk header is position 0, the line below it 1, and later
-// hunk headers count too.
-func parsePatch(patch string) []patchLine {
-	if patch == "" {
-		return nil
-	}
-	var out []patchLine
-	oldN, newN, hunk := 0, 0, -1
-	for _, l := range strings.Split(patch, "\n") {
-		pl := patchLine{text: l, hunk: hunk}
-		switch {
-		case strings.HasPrefix(l, "@@ "):
-			hunk++
-			pl.kind, pl.hunk = '@', hunk
-			oldN, newN = hunkStarts(l)
-		case strings.HasPrefix(l, "+"):
-			pl.kind, pl.new = '+', newN
-			newN++
-		case strings.HasPrefix(l, "-"):
-			pl.kind, pl.old = '-', oldN
-			oldN++
-		case strings.HasPrefix(l, `\`):
-			pl.kind = '\\'
-		default:
-			pl.kind, pl.old, pl.new = ' ', oldN, newN
-			oldN++
-			newN++
-		}
-		out = append(out, pl)
-	}
-	return out
-}
-
-// hunkStarts reads "@@ -a[,b] +c[,d] @@ …" into a and c.
-func hunkStarts(header string) (int, int) {
-	f := strings.Fields(header)
-	if len(f) < 3 {
-		return 0, 0
-	}
-	num := func(s string) int {
-		s, _, _ = strings.Cut(s[1:], ",")
-		n, _ := strconv.Atoi(s)
-		return n
-	}
-	return num(f[1]), num(f[2])
-}
-
 // findLine returns the index of the patch line a comment on (side, line) lands on:
 // on RIGHT an added or context line of the new file, on LEFT a removed or context line
 // of the old one. -1 when no hunk holds it.
@@ -140,15 +82,7 @@ func diffHunk(lines []patchLine, idx int) string {
 }
 
 func (e *Emulator) renderDiffEntry(rp *repo, headSHA string, f gitserver.FileDiff) obj {
-	adds, dels := 0, 0
-	for _, pl := range parsePatch(f.Patch) {
-		switch pl.kind {
-		case '+':
-			adds++
-		case '-':
-			dels++
-		}
-	}
+	adds, dels := countChanges(parsePatch(f.Patch))
 	// A removed file is shown at the commit where it still existed: its blob is the old one.
 	blob, at := f.NewBlob, headSHA
 	if f.Status == "D" {

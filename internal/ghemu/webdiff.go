@@ -54,82 +54,46 @@ type webDiffLine struct {
 	Text     string
 }
 
+// webLineKinds names each kind of patchLine as the page's CSS does.
+var webLineKinds = map[byte]string{'@': "hunk", '+': "add", '-': "del", ' ': "ctx", '\\': "note"}
+
 // parseDiff reads git's unified diff output (diff --git headers, ---/+++ lines, hunks).
+// Each file's header lines say what happened to it; from its first hunk header on,
+// its lines go to parseHunks, the parser the REST files and review comments use.
 func parseDiff(raw []byte) *webDiff {
 	d := &webDiff{}
-	var f *webDiffFile
-	var oldN, newN, lines int
-	inHunk := false
-	for _, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
-		if line == "" && f == nil {
-			continue
-		}
-		if strings.HasPrefix(line, "diff --git ") {
-			f = &webDiffFile{Status: "modified"}
-			f.OldPath, f.NewPath = splitGitHeader(strings.TrimPrefix(line, "diff --git "))
-			d.Files = append(d.Files, f)
-			inHunk = false
-			continue
-		}
-		if f == nil {
-			continue
-		}
+	lines := 0
+	for _, sec := range diffSections(strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")) {
+		f := &webDiffFile{Status: "modified"}
+		f.OldPath, f.NewPath = splitGitHeader(strings.TrimPrefix(sec[0], "diff --git "))
+		d.Files = append(d.Files, f)
+		// A file that starts past the limit is listed by its name only.
 		if lines >= maxDiffLines {
 			d.Truncated = true
 			break
 		}
-		if inHunk {
-			switch {
-			case strings.HasPrefix(line, "+"):
-				f.Lines = append(f.Lines, webDiffLine{Kind: "add", New: newN, Text: line[1:]})
-				newN++
-				f.Additions++
+		body := len(sec)
+		for i, line := range sec[1:] {
+			if strings.HasPrefix(line, "@@ ") {
+				body = i + 1
+				break
+			}
+			f.readHeader(line)
+		}
+		hunks := parseHunks(sec[body:])
+		for i, pl := range hunks {
+			if lines >= maxDiffLines {
+				d.Truncated, hunks = true, hunks[:i]
+				break
+			}
+			f.Lines = append(f.Lines, webLine(pl))
+			if pl.kind != '\\' {
 				lines++
-				continue
-			case strings.HasPrefix(line, "-"):
-				f.Lines = append(f.Lines, webDiffLine{Kind: "del", Old: oldN, Text: line[1:]})
-				oldN++
-				f.Deletions++
-				lines++
-				continue
-			case strings.HasPrefix(line, " "), line == "":
-				// An empty line is a context line whose leading space an editor removed.
-				f.Lines = append(f.Lines, webDiffLine{Kind: "ctx", Old: oldN, New: newN, Text: strings.TrimPrefix(line, " ")})
-				oldN++
-				newN++
-				lines++
-				continue
-			case strings.HasPrefix(line, `\`):
-				f.Lines = append(f.Lines, webDiffLine{Kind: "note", Text: strings.TrimSpace(line[1:])})
-				continue
 			}
 		}
-		switch {
-		case strings.HasPrefix(line, "@@ "):
-			oldN, newN = webHunkStarts(line)
-			f.Lines = append(f.Lines, webDiffLine{Kind: "hunk", Text: line})
-			inHunk = true
-			lines++
-		case strings.HasPrefix(line, "--- "):
-			if p := diffPath(line[4:]); p != "" {
-				f.OldPath = p
-			}
-		case strings.HasPrefix(line, "+++ "):
-			if p := diffPath(line[4:]); p != "" {
-				f.NewPath = p
-			}
-		case strings.HasPrefix(line, "new file mode "):
-			f.Status = "added"
-		case strings.HasPrefix(line, "deleted file mode "):
-			f.Status = "deleted"
-		case strings.HasPrefix(line, "rename from "):
-			f.Status, f.OldPath = "renamed", unquoteGitPath(strings.TrimPrefix(line, "rename from "))
-		case strings.HasPrefix(line, "rename to "):
-			f.Status, f.NewPath = "renamed", unquoteGitPath(strings.TrimPrefix(line, "rename to "))
-		case strings.HasPrefix(line, "old mode "), strings.HasPrefix(line, "new mode "):
-			f.Notes = append(f.Notes, line)
-		case strings.HasPrefix(line, "Binary files "):
-			f.Binary = true
+		f.Additions, f.Deletions = countChanges(hunks)
+		if d.Truncated {
+			break
 		}
 	}
 	for _, f := range d.Files {
@@ -142,18 +106,66 @@ func parseDiff(raw []byte) *webDiff {
 	return d
 }
 
-// webHunkStarts reads the first line numbers of "@@ -a,b +c,d @@ ...".
-func webHunkStarts(line string) (int, int) {
-	fields := strings.Fields(line)
-	if len(fields) < 3 {
-		return 0, 0
+// webLine is a parsed patch line as the page shows it: the text without its +, - or
+// space marker (the page draws its own), the "\ No newline" note without its backslash.
+func webLine(pl patchLine) webDiffLine {
+	l := webDiffLine{Kind: webLineKinds[pl.kind], Old: pl.old, New: pl.new, Text: pl.text}
+	switch {
+	case pl.kind == '@':
+		// The hunk header is shown whole.
+	case pl.kind == '\\':
+		l.Text = strings.TrimSpace(pl.text[1:])
+	case pl.text != "":
+		// An empty line is a context line whose leading space an editor removed.
+		l.Text = pl.text[1:]
 	}
-	start := func(s string) int {
-		s, _, _ = strings.Cut(s[1:], ",")
-		n, _ := strconv.Atoi(s)
-		return n
+	return l
+}
+
+// diffSections cuts a diff's lines into its files, each from its "diff --git" line;
+// what comes before the first is not a file's.
+func diffSections(lines []string) [][]string {
+	var out [][]string
+	start := -1
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "diff --git ") {
+			continue
+		}
+		if start >= 0 {
+			out = append(out, lines[start:i])
+		}
+		start = i
 	}
-	return start(fields[1]), start(fields[2])
+	if start >= 0 {
+		out = append(out, lines[start:])
+	}
+	return out
+}
+
+// readHeader takes in one of a file's header lines, those above its first hunk.
+func (f *webDiffFile) readHeader(line string) {
+	switch {
+	case strings.HasPrefix(line, "--- "):
+		if p := diffPath(line[4:]); p != "" {
+			f.OldPath = p
+		}
+	case strings.HasPrefix(line, "+++ "):
+		if p := diffPath(line[4:]); p != "" {
+			f.NewPath = p
+		}
+	case strings.HasPrefix(line, "new file mode "):
+		f.Status = "added"
+	case strings.HasPrefix(line, "deleted file mode "):
+		f.Status = "deleted"
+	case strings.HasPrefix(line, "rename from "):
+		f.Status, f.OldPath = "renamed", unquoteGitPath(strings.TrimPrefix(line, "rename from "))
+	case strings.HasPrefix(line, "rename to "):
+		f.Status, f.NewPath = "renamed", unquoteGitPath(strings.TrimPrefix(line, "rename to "))
+	case strings.HasPrefix(line, "old mode "), strings.HasPrefix(line, "new mode "):
+		f.Notes = append(f.Notes, line)
+	case strings.HasPrefix(line, "Binary files "):
+		f.Binary = true
+	}
 }
 
 // diffPath reads the path of a ---/+++ line: "a/x", "b/x" or /dev/null (""), quoted

@@ -26,27 +26,57 @@ type FileDiff struct {
 	Binary bool
 }
 
+// cleanDiffArgs make git's diff output the same whatever the repository says: no
+// colour, no external diff or textconv drivers (a repository's attributes must not run
+// programs on the emulator's host), and renames detected as GitHub shows them (git's
+// default 50% similarity). Every diff the emulator serves goes through runDiff, so the
+// REST files, review comments and the web view agree on what changed.
+var cleanDiffArgs = []string{"--no-color", "--no-ext-diff", "--no-textconv", "--find-renames"}
+
+// runDiff runs the git command cmd (diff-tree or format-patch) with cleanDiffArgs
+// before args.
+func (s *Server) runDiff(ctx context.Context, dir, cmd string, args ...string) ([]byte, error) {
+	return s.run(ctx, dir, nil, nil, append(append([]string{cmd}, cleanDiffArgs...), args...)...)
+}
+
+// threeDot opens the repository and resolves base...head to the commits git compares:
+// their merge base and head. ErrNoMergeBase when the histories are unrelated, as
+// GitHub refuses to compare them too.
+func (s *Server) threeDot(ctx context.Context, owner, repo, base, head string) (dir, mb, h string, err error) {
+	dir, shas, err := s.openCommits(ctx, owner, repo, base, head)
+	if err != nil {
+		return "", "", "", err
+	}
+	mb, err = s.mergeBase(ctx, dir, shas[0], shas[1], base, head)
+	if err != nil {
+		return "", "", "", err
+	}
+	return dir, mb, shas[1], nil
+}
+
+// threeDotPatch is git's patch of mb against h, three lines of context.
+func (s *Server) threeDotPatch(ctx context.Context, dir, mb, h string) ([]byte, error) {
+	out, err := s.runDiff(ctx, dir, "diff-tree", "-r", "--patch", "-U3", mb, h)
+	if err != nil {
+		return nil, fmt.Errorf("failed to diff %s and %s: %w", mb, h, err)
+	}
+	return out, nil
+}
+
 // ThreeDotDiff is GitHub's base...head comparison, the one a pull request shows: what
-// head changed since its merge base with base, with renames detected (git's default
-// 50% similarity) and three lines of context. Both are revisions as Commit takes them.
-// ErrNoMergeBase when the histories are unrelated.
+// head changed since its merge base with base, with renames detected and three lines
+// of context, file by file. Both are revisions as Commit takes them. ErrNoMergeBase
+// when the histories are unrelated.
 func (s *Server) ThreeDotDiff(ctx context.Context, owner, repo, base, head string) ([]FileDiff, error) {
-	mb, err := s.MergeBase(ctx, owner, repo, base, head)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := s.openRepo(owner, repo)
-	if err != nil {
-		return nil, err
-	}
-	h, err := s.resolve(ctx, dir, head)
+	dir, mb, h, err := s.threeDot(ctx, owner, repo, base, head)
 	if err != nil {
 		return nil, err
 	}
 	// Two passes over the same diff queue: --raw -z gives exact paths and blobs (no
-	// quoting), the patch pass the hunks. git emits both in the same order, one
-	// "diff --git" section per raw entry, mode-only changes included.
-	raw, err := s.run(ctx, dir, nil, nil, "diff-tree", "-r", "-M", "--raw", "-z", "--no-abbrev", mb, h)
+	// quoting), the patch pass the hunks. With the same rename detection git emits both
+	// in the same order, one "diff --git" section per raw entry, mode-only changes
+	// included.
+	raw, err := s.runDiff(ctx, dir, "diff-tree", "-r", "--raw", "-z", "--no-abbrev", mb, h)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list the changes between %s and %s: %w", mb, h, err)
 	}
@@ -54,10 +84,9 @@ func (s *Server) ThreeDotDiff(ctx context.Context, owner, repo, base, head strin
 	if err != nil {
 		return nil, err
 	}
-	patch, err := s.run(ctx, dir, nil, nil, "diff-tree", "-r", "-M", "-p", "--no-color", "--no-ext-diff",
-		"--no-textconv", "-U3", mb, h)
+	patch, err := s.threeDotPatch(ctx, dir, mb, h)
 	if err != nil {
-		return nil, fmt.Errorf("failed to diff %s and %s: %w", mb, h, err)
+		return nil, err
 	}
 	sections := splitPatch(patch)
 	if len(sections) != len(files) {
@@ -67,6 +96,46 @@ func (s *Server) ThreeDotDiff(ctx context.Context, owner, repo, base, head strin
 		files[i].Patch, files[i].Binary = patchBody(sec)
 	}
 	return files, nil
+}
+
+// Diff is the unified diff a pull request from head into base shows on GitHub, whole:
+// the patch ThreeDotDiff cuts into files, as the web view and diff_url serve it.
+// Both are revisions as Commit takes them; ErrNoMergeBase when the histories are
+// unrelated.
+func (s *Server) Diff(ctx context.Context, owner, repo, base, head string) ([]byte, error) {
+	dir, mb, h, err := s.threeDot(ctx, owner, repo, base, head)
+	if err != nil {
+		return nil, err
+	}
+	return s.threeDotPatch(ctx, dir, mb, h)
+}
+
+// CommitDiff is the unified diff of one commit against its first parent (against
+// nothing for a root commit), as GitHub's commit page shows it.
+func (s *Server) CommitDiff(ctx context.Context, owner, repo, rev string) ([]byte, error) {
+	dir, shas, err := s.openCommits(ctx, owner, repo, rev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.runDiff(ctx, dir, "diff-tree", "--root", "--no-commit-id", "--diff-merges=first-parent", "--patch", shas[0])
+	if err != nil {
+		return nil, fmt.Errorf("failed to diff commit %s: %w", rev, err)
+	}
+	return out, nil
+}
+
+// Patch is the pull request from head into base as GitHub's patch_url serves it: the
+// commits on head since it left base, each as an email (git format-patch --stdout).
+func (s *Server) Patch(ctx context.Context, owner, repo, base, head string) ([]byte, error) {
+	dir, shas, err := s.openCommits(ctx, owner, repo, base, head)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.runDiff(ctx, dir, "format-patch", "--stdout", "--no-signature", "--patch", shas[0]+".."+shas[1])
+	if err != nil {
+		return nil, fmt.Errorf("failed to format the patches of %s..%s: %w", base, head, err)
+	}
+	return out, nil
 }
 
 // parseRawZ reads `git diff-tree --raw -z`: ":oldmode newmode old new status\0path\0"

@@ -8,19 +8,11 @@ import (
 // IsAncestor reports whether ancestor is reachable from descendant (a commit is its
 // own ancestor). Both are revisions as Commit takes them.
 func (s *Server) IsAncestor(ctx context.Context, owner, repo, ancestor, descendant string) (bool, error) {
-	dir, err := s.openRepo(owner, repo)
+	dir, shas, err := s.openCommits(ctx, owner, repo, ancestor, descendant)
 	if err != nil {
 		return false, err
 	}
-	a, err := s.resolve(ctx, dir, ancestor)
-	if err != nil {
-		return false, err
-	}
-	d, err := s.resolve(ctx, dir, descendant)
-	if err != nil {
-		return false, err
-	}
-	return s.isAncestor(ctx, dir, a, d)
+	return s.isAncestor(ctx, dir, shas[0], shas[1])
 }
 
 func (s *Server) isAncestor(ctx context.Context, dir, a, d string) (bool, error) {
@@ -40,18 +32,16 @@ func (s *Server) isAncestor(ctx context.Context, dir, a, d string) (bool, error)
 // MergeBase returns the best common ancestor of two revisions (ErrNoMergeBase when
 // their histories are unrelated).
 func (s *Server) MergeBase(ctx context.Context, owner, repo, a, b string) (string, error) {
-	dir, err := s.openRepo(owner, repo)
+	dir, shas, err := s.openCommits(ctx, owner, repo, a, b)
 	if err != nil {
 		return "", err
 	}
-	ca, err := s.resolve(ctx, dir, a)
-	if err != nil {
-		return "", err
-	}
-	cb, err := s.resolve(ctx, dir, b)
-	if err != nil {
-		return "", err
-	}
+	return s.mergeBase(ctx, dir, shas[0], shas[1], a, b)
+}
+
+// mergeBase is MergeBase on resolved commits ca and cb; a and b are the revisions as
+// the caller named them, for the error.
+func (s *Server) mergeBase(ctx context.Context, dir, ca, cb, a, b string) (string, error) {
 	out, err := s.runLine(ctx, dir, "merge-base", ca, cb)
 	if err != nil {
 		if exitCode(err) == 1 {

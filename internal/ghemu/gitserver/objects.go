@@ -55,17 +55,30 @@ func (s *Server) resolve(ctx context.Context, dir, rev string) (string, error) {
 	return "", fmt.Errorf("%w: no commit %s", ErrObjectNotFound, rev)
 }
 
+// openCommits opens the repository and resolves each of revs to its commit, in order:
+// how the reads that name commits begin.
+func (s *Server) openCommits(ctx context.Context, owner, repo string, revs ...string) (string, []string, error) {
+	dir, err := s.openRepo(owner, repo)
+	if err != nil {
+		return "", nil, err
+	}
+	shas := make([]string, len(revs))
+	for i, rev := range revs {
+		if shas[i], err = s.resolve(ctx, dir, rev); err != nil {
+			return "", nil, err
+		}
+	}
+	return dir, shas, nil
+}
+
 // Commit reads the commit rev names: a full object name, a full ref name, or a branch
 // or tag name (branches win); ErrObjectNotFound when rev names no commit.
 func (s *Server) Commit(ctx context.Context, owner, repo, rev string) (*CommitInfo, error) {
-	dir, err := s.openRepo(owner, repo)
+	dir, shas, err := s.openCommits(ctx, owner, repo, rev)
 	if err != nil {
 		return nil, err
 	}
-	sha, err := s.resolve(ctx, dir, rev)
-	if err != nil {
-		return nil, err
-	}
+	sha := shas[0]
 	raw, err := s.run(ctx, dir, nil, nil, "cat-file", "commit", sha)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read commit %s: %w", sha, err)
