@@ -65,12 +65,47 @@ func TestPullRequestLifecycle(t *testing.T) {
 	h.rerequest(pr.GetNumber(), ghemu.DefaultMaintainer)
 	h.expectState(n, ledger.AwaitingApproval)
 
+	// The retry's attempt opens a pull request of its own: the earlier one is history,
+	// and closing it changes nothing.
+	if r := h.record(n); r.PullRequest != 0 {
+		t.Fatalf("the retried item still names pull request #%d", r.PullRequest)
+	}
 	if _, _, err := maint.PullRequests.Edit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, pr.GetNumber(), &gogithub.PullRequest{State: gogithub.String("closed")}); err != nil {
 		t.Fatal(err)
 	}
 	h.settle()
-	if r := h.expectState(n, ledger.Stopped); r.Reason == "" {
-		t.Fatal("no reason for the stop")
+	h.expectState(n, ledger.AwaitingApproval)
+}
+
+// TestPullRequestClosedOrMerged: the work item's pull request closed unmerged stops it;
+// merged by a person, it is done.
+func TestPullRequestClosedOrMerged(t *testing.T) {
+	for _, merge := range []bool{false, true} {
+		t.Run(map[bool]string{false: "closed", true: "merged"}[merge], func(t *testing.T) {
+			seed := noReviewer()
+			seed.Repositories[0].Protected = nil
+			h := newHarness(t, seed)
+			n, pr, _ := h.handedOver()
+			maint := h.user(ghemu.DefaultMaintainer)
+			var err error
+			if merge {
+				_, _, err = maint.PullRequests.Merge(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, pr, "", nil)
+			} else {
+				_, _, err = maint.PullRequests.Edit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, pr, &gogithub.PullRequest{State: gogithub.String("closed")})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.settle()
+			want := map[bool]ledger.State{false: ledger.Stopped, true: ledger.Done}[merge]
+			if r := h.expectState(n, want); !strings.Contains(r.Reason, fmt.Sprintf("#%d", pr)) {
+				t.Fatalf("reason %q", r.Reason)
+			}
+			is, _, err := maint.Issues.Get(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n)
+			if err != nil || (is.GetState() == "closed") != merge {
+				t.Fatalf("issue #%d is %s after the pull request was %s (Fixes #%d closes it on a merge only): %v", n, is.GetState(), map[bool]string{false: "closed", true: "merged"}[merge], n, err)
+			}
+		})
 	}
 }
 

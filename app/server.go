@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
 		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
 		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now,
-		Observer: met, Fault: opts.Fault})
+		Observer: met, Fault: opts.Fault, AppID: cfg.GitHub.App.IntegrationID})
 	if err != nil {
 		return nil, err
 	}

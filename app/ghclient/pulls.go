@@ -92,7 +92,7 @@ func (c *Client) CheckRuns(ctx context.Context, repo, sha string) ([]workitem.Ch
 		for _, r := range res.CheckRuns {
 			out = append(out, workitem.CheckRun{ID: r.GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
 				Conclusion: r.GetConclusion(), Title: r.GetOutput().GetTitle(), Summary: r.GetOutput().GetSummary(),
-				Text: r.GetOutput().GetText(), DetailsURL: r.GetHTMLURL()})
+				Text: r.GetOutput().GetText(), DetailsURL: r.GetHTMLURL(), AppID: r.GetApp().GetID()})
 		}
 		if resp.NextPage == 0 {
 			break
@@ -107,7 +107,7 @@ func (c *Client) CheckRuns(ctx context.Context, repo, sha string) ([]workitem.Ch
 // RequiredChecks implements workitem.GitHub: GET /repos/{o}/{r}/branches/{b} shows the
 // required checks to anyone who can read the repository; the full protection needs
 // the administration permission.
-func (c *Client) RequiredChecks(ctx context.Context, repo, branch string) ([]string, error) {
+func (c *Client) RequiredChecks(ctx context.Context, repo, branch string) ([]workitem.RequiredCheck, error) {
 	owner, name, err := split(repo)
 	if err != nil {
 		return nil, err
@@ -116,29 +116,57 @@ func (c *Client) RequiredChecks(ctx context.Context, repo, branch string) ([]str
 	if err != nil {
 		return nil, notFound(err)
 	}
-	rsc := b.GetProtection().GetRequiredStatusChecks()
+	return requiredChecks(b.GetProtection().GetRequiredStatusChecks()), nil
+}
+
+// requiredChecks reads both of GitHub's forms: checks (with the App each is pinned to)
+// and the older contexts (names only); a name in both is taken from checks.
+func requiredChecks(rsc *gogithub.RequiredStatusChecks) []workitem.RequiredCheck {
 	if rsc == nil {
-		return nil, nil
+		return nil
 	}
+	var out []workitem.RequiredCheck
 	seen := map[string]bool{}
-	var out []string
-	if rsc.Contexts != nil {
-		for _, n := range *rsc.Contexts {
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, n)
-			}
-		}
-	}
 	if rsc.Checks != nil {
 		for _, ch := range *rsc.Checks {
 			if !seen[ch.Context] {
 				seen[ch.Context] = true
-				out = append(out, ch.Context)
+				out = append(out, workitem.RequiredCheck{Name: ch.Context, AppID: ch.GetAppID()})
 			}
 		}
 	}
-	return out, nil
+	if rsc.Contexts != nil {
+		for _, n := range *rsc.Contexts {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, workitem.RequiredCheck{Name: n})
+			}
+		}
+	}
+	return out
+}
+
+// Reviews implements workitem.GitHub; it follows every page.
+func (c *Client) Reviews(ctx context.Context, repo string, number int) ([]workitem.ReviewInfo, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return nil, err
+	}
+	var out []workitem.ReviewInfo
+	opts := &gogithub.ListOptions{PerPage: perPage}
+	for {
+		rs, resp, err := c.gh.PullRequests.ListReviews(ctx, owner, name, number, opts)
+		if err != nil {
+			return nil, notFound(err)
+		}
+		for _, r := range rs {
+			out = append(out, workitem.ReviewInfo{User: r.GetUser().GetLogin(), UserType: r.GetUser().GetType(), State: r.GetState(), CommitID: r.GetCommitID()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
 }
 
 // BranchProtection implements workitem.GitHub.
@@ -166,10 +194,6 @@ func (c *Client) BranchProtection(ctx context.Context, repo, branch string) (wor
 		}
 	}
 	out.EnforceAdmins = p.GetEnforceAdmins().Enabled
-	if rsc := p.GetRequiredStatusChecks(); rsc != nil {
-		if rsc.Contexts != nil {
-			out.RequiredChecks = append(out.RequiredChecks, *rsc.Contexts...)
-		}
-	}
+	out.RequiredChecks = requiredChecks(p.GetRequiredStatusChecks())
 	return out, nil
 }

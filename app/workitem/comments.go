@@ -70,6 +70,11 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 		it, err = s.loadIssue(ctx, gh, ev.Repo, ev.Issue)
 	}
 	if errors.Is(err, errUntrusted) {
+		if ev.IsPull {
+			// The record is the issue's: the issue's own events mark it, never a comment
+			// whose payload describes the pull request.
+			return nil
+		}
 		return s.markUntrusted(ctx, gh, ev.Repo, ev.Issue, it.commentID, err, "")
 	}
 	if err != nil {
@@ -177,6 +182,8 @@ func (s *Service) retry(ctx context.Context, gh GitHub, it *item, by, delivery s
 		return s.reply(ctx, gh, repo, n, fmt.Sprintf("Cannot retry: all %d attempts allowed by %s are used.", pol.Bounds.Attempts, repoconfig.Path))
 	}
 	rec.VoidApprovals("a retry asks for a new approval")
+	// The next attempt works on a new branch and opens its own pull request.
+	rec.PullRequest, rec.WorkBranch, rec.PullHead, rec.Verdict, rec.HumanPush = 0, "", "", nil, nil
 	if err := s.move(ctx, it, ledger.AwaitingApproval, fmt.Sprintf("@%s asked for a retry", by)); err != nil {
 		return err
 	}

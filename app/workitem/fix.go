@@ -21,13 +21,15 @@ var failing = []string{"failure", "timed_out", "action_required", "startup_failu
 
 // failedRequired lists the base branch's required checks whose latest run on the pull
 // request's head failed. Bumper's own checks are not CI: a failing verdict is the
-// reviewer's opinion, which a fix round does not argue with.
+// reviewer's opinion, which a fix round does not argue with. A check pinned to an App
+// counts only from that App's check runs: another's of the same name (any App can name a
+// check anything) starts nothing.
 func (s *Service) failedRequired(ctx context.Context, gh GitHub, rec *ledger.Record) ([]CheckRun, error) {
 	required, err := gh.RequiredChecks(ctx, rec.Repository, rec.BaseBranch)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the required checks of %s: %w", rec.BaseBranch, err)
 	}
-	required = slices.DeleteFunc(required, func(n string) bool { return n == CheckEvidence || n == CheckVerdict })
+	required = slices.DeleteFunc(required, func(c RequiredCheck) bool { return c.Name == CheckEvidence || c.Name == CheckVerdict })
 	if len(required) == 0 {
 		return nil, nil
 	}
@@ -38,7 +40,8 @@ func (s *Service) failedRequired(ctx context.Context, gh GitHub, rec *ledger.Rec
 	var out []CheckRun
 	seen := map[string]bool{}
 	for _, r := range runs { // newest first for each name
-		if seen[r.Name] || !slices.Contains(required, r.Name) {
+		i := slices.IndexFunc(required, func(c RequiredCheck) bool { return c.Name == r.Name })
+		if seen[r.Name] || i < 0 || required[i].AppID != 0 && required[i].AppID != r.AppID {
 			continue
 		}
 		seen[r.Name] = true
@@ -47,6 +50,37 @@ func (s *Service) failedRequired(ctx context.Context, gh GitHub, rec *ledger.Rec
 		}
 	}
 	return out, nil
+}
+
+// humanApproval names who approved the pull request, "" when nobody did: Bumper never
+// pushes under a person's approval, which GitHub would keep for commits they never read
+// unless the branch dismisses stale approvals.
+func (s *Service) humanApproval(ctx context.Context, gh GitHub, rec *ledger.Record) (string, error) {
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return "", err
+	}
+	reviews, err := gh.Reviews(ctx, rec.Repository, rec.PullRequest)
+	if err != nil {
+		return "", fmt.Errorf("failed to list the reviews of pull request #%d: %w", rec.PullRequest, err)
+	}
+	latest := map[string]string{}
+	var order []string
+	for _, r := range reviews {
+		if strings.EqualFold(r.User, bot) || r.State == "COMMENTED" || r.State == "PENDING" {
+			continue
+		}
+		if _, ok := latest[r.User]; !ok {
+			order = append(order, r.User)
+		}
+		latest[r.User] = r.State
+	}
+	for _, u := range order {
+		if latest[u] == "APPROVED" {
+			return u, nil
+		}
+	}
+	return "", nil
 }
 
 // maybeFix starts a fix round when a required check failed on the pull request's head
@@ -66,6 +100,17 @@ func (s *Service) maybeFix(ctx context.Context, gh GitHub, it *item, pol repocon
 		names = append(names, f.Name)
 	}
 	list := strings.Join(names, ", ")
+	if rec.ActiveApproval() == nil {
+		// The issue changed after its approval: no run starts until it is approved again.
+		rec.Reason = fmt.Sprintf("the required check(s) %s failed on %.12s, but the approval no longer holds, so no fix round starts", list, rec.PullHead)
+		return nil
+	}
+	if who, err := s.humanApproval(ctx, gh, rec); err != nil {
+		return err
+	} else if who != "" {
+		rec.Reason = fmt.Sprintf("the required check(s) %s failed on %.12s, but @%s approved the pull request: Bumper does not push under a person's approval", list, rec.PullHead, who)
+		return nil
+	}
 	used := rec.AttemptsOfStage(StageFix)
 	if used >= pol.Bounds.FixRounds {
 		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("fix rounds exhausted: the required check(s) %s still fail on %.12s after %d fix round(s) (bounds.fix_rounds); the pull request is left to humans",
@@ -125,11 +170,11 @@ func (s *Service) checkFailed(ctx context.Context, gh GitHub, ev CheckEvent, iss
 	if err != nil {
 		return nil
 	}
-	before := rec.State
+	before, reason := rec.State, rec.Reason
 	if err := s.maybeFix(ctx, gh, it, pol); err != nil {
 		return err
 	}
-	if rec.State == before {
+	if rec.State == before && rec.Reason == reason {
 		return nil
 	}
 	return s.save(ctx, gh, it, ev.Delivery)

@@ -77,6 +77,23 @@ type CheckRun struct {
 	Summary    string
 	Text       string
 	DetailsURL string
+	// AppID is the App that made the check run (0 when GitHub names none).
+	AppID int64
+}
+
+// RequiredCheck is a status check a branch's protection requires: by name from any
+// source (AppID 0), or pinned to one App, whose check runs alone satisfy it.
+type RequiredCheck struct {
+	Name  string
+	AppID int64
+}
+
+// ReviewInfo is a pull request review as the App reads it.
+type ReviewInfo struct {
+	User     string
+	UserType string
+	State    string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
+	CommitID string
 }
 
 // Protection is what a branch's protection enforces, as far as the App checks it.
@@ -87,8 +104,8 @@ type Protection struct {
 	BypassApps []string
 	// EnforceAdmins applies the rules to administrators too.
 	EnforceAdmins bool
-	// RequiredChecks are the check names a merge needs.
-	RequiredChecks []string
+	// RequiredChecks are the checks a merge needs.
+	RequiredChecks []RequiredCheck
 }
 
 // ErrForbidden is returned by GitHub implementations when the App lacks the permission.
@@ -143,7 +160,9 @@ type GitHub interface {
 	CheckRuns(ctx context.Context, repo, sha string) ([]CheckRun, error)
 	// RequiredChecks are the status checks a branch's protection requires, as anyone
 	// who can read the repository sees them; none when it is unprotected.
-	RequiredChecks(ctx context.Context, repo, branch string) ([]string, error)
+	RequiredChecks(ctx context.Context, repo, branch string) ([]RequiredCheck, error)
+	// Reviews lists a pull request's reviews.
+	Reviews(ctx context.Context, repo string, number int) ([]ReviewInfo, error)
 	// BranchProtection reads a branch's protection; ErrNotFound when it has none,
 	// ErrForbidden when the App may not read it.
 	BranchProtection(ctx context.Context, repo, branch string) (Protection, error)

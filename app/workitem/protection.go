@@ -43,10 +43,21 @@ func (s *Service) protectionNotice(ctx context.Context, gh GitHub, rec *ledger.R
 			gaps = append(gaps, fmt.Sprintf("lets the %s App bypass its pull request rules", slug))
 		}
 	}
+	if pol.ReviewerOn() {
+		i := slices.IndexFunc(p.RequiredChecks, func(c RequiredCheck) bool { return c.Name == CheckVerdict })
+		switch {
+		case i < 0:
+			gaps = append(gaps, "does not require the `"+CheckVerdict+"` check")
+		case s.opts.AppID != 0 && p.RequiredChecks[i].AppID != s.opts.AppID:
+			// A required context from any source is met by a commit status anyone with
+			// write access can post, or another App's check of that name.
+			gaps = append(gaps, "requires `"+CheckVerdict+"` from any source, so a commit status or another App's check of that name meets it (pin it to the App: expected source)")
+		}
+	}
 	if len(gaps) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("`%s`'s protection %s. Bumper never merges, and this run goes ahead, but nothing else stops an unreviewed merge: require at least one approving review, with no bypass for the App%s.",
+	return fmt.Sprintf("`%s`'s protection %s. Bumper never merges, and this run goes ahead, but the branch does not hold it to a person's review and Bumper's verdict: require at least one approving review, with no bypass for the App%s.",
 		branch, strings.Join(gaps, ", and "), verdictAdvice(pol))
 }
 
@@ -55,5 +66,5 @@ func verdictAdvice(pol repoconfig.Config) string {
 	if !pol.ReviewerOn() {
 		return ""
 	}
-	return ", and the `" + CheckVerdict + "` check"
+	return ", and the `" + CheckVerdict + "` check with the App as its expected source"
 }

@@ -40,7 +40,7 @@ type verdictOutcome struct {
 // judge reads a review run's result against the repository's threshold. Only a valid
 // approve verdict at or above the threshold, on a head whose verification passed,
 // passes: anything missing, late, invalid or doubtful fails.
-func judge(att int, v wire.Verdict, threshold float64) verdictOutcome {
+func judge(att int, v wire.Verdict, threshold float64, verifies bool) verdictOutcome {
 	o := verdictOutcome{rec: ledger.Verdict{Attempt: att, Head: v.HeadCommit}, verification: v.Verification, threshold: threshold}
 	problem := strings.TrimSpace(v.Problem)
 	if problem == "" {
@@ -52,6 +52,11 @@ func judge(att int, v wire.Verdict, threshold float64) verdictOutcome {
 			o.parsed = parsed
 			o.rec.Verdict, o.rec.Confidence, o.rec.Findings = parsed.Verdict, parsed.Confidence, len(parsed.Findings)
 		}
+	}
+	if problem == "" && verifies && v.Verification == nil {
+		// The repository verifies its changes; a review run that says nothing of it did
+		// not judge a verified head.
+		problem = "the review run reported no verification of the head, which the repository's verification commands ask for"
 	}
 	o.rec.Problem = cutReason(problem)
 	verified := v.Verification == nil || v.Verification.Passed
@@ -76,8 +81,7 @@ func (o verdictOutcome) checkRun() CheckRun {
 	switch {
 	case o.rec.Problem != "":
 		title = "No valid verdict: failure"
-		fmt.Fprintf(&b, "**Failure.** The review run produced no valid verdict, and a verdict that is not there is never a pass:\n\n%s\n%s\n%s\n",
-			mdcode.Fence(o.rec.Problem), o.rec.Problem, mdcode.Fence(o.rec.Problem))
+		fmt.Fprintf(&b, "**Failure.** The review run produced no valid verdict, and a verdict that is not there is never a pass:\n\n%s\n", asText(o.rec.Problem))
 	case o.rec.Passed:
 		title = fmt.Sprintf("approve at %.2f (threshold %.2f): success", o.rec.Confidence, o.threshold)
 		fmt.Fprintf(&b, "**Success.** The reviewer approves with confidence %.2f, at or above the repository's threshold %.2f (`reviewer.min_confidence`)", o.rec.Confidence, o.threshold)
@@ -100,11 +104,11 @@ func (o verdictOutcome) checkRun() CheckRun {
 		fmt.Fprintf(&b, "\nVerification in the review run: %s\n", mdcode.Span(oneLine(v.Summary)))
 	}
 	if o.rec.Problem == "" {
-		fmt.Fprintf(&b, "\n%s\n", defang(o.parsed.Summary))
+		fmt.Fprintf(&b, "\n%s\n", asText(o.parsed.Summary))
 		if len(o.parsed.Findings) > 0 {
 			b.WriteString("\n| severity | where | finding |\n|---|---|---|\n")
 			for _, f := range o.parsed.Findings {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Severity, cell(where(f)), cell(defang(oneLine(f.Message))))
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Severity, cell(where(f)), cell(mdcode.Span(oneLine(f.Message))))
 			}
 		}
 	}
@@ -113,7 +117,7 @@ func (o verdictOutcome) checkRun() CheckRun {
 		fmt.Fprintf(&b, "; verdict.json `%s`", o.rec.Digest)
 	}
 	b.WriteString(".</sub>\n")
-	return CheckRun{Name: CheckVerdict, HeadSHA: o.rec.Head, Conclusion: o.conclusion(), Title: title, Summary: b.String()}
+	return CheckRun{Name: CheckVerdict, HeadSHA: o.rec.Head, Conclusion: o.conclusion(), Title: title, Summary: capText(b.String(), maxCheckSummary)}
 }
 
 // review is the pull request review of a valid verdict: findings on lines of the diff
@@ -127,7 +131,7 @@ func (o verdictOutcome) review(files []PullFile) Review {
 	for _, f := range o.parsed.Findings {
 		if f.File != "" && f.Line > 0 && lines[diffLine{path: f.File, side: f.Side, line: f.Line}] {
 			inline = append(inline, ReviewComment{Path: f.File, Line: f.Line, Side: f.Side,
-				Body: fmt.Sprintf("**%s** · %s", f.Severity, defang(f.Message))})
+				Body: fmt.Sprintf("**%s** · Bumper's reviewer:\n\n%s", f.Severity, asText(f.Message))})
 			continue
 		}
 		outside = append(outside, f)
@@ -141,11 +145,11 @@ func (o verdictOutcome) review(files []PullFile) Review {
 	default:
 		fmt.Fprintf(&b, "**Bumper's reviewer comments** · confidence %.2f · `%s`: %s\n\n", o.rec.Confidence, CheckVerdict, o.conclusion())
 	}
-	fmt.Fprintf(&b, "%s\n", defang(o.parsed.Summary))
+	fmt.Fprintf(&b, "%s\n", asText(o.parsed.Summary))
 	if len(outside) > 0 {
 		b.WriteString("\n**Findings outside the diff**\n\n")
 		for _, f := range outside {
-			fmt.Fprintf(&b, "- **%s** %s: %s\n", f.Severity, where(f), defang(oneLine(f.Message)))
+			fmt.Fprintf(&b, "- **%s** %s: %s\n", f.Severity, where(f), mdcode.Span(oneLine(f.Message)))
 		}
 	}
 	fmt.Fprintf(&b, "\n<sub>A reviewer run with a fresh context judged `%.12s`. This review is a comment, never an approval: Bumper opened this pull request, and a person reviews and merges it.", o.rec.Head)
@@ -153,30 +157,58 @@ func (o verdictOutcome) review(files []PullFile) Review {
 		fmt.Fprintf(&b, " GitHub does not let the author of a pull request request changes on it; the failing `%s` check blocks the merge where branch protection requires it.", CheckVerdict)
 	}
 	b.WriteString("</sub>\n")
-	return Review{CommitID: o.rec.Head, Event: "COMMENT", Body: b.String(), Comments: inline}
+	return Review{CommitID: o.rec.Head, Event: "COMMENT", Body: capText(b.String(), maxReviewBody), Comments: inline}
 }
 
 // where shows a finding's place: `file:line (side)`, or "the change" for one about the
-// whole.
+// whole. The path is the reviewer's: shown as code on one line.
 func where(f verdict.Finding) string {
+	file := oneLine(f.File)
 	switch {
-	case f.File == "":
+	case file == "":
 		return "the change"
 	case f.Line == 0:
-		return mdcode.Span(f.File)
+		return mdcode.Span(file)
 	case f.Side == verdict.SideLeft:
-		return mdcode.Span(f.File+":"+strconv.Itoa(f.Line)) + " (base)"
+		return mdcode.Span(file+":"+strconv.Itoa(f.Line)) + " (base)"
 	default:
-		return mdcode.Span(f.File + ":" + strconv.Itoa(f.Line))
+		return mdcode.Span(file + ":" + strconv.Itoa(f.Line))
 	}
 }
 
-// mention matches an @mention GitHub would notify.
-var mention = regexp.MustCompile(`@([A-Za-z0-9])`)
+// GitHub's limits on a check run's summary and a review's body; what goes past them is
+// cut, with a note, rather than losing the verdict.
+const (
+	maxCheckSummary = 65535
+	maxReviewBody   = 65536
+)
 
-// defang keeps text the reviewer wrote (and the code it read may have steered) from
-// notifying people: a zero-width space after each @ breaks GitHub's mentions.
-func defang(s string) string { return mention.ReplaceAllString(s, "@\u200b$1") }
+// asText shows what the reviewer wrote (and what the code it read may have steered) as
+// text: in a fenced block nothing renders, so its images are not fetched (GitHub's image
+// proxy would be a channel out of the review VM around the firewall), its links and HTML
+// do nothing, and its mentions notify no one. Plans are shown the same way.
+func asText(s string) string {
+	s, _ = mdcode.BreakMarkers(s)
+	f := mdcode.Fence(s)
+	return f + "text\n" + strings.TrimRight(s, "\n") + "\n" + f
+}
+
+// capText keeps s within max bytes, on a line boundary where it can, saying it was cut.
+func capText(s string, max int) string {
+	const note = "\n\n…(cut at GitHub's size limit; the review run's artifact holds verdict.json whole)\n"
+	if len(s) <= max {
+		return s
+	}
+	cut := cutBytes(s, max-len(note)-8)
+	if i := strings.LastIndexByte(cut, '\n'); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	// A cut inside a fence would leave it open: close any fence the text opened.
+	if strings.Count(cut, "\n```")%2 == 1 {
+		cut += "\n```"
+	}
+	return cut + note
+}
 
 // cell keeps text inside one cell of a Markdown table.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -229,12 +261,9 @@ func commentable(files []PullFile) map[diffLine]bool {
 // check run always, and the review when there is a valid verdict. It records both.
 func (s *Service) postVerdict(ctx context.Context, gh GitHub, it *item, pol repoconfig.Config, v wire.Verdict) (verdictOutcome, error) {
 	rec := it.rec
-	o := judge(rec.CurrentAttempt().Number, v, pol.Reviewer.MinConfidence)
-	id, err := gh.CreateCheckRun(ctx, rec.Repository, o.checkRun())
-	if err != nil {
-		return o, fmt.Errorf("failed to post %s on %.12s: %w", CheckVerdict, o.rec.Head, err)
-	}
-	o.rec.CheckRunID = id
+	o := judge(rec.CurrentAttempt().Number, v, pol.Reviewer.MinConfidence, len(pol.Verification) > 0)
+	// The review first: a check that succeeded with no review beside it would be a pass
+	// nobody can read.
 	if o.rec.Problem == "" {
 		files, err := gh.PullFiles(ctx, rec.Repository, rec.PullRequest)
 		if err != nil {
@@ -244,6 +273,11 @@ func (s *Service) postVerdict(ctx context.Context, gh GitHub, it *item, pol repo
 			return o, fmt.Errorf("failed to post the review of pull request #%d: %w", rec.PullRequest, err)
 		}
 	}
+	id, err := gh.CreateCheckRun(ctx, rec.Repository, o.checkRun())
+	if err != nil {
+		return o, fmt.Errorf("failed to post %s on %.12s: %w", CheckVerdict, o.rec.Head, err)
+	}
+	o.rec.CheckRunID = id
 	rec.Verdict = &o.rec
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Pull, rec.PullRequest).Str(logkey.Conclusion, o.conclusion()).
 		Str(logkey.Reason, o.rec.Problem).Msg("posted the reviewer's verdict")
@@ -292,7 +326,7 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 func (s *Service) reviewed(ctx context.Context, gh GitHub, it *item, pol repoconfig.Config, o verdictOutcome) error {
 	reason := fmt.Sprintf("reviewer verdict: %s (confidence %.2f); %s %s", o.rec.Verdict, o.rec.Confidence, CheckVerdict, o.conclusion())
 	if o.rec.Problem != "" {
-		reason = fmt.Sprintf("the review run produced no valid verdict (%s); %s failure", oneLine(o.rec.Problem), CheckVerdict)
+		reason = fmt.Sprintf("the review run produced no valid verdict (%s); %s failure", mdcode.Span(oneLine(o.rec.Problem)), CheckVerdict)
 	}
 	if err := s.move(ctx, it, ledger.InReview, reason); err != nil {
 		return err

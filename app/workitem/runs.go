@@ -93,7 +93,7 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 		// on): late, killed or broken, which is never a pass.
 		why := fmt.Sprintf("the review run (attempt %d) ended (%s) without a verdict", attempt, conclusion)
 		if a.RunReason != "" {
-			why += ": " + oneLine(a.RunReason)
+			why += "; the runner says: " + oneLine(a.RunReason)
 		}
 		return s.reviewMissing(ctx, gh, it, why)
 	}
@@ -185,9 +185,12 @@ func WorkBranch(ref string) (issue, attempt int, ok bool) {
 // alone proves nothing, since anyone can open a pull request from a fork's branch named
 // bumper/<issue>-<attempt>.
 func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error {
-	n, _, ok := WorkBranch(ev.HeadRef)
+	// By number first: a renamed work branch's pull request is still the item's.
+	n, ok := s.itemByPull(ev.Repo.FullName, ev.Number)
 	if !ok {
-		return nil
+		if n, _, ok = WorkBranch(ev.HeadRef); !ok {
+			return nil
+		}
 	}
 	defer s.lock(ledger.ID(ev.Repo.FullName, n))()
 	it, err := s.load(ctx, gh, ev.Repo, n)

@@ -37,6 +37,9 @@ type Options struct {
 	ApproveWindow time.Duration
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// AppID is the App's own ID: its check runs are the ones a required check pinned to
+	// it means.
+	AppID int64
 	// Observer learns of each dispatch (serve's metrics); nil: nobody.
 	Observer Observer
 	// Fault, for tests only, is asked at named points of the flow; an error it returns

@@ -36,6 +36,9 @@ func TestParse(t *testing.T) {
 		{"a line without a file", `{"schema_version":1,"verdict":"comment","confidence":0.5,"summary":"s","findings":[{"line":3,"severity":"nit","message":"m"}]}`, "/findings/0"},
 		{"a path out of the repository", strings.Replace(ok, `widgets.sh`, `../etc/passwd`, 1), "/findings/0/file"},
 		{"an absolute path", strings.Replace(ok, `widgets.sh`, `/etc/passwd`, 1), "/findings/0/file"},
+		{"a path that breaks out of its line", strings.Replace(ok, `widgets.sh`, `a
+
+@octocat ![i](https://evil.example/p)`, 1), "/findings/0/file"},
 		{"line zero", strings.Replace(ok, `"line":3`, `"line":0`, 1), "/findings/0/line"},
 		{"a side that is not one", strings.Replace(ok, `"line":3`, `"line":3,"side":"BOTH"`, 1), "/findings/0/side"},
 		{"unknown severity", strings.Replace(ok, `"major"`, `"critical!"`, 1), "/findings/0/severity"},
