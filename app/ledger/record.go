@@ -244,6 +244,24 @@ func (r *Record) AttemptsOfStage(stage string) int {
 	return n
 }
 
+// The record must stay within one GitHub comment (65536 characters) however many runs
+// its item had: at most MaxAttempts attempts, of which the last KeptDetail keep every
+// field; earlier ones keep what the evidence and the bounds need (stage, revision, run,
+// times, outcome, cost, evidence digest, head commit).
+const (
+	MaxAttempts = 40
+	KeptDetail  = 8
+)
+
+// Compact drops the details of all but the last KeptDetail attempts: the runner's reason,
+// the runner's name, the image, the nonce's hash (spent) and the fix round's checks.
+func (r *Record) Compact() {
+	for i := 0; i < len(r.Attempts)-KeptDetail; i++ {
+		a := &r.Attempts[i]
+		a.RunReason, a.Runner, a.ImageDigest, a.NonceHash, a.FixChecks = "", "", "", "", nil
+	}
+}
+
 // MoveTo changes the state through the transition table and records the reason.
 func (r *Record) MoveTo(to State, reason string) error {
 	if err := Transition(r.State, to); err != nil {

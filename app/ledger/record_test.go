@@ -104,3 +104,50 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Fatal("Clone shares slices with the original")
 	}
 }
+
+// TestLargestRecordFits: the largest record a work item can reach (MaxAttempts runs of
+// every stage, every field at its largest, the runner's reasons escaped at worst) fits
+// in one GitHub comment once compacted.
+func TestLargestRecordFits(t *testing.T) {
+	s, err := NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := ContentRevision([]byte("x"))
+	worst := strings.Repeat("<", 300) + "…" // cutReason's bound; "<" is escaped to 6 bytes
+	// What the App writes itself (void reasons, notices) is its own plain text, a line or two.
+	own := strings.Repeat("a", 300)
+	r := &Record{Schema: SchemaVersion, Revision: 1 << 40, Repository: strings.Repeat("o", 39) + "/" + strings.Repeat("r", 100),
+		Issue: 1 << 30, State: InReview, Requester: strings.Repeat("u", 39), SpecRevision: rev, PlanRevision: rev,
+		BaseBranch: strings.Repeat("b", 255), BaseCommit: strings.Repeat("c", 40), PolicyVersion: rev, PullRequest: 1 << 30,
+		WorkBranch: strings.Repeat("w", 40), PullHead: strings.Repeat("h", 40), AuditHead: rev, Reason: worst,
+		Protection: own + own, SpecNotice: own,
+		Verdict: &Verdict{Attempt: 99, Head: strings.Repeat("h", 40), Verdict: "request_changes", Confidence: 0.123456789,
+			Findings: 50, Digest: rev, Problem: worst, CheckRunID: 1 << 50, ReviewID: 1 << 50},
+		HumanPush: &HumanPush{By: strings.Repeat("u", 39), At: time.Now(), Head: strings.Repeat("h", 40)}}
+	for range 20 {
+		r.Approvals = append(r.Approvals, Approval{By: strings.Repeat("u", 39), At: time.Now(), Revision: rev, CommentID: 1 << 50, Voided: own})
+	}
+	var stages []string
+	for len(stages) < MaxAttempts {
+		stages = append(stages, "implement", "review", "fix", "review")
+	}
+	for i, st := range stages[:MaxAttempts] {
+		r.Attempts = append(r.Attempts, Attempt{Number: i + 1, Stage: st, Revision: rev, NonceHash: rev, NonceUsed: true,
+			RunID: 1 << 50, Runner: strings.Repeat("n", 100), ImageDigest: rev, StartedAt: time.Now(), EndedAt: time.Now(),
+			Outcome: "dispatch-failed", CostMicroUSD: 1 << 50, EvidenceDigest: rev, HeadCommit: strings.Repeat("h", 40),
+			RunOutcome: "over_budget", RunReason: worst, FixChecks: []string{strings.Repeat("k", 100), strings.Repeat("k", 100)}})
+	}
+	for range 16 {
+		r.NoteDelivery(strings.Repeat("d", 36) + string(rune('a'+len(r.Deliveries))))
+	}
+	r.Compact()
+	body, err := s.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len([]rune(body)); n > 65536 {
+		t.Fatalf("the largest compacted record takes %d characters; a GitHub comment holds 65536", n)
+	}
+	t.Logf("%d attempts: %d characters", len(r.Attempts), len([]rune(body)))
+}

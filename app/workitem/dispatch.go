@@ -68,6 +68,9 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 	defer s.observeDispatch(stage, it, len(it.rec.Attempts), &err)
 	rec := it.rec
 	n := len(rec.Attempts) + 1
+	if n > ledger.MaxAttempts {
+		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the work item has had the %d runs its record can hold; open a new issue to go on", ledger.MaxAttempts))
+	}
 	rev := rec.ApprovalRevision()
 	key := DispatchKey(rec.Issue, rev, n)
 	created, err := gh.CreateRef(ctx, it.repo.FullName, DispatchRefPrefix+key, rec.BaseCommit)

@@ -360,7 +360,8 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 }
 
 // maxStoredReason bounds a run's reason as the record keeps it, in bytes before JSON
-// escaping: twenty attempts of it, escaped at worst, fit in a status comment.
+// escaping: the last ledger.KeptReasons attempts of it, escaped at worst, fit in a status
+// comment with every other field at its largest (ledger TestLargestRecordFits).
 const maxStoredReason = 300
 
 func cutReason(s string) string {

@@ -182,6 +182,7 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 	rec := it.rec
 	rec.Revision++
 	rec.UpdatedAt = s.now().UTC()
+	rec.Compact()
 	rec.NoteDelivery(delivery)
 	body, err := s.opts.Sealer.Encode(rec)
 	if err != nil {
