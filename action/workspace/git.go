@@ -68,6 +68,8 @@ type gitRunner struct {
 	gitDir   string
 	workTree string
 	ident    Identity
+	// indexFile, when set, is the index git uses instead of the repository's.
+	indexFile string
 }
 
 // env is the whole environment of a git command: nothing of the caller's environment
@@ -100,6 +102,9 @@ func (g *gitRunner) env() []string {
 	}
 	if g.workTree != "" {
 		env = append(env, "GIT_WORK_TREE="+g.workTree)
+	}
+	if g.indexFile != "" {
+		env = append(env, "GIT_INDEX_FILE="+g.indexFile)
 	}
 	return env
 }

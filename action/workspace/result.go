@@ -29,8 +29,9 @@ const maxBundleHeader = 64 << 10
 
 // Result is the agent's work as it came back from the VM.
 type Result struct {
-	// Base is the approved base commit; Head the work branch's new head, which
-	// descends from it.
+	// Base is the commit the work branch started at (the approved base commit, or a
+	// fix run's pull request head); Head the work branch's new head, which descends
+	// from it.
 	Base, Head string
 	// Commits is the number of commits from Base to Head.
 	Commits int
@@ -91,15 +92,15 @@ func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 	if _, err := w.git.run(ctx, nil, 1<<20, "bundle", "verify", p); err != nil {
 		return nil, fmt.Errorf("%w: git bundle verify: %w", ErrBadBundle, err)
 	}
-	if head == w.Base {
-		return nil, fmt.Errorf("%w: %s is still at the base commit", ErrNoBundle, want)
+	if head == w.Start {
+		return nil, fmt.Errorf("%w: %s is still at the commit it started at", ErrNoBundle, want)
 	}
 	// The pack goes in through index-pack with git's object checks as errors (git
 	// fetch from a bundle skips them), then must be complete from head to the base.
 	if err := w.indexPack(ctx, p, hdr.size); err != nil {
 		return nil, fmt.Errorf("%w: reading its objects: %w", ErrBadBundle, err)
 	}
-	if _, err := w.git.run(ctx, nil, 1<<20, "rev-list", "--objects", "--quiet", head, "^"+w.Base); err != nil {
+	if _, err := w.git.run(ctx, nil, 1<<20, "rev-list", "--objects", "--quiet", head, "^"+w.Start); err != nil {
 		return nil, fmt.Errorf("%w: its objects are incomplete: %w", ErrBadBundle, err)
 	}
 	if typ, err := w.git.line(ctx, "cat-file", "-t", head); err != nil {
@@ -110,14 +111,20 @@ func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 	if _, err := w.git.run(ctx, nil, 1<<20, "update-ref", ResultRef, head); err != nil {
 		return nil, fmt.Errorf("failed to keep the work branch's head: %w", err)
 	}
-	if _, err := w.git.run(ctx, nil, 1<<10, "merge-base", "--is-ancestor", w.Base, head); err != nil {
+	if _, err := w.git.run(ctx, nil, 1<<10, "merge-base", "--is-ancestor", w.Start, head); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 1 {
-			return nil, fmt.Errorf("%w: %s (%s) does not descend from the base commit %s", ErrBadBundle, want, head, w.Base)
+			// For a fix run this is the fast-forward rule: its push may only add commits
+			// on top of the pull request's head.
+			from := "the base commit"
+			if w.Start != w.Base {
+				from = "the pull request's head"
+			}
+			return nil, fmt.Errorf("%w: %s (%s) does not descend from %s %s", ErrBadBundle, want, head, from, w.Start)
 		}
 		return nil, fmt.Errorf("failed to compare the head with the base: %w", err)
 	}
-	n, err := w.git.line(ctx, "rev-list", "--count", w.Base+".."+head)
+	n, err := w.git.line(ctx, "rev-list", "--count", w.Start+".."+head)
 	if err != nil {
 		return nil, fmt.Errorf("failed to count the work branch's commits: %w", err)
 	}
@@ -129,7 +136,7 @@ func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Base: w.Base, Head: head, Commits: commits, Diff: diff, BundleBytes: info.Size()}, nil
+	return &Result{Base: w.Start, Head: head, Commits: commits, Diff: diff, BundleBytes: info.Size()}, nil
 }
 
 // packChecks are git's object checks for what comes from the guest: fsck's errors,
@@ -161,7 +168,7 @@ func (w *Workspace) indexPack(ctx context.Context, bundle string, size int64) er
 // diffStat is the numstat from the base to head: renames as a deletion and an addition,
 // no external diff or text conversion (those would run programs).
 func (w *Workspace) diffStat(ctx context.Context, head string) (evidence.DiffStat, error) {
-	out, err := w.git.run(ctx, nil, w.opts.MaxDiffBytes, "diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", w.Base, head, "--")
+	out, err := w.git.run(ctx, nil, w.opts.MaxDiffBytes, "diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", w.Start, head, "--")
 	if err != nil {
 		return evidence.DiffStat{}, fmt.Errorf("failed to read the diff stat: %w", err)
 	}

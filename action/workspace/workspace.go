@@ -42,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bumperdev/bumper/internal/revision"
+	"github.com/bumperdev/bumper/sandbox/agentproto"
 )
 
 // Where the VM sees the workspace: sandbox's guest agent mounts the workspace disk at
@@ -52,6 +53,10 @@ const (
 	GuestTask   = GuestDir + "/" + TaskDirName
 	GuestOut    = "/out"
 	GuestBundle = GuestOut + "/" + BundleName
+	// GuestBase and GuestHead are a review workspace's read-only trees of the base
+	// commit and of the pull request's head (Options.Review).
+	GuestBase = GuestDir + "/" + BaseDirName
+	GuestHead = GuestDir + "/" + HeadDirName
 )
 
 // Names inside the workspace and out directories.
@@ -59,6 +64,8 @@ const (
 	RepoDirName = "repo"
 	TaskDirName = "task"
 	BundleName  = "repo.bundle"
+	BaseDirName = "base"
+	HeadDirName = "head"
 )
 
 // Log keys.
@@ -98,6 +105,9 @@ var (
 	ErrUnsafeConfig     = errors.New("the repository's .git/config holds a key it must not")
 	ErrNoBundle         = errors.New("the guest left no bundle of the work branch (no commits, or the run failed before writing it)")
 	ErrBadBundle        = errors.New("the guest's bundle is refused")
+	// ErrBranchMoved: the work branch on the git host is no longer at Options.Start,
+	// the commit the run was dispatched for.
+	ErrBranchMoved = errors.New("the pull request's branch moved since the run was dispatched")
 )
 
 // Identity is a git author.
@@ -125,8 +135,23 @@ type Options struct {
 	GitURL string
 	// Base is the approved base commit, 40 hexadecimal digits.
 	Base string
-	// Issue and Attempt name the work branch, bumper/<issue>-<attempt>.
+	// Issue and Attempt name the work branch, bumper/<issue>-<attempt>, unless Branch
+	// names it.
 	Issue, Attempt int
+	// Branch is the work branch when it is not the attempt's own: a fix or review run
+	// works on the pull request's branch, bumper/<issue>-<n> of an earlier attempt.
+	Branch string
+	// Start is the commit the work branch starts at when it is not Base: a fix or
+	// review run's pull request head (40 hexadecimal digits). The branch is then
+	// fetched from the git host too, and must still be at Start (ErrBranchMoved); the
+	// work comes back on top of Start.
+	Start string
+	// Review lays out a review run's workspace: the base commit's tree in base/ and
+	// Start's in head/ (files only, no .git), and base/, head/ and the task directory
+	// read-only in the VM (agentproto.ReadOnlyMarker), so that nothing run before the
+	// reviewer (the repository's tests, which the pull request wrote) changes its
+	// program or its inputs.
+	Review bool
 	// FullHistory fetches the base commit's whole history instead of the commit alone.
 	FullHistory bool
 	// Identity is the author and committer set for the agent's commits (default
@@ -155,6 +180,12 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Start == "" {
+		o.Start = o.Base
+	}
+	if o.Branch == "" && o.Issue > 0 && o.Attempt > 0 {
+		o.Branch = Branch(o.Issue, o.Attempt)
+	}
 	if o.Identity == (Identity{}) {
 		o.Identity = DefaultIdentity
 	}
@@ -197,6 +228,21 @@ var (
 // firewall lets the run push.
 func Branch(issue, attempt int) string {
 	return "bumper/" + strconv.Itoa(issue) + "-" + strconv.Itoa(attempt)
+}
+
+// BranchAttempt reads the attempt out of a work branch of issue,
+// bumper/<issue>-<attempt>, written exactly as Branch writes it; ok is false for any
+// other name.
+func BranchAttempt(branch string, issue int) (attempt int, ok bool) {
+	rest, found := strings.CutPrefix(branch, "bumper/"+strconv.Itoa(issue)+"-")
+	if !found || issue < 1 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
 }
 
 // ParseGitURL checks a git gateway URL and returns it with the repository it names
@@ -247,6 +293,11 @@ func (o Options) validate() (*url.URL, string, error) {
 	}
 	if o.Issue < 1 || o.Attempt < 1 {
 		errs = append(errs, fmt.Errorf("issue %d and attempt %d must be positive", o.Issue, o.Attempt))
+	} else if n, ok := BranchAttempt(o.Branch, o.Issue); !ok || (o.Start == o.Base && n != o.Attempt) {
+		errs = append(errs, fmt.Errorf("work branch %q: want bumper/%d-<attempt> (this attempt's own, unless the run starts at a pull request's head)", o.Branch, o.Issue))
+	}
+	if !revision.IsCommitID(o.Start) {
+		errs = append(errs, fmt.Errorf("start commit %q is not a full lowercase SHA-1 (40 hexadecimal digits)", o.Start))
 	}
 	if err := o.Identity.check(); err != nil {
 		errs = append(errs, err)
@@ -285,8 +336,12 @@ type Workspace struct {
 	Dir, RepoDir, TaskDir string
 	// OutDir receives the guest's /out (sandbox.Spec.OutDir); Result reads it.
 	OutDir string
-	// Repository is owner/name; Base the checked-out commit; Branch the work branch.
-	Repository, Base, Branch string
+	// Repository is owner/name; Base the approved base commit; Start the commit the
+	// work branch starts at (Base, or a pull request's head); Branch the work branch.
+	Repository, Base, Start, Branch string
+	// BaseDir and HeadDir are a review workspace's trees of Base and Start (inside
+	// Dir); empty otherwise.
+	BaseDir, HeadDir string
 	// FetchedBytes is what the git host sent through the gateway.
 	FetchedBytes int64
 	// CheckoutBytes and Files are the size and count of the base commit's files.
@@ -324,7 +379,7 @@ func Prepare(ctx context.Context, opts Options) (_ *Workspace, err error) {
 	}()
 	w := &Workspace{
 		Root: root, Dir: filepath.Join(root, "disk"), OutDir: filepath.Join(root, "out"),
-		Repository: repo, Base: opts.Base, Branch: Branch(opts.Issue, opts.Attempt), opts: opts,
+		Repository: repo, Base: opts.Base, Start: opts.Start, Branch: opts.Branch, opts: opts,
 	}
 	w.RepoDir, w.TaskDir = filepath.Join(w.Dir, RepoDirName), filepath.Join(w.Dir, TaskDirName)
 	home := filepath.Join(root, "home")
@@ -352,7 +407,7 @@ func Prepare(ctx context.Context, opts Options) (_ *Workspace, err error) {
 	if err := step("fetch", func() error { return w.fetch(ctx, gw) }); err != nil {
 		return nil, err
 	}
-	if err := step("inspect tree", func() error { return w.inspectTree(ctx) }); err != nil {
+	if err := step("inspect tree", func() error { return w.inspectTree(ctx, w.Start) }); err != nil {
 		return nil, err
 	}
 	if err := step("checkout", func() error { return w.checkout(ctx) }); err != nil {
@@ -360,6 +415,11 @@ func Prepare(ctx context.Context, opts Options) (_ *Workspace, err error) {
 	}
 	if err := step("verify", func() error { return w.verify(ctx) }); err != nil {
 		return nil, err
+	}
+	if opts.Review {
+		if err := step("review trees", func() error { return w.reviewTrees(ctx) }); err != nil {
+			return nil, err
+		}
 	}
 	if err := step("task files", func() error { return w.writeTask() }); err != nil {
 		return nil, err
@@ -371,31 +431,24 @@ func Prepare(ctx context.Context, opts Options) (_ *Workspace, err error) {
 
 // fetch gets exactly the base commit (and with FullHistory its ancestors) through the
 // relay; the commit is named by its object name, so no ref of the git host matters.
+// When the run starts elsewhere (a pull request's head), the work branch is fetched
+// too, down to what the base already gave, and must still name Start.
 func (w *Workspace) fetch(ctx context.Context, gw *url.URL) error {
-	r, err := startRelay(gw, w.opts.MaxFetchBytes)
-	if err != nil {
+	if err := w.fetchOne(ctx, gw, w.opts.Base, !w.opts.FullHistory); err != nil {
 		return err
 	}
-	defer r.close()
-	args := []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-maintenance"}
-	if !w.opts.FullHistory {
-		args = append(args, "--depth=1")
-	}
-	args = append(args, r.url, w.opts.Base)
-	_, err = w.git.run(ctx, fetchConfig, 1<<20, args...)
-	w.FetchedBytes = r.received.Load()
-	if r.exceeded.Load() {
-		return fmt.Errorf("%w: %s at %s sent more than %d bytes (Options.MaxFetchBytes); the repository is too large for this runner's limit", ErrFetchTooLarge, w.Repository, w.opts.Base, w.opts.MaxFetchBytes)
-	}
-	if err != nil {
-		var ge *GitError
-		if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "not our ref") || strings.Contains(ge.Stderr, "couldn't find remote ref") || strings.Contains(ge.Stderr, "no such remote ref")) {
-			return fmt.Errorf("%w: %s has no commit %s reachable from its refs: %w", ErrCommitNotFound, w.Repository, w.opts.Base, err)
+	if w.Start != w.Base {
+		ref := "refs/heads/" + w.Branch
+		if err := w.fetchOne(ctx, gw, "+"+ref+":"+startRef, false); err != nil {
+			return err
 		}
-		if ref := r.refused(); len(ref) > 0 {
-			return fmt.Errorf("failed to fetch %s at %s through the git gateway (%s): %w", w.Repository, w.opts.Base, strings.Join(ref, "; "), err)
+		got, err := w.git.line(ctx, "rev-parse", "--verify", "--quiet", startRef+"^{commit}")
+		if err != nil {
+			return fmt.Errorf("failed to read %s as fetched: %w", ref, err)
 		}
-		return fmt.Errorf("failed to fetch %s at %s through the git gateway: %w", w.Repository, w.opts.Base, err)
+		if got != w.Start {
+			return fmt.Errorf("%w: %s moved from %s to %s since the run was dispatched (a human pushed?); nothing was run on it", ErrBranchMoved, w.Branch, w.Start, got)
+		}
 	}
 	got, err := w.git.line(ctx, "rev-parse", "--verify", "--quiet", w.opts.Base+"^{commit}")
 	if err != nil || got != w.opts.Base {
@@ -404,10 +457,44 @@ func (w *Workspace) fetch(ctx context.Context, gw *url.URL) error {
 	return nil
 }
 
+// startRef is where the work branch as fetched is kept in the host's repository.
+const startRef = "refs/bumper/start"
+
+// fetchOne fetches one refspec (a commit's object name, or a ref into startRef)
+// through the relay.
+func (w *Workspace) fetchOne(ctx context.Context, gw *url.URL, refspec string, shallow bool) error {
+	r, err := startRelay(gw, w.opts.MaxFetchBytes)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	args := []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-maintenance"}
+	if shallow {
+		args = append(args, "--depth=1")
+	}
+	args = append(args, r.url, refspec)
+	_, err = w.git.run(ctx, fetchConfig, 1<<20, args...)
+	w.FetchedBytes += r.received.Load()
+	if r.exceeded.Load() {
+		return fmt.Errorf("%w: %s at %s sent more than %d bytes (Options.MaxFetchBytes); the repository is too large for this runner's limit", ErrFetchTooLarge, w.Repository, refspec, w.opts.MaxFetchBytes)
+	}
+	if err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "not our ref") || strings.Contains(ge.Stderr, "couldn't find remote ref") || strings.Contains(ge.Stderr, "no such remote ref")) {
+			return fmt.Errorf("%w: %s has no %s reachable from its refs: %w", ErrCommitNotFound, w.Repository, refspec, err)
+		}
+		if ref := r.refused(); len(ref) > 0 {
+			return fmt.Errorf("failed to fetch %s at %s through the git gateway (%s): %w", w.Repository, refspec, strings.Join(ref, "; "), err)
+		}
+		return fmt.Errorf("failed to fetch %s at %s through the git gateway: %w", w.Repository, refspec, err)
+	}
+	return nil
+}
+
 // inspectTree reads the base commit's tree before anything is written: its total size
 // and file count against the limits, and no path that means .git on some file system.
-func (w *Workspace) inspectTree(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, w.git.bin, w.git.args(nil, "ls-tree", "-r", "-l", "-z", "--full-tree", w.opts.Base)...)
+func (w *Workspace) inspectTree(ctx context.Context, commit string) error {
+	cmd := exec.CommandContext(ctx, w.git.bin, w.git.args(nil, "ls-tree", "-r", "-l", "-z", "--full-tree", commit)...)
 	cmd.Env, cmd.Dir = w.git.env(), w.RepoDir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -441,10 +528,10 @@ func (w *Workspace) inspectTree(ctx context.Context) error {
 				w.CheckoutBytes += size
 			}
 			if w.Files > w.opts.MaxFiles {
-				return fmt.Errorf("%w: %s at %s has more than %d files (Options.MaxFiles)", ErrCheckoutTooLarge, w.Repository, w.opts.Base, w.opts.MaxFiles)
+				return fmt.Errorf("%w: %s at %s has more than %d files (Options.MaxFiles)", ErrCheckoutTooLarge, w.Repository, commit, w.opts.MaxFiles)
 			}
 			if w.CheckoutBytes > w.opts.MaxCheckoutBytes {
-				return fmt.Errorf("%w: %s at %s is more than %d bytes once checked out (Options.MaxCheckoutBytes)", ErrCheckoutTooLarge, w.Repository, w.opts.Base, w.opts.MaxCheckoutBytes)
+				return fmt.Errorf("%w: %s at %s is more than %d bytes once checked out (Options.MaxCheckoutBytes)", ErrCheckoutTooLarge, w.Repository, commit, w.opts.MaxCheckoutBytes)
 			}
 		}
 	}()
@@ -479,12 +566,12 @@ func unsafePath(p string) string {
 // checkout writes the base commit's tree, puts HEAD on the work branch at it, sets the
 // agent's identity, and prepares the index so that git in the VM trusts it.
 func (w *Workspace) checkout(ctx context.Context) error {
-	if _, err := w.git.run(ctx, nil, 1<<20, "checkout", "--quiet", "--detach", "--no-recurse-submodules", w.opts.Base); err != nil {
-		return fmt.Errorf("failed to check out %s: %w", w.opts.Base, err)
+	if _, err := w.git.run(ctx, nil, 1<<20, "checkout", "--quiet", "--detach", "--no-recurse-submodules", w.Start); err != nil {
+		return fmt.Errorf("failed to check out %s: %w", w.Start, err)
 	}
 	// The work branch at the base, created only if absent, then HEAD on it: neither
 	// touches the index the checkout just wrote.
-	if _, err := w.git.run(ctx, nil, 1<<20, "update-ref", "-m", "bumper: work branch at the base commit", "refs/heads/"+w.Branch, w.opts.Base, ""); err != nil {
+	if _, err := w.git.run(ctx, nil, 1<<20, "update-ref", "-m", "bumper: work branch at its start", "refs/heads/"+w.Branch, w.Start, ""); err != nil {
 		return fmt.Errorf("failed to create the work branch %s: %w", w.Branch, err)
 	}
 	if _, err := w.git.run(ctx, nil, 1<<20, "symbolic-ref", "HEAD", "refs/heads/"+w.Branch); err != nil {
@@ -561,8 +648,8 @@ func (w *Workspace) verify(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrHeadMismatch, err)
 	}
-	if head != w.opts.Base {
-		return fmt.Errorf("%w: HEAD is %s, want %s; refusing the workspace", ErrHeadMismatch, head, w.opts.Base)
+	if head != w.Start {
+		return fmt.Errorf("%w: HEAD is %s, want %s; refusing the workspace", ErrHeadMismatch, head, w.Start)
 	}
 	sym, err := w.git.line(ctx, "symbolic-ref", "HEAD")
 	if err != nil {
@@ -593,20 +680,75 @@ func checkConfig(ctx context.Context, path string, g *gitRunner) error {
 	return nil
 }
 
-// writeTask writes the task files into the task directory, never through a link.
+// writeTask writes the task files into the task directory, never through a link; a
+// review workspace's task directory is marked read-only for the VM.
 func (w *Workspace) writeTask() error {
 	for name, data := range w.opts.Task {
-		p := filepath.Join(w.TaskDir, name)
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|noFollow, 0o644)
-		if err != nil {
+		if err := writeNew(filepath.Join(w.TaskDir, name), data); err != nil {
 			return fmt.Errorf("failed to write task file %s: %w", name, err)
 		}
-		_, werr := f.Write(data)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
+	}
+	if w.opts.Review {
+		if err := writeNew(filepath.Join(w.TaskDir, agentproto.ReadOnlyMarker), nil); err != nil {
+			return fmt.Errorf("failed to mark the task directory read-only: %w", err)
 		}
-		if werr != nil {
-			return fmt.Errorf("failed to write task file %s: %w", name, werr)
+	}
+	return nil
+}
+
+// AddTaskFile writes one more file into the task directory, before the VM boots: what
+// the runner computes from the fetched repository (a review run's pr.diff). The name
+// follows Options.Task's rules and must be new.
+func (w *Workspace) AddTaskFile(name string, data []byte) error {
+	if !taskNameRE.MatchString(name) || name == agentproto.ReadOnlyMarker {
+		return fmt.Errorf("%w: task file name %q: use letters, digits, '.', '_', '-', not starting with '.'", ErrInvalidOptions, name)
+	}
+	if err := writeNew(filepath.Join(w.TaskDir, name), data); err != nil {
+		return fmt.Errorf("failed to write task file %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeNew creates a file that must not exist, never through a link.
+func writeNew(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|noFollow, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// reviewTrees writes the base commit's and the start commit's trees (files only, no
+// .git) into base/ and head/ with git's own checkout-index, which writes nothing
+// through a link, from an index of their own; each marked read-only for the VM. The
+// base's tree is what a review run's program runs from: approved, never the pull
+// request's.
+func (w *Workspace) reviewTrees(ctx context.Context) error {
+	if err := w.inspectTree(ctx, w.Base); err != nil {
+		return err
+	}
+	w.BaseDir, w.HeadDir = filepath.Join(w.Dir, BaseDirName), filepath.Join(w.Dir, HeadDirName)
+	for _, t := range []struct{ commit, dir string }{{w.Base, w.BaseDir}, {w.Start, w.HeadDir}} {
+		if err := os.Mkdir(t.dir, 0o755); err != nil {
+			return fmt.Errorf("failed to create %s: %w", t.dir, err)
+		}
+		g := *w.git
+		g.indexFile = filepath.Join(w.Root, "export.index")
+		if _, err := g.run(ctx, nil, 1<<20, "read-tree", t.commit); err != nil {
+			return fmt.Errorf("failed to read the tree of %s: %w", t.commit, err)
+		}
+		if _, err := g.run(ctx, nil, 1<<20, "checkout-index", "--all", "--force", "--prefix="+t.dir+"/"); err != nil {
+			return fmt.Errorf("failed to write the tree of %s: %w", t.commit, err)
+		}
+		if err := os.Remove(g.indexFile); err != nil {
+			return fmt.Errorf("failed to remove the export's index: %w", err)
+		}
+		if err := writeNew(filepath.Join(t.dir, agentproto.ReadOnlyMarker), nil); err != nil {
+			return fmt.Errorf("failed to mark %s read-only (does the tree hold a file of that name?): %w", t.dir, err)
 		}
 	}
 	return nil
@@ -616,7 +758,7 @@ func (w *Workspace) writeTask() error {
 // back: a bundle of the branch's commits since the base, written to /out. Git refuses
 // to write an empty bundle, so no commits means no bundle (Result: ErrNoBundle).
 func (w *Workspace) BundleCommand() []string {
-	return []string{"git", "-C", GuestRepo, "bundle", "create", "--quiet", GuestBundle, "refs/heads/" + w.Branch, "^" + w.Base}
+	return []string{"git", "-C", GuestRepo, "bundle", "create", "--quiet", GuestBundle, "refs/heads/" + w.Branch, "^" + w.Start}
 }
 
 // Close removes everything Prepare made.

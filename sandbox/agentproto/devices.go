@@ -11,3 +11,10 @@ const (
 	WorkspaceSerial = "bumper-workspace"
 	OutSerial       = "bumper-out"
 )
+
+// ReadOnlyMarker, a file at the top of a directory directly under the workspace disk's
+// root, makes the guest mount that directory read-only before any command runs: what
+// the host put there (a review run's inputs, the base commit's tree its reviewer runs
+// from) stays as the host wrote it, whatever the commands run before do. A mount point
+// cannot be renamed or removed either, so the directory cannot be swapped for another.
+const ReadOnlyMarker = ".bumper-readonly"

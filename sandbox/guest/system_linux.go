@@ -123,6 +123,32 @@ func (LinuxSystem) MountWorkspace(dir string, uid, gid int) error {
 	if err != nil {
 		return fmt.Errorf("failed to give the workspace to uid %d: %w", uid, err)
 	}
+	return mountReadOnly(dir)
+}
+
+// mountReadOnly bind-mounts read-only each directory directly under dir that holds
+// agentproto.ReadOnlyMarker: the unprivileged user can then change nothing in it, nor
+// rename or remove it (a mount point), though it owns the files.
+func mountReadOnly(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("failed to list the workspace: %w", err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(p, agentproto.ReadOnlyMarker)); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("failed to bind-mount %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("failed to make %s read-only: %w", p, err)
+		}
+	}
 	return nil
 }
 
