@@ -72,6 +72,8 @@ type GatewayConfig struct {
 	RepositoryID int64    `yaml:"repository_id"`
 	APIAllow     []string `yaml:"api_allow"` // the agent's GitHub API, read-only; empty: none (gateway.Config.APIAllow)
 	PushRef      string   `yaml:"push_ref"`
+	// PushFrom is the only old value an update of PushRef may carry (gateway.Config.PushFrom).
+	PushFrom string `yaml:"push_from"`
 	// PushClosed starts with pushes closed until Firewall.SetPushOpen opens them: for a
 	// caller in process (bumper run) that pushes the verified result itself.
 	PushClosed       bool   `yaml:"-"`

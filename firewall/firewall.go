@@ -317,7 +317,7 @@ func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, err
 	gw, err := gateway.New(gateway.Config{
 		GitBase: g.GitBase, GitHubAPIBase: g.GitHubAPIBase, AnthropicBase: g.AnthropicBase, OpenAIBase: g.OpenAIBase,
 		Token: token, AnthropicKey: akey, OpenAIKey: okey, Repository: g.Repository, RepositoryID: g.RepositoryID,
-		APIAllow: g.APIAllow, PushRef: g.PushRef, PushClosed: g.PushClosed, CAFile: g.CAFile,
+		APIAllow: g.APIAllow, PushRef: g.PushRef, PushFrom: g.PushFrom, PushClosed: g.PushClosed, CAFile: g.CAFile,
 		Meter: m, Audit: al,
 	})
 	if err != nil {

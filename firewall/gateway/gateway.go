@@ -98,9 +98,17 @@ type Config struct {
 	// forwarded, and never to comments and the other paths listed there, so "* /**"
 	// means "every read the table allows". A GET rule also allows HEAD.
 	APIAllow []string
-	// PushRef is the only ref receive-pack may update (refs/heads/bumper/<issue>-<attempt>).
-	// Empty: every push is refused.
+	// PushRef is the only ref receive-pack may update (refs/heads/bumper/<issue>-<n>:
+	// the run's work branch). Empty: every push is refused.
 	PushRef string
+	// PushFrom, when set, is the only old value an update of PushRef may carry (40
+	// hexadecimal digits): a fix run's branch is the pull request's, and its push only
+	// moves it on from the head the run started at. A create, a delete, or an update
+	// from any other commit (the branch moved, a push built on something else) is
+	// refused before it reaches the git host; GitHub applies the update only while the
+	// branch is still at PushFrom. That the new commit descends from it is the runner's
+	// check (workspace.Result), made on the objects before it pushes.
+	PushFrom string
 	// PushClosed starts the gateway with pushes closed (SetPushOpen opens them): the
 	// runner pushes the verified result itself, after the VM's last command, so the
 	// agent never pushes at all, not even its own branch.
@@ -172,6 +180,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.PushRef != "" && !runBranch.MatchString(cfg.PushRef) {
 		return nil, fmt.Errorf("failed to create gateways: push ref %q is not a run branch: use refs/heads/bumper/<issue>-<attempt>, e.g. refs/heads/bumper/12-1", cfg.PushRef)
 	}
+	if cfg.PushFrom != "" && (cfg.PushRef == "" || !commitID.MatchString(cfg.PushFrom)) {
+		return nil, fmt.Errorf("failed to create gateways: push_from %q must be a full commit id (40 lower-case hexadecimal digits) and needs push_ref", cfg.PushFrom)
+	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
@@ -231,6 +242,9 @@ func isLoopback(host string) bool {
 // runBranch is the only kind of ref a run may push (DESIGN: refs/heads/bumper/<issue>-<attempt>):
 // a configuration naming any other branch, main included, is refused.
 var runBranch = regexp.MustCompile(`^refs/heads/bumper/[1-9][0-9]*-[1-9][0-9]*$`)
+
+// commitID is a full SHA-1 object id, as PushFrom must be.
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 func parseBase(name, base, secret, secretName string) (*upstream, error) {
 	if base == "" {

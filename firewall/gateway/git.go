@@ -121,6 +121,10 @@ func (g *Gateway) checkPush(w http.ResponseWriter, r *http.Request) (string, boo
 			statuses[i].Reason = "this run may only push " + g.cfg.PushRef
 		case u.IsDelete():
 			statuses[i].Reason = "deleting " + u.Ref + " is refused"
+		case g.cfg.PushFrom != "" && u.Old != g.cfg.PushFrom:
+			// A fix run moves the pull request's branch on from the head it started
+			// at, and from nothing else: not a create, not another commit's update.
+			statuses[i].Reason = fmt.Sprintf("this run may only move %s on from %s (a fast-forward), not from %s", g.cfg.PushRef, g.cfg.PushFrom, u.Old)
 		default:
 			continue
 		}
