@@ -35,9 +35,11 @@ type Options struct {
 	// GitURL is the firewall's git gateway for the run's repository,
 	// http://<firewall>/git/<owner>/<repo>.git (workspace.ParseGitURL's rules).
 	GitURL string
-	// Issue and Attempt name the work branch, bumper/<issue>-<attempt>; it must be the
+	// Issue and Attempt name the work branch, bumper/<issue>-<attempt>, unless Branch
+	// names it (a fix run pushes to its pull request's branch); it must be the
 	// workspace's.
 	Issue, Attempt int
+	Branch         string
 	// Head, when set, is the commit Result returned; refs/bumper/result must name it.
 	Head string
 	// Permissions are the installation token's (wire.ExchangeResponse.Permissions).
@@ -74,7 +76,12 @@ var workBranchRE = regexp.MustCompile(`^refs/heads/bumper/[1-9][0-9]{0,9}-[1-9][
 // permission is ErrWorkflowsPermission.
 func Push(ctx context.Context, o Options) (*Pushed, error) {
 	dst := ""
-	if o.Issue > 0 && o.Attempt > 0 {
+	switch {
+	case o.Branch != "":
+		if _, ok := workspace.BranchAttempt(o.Branch, o.Issue); ok {
+			dst = "refs/heads/" + o.Branch
+		}
+	case o.Issue > 0 && o.Attempt > 0:
 		dst = "refs/heads/" + workspace.Branch(o.Issue, o.Attempt)
 	}
 	return push(ctx, o, dst)
@@ -146,7 +153,7 @@ func refusal(p *Pushed, reason, stderr string) error {
 	msg := fmt.Sprintf("%v: %s to %s through the git gateway", ErrPushRefused, p.Head, p.Ref)
 	switch {
 	case reason == "non-fast-forward" || reason == "fetch first" || strings.Contains(reason, "stale info"):
-		msg += " (the branch already exists at another commit; a new attempt gets a new branch)"
+		msg += " (the branch already exists at another commit; a new attempt gets a new branch, and a fix run's branch moved since the run started)"
 	case reason != "":
 		msg += " (" + reason + ")"
 	case strings.Contains(stderr, "could not read Username") || strings.Contains(stderr, "returned error: 401"):
