@@ -80,6 +80,25 @@ type Evidence struct {
 	// Artifact names where evidence.json was uploaded; Markdown points at it when it
 	// cuts something.
 	Artifact *Artifact `json:"artifact,omitempty"`
+	// Review is a review run's judgement of the pull request; nil for other stages.
+	Review *Review `json:"review,omitempty"`
+}
+
+// Review is what a review run concluded about the pull request's head: the verdict the
+// reviewer wrote (verdict.json, which the App reads itself), or why there is none.
+type Review struct {
+	// HeadCommit is the commit reviewed: the pull request's head at dispatch.
+	HeadCommit string `json:"head_commit"`
+	// Verdict, Confidence and Findings are verdict.json's, when it parsed.
+	Verdict    string   `json:"verdict,omitempty"`
+	Confidence *float64 `json:"confidence,omitempty"`
+	Findings   int      `json:"findings"`
+	// VerdictDigest is the SHA-256 of verdict.json as written (verdict.Digest), when
+	// the reviewer wrote one, valid or not.
+	VerdictDigest string `json:"verdict_digest,omitempty"`
+	// Problem says why there is no valid verdict: none written, one that does not
+	// parse (the parser's error), or the run failed before the reviewer finished.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Finish sets EndedAt and WallTimeMS.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,6 +175,10 @@ func failedRun() *evidence.Evidence {
 	// This run built its environment first (its first phase took the setup's time).
 	e.Environment.Built, e.Environment.SetupMS = true, 198
 	e.Environment.Log, e.Environment.AuditLog = "environment.log", "environment-audit.jsonl"
+	// A review section with every field: a verdict that parsed, and a problem besides.
+	conf := 0.4
+	e.Review = &evidence.Review{HeadCommit: e.BaseCommit, Verdict: "request_changes", Confidence: &conf, Findings: 2,
+		VerdictDigest: "sha256:" + strings.Repeat("ab", 32), Problem: "the reviewer wrote a second verdict.json after the first was read"}
 	return e
 }
 

@@ -195,6 +195,9 @@ func (r *renderer) head(compact bool) string {
 	if r.e.Harness != nil {
 		b.WriteString("- **Agent:** " + r.harnessLine() + "\n")
 	}
+	if r.e.Review != nil {
+		b.WriteString("- **Review:** " + r.reviewLine() + "\n")
+	}
 	b.WriteString("- **Cost:** " + r.costLine() + "\n")
 	if compact {
 		b.WriteString("\n")
@@ -287,6 +290,34 @@ func (r *renderer) diffLine() string {
 		s += fmt.Sprintf(", pull request #%d", e.PullRequest)
 	}
 	return s
+}
+
+// reviewLine is a review run's verdict, or why there is none.
+func (r *renderer) reviewLine() string {
+	v := r.e.Review
+	s := "head " + r.q.word(cutCommit(v.HeadCommit))
+	if v.Verdict != "" {
+		s += ": " + r.q.word(v.Verdict)
+		if v.Confidence != nil {
+			s += fmt.Sprintf(" (confidence %.2f)", *v.Confidence)
+		}
+		s += ", " + plural(int64(v.Findings), "finding")
+	}
+	if v.Problem != "" {
+		s += "; no valid verdict: " + r.q.inline(v.Problem, mdText)
+	}
+	if v.VerdictDigest != "" {
+		s += "; verdict.json " + r.q.inline(v.VerdictDigest, 80)
+	}
+	return s
+}
+
+// cutCommit is a commit's short form.
+func cutCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }
 
 // maxToolNames is how many tools the agent line names; the rest are counted.
