@@ -2,8 +2,8 @@ package firewall
 
 import (
 	"context"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -145,7 +145,9 @@ func TestFixRunPushPolicy(t *testing.T) {
 		{"another issue's branch", true, func(t *testing.T) (string, error) {
 			return gitRun(t, repo, "push", "origin", "HEAD:refs/heads/bumper/13-1")
 		}, "this run may only push refs/heads/bumper/12-1", false},
-		{"a delete", true, func(t *testing.T) (string, error) { return gitRun(t, repo, "push", "origin", ":refs/heads/bumper/12-1") },
+		{"a delete", true, func(t *testing.T) (string, error) {
+			return gitRun(t, repo, "push", "origin", ":refs/heads/bumper/12-1")
+		},
 			"deleting refs/heads/bumper/12-1 is refused", false},
 		{"an update from another commit", true, func(t *testing.T) (string, error) {
 			return rawPush(t, base, fix, "refs/heads/bumper/12-1")

@@ -179,7 +179,7 @@ func TestAnswers(t *testing.T) {
 		}},
 		{name: "report 500 repeated, then unreachable", status: 500, body: `{"error":"the call-back failed; try again"}`, hits: 3,
 			wantErr: "serve unreachable at", call: func(c *Client) error {
-				return c.WithRunToken(secretRunToken).Verdict(context.Background(), wire.Verdict{Verdict: "approve"})
+				return c.WithRunToken(secretRunToken).Verdict(context.Background(), wire.Verdict{Document: `{"verdict": "approve"}`, HeadCommit: strings.Repeat("a", 40)})
 			}},
 		{name: "not serve", status: 404, body: `404 page not found`, hits: 1, wantErr: "is the URL that of bumper serve", call: func(c *Client) error {
 			_, err := c.WithRunToken(secretRunToken).Task(context.Background())

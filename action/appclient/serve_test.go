@@ -220,7 +220,7 @@ func TestRunAgainstServe(t *testing.T) {
 			}
 		}},
 		{"a run token for another stage refused", func(t *testing.T) {
-			err := rc.Verdict(v.ctx, wire.Verdict{Verdict: "approve", Confidence: 0.9, Summary: "fine"})
+			err := rc.Verdict(v.ctx, wire.Verdict{Document: `{"verdict": "approve"}`, HeadCommit: strings.Repeat("a", 40)})
 			var ref *appclient.Refused
 			if !errors.As(err, &ref) || !strings.Contains(ref.Reason, "implement run's token does not allow") || ref.Path != wire.PathVerdict {
 				t.Fatalf("err %v", err)

@@ -172,11 +172,9 @@ func (c Config) validate() error {
 		bad("no nonce: the dispatch's nonce input is empty")
 	}
 	switch c.Stage {
-	case wire.StagePlan, wire.StageImplement, wire.StageFix:
-	case wire.StageReview:
-		bad("stage review: this runner does not run review stages yet; review runs arrive with the reviewer (issue #14)")
+	case wire.StagePlan, wire.StageImplement, wire.StageFix, wire.StageReview:
 	default:
-		bad("stage %q: want plan, implement or fix", c.Stage)
+		bad("stage %q: want plan, implement, fix or review", c.Stage)
 	}
 	for _, u := range []struct{ name, v string }{{"server URL (GITHUB_SERVER_URL)", c.ServerURL}, {"API URL (GITHUB_API_URL)", c.APIURL}} {
 		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/action/envbuild"
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/sandbox"
@@ -34,12 +35,12 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%s at the base commit declares %s, but this runner was given a prebuilt image (the action's image input), and such images are built from the image cache: leave the image input empty so the runner builds its images", repoconfig.Path, r.imageNeeds())
 	}
 	bc := r.cfg.Environments
-	if cli, ok := harness.DefaultCLI(r.policy.Harness.Name); ok {
+	if cli, ok := harness.DefaultCLI(r.harnessPolicy().Name); ok {
 		// The pin is checked before anything is built for it.
-		if _, err := harness.New(r.policy.Harness); err != nil {
+		if _, err := harness.New(r.harnessPolicy()); err != nil {
 			return "", failWith(evidence.OutcomeError, "failed to set up the harness: %w", err)
 		}
-		bc.Harness = &image.Harness{Name: cli.Harness, Version: r.policy.Harness.Version}
+		bc.Harness = &image.Harness{Name: cli.Harness, Version: r.harnessPolicy().Version}
 	}
 	if env == nil {
 		return r.harnessImage(ctx, bc)
@@ -106,13 +107,23 @@ func (r *run) setupLog(file io.Writer) io.Writer {
 // environment, or both.
 func (r *run) imageNeeds() string {
 	var needs []string
-	if cli, ok := harness.DefaultCLI(r.policy.Harness.Name); ok {
+	if cli, ok := harness.DefaultCLI(r.harnessPolicy().Name); ok {
 		needs = append(needs, "harness: "+cli.Harness)
 	}
 	if r.policy.Environment != nil {
 		needs = append(needs, "environment:")
 	}
 	return strings.Join(needs, " and ")
+}
+
+// harnessPolicy is the stage's harness: a review run's reviewer
+// (repoconfig.Config.ReviewerHarness: its own, else the repository's), every other
+// run's agent.
+func (r *run) harnessPolicy() repoconfig.Harness {
+	if r.cfg.Stage == wire.StageReview {
+		return r.policy.ReviewerHarness()
+	}
+	return r.policy.Harness
 }
 
 // needsImage says the run cannot boot the runner's default image.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/appclient"
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
@@ -47,6 +48,9 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	if !strings.EqualFold(grant.Repository, r.repo) {
 		return "", fmt.Errorf("serve granted credentials for %s, but the work item is in %s", grant.Repository, r.repo)
 	}
+	if err := r.checkGrant(); err != nil {
+		return "", err
+	}
 	r.tokenMu.Lock()
 	r.serve = client.WithRunToken(grant.RunToken)
 	r.tokenIssued, r.tokenExpires = r.cfg.Now(), grant.RunTokenExpiresAt
@@ -64,6 +68,9 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	if r.task.BaseCommit != grant.BaseCommit {
 		return "", fmt.Errorf("serve's task is for base commit %s, the credentials for %s", r.task.BaseCommit, grant.BaseCommit)
 	}
+	if err := r.checkTask(); err != nil {
+		return "", err
+	}
 	r.ev.WorkItem.Title = r.task.Title
 	if r.policy, err = r.readPolicy(ctx); err != nil {
 		return "", err
@@ -71,7 +78,72 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	if err := checkPins(r.policy, r.cfg.Resolve); err != nil {
 		return "", err
 	}
+	if r.pullStage() {
+		r.pull.number = grant.PullRequest
+		r.ev.PullRequest = grant.PullRequest
+		return fmt.Sprintf("granted %s attempt %d on %s at %.12s (pull request #%d, base %.12s); policy %s", grant.Stage, grant.Attempt,
+			r.branch, grant.HeadCommit, grant.PullRequest, grant.BaseCommit, r.policy.Revision), nil
+	}
 	return fmt.Sprintf("granted %s attempt %d at %.12s; policy %s", grant.Stage, grant.Attempt, grant.BaseCommit, r.policy.Revision), nil
+}
+
+// pullStage says the run starts from the work item's pull request (fix and review).
+func (r *run) pullStage() bool {
+	return r.cfg.Stage == wire.StageFix || r.cfg.Stage == wire.StageReview
+}
+
+// checkGrant holds the grant's branch and pull request to the run's own issue and
+// stage, before anything is fetched or pushed with it: the branch is bumper/<issue>-<n>
+// of this issue (an implement or plan run's own attempt; an earlier attempt's for the
+// pull request a fix or review run starts from), and a fix or review run names its
+// pull request and the full head commit it starts from. The push rules and the
+// workspace are made from what passes here.
+func (r *run) checkGrant() error {
+	g := r.grant
+	branch := g.Branch
+	if branch == "" && !r.pullStage() {
+		// A serve that names no branch means the attempt's own, the only one an
+		// implement run ever had.
+		branch = workspace.Branch(r.issue, r.cfg.Attempt)
+	}
+	n, ok := workspace.BranchAttempt(branch, r.issue)
+	switch {
+	case !ok:
+		return fmt.Errorf("serve granted the branch %q: a run of #%d works only on bumper/%d-<attempt>; refusing to fetch or push it", branch, r.issue, r.issue)
+	case !r.pullStage() && n != r.cfg.Attempt:
+		return fmt.Errorf("serve granted the branch %q to a %s run of attempt %d: it must be bumper/%d-%d, the attempt's own", branch, r.cfg.Stage, r.cfg.Attempt, r.issue, r.cfg.Attempt)
+	case r.pullStage() && n >= r.cfg.Attempt:
+		return fmt.Errorf("serve granted the branch %q to a %s run of attempt %d: a %s run works on the branch of the earlier attempt that opened the pull request", branch, r.cfg.Stage, r.cfg.Attempt, r.cfg.Stage)
+	case r.pullStage() && g.PullRequest < 1:
+		return fmt.Errorf("serve granted a %s run without its pull request: a %s run starts from the work item's pull request", r.cfg.Stage, r.cfg.Stage)
+	case r.pullStage() && !workspace.IsCommitID(g.HeadCommit):
+		return fmt.Errorf("serve granted a %s run whose head commit %q is not a full commit id (40 lower-case hexadecimal digits)", r.cfg.Stage, g.HeadCommit)
+	case !workspace.IsCommitID(g.BaseCommit):
+		return fmt.Errorf("serve granted a run whose base commit %q is not a full commit id", g.BaseCommit)
+	}
+	r.branch = branch
+	return nil
+}
+
+// checkTask refuses a task that names another pull request, branch or head than the
+// grant: the agent would be told about one and the run would work on another.
+func (r *run) checkTask() error {
+	t := r.task
+	if t.PullRequest != 0 && t.PullRequest != r.grant.PullRequest || t.Branch != "" && t.Branch != r.branch ||
+		t.HeadCommit != "" && t.HeadCommit != r.grant.HeadCommit {
+		return fmt.Errorf("serve's task names pull request #%d, branch %q, head %q; the credentials #%d, %q, %q", t.PullRequest, t.Branch, t.HeadCommit,
+			r.grant.PullRequest, r.branch, r.grant.HeadCommit)
+	}
+	return nil
+}
+
+// start is the commit the run's work branch starts at: a fix or review run's pull
+// request head, else the approved base commit.
+func (r *run) start() string {
+	if r.pullStage() {
+		return r.grant.HeadCommit
+	}
+	return r.grant.BaseCommit
 }
 
 // github is the runner's own client of GitHub's API, holding the installation token:

@@ -55,6 +55,7 @@ func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
 		}
 	}
 	outcome, reason := classify(runErr)
+	r.noteReviewProblem(reason)
 	r.fillEvidence(fctx)
 	if r.exchanged {
 		_ = r.phase(fctx, evidence.PhaseRevoke, 0, r.revoke)
@@ -71,6 +72,14 @@ func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
 	if r.client() != nil && r.cfg.Stage != wire.StagePlan && digest != "" {
 		if err := r.report(fctx, digest, outcome, reason); err != nil {
 			log.Error().Err(err).Msg("failed to report to serve")
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	if r.client() != nil && r.cfg.Stage == wire.StageReview && !r.verdictSent {
+		// Whatever happened (no evidence written, the report refused), serve hears
+		// that this review has no verdict, and why.
+		if err := r.sendVerdict(fctx, reason); err != nil {
+			log.Error().Err(err).Msg("failed to send the verdict to serve")
 			runErr = errors.Join(runErr, err)
 		}
 	}
@@ -124,6 +133,16 @@ func (r *run) report(ctx context.Context, digest string, outcome evidence.Outcom
 	return r.phase(ctx, evidence.PhaseReport, 0, func(ctx context.Context) (string, error) {
 		if err := r.client().Evidence(ctx, e); err != nil {
 			return "", fmt.Errorf("failed to report the evidence: %w", err)
+		}
+		if r.cfg.Stage == wire.StageReview {
+			// The evidence first, then the verdict: serve posts the review with both.
+			if err := r.sendVerdict(ctx, reason); err != nil {
+				return "", err
+			}
+			if r.verdictDoc == nil {
+				return "reported the evidence; no verdict, and why", nil
+			}
+			return "reported the evidence and the verdict", nil
 		}
 		if outcome != evidence.OutcomeSuccess || r.pull.number == 0 {
 			return "reported the evidence", nil

@@ -17,7 +17,7 @@ import (
 // push bundles the work branch in the VM, checks the bundle on the host, and pushes it
 // through the firewall's git gateway, which lets the run update its own branch only.
 func (r *run) push(ctx context.Context) (string, error) {
-	if r.head == r.grant.BaseCommit {
+	if r.head == r.start() {
 		return "", failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
 	}
 	// Whatever the agent left in /out under the bundle's name goes first: the host reads
@@ -53,7 +53,8 @@ func (r *run) push(ctx context.Context) (string, error) {
 	}
 	r.ev.HeadCommit, r.ev.Branch, r.ev.Diff = res.Head, r.ws.Branch, res.Diff
 	r.ev.Risk = evidence.RiskNote(res.Diff.Paths())
-	if diff, err := r.ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", res.Base, res.Head, "--"); err == nil {
+	// The pull request's whole diff: a fix round's is from the base too.
+	if diff, err := r.ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", r.grant.BaseCommit+"..."+res.Head, "--"); err == nil {
 		_ = os.WriteFile(filepath.Join(r.cfg.Out, DiffFile), diff, 0o640)
 	}
 	if reason := r.stopped(); reason != "" {
@@ -65,7 +66,7 @@ func (r *run) push(ctx context.Context) (string, error) {
 	defer r.fw.SetPushOpen(false)
 	pushed, err := publish.Push(ctx, publish.Options{
 		Workspace: r.ws, GitURL: "http://" + r.vm.ProxyAddr() + "/git/" + r.repo + ".git",
-		Issue: r.issue, Attempt: r.cfg.Attempt, Head: res.Head, Permissions: r.grant.Permissions,
+		Issue: r.issue, Attempt: r.cfg.Attempt, Branch: r.branch, Head: res.Head, Permissions: r.grant.Permissions,
 	})
 	if err != nil {
 		return "", failWith(evidence.OutcomeFailure, "%w", err)
@@ -108,9 +109,46 @@ func (r *run) openPull(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%s #%d; check run %s %s", verb, pr.Number, publish.EvidenceCheckName, cr.Conclusion), nil
 }
 
+// updatePull is a fix run's publication: the pushed commit is the head of the pull
+// request the App opened on the branch (no new one is opened); the round's evidence is
+// commented on it, and the bumper/evidence check run written on the new head.
+func (r *run) updatePull(ctx context.Context) (string, error) {
+	if reason := r.stopped(); reason != "" {
+		return "", fmt.Errorf("%w: %s; nothing was posted on the pull request", errStopped, reason)
+	}
+	pr, err := publish.ExistingPull(ctx, r.gh, publish.ExistingPullOptions{
+		Repository: r.repo, Number: r.grant.PullRequest, Branch: r.branch, Issue: r.issue, Head: r.pull.head, BotLogin: r.grant.BotLogin,
+	})
+	if err != nil {
+		return "", err
+	}
+	r.pull.number, r.pull.url = pr.Number, pr.URL
+	r.fillEvidence(ctx)
+	r.ev.Outcome = evidence.OutcomeSuccess
+	r.ev.Revocation = evidence.Revocation{Reason: "revoked when the run ends, after this was posted; the run's artifact holds the final evidence.json"}
+	r.ev.Finish(r.cfg.Now().UTC())
+	url, err := publish.CommentEvidence(ctx, r.gh, r.repo, pr.Number, r.summary(), r.ev)
+	if err != nil {
+		return "", err
+	}
+	cr, err := publish.EvidenceCheckRun(ctx, r.gh, publish.CheckRunOptions{Repository: r.repo, Head: r.pull.head, Evidence: r.ev, ServerURL: r.cfg.ServerURL})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("pushed to #%d, evidence commented (%s); check run %s %s", pr.Number, url, publish.EvidenceCheckName, cr.Conclusion), nil
+}
+
 // summary is the runner's own paragraph at the top of the pull request.
 func (r *run) summary() string {
 	var b strings.Builder
+	if r.cfg.Stage == wire.StageFix {
+		fmt.Fprintf(&b, "Bumper's fix round (attempt %d) for the failing checks of #%d: a commit on top of %.12s, made in a microVM behind a default-deny firewall", r.cfg.Attempt, r.issue, r.grant.HeadCommit)
+		if n := len(r.ev.Tests); n > 0 {
+			fmt.Fprintf(&b, "; the repository's verification passed in round %d", r.ev.Tests[n-1].Round)
+		}
+		b.WriteString(". The evidence below is this round's.")
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Bumper's agent worked on #%d (attempt %d) in a microVM behind a default-deny firewall", r.issue, r.cfg.Attempt)
 	if n := len(r.ev.Tests); n > 0 {
 		fmt.Fprintf(&b, "; the repository's verification passed in round %d", r.ev.Tests[n-1].Round)
@@ -140,7 +178,7 @@ func (r *run) reportPlan(ctx context.Context) (string, error) {
 
 // progress reports a state to serve.
 func (r *run) progress(ctx context.Context, state, plan string) error {
-	if err := r.client().Progress(ctx, wire.Progress{State: state, Plan: plan, PullRequest: r.pull.number, HeadCommit: r.pullHead()}); err != nil {
+	if err := r.client().Progress(ctx, wire.Progress{State: state, Plan: plan, PullRequest: r.pullNumber(), HeadCommit: r.pullHead()}); err != nil {
 		return fmt.Errorf("failed to report %s to serve: %w", state, err)
 	}
 	return nil
@@ -152,6 +190,16 @@ func (r *run) pullHead() string {
 		return ""
 	}
 	return r.pull.head
+}
+
+// pullNumber is the pull request a progress report names: only once the run pushed
+// the head it names with it (a fix run knows its pull request from the start, but
+// reports it only with its new head).
+func (r *run) pullNumber() int {
+	if r.pull.head == "" {
+		return 0
+	}
+	return r.pull.number
 }
 
 // overBudget fails the run once the firewall refused a model call for want of budget.

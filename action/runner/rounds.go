@@ -33,6 +33,9 @@ fi`
 
 // conventions are appended to TASK.md: what the runner expects of the agent.
 func conventions(stage string) []byte {
+	if stage == wire.StageReview {
+		return []byte(reviewConventions())
+	}
 	var b strings.Builder
 	b.WriteString("\n---\n\n## How this run works\n\n")
 	b.WriteString("- The repository is checked out at " + workspace.GuestRepo + " on the run's work branch. If it has an `AGENTS.md` or `CLAUDE.md`, follow it.\n")
@@ -40,6 +43,9 @@ func conventions(stage string) []byte {
 	if stage == wire.StagePlan {
 		b.WriteString("- This is a plan run: do not change the code. Write the plan, in Markdown, to `/out/" + PlanFile + "`; a maintainer approves it before any change is made.\n")
 		return []byte(b.String())
+	}
+	if stage == wire.StageFix {
+		b.WriteString("- This is a fix round: the pull request's branch is checked out at its head. Make the failing checks above pass; the rest of the task is done.\n")
 	}
 	b.WriteString("- Commit your work on the current branch (uncommitted changes are committed for you at the end of your turn). Do not push: the runner pushes after verification.\n")
 	b.WriteString("- Write your decision ledger to `" + evidence.DecisionsFile + "`: every judgment call you made where the issue was silent, with your confidence (schema: decisions-v1 in Bumper's repository). Reviewers read it first.\n")
@@ -88,7 +94,7 @@ func (c *toolCounter) settle(n harness.Counts) {
 // rounds runs the agent, then verification, and gives failures back to the agent for at
 // most bounds.verification_rounds rounds; then bundles the work into /out.
 func (r *run) rounds(ctx context.Context) error {
-	h, err := harness.New(r.policy.Harness)
+	h, err := harness.New(r.harnessPolicy())
 	if err != nil {
 		return failWith(evidence.OutcomeError, "failed to set up the harness: %w", err)
 	}
@@ -143,7 +149,7 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 	if r.ev.Harness == nil {
 		r.ev.Harness = &evidence.Harness{Name: h.Name(), ToolCalls: map[string]int{}}
 		if h.Name() != repoconfig.HarnessCommand {
-			r.ev.Harness.Version = r.policy.Harness.Version
+			r.ev.Harness.Version = r.harnessPolicy().Version
 		}
 	}
 	counter := &toolCounter{h: r.ev.Harness}
@@ -167,7 +173,11 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 		return "", failWith(evidence.OutcomeFailure, "the agent failed in round %d: %s", round, res.Reason)
 	}
 	if r.cfg.Stage != wire.StagePlan {
-		env := []string{"BUMPER_COMMIT_MESSAGE=" + commitMessage(r.task.Title, r.issue)}
+		msg := commitMessage(r.task.Title, r.issue)
+		if r.cfg.Stage == wire.StageFix {
+			msg = commitMessage("Fix failing checks", r.issue)
+		}
+		env := []string{"BUMPER_COMMIT_MESSAGE=" + msg}
 		st, err := r.exec(ctx, []string{"sh", "-c", commitScript}, env, w, w)
 		if err != nil {
 			return "", err

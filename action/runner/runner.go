@@ -31,6 +31,10 @@ const (
 	logKeyRound    = "round"
 	logKeyPull     = "pull_request"
 	logKeyDuration = "duration"
+	// A review run's verdict.
+	logKeyVerdict    = "verdict"
+	logKeyConfidence = "confidence"
+	logKeyFindings   = "findings"
 )
 
 // Result is how the run ended. Evidence is nil only when the run could not start.
@@ -74,9 +78,17 @@ type run struct {
 	stopMu     sync.Mutex
 	stopReason string
 	cancel     context.CancelCauseFunc
+	// branch is the run's work branch as checkGrant let it through: the only branch it
+	// may push (fix and implement runs).
+	branch string
 	// tokens exchanged: the installation token must be revoked at the end.
 	exchanged bool
-	pull      pullInfo
+	// A review run's results: the verdict document as the reviewer wrote it (nil:
+	// none), the verification it ran first, and whether serve has the verdict.
+	verdictDoc   []byte
+	verification *wire.Verification
+	verdictSent  bool
+	pull         pullInfo
 	// head is the work branch's commit as the last agent round left it: what
 	// verification judged, and the only commit the run may push.
 	head string
@@ -163,6 +175,11 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.phase(vmCtx, evidence.PhaseBoot, 0, r.boot); err != nil {
 		return err
 	}
+	if r.cfg.Stage == wire.StageReview {
+		// A review run pushes and publishes nothing: its verdict goes to serve, which
+		// posts the review and the bumper/verdict check run itself.
+		return r.review(vmCtx)
+	}
 	if err := r.rounds(vmCtx); err != nil {
 		return err
 	}
@@ -173,6 +190,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.closeVM(ctx)
+	if r.cfg.Stage == wire.StageFix {
+		return r.phase(ctx, evidence.PhasePullRequest, 0, r.updatePull)
+	}
 	return r.phase(ctx, evidence.PhasePullRequest, 0, r.openPull)
 }
 

@@ -21,7 +21,7 @@ import (
 )
 
 // TestConfigValidate: every problem of a run's configuration is reported at once, each
-// saying what to set; a review run is refused with the issue that brings it.
+// saying what to set; every stage the App dispatches is taken.
 func TestConfigValidate(t *testing.T) {
 	good := Config{
 		ServeURL: "https://bumper.example", OIDCToken: func(context.Context) (string, error) { return "t", nil },
@@ -29,8 +29,12 @@ func TestConfigValidate(t *testing.T) {
 		ServerURL: "https://github.com", APIURL: "https://api.github.com", Out: t.TempDir(),
 		VM: sandbox.Config{Kernel: "vmlinux", Rootfs: "rootfs.ext4"},
 	}
-	if err := good.validate(); err != nil {
-		t.Fatalf("a good config: %v", err)
+	for _, stage := range wire.Stages() {
+		c := good
+		c.Stage = stage
+		if err := c.validate(); err != nil {
+			t.Fatalf("a good config of stage %s: %v", stage, err)
+		}
 	}
 	tests := []struct {
 		name   string
@@ -40,7 +44,7 @@ func TestConfigValidate(t *testing.T) {
 		{"everything missing", func(c *Config) { *c = Config{} }, []string{
 			"no serve URL", "no OIDC token source", "work item \"\"", "attempt 0", "no nonce", "stage \"\"",
 			"server URL", "API URL", "no output directory", "no VM image"}},
-		{"review runs come with the reviewer", func(c *Config) { c.Stage = "review" }, []string{"issue #14"}},
+		{"a stage that is none", func(c *Config) { c.Stage = "deploy" }, []string{"want plan, implement, fix or review"}},
 		{"a work item that is not one", func(c *Config) { c.WorkItem = "acme/widgets#0" }, []string{"owner/repo#issue"}},
 		{"a URL that is not one", func(c *Config) { c.APIURL = "ftp://x" }, []string{"API URL (GITHUB_API_URL) \"ftp://x\""}},
 	}

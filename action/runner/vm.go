@@ -32,8 +32,9 @@ var guestGateway = "http://" + net.JoinHostPort(sandbox.GuestGateway, strconv.It
 
 // firewallConfig is the run's firewall: the repository's allowlist at the base commit,
 // the git gateway for this one repository with the run's branch as the only ref it may
-// push (none for a plan run), the GitHub API only where the repository opted in to
-// reads, the model gateways, the run's cost cap; the token handed over in memory.
+// push (none for a plan or review run; a fix run only moves its pull request's branch
+// on from the head it started at), the GitHub API only where the repository opted in
+// to reads, the model gateways, the run's cost cap; the token handed over in memory.
 func (r *run) firewallConfig(listen string) *firewall.Config {
 	c := &firewall.Config{
 		Listen: listen, Audit: filepath.Join(r.cfg.Out, AuditFile), Allow: r.policy.Allowlist, Resolve: r.cfg.Resolve,
@@ -44,9 +45,14 @@ func (r *run) firewallConfig(listen string) *firewall.Config {
 		Budget:  firewall.BudgetConfig{USD: r.policy.Bounds.CostPerRunUSD},
 		Secrets: &firewall.Secrets{GitHubToken: r.grant.InstallationToken, AnthropicKey: r.cfg.AnthropicKey, OpenAIKey: r.cfg.OpenAIKey},
 	}
-	if r.cfg.Stage != wire.StagePlan {
-		// The run's branch, pushed by the runner alone: closed while the agent runs.
-		c.Gateway.PushRef, c.Gateway.PushClosed = "refs/heads/"+workspace.Branch(r.issue, r.cfg.Attempt), true
+	switch r.cfg.Stage {
+	case wire.StageImplement, wire.StageFix:
+		// The run's branch (checkGrant's), pushed by the runner alone: closed while the
+		// agent runs.
+		c.Gateway.PushRef, c.Gateway.PushClosed = "refs/heads/"+r.branch, true
+		if r.cfg.Stage == wire.StageFix {
+			c.Gateway.PushFrom = r.grant.HeadCommit
+		}
 	}
 	if len(r.policy.GitHubAPI) > 0 {
 		c.Gateway.GitHubAPIBase, c.Gateway.APIAllow = r.cfg.APIURL, r.policy.GitHubAPI
@@ -128,13 +134,22 @@ func (r *run) prepareWorkspace(ctx context.Context) (string, error) {
 	files[wire.TaskMarkdown] = append(files[wire.TaskMarkdown], conventions(r.cfg.Stage)...)
 	ws, err := workspace.Prepare(ctx, workspace.Options{
 		GitURL: "http://" + r.vm.ProxyAddr() + "/git/" + r.repo + ".git", Base: r.grant.BaseCommit,
-		Issue: r.issue, Attempt: r.cfg.Attempt, Task: files, Dir: r.cfg.WorkDir,
+		Issue: r.issue, Attempt: r.cfg.Attempt, Branch: r.branch, Start: r.start(), Review: r.cfg.Stage == wire.StageReview,
+		Task: files, Dir: r.cfg.WorkDir,
 	})
 	if err != nil {
+		if errors.Is(err, workspace.ErrBranchMoved) {
+			return "", failWith(evidence.OutcomeFailure, "%w", err)
+		}
 		return "", fmt.Errorf("failed to prepare the workspace: %w", err)
 	}
 	r.ws = ws
-	return fmt.Sprintf("%.12s on %s", r.grant.BaseCommit, ws.Branch), nil
+	if r.cfg.Stage == wire.StageReview {
+		if err := r.reviewInputs(ctx); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%.12s on %s", r.start(), ws.Branch), nil
 }
 
 // boot starts the VM on the prepared workspace.
@@ -165,10 +180,22 @@ func (r *run) session() *sandbox.Session {
 	return r.vm
 }
 
-// exec runs one command in the VM: the harness's and verification's way in.
+// exec runs one command in the VM, in the repository: the harness's and
+// verification's way in.
 func (r *run) exec(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
-	// Commands run in the repository (the guest's default is the workspace disk's root).
-	argv = append([]string{"sh", "-c", `cd "$0" && exec "$@"`, workspace.GuestRepo}, argv...)
+	return r.execIn(workspace.GuestRepo)(ctx, argv, env, stdout, stderr)
+}
+
+// execIn runs commands in the VM in dir (the guest's default is the workspace disk's
+// root): a review run's reviewer runs in the base commit's tree.
+func (r *run) execIn(dir string) harness.Exec {
+	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
+		return r.execDir(ctx, dir, argv, env, stdout, stderr)
+	}
+}
+
+func (r *run) execDir(ctx context.Context, dir string, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
+	argv = append([]string{"sh", "-c", `cd "$0" && exec "$@"`, dir}, argv...)
 	res, err := r.vm.Run(ctx, argv, env, stdout, stderr)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
@@ -206,8 +233,11 @@ func (r *run) agentEnv() []string {
 	env := []string{
 		"NO_PROXY=" + sandbox.GuestGateway, "no_proxy=" + sandbox.GuestGateway,
 		"BUMPER_GIT_URL=" + guestGateway + "/git/" + r.repo + ".git",
-		"BUMPER_BRANCH=" + workspace.Branch(r.issue, r.cfg.Attempt),
+		"BUMPER_BRANCH=" + r.branch,
 		"BUMPER_BASE_COMMIT=" + r.grant.BaseCommit,
+	}
+	if r.pullStage() {
+		env = append(env, "BUMPER_HEAD_COMMIT="+r.grant.HeadCommit, "BUMPER_PULL_REQUEST="+strconv.Itoa(r.grant.PullRequest))
 	}
 	if r.cfg.AnthropicBase != "" {
 		env = append(env, "ANTHROPIC_BASE_URL="+guestGateway+"/anthropic", "ANTHROPIC_API_KEY="+Sentinel)
