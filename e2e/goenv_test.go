@@ -48,6 +48,7 @@ const goPolicy = "version: 1\n" +
 	"harness:\n  name: command\n  command: sh .bumper/agent.sh\n" +
 	"verification:\n  - go vet ./...\n  - go test -json ./...\n" +
 	"bounds:\n  verification_rounds: 1\n  wall_time: 20m\n" +
+	"reviewer: false\n" +
 	"environment:\n  packages: [golang-go]\n  setup: scripts/env-setup.sh\n  inputs: [go.mod, go.sum]\n" +
 	"  allow: [proxy.golang.org]\n  cache_paths: [~/go/pkg/mod, ~/.cache/go-build]\n"
 

@@ -38,7 +38,7 @@ func agentPolicy(name, budget string) string {
 		// does not answer; this one declares exec_command and apply_patch.
 		p += "  model: gpt-5.5\n"
 	}
-	p += "verification:\n  - sh test.sh\n" +
+	p += "verification:\n  - sh test.sh\n" + "reviewer: false\n" +
 		"bounds:\n  verification_rounds: 1\n  wall_time: 15m\n"
 	if budget != "" {
 		p += "  cost_per_run_usd: " + budget + "\n"

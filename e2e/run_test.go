@@ -60,13 +60,13 @@ func TestRunToPullRequest(t *testing.T) {
 			t.Fatalf("main moved to %.12s (base %.12s): %v", main.GetCommit().GetSHA(), ev.BaseCommit, err)
 		}
 	})
-	t.Run("the record holds the evidence and the item waits for its review", func(t *testing.T) {
+	t.Run("the record holds the evidence and the item waits for humans (reviewer: false)", func(t *testing.T) {
 		digest, err := ev.Digest()
 		if err != nil {
 			t.Fatal(err)
 		}
 		a := rec.Attempts[0]
-		if rec.State != ledger.Reviewing || rec.PullRequest != ev.PullRequest || a.EvidenceDigest != digest ||
+		if rec.State != ledger.InReview || rec.PullRequest != ev.PullRequest || a.EvidenceDigest != digest ||
 			rec.AuditHead != ev.Audit.Head || a.HeadCommit != ev.HeadCommit || a.RunOutcome != "success" {
 			t.Fatalf("record %s, pull request %d, attempt %+v, audit head %s; evidence digest %s, audit head %s", rec.State, rec.PullRequest, a, rec.AuditHead, digest, ev.Audit.Head)
 		}
@@ -283,7 +283,7 @@ func TestPlanRunThenImplement(t *testing.T) {
 		t.Fatalf("implement run ended %s:\n%s", done.Conclusion, w.jobLog(impl))
 	}
 	ev := readEvidence(t, w.out(impl))
-	if r := w.record(n); r.State != ledger.Reviewing || r.PullRequest == 0 || ev.Diff.FilesChanged != 1 {
+	if r := w.record(n); r.State != ledger.InReview || r.PullRequest == 0 || ev.Diff.FilesChanged != 1 {
 		t.Fatalf("after the implement run the item is %s with pull request %d; diff %+v", r.State, r.PullRequest, ev.Diff)
 	}
 }

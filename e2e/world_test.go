@@ -135,17 +135,35 @@ func seed(t testing.TB) *ghemu.Seed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reviewer, err := os.ReadFile("testdata/reviewer.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := ghemu.DefaultSeed()
 	files := s.Repositories[0].Files
 	files["widgets.sh"] = "#!/bin/sh\n# Prints the widget count.\necho 3\n"
 	files["test.sh"] = "#!/bin/sh\n# The widget count must be 4.\ngot=$(sh widgets.sh)\nif [ \"$got\" != 4 ]; then echo \"FAIL: widgets.sh printed $got, want 4\"; exit 1; fi\necho 'PASS: 4 widgets'\n"
 	files[".bumper/agent.sh"] = string(agent)
+	files[".bumper/reviewer.sh"] = string(reviewer)
+	// No reviewer unless a test turns it on (withReviewer): a review run is a VM run of
+	// its own, and most tests end where the pull request opens.
 	files[".github/bumper.yml"] = "version: 1\n" +
 		"harness:\n  name: command\n  command: sh .bumper/agent.sh\n" +
 		"verification:\n  - sh test.sh\n" +
 		"github_api:\n  - GET /repos/*/*/pulls\n" +
-		"bounds:\n  verification_rounds: 2\n  cost_per_run_usd: " + budgetUSD + "\n  wall_time: 10m\n"
+		"bounds:\n  verification_rounds: 2\n  cost_per_run_usd: " + budgetUSD + "\n  wall_time: 10m\n" +
+		reviewerOff
 	return s
+}
+
+// reviewerOff ends the seed's .github/bumper.yml; withReviewer replaces it.
+const reviewerOff = "reviewer: false\n"
+
+// withReviewer turns the scripted reviewer on in the seed's policy: review runs follow
+// every pull request, with their own harness.
+func withReviewer(f map[string]string) {
+	f[".github/bumper.yml"] = strings.Replace(f[".github/bumper.yml"], reviewerOff,
+		"reviewer:\n  harness: {name: command, command: sh .bumper/reviewer.sh}\n  min_confidence: 0.8\n", 1)
 }
 
 // newWorld starts everything but the runs, which the emulator's local runner starts
