@@ -212,9 +212,10 @@ func write(t *testing.T, dir, content string) {
 
 // fakeServe records the run's reports in order.
 type fakeServe struct {
-	mu      sync.Mutex
-	paths   []string
-	verdict wire.Verdict
+	mu       sync.Mutex
+	paths    []string
+	verdict  wire.Verdict
+	progress []wire.Progress
 }
 
 func (f *fakeServe) start(t *testing.T) *httptest.Server {
@@ -222,8 +223,13 @@ func (f *fakeServe) start(t *testing.T) *httptest.Server {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		f.paths = append(f.paths, r.URL.Path)
-		if r.URL.Path == wire.PathVerdict {
+		switch r.URL.Path {
+		case wire.PathVerdict:
 			_ = json.Unmarshal(body, &f.verdict)
+		case wire.PathProgress:
+			var p wire.Progress
+			_ = json.Unmarshal(body, &p)
+			f.progress = append(f.progress, p)
 		}
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -306,5 +312,56 @@ func TestReviewerHarness(t *testing.T) {
 	}
 	if implement.harnessPolicy().Name != "command" || implement.needsImage() {
 		t.Fatalf("implement harness %+v, needs %q", implement.harnessPolicy(), implement.imageNeeds())
+	}
+}
+
+// TestFixRunReports: a fix run knows its pull request from the exchange, but names it to
+// serve only with the head it pushed: verifying carries neither, and the end of a
+// successful round hands the pull request at its new head to the reviewer (or, with
+// reviewer: false, to humans), exactly as an implement run does. It never sends a
+// verdict.
+func TestFixRunReports(t *testing.T) {
+	for _, tt := range []struct {
+		name, policy, want string
+	}{
+		{"reviewer on", "version: 1\n", "reviewing"},
+		{"reviewer: false", "version: 1\nreviewer: false\n", "in-review"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := repoconfig.Parse([]byte(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fakeServe{}
+			srv := f.start(t)
+			client, err := appclient.New(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			r := &run{cfg: Config{Stage: "fix", Attempt: 2, Out: t.TempDir(), APIURL: srv.URL}.withDefaults(), repo: "acme/widgets", issue: 7,
+				serve: client.WithRunToken("rt"), exchanged: true, cancel: cancel, policy: p, branch: "bumper/7-1",
+				grant: wire.ExchangeResponse{PullRequest: 9, HeadCommit: headSHA, BaseCommit: baseSHA, InstallationToken: "ghs_x"},
+				pull:  pullInfo{number: 9},
+				ev:    &evidence.Evidence{SchemaVersion: 1, Stage: evidence.StageFix, StartedAt: time.Now()}}
+			if err := r.progress(ctx, "verifying", ""); err != nil {
+				t.Fatal(err)
+			}
+			pushed := strings.Repeat("3", 40)
+			r.pull.head = pushed
+			_, _ = r.finish(ctx, nil)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.progress) != 2 || f.progress[0] != (wire.Progress{State: "verifying"}) ||
+				f.progress[1] != (wire.Progress{State: tt.want, PullRequest: 9, HeadCommit: pushed}) {
+				t.Fatalf("progress %+v", f.progress)
+			}
+			for _, p := range f.paths {
+				if p == wire.PathVerdict {
+					t.Fatal("a fix run sent a verdict")
+				}
+			}
+		})
 	}
 }
