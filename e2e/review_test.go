@@ -74,7 +74,7 @@ func (w *world) reviews(t *testing.T, pr int) ([]*gogithub.PullRequestReview, []
 	return rs, cs
 }
 
-// TestReviewRuns walks three pull requests through their review runs, in one world
+// TestReviewRuns walks four pull requests through their review runs, in one world
 // (reviewer on, the scripted reviewer of the base commit):
 //
 //   - the implementing agent attacks its reviewer: it rewrites .bumper/reviewer.sh to
@@ -87,6 +87,7 @@ func (w *world) reviews(t *testing.T, pr int) ([]*gogithub.PullRequestReview, []
 //     changes) and the other in its body, and a failing bumper/verdict check. The
 //     reviewer's own push is refused.
 //   - an approve verdict: a COMMENT review (never APPROVE) and a passing check;
+//   - no verdict: a failing check that says so, and a failed review run;
 //   - a malformed verdict: a failing check that quotes the schema error, and a failed
 //     review run.
 func TestReviewRuns(t *testing.T) {
@@ -169,6 +170,20 @@ func TestReviewRuns(t *testing.T) {
 		}
 		if rv := r.reviewEv.Review; rv == nil || rv.Verdict != verdict.Approve || *rv.Confidence != 0.9 {
 			t.Fatalf("review evidence %+v", rv)
+		}
+	})
+
+	t.Run("no verdict", func(t *testing.T) {
+		r := w.reviewIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.\n\nscenario: direct\nreview: none")
+		if r.reviewDone.Conclusion != "failure" || !strings.Contains(r.reviewLog, "the reviewer wrote no /out/verdict.json") {
+			t.Fatalf("review run ended %s:\n%s", r.reviewDone.Conclusion, r.reviewLog)
+		}
+		c := w.verdictCheck(t, r.pr.GetHead().GetSHA())
+		if c.GetConclusion() != "failure" || !strings.Contains(c.GetOutput().GetSummary(), "wrote no /out/verdict.json") {
+			t.Fatalf("bumper/verdict: %s, %q:\n%s", c.GetConclusion(), c.GetOutput().GetTitle(), c.GetOutput().GetSummary())
+		}
+		if _, err := os.Stat(filepath.Join(r.reviewOut, "verdict.json")); err == nil {
+			t.Fatal("the artifact holds a verdict.json the reviewer never wrote")
 		}
 	})
 

@@ -280,12 +280,12 @@ func TestHostileRepositories(t *testing.T) {
 var errAny = errors.New("any error")
 
 func TestUnsafePath(t *testing.T) {
-	for _, p := range []string{".git/hooks/x", "a/.GIT/config", "a/git~1/x", "a/.git./x", "a/.git /x", "../x", "a//b", "/abs", ""} {
+	for _, p := range []string{".git/hooks/x", "a/.GIT/config", "a/git~1/x", "a/.git./x", "a/.git /x", "../x", "a//b", "/abs", "", ".bumper-readonly"} {
 		if unsafePath(p) == "" {
 			t.Errorf("unsafePath(%q) accepted it", p)
 		}
 	}
-	for _, p := range []string{".gitignore", ".github/workflows/ci.yml", "a/b.git/c", "git~2", ".gitmodules"} {
+	for _, p := range []string{".gitignore", ".github/workflows/ci.yml", "a/b.git/c", "git~2", ".gitmodules", "a/.bumper-readonly"} {
 		if why := unsafePath(p); why != "" {
 			t.Errorf("unsafePath(%q) = %q", p, why)
 		}

@@ -551,6 +551,12 @@ func unsafePath(p string) string {
 	if p == "" || strings.HasPrefix(p, "/") {
 		return "empty or absolute"
 	}
+	if p == agentproto.ReadOnlyMarker {
+		// At the top of the checkout the guest would take it for the host's mark and
+		// mount the repository read-only (a pull request's agent could so break the
+		// runs that follow it).
+		return "the guest's read-only marker"
+	}
 	for _, part := range strings.Split(p, "/") {
 		l := strings.ToLower(strings.TrimRight(part, ". "))
 		switch {
