@@ -92,9 +92,12 @@ type repo struct {
 	// before they existed.
 	ReviewComments map[int64]*reviewComment `json:"review_comments,omitempty"`
 	CheckRuns      map[int64]*checkRun      `json:"check_runs"`
-	Runs           map[int64]*workflowRun   `json:"runs"`
-	NextRunNumber  int                      `json:"next_run_number"`
-	Workflows      map[string]int64         `json:"workflows"` // workflow file path -> ID
+	// Statuses are the commit statuses posted to the repository's commits; nil in a
+	// state saved before they existed.
+	Statuses      map[int64]*commitStatus `json:"statuses,omitempty"`
+	Runs          map[int64]*workflowRun  `json:"runs"`
+	NextRunNumber int                     `json:"next_run_number"`
+	Workflows     map[string]int64        `json:"workflows"` // workflow file path -> ID
 }
 
 func (r *repo) fullName() string { return r.Owner + "/" + r.Name }
@@ -108,6 +111,11 @@ type protection struct {
 	// BypassApps are the slugs of Apps allowed to merge without the approving reviews
 	// (bypass_pull_request_allowances.apps); required checks still bind them.
 	BypassApps []string `json:"bypass_apps,omitempty"`
+	// CheckApps pins required checks to an App (context -> App ID), as GitHub's
+	// required_status_checks.checks[].app_id does: only that App's check runs satisfy a
+	// pinned check. A check without an entry is satisfied by any check run or commit
+	// status of its name.
+	CheckApps map[string]int64 `json:"check_apps,omitempty"`
 }
 
 type label struct {
@@ -207,6 +215,27 @@ type checkRun struct {
 	CompletedAt *time.Time     `json:"completed_at,omitempty"`
 	Output      checkRunOutput `json:"output"`
 	SuiteID     int64          `json:"suite_id"`
+	// AppID and AppSlug are the App that created the run: the emulator's App for an
+	// installation token, another App for its bot user's token. Zero for a run a user
+	// created (playing CI), which GitHub itself would not accept, and for runs saved
+	// before the field existed: such a run never satisfies a check pinned to an App.
+	AppID   int64  `json:"app_id,omitempty"`
+	AppSlug string `json:"app_slug,omitempty"`
+}
+
+// commitStatus is one commit status (POST /repos/{o}/{r}/statuses/{sha}). Anyone with
+// write access can post any context, which is why a required check pinned to an App
+// ignores statuses.
+type commitStatus struct {
+	ID          int64     `json:"id"`
+	SHA         string    `json:"sha"`
+	State       string    `json:"state"` // error, failure, pending, success
+	Context     string    `json:"context"`
+	Description string    `json:"description,omitempty"`
+	TargetURL   string    `json:"target_url,omitempty"`
+	Creator     string    `json:"creator"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 type checkRunOutput struct {

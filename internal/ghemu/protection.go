@@ -8,10 +8,75 @@ import (
 	"strings"
 )
 
-// newProtection turns a seed's (or the control's) protection into the model's.
-func newProtection(p SeedProtection) *protection {
-	return &protection{RequiredChecks: slices.Clone(p.RequiredChecks), RequiredReviews: p.RequiredReviews,
+// newProtection turns a validated seed's (or the control's) protection into the
+// model's. Pins are kept by App ID, as GitHub keeps them: the check runs an App
+// creates carry its ID, and the protection API renders it.
+func (e *Emulator) newProtection(p SeedProtection) *protection {
+	prot := &protection{RequiredChecks: slices.Clone(p.RequiredChecks), RequiredReviews: p.RequiredReviews,
 		EnforceAdmins: p.EnforceAdmins, BypassApps: slices.Clone(p.BypassApps)}
+	for check, slug := range p.RequiredCheckApps {
+		if prot.CheckApps == nil {
+			prot.CheckApps = map[string]int64{}
+		}
+		prot.CheckApps[check] = e.appIDBySlug(slug)
+	}
+	return prot
+}
+
+// appIDBySlug is the ID of an App of the world: the emulator's own, or another App
+// known by its bot user, whose ID stands for the App's (renderAppBySlug renders it so).
+// 0 for an unknown slug, which validation refuses before.
+func (e *Emulator) appIDBySlug(slug string) int64 {
+	if strings.EqualFold(slug, e.st.App.Slug) {
+		return e.st.App.ID
+	}
+	if bot := e.st.Users[key(slug+"[bot]")]; bot != nil && bot.Type == "Bot" {
+		return bot.ID
+	}
+	return 0
+}
+
+// AppIDBySlug is the ID of an App of the world by its slug: the emulator's App, or
+// another App whose bot user the seed lists, whose check runs carry that ID and to
+// which a required check can be pinned. False for an App the world does not know.
+func (e *Emulator) AppIDBySlug(slug string) (int64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := e.appIDBySlug(slug)
+	return id, id != 0
+}
+
+// appOf is the App a caller creates check runs as, by ID and slug: the emulator's App
+// for an installation token, another App for its bot user's token; 0 and "" for
+// people, whose check runs (an emulator convenience to play CI) have no App.
+func (e *Emulator) appOf(who *principal) (int64, string) {
+	switch slug := e.appSlugOf(who); {
+	case slug == "":
+		return 0, ""
+	case who.token != nil:
+		return e.st.App.ID, e.st.App.Slug
+	default:
+		return who.user.ID, slug
+	}
+}
+
+// requiredStatusChecks renders a protection's required checks as GitHub does under
+// required_status_checks: every name in contexts, and each in checks with the App it
+// is pinned to (app_id null: any source).
+func requiredStatusChecks(p *protection) (contexts []string, checks []obj) {
+	contexts, checks = []string{}, []obj{}
+	if p == nil {
+		return contexts, checks
+	}
+	for _, name := range p.RequiredChecks {
+		contexts = append(contexts, name)
+		var app any
+		if id, ok := p.CheckApps[name]; ok {
+			app = id
+		}
+		checks = append(checks, obj{"context": name, "app_id": app})
+	}
+	return contexts, checks
 }
 
 // appSlugOf is the slug of the App a caller acts as: the emulator's App for an
@@ -63,10 +128,11 @@ func (e *Emulator) getBranchProtection(w http.ResponseWriter, r *http.Request, c
 		return
 	}
 	api := e.baseURL + "/repos/" + c.repo.fullName() + "/branches/" + pathEscape(name) + "/protection"
+	contexts, checks := requiredStatusChecks(p)
 	o := obj{
 		"url": api,
 		"required_status_checks": obj{"url": api + "/required_status_checks", "strict": false,
-			"contexts": append([]string{}, p.RequiredChecks...), "checks": checkList(p.RequiredChecks),
+			"contexts": contexts, "checks": checks,
 			"contexts_url": api + "/required_status_checks/contexts"},
 		"enforce_admins":                   obj{"url": api + "/enforce_admins", "enabled": p.EnforceAdmins},
 		"required_signatures":              obj{"url": api + "/required_signatures", "enabled": false},
@@ -119,7 +185,7 @@ func (e *Emulator) SetBranchProtection(owner, repoName string, p SeedProtection)
 	if _, ok := refs["refs/heads/"+p.Branch]; !ok {
 		return fmt.Errorf("no branch %s in %s", p.Branch, rp.fullName())
 	}
-	rp.Protected[p.Branch] = newProtection(p)
+	rp.Protected[p.Branch] = e.newProtection(p)
 	e.saveLocked()
 	return nil
 }

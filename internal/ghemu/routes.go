@@ -28,6 +28,8 @@ func (e *Emulator) registerRoutes() {
 	actionsR := need{auth: authRepo, perm: "actions", level: "read", userLevel: "read"}
 	actionsW := need{auth: authRepo, perm: "actions", level: "write", userLevel: "write"}
 	adminR := need{auth: authRepo, perm: "administration", level: "read", userLevel: "admin"}
+	statusesR := need{auth: authRepo, perm: "statuses", level: "read", userLevel: "read"}
+	statusesW := need{auth: authRepo, perm: "statuses", level: "write", userLevel: "write"}
 
 	// The App and its installations.
 	rt.add(get, "/app", app, e.getApp)
@@ -50,6 +52,7 @@ func (e *Emulator) registerRoutes() {
 	rt.add(get, "/repos/{owner}/{repo}/collaborators/{username}/permission", meta, e.getCollaboratorPermission)
 	rt.add(get, "/repos/{owner}/{repo}/contents/{path...}", contentsR, e.getContents)
 	rt.add(get, "/repos/{owner}/{repo}/commits/{ref...}/check-runs", checksR, e.listCheckRunsForRef)
+	rt.add(get, "/repos/{owner}/{repo}/commits/{ref...}/status", statusesR, e.getCombinedStatus)
 	rt.add(get, "/repos/{owner}/{repo}/commits/{ref...}", contentsR, e.getCommit)
 
 	// Issues, labels, comments.
@@ -88,6 +91,9 @@ func (e *Emulator) registerRoutes() {
 	rt.add(post, "/repos/{owner}/{repo}/check-runs", checksW, e.createCheckRun)
 	rt.add(get, "/repos/{owner}/{repo}/check-runs/{check_run_id}", checksR, e.getCheckRun)
 	rt.add(patch, "/repos/{owner}/{repo}/check-runs/{check_run_id}", checksW, e.updateCheckRun)
+
+	// Commit statuses.
+	rt.add(post, "/repos/{owner}/{repo}/statuses/{sha}", statusesW, e.createStatus)
 
 	// Git references.
 	rt.add(get, "/repos/{owner}/{repo}/git/ref/{ref...}", contentsR, e.getRef)

@@ -109,7 +109,34 @@ func (e *Emulator) renderCheckRun(rp *repo, cr *checkRun) obj {
 		"started_at": ts(cr.StartedAt), "completed_at": tsPtr(cr.CompletedAt),
 		"output": obj{"title": nilIfEmpty(cr.Output.Title), "summary": nilIfEmpty(cr.Output.Summary),
 			"text": nilIfEmpty(cr.Output.Text), "annotations_count": 0, "annotations_url": api + "/annotations"},
-		"check_suite": obj{"id": cr.SuiteID}, "app": e.renderApp(), "pull_requests": prs,
+		"check_suite": obj{"id": cr.SuiteID}, "app": e.renderCheckRunApp(cr), "pull_requests": prs,
+	}
+}
+
+// githubActionsAppID is GitHub Actions' App on github.com, which creates the check runs
+// of workflow jobs.
+const githubActionsAppID = 15368
+
+// renderCheckRunApp renders the App that created a check run, as GitHub does. A run a
+// user created (which GitHub would refuse; the emulator allows it to play CI) renders
+// as a CI system's run does on GitHub, GitHub Actions' App: the REST schema would allow
+// null, but webhooks' check_run.app may not be null. Its ID is not one a protection
+// can pin in the emulator, so such a run never satisfies a pinned check.
+func (e *Emulator) renderCheckRunApp(cr *checkRun) obj {
+	switch cr.AppID {
+	case 0:
+		o := e.renderAppBySlug("github-actions")
+		o["id"], o["node_id"], o["name"] = githubActionsAppID, nodeID("A", githubActionsAppID), "GitHub Actions"
+		o["owner"] = e.renderUser("github")
+		return o
+	case e.st.App.ID:
+		return e.renderApp()
+	default:
+		// Another App, or the emulator's previous App after a manifest replaced it:
+		// its slug with the ID the run was created under.
+		o := e.renderAppBySlug(cr.AppSlug)
+		o["id"], o["node_id"] = cr.AppID, nodeID("A", cr.AppID)
+		return o
 	}
 }
 
@@ -128,7 +155,8 @@ func (e *Emulator) createCheckRun(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	cr := &checkRun{ID: e.st.nextID(), HeadSHA: *req.HeadSHA, Status: "queued", StartedAt: e.timestamp()}
-	cr.SuiteID = e.suiteFor(c.repo, cr.HeadSHA)
+	cr.AppID, cr.AppSlug = e.appOf(c.who)
+	cr.SuiteID = e.suiteFor(c.repo, cr.HeadSHA, cr.AppID)
 	if err := e.applyCheckRun(cr, &req); err != nil {
 		writeError(w, err)
 		return
@@ -143,10 +171,10 @@ func (e *Emulator) createCheckRun(w http.ResponseWriter, r *http.Request, c *cal
 	writeJSON(w, http.StatusCreated, rendered)
 }
 
-// suiteFor gives the App's check suite on a commit: one suite per (App, head SHA).
-func (e *Emulator) suiteFor(rp *repo, sha string) int64 {
+// suiteFor gives an App's check suite on a commit: one suite per (App, head SHA).
+func (e *Emulator) suiteFor(rp *repo, sha string, appID int64) int64 {
 	for _, cr := range rp.CheckRuns {
-		if cr.HeadSHA == sha {
+		if cr.HeadSHA == sha && cr.AppID == appID {
 			return cr.SuiteID
 		}
 	}
@@ -273,7 +301,7 @@ func (e *Emulator) hookCheckRun(rp *repo, cr *checkRun) obj {
 		"id": cr.SuiteID, "node_id": nodeID("CS", cr.SuiteID), "head_branch": nilIfEmpty(branch),
 		"head_sha": cr.HeadSHA, "status": status, "conclusion": nilIfEmpty(conclusion),
 		"url":    e.baseURL + "/repos/" + rp.fullName() + "/check-suites/" + strconv.FormatInt(cr.SuiteID, 10),
-		"before": nil, "after": cr.HeadSHA, "pull_requests": o["pull_requests"], "app": e.renderApp(),
+		"before": nil, "after": cr.HeadSHA, "pull_requests": o["pull_requests"], "app": o["app"],
 		"created_at": ts(cr.StartedAt), "updated_at": ts(last),
 	}
 	return o

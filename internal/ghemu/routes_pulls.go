@@ -47,7 +47,7 @@ func (e *Emulator) protectionUnmet(rp *repo, p *pull, who *principal) string {
 		return ""
 	}
 	for _, name := range prot.RequiredChecks {
-		if !e.checkPassed(rp, p.HeadSHA, name) {
+		if !e.checkPassed(rp, prot, p.HeadSHA, name) {
 			return "Required status check \"" + name + "\" is expected."
 		}
 	}
@@ -82,15 +82,32 @@ func (e *Emulator) protectionUnmet(rp *repo, p *pull, who *principal) string {
 	return ""
 }
 
-func (e *Emulator) checkPassed(rp *repo, sha, name string) bool {
+// checkPassed reports whether a required check is met on sha, as GitHub decides: a
+// check pinned to an App by the latest check run of that name that App created; an
+// unpinned one by the latest check run of that name from anyone, or else by the latest
+// commit status of that context (contexts are case-insensitive). Who may post a status
+// or create a check run is wide (any writer, any App with checks: write), so only a pin
+// ties a check to its author.
+func (e *Emulator) checkPassed(rp *repo, prot *protection, sha, name string) bool {
+	appID, pinned := prot.CheckApps[name]
 	var best *checkRun
 	for _, cr := range rp.CheckRuns {
-		if cr.HeadSHA == sha && cr.Name == name && (best == nil || cr.ID > best.ID) {
+		if cr.HeadSHA != sha || cr.Name != name || pinned && cr.AppID != appID {
+			continue
+		}
+		if best == nil || cr.ID > best.ID {
 			best = cr
 		}
 	}
-	return best != nil && best.Status == "completed" &&
-		(best.Conclusion == "success" || best.Conclusion == "neutral" || best.Conclusion == "skipped")
+	if best != nil {
+		return best.Status == "completed" &&
+			(best.Conclusion == "success" || best.Conclusion == "neutral" || best.Conclusion == "skipped")
+	}
+	if pinned {
+		return false
+	}
+	st := latestStatus(rp, sha, name)
+	return st != nil && st.State == "success"
 }
 
 func (e *Emulator) renderPull(rp *repo, is *issue, p *pull) obj {

@@ -121,10 +121,7 @@ func (e *Emulator) getBranch(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	api := e.baseURL + "/repos/" + c.repo.fullName() + "/branches/" + name
 	p := c.repo.Protected[name]
-	checks := []string{}
-	if p != nil {
-		checks = append(checks, p.RequiredChecks...)
-	}
+	contexts, checks := requiredStatusChecks(p)
 	enforcement := "off"
 	if p != nil {
 		enforcement = "non_admins"
@@ -134,17 +131,9 @@ func (e *Emulator) getBranch(w http.ResponseWriter, r *http.Request, c *call) {
 		"_links":    obj{"html": e.baseURL + "/" + c.repo.fullName() + "/tree/" + name, "self": api},
 		"protected": p != nil,
 		"protection": obj{"enabled": p != nil, "required_status_checks": obj{
-			"enforcement_level": enforcement, "contexts": checks, "checks": checkList(checks)}},
+			"enforcement_level": enforcement, "contexts": contexts, "checks": checks}},
 		"protection_url": api + "/protection",
 	})
-}
-
-func checkList(names []string) []obj {
-	out := []obj{}
-	for _, n := range names {
-		out = append(out, obj{"context": n, "app_id": nil})
-	}
-	return out
 }
 
 func (e *Emulator) getCollaboratorPermission(w http.ResponseWriter, r *http.Request, c *call) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -68,6 +69,13 @@ type SeedProtection struct {
 	// (GitHub's bypass_pull_request_allowances.apps): the emulator's App, or another
 	// App whose bot user ("<slug>[bot]") the seed lists. Required checks still bind them.
 	BypassApps []string `yaml:"bypass_apps" json:"bypass_apps"`
+	// RequiredCheckApps pins required checks to an App, context -> App slug: GitHub's
+	// required_status_checks.checks[].app_id, the branch settings' "expected source".
+	// Only check runs that App created satisfy a pinned check; a check left out is
+	// satisfied by any check run or commit status of its name. Each context must be in
+	// RequiredChecks and each App the emulator's App or another App whose bot user the
+	// seed lists, as for BypassApps.
+	RequiredCheckApps map[string]string `yaml:"required_check_apps" json:"required_check_apps"`
 }
 
 // maxRequiredReviews is GitHub's upper bound on required_approving_review_count.
@@ -85,6 +93,14 @@ func validateProtection(p SeedProtection, appSlug string, isBot func(login strin
 	for _, slug := range p.BypassApps {
 		if !strings.EqualFold(slug, appSlug) && !isBot(slug+"[bot]") {
 			return fmt.Errorf("branch %s: bypass app %q is neither the App (%s) nor another App's listed bot user %q", p.Branch, slug, appSlug, slug+"[bot]")
+		}
+	}
+	for check, slug := range p.RequiredCheckApps {
+		if !slices.Contains(p.RequiredChecks, check) {
+			return fmt.Errorf("branch %s: required_check_apps pins %q, which is not in required_checks", p.Branch, check)
+		}
+		if !strings.EqualFold(slug, appSlug) && !isBot(slug+"[bot]") {
+			return fmt.Errorf("branch %s: check %q is pinned to app %q, neither the App (%s) nor another App's listed bot user %q", p.Branch, check, slug, appSlug, slug+"[bot]")
 		}
 	}
 	return nil
@@ -132,8 +148,10 @@ func DefaultAppPermissions() map[string]string {
 }
 
 // DefaultSeed is one organisation, one private repository with a commit on a protected
-// main branch, a maintainer with write permission and a reader with read permission,
-// and the App installed on the organisation.
+// main branch (an approving review, and bumper/verdict from the App: pinned, as
+// docs/install.md asks, so no one else's check run or status can stand in for the
+// verdict), a maintainer with write permission and a reader with read permission, and
+// the App installed on the organisation.
 func DefaultSeed() *Seed {
 	return &Seed{
 		App: SeedApp{ID: DefaultAppID, Slug: DefaultAppSlug, Name: "Bumper", Owner: DefaultOrg},
@@ -146,7 +164,8 @@ func DefaultSeed() *Seed {
 			Owner: DefaultOrg, Name: DefaultRepo, Private: true,
 			Description:   "A small project that Bumper's agents work on",
 			DefaultBranch: "main",
-			Protected:     []SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1}},
+			Protected: []SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1,
+				RequiredCheckApps: map[string]string{"bumper/verdict": DefaultAppSlug}}},
 			Collaborators: map[string]string{DefaultMaintainer: "write", DefaultReader: "read"},
 			Labels: []SeedLabel{
 				{Name: "agent:implement", Color: "5319e7", Description: "Ask Bumper to implement this issue"},

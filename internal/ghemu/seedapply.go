@@ -101,7 +101,7 @@ func (e *Emulator) seedRepo(sr SeedRepository, now time.Time) error {
 		rp.Collaborators[key(login)] = perm
 	}
 	for _, p := range sr.Protected {
-		rp.Protected[p.Branch] = newProtection(p)
+		rp.Protected[p.Branch] = e.newProtection(p)
 	}
 	for _, l := range sr.Labels {
 		color := strings.TrimPrefix(l.Color, "#")

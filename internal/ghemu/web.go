@@ -477,7 +477,14 @@ func describeProtection(p *protection) string {
 	var parts []string
 	parts = append(parts, "no direct pushes")
 	if len(p.RequiredChecks) > 0 {
-		parts = append(parts, "required "+plural(len(p.RequiredChecks), "check")+": "+strings.Join(p.RequiredChecks, ", "))
+		names := make([]string, 0, len(p.RequiredChecks))
+		for _, n := range p.RequiredChecks {
+			if id, ok := p.CheckApps[n]; ok {
+				n += " (from App " + strconv.FormatInt(id, 10) + " only)"
+			}
+			names = append(names, n)
+		}
+		parts = append(parts, "required "+plural(len(p.RequiredChecks), "check")+": "+strings.Join(names, ", "))
 	}
 	if p.RequiredReviews > 0 {
 		parts = append(parts, plural(p.RequiredReviews, "approving review")+" to merge")
