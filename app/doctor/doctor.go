@@ -26,6 +26,11 @@ import (
 // CheckVerdict is the reviewer's check run, which branch protection should require.
 const CheckVerdict = "bumper/verdict"
 
+// verdictSourceID is the finding on whom branch protection accepts CheckVerdict from:
+// required by name alone, anyone who can post a status or a check run of that name
+// meets it, so it must be pinned to the App (GitHub's "expected source").
+const verdictSourceID = "repo.verdict_source"
+
 // Check checks the App that cfg names and, when repo ("owner/name") is set, that
 // repository's set-up. It returns the findings in the order checked; a failure to
 // reach GitHub is a finding too, never an error, so one report shows everything.
@@ -65,7 +70,7 @@ func Check(ctx context.Context, cfg app.Config, repo string) []doctor.Finding {
 		}
 		return out
 	}
-	return append(out, checkRepo(ctx, cc, ac, cfg, repo, a.GetSlug(), settings)...)
+	return append(out, checkRepo(ctx, cc, ac, cfg, repo, a.GetSlug(), a.GetID(), settings)...)
 }
 
 // permissionFindings compares granted permissions (and events, when not nil) with
@@ -127,7 +132,7 @@ func permissionFindings(check string, perms map[string]string, events []string, 
 	return out
 }
 
-func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Client, cfg app.Config, repo, slug, settings string) []doctor.Finding {
+func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Client, cfg app.Config, repo, slug string, appID int64, settings string) []doctor.Finding {
 	var out []doctor.Finding
 	add := func(check string, st doctor.Status, detail, fix string) {
 		out = append(out, doctor.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
@@ -188,7 +193,7 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 		}
 	}
 
-	out = append(out, protectionFindings(ctx, gh, owner, name, branch, slug, pol)...)
+	out = append(out, protectionFindings(ctx, gh, owner, name, branch, slug, appID, pol)...)
 
 	label := cfg.Bumper.TriggerLabel
 	if _, _, err := gh.Issues.GetLabel(ctx, owner, name, label); err != nil {
@@ -206,9 +211,9 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 
 // protectionFindings checks that the default branch stops an unreviewed merge: a
 // required approving review the App cannot bypass and, with the reviewer on, the
-// verdict check. Bumper never merges and runs go ahead without it (serve says so on
-// the issue), so the gaps are warnings.
-func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, branch, slug string, pol repoconfig.Config) []doctor.Finding {
+// verdict check pinned to the App (appID). Bumper never merges and runs go ahead
+// without it (serve says so on the issue), so the gaps are warnings.
+func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, branch, slug string, appID int64, pol repoconfig.Config) []doctor.Finding {
 	const id = "repo.protection"
 	settings := fmt.Sprintf("Settings → Branches → %s", branch)
 	p, _, err := gh.Repositories.GetBranchProtection(ctx, owner, name, branch)
@@ -216,7 +221,7 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 	case errors.Is(err, gogithub.ErrBranchNotProtected) || isStatus(err, http.StatusNotFound):
 		return []doctor.Finding{{Check: id, Status: doctor.Warning,
 			Detail: fmt.Sprintf("%s is not protected: nothing stops a merge of Bumper's pull request without a person's review", branch),
-			Fix:    fmt.Sprintf("protect it (%s): require a pull request with at least 1 approving review%s, with no bypass for the App", settings, verdictWord(pol))}}
+			Fix:    fmt.Sprintf("protect it (%s): require a pull request with at least 1 approving review%s, with no bypass for the App", settings, verdictWord(pol)+pinWord(pol, slug))}}
 	case isStatus(err, http.StatusForbidden):
 		return []doctor.Finding{{Check: id, Status: doctor.Warning,
 			Detail: fmt.Sprintf("the App cannot read %s's protection (no administration: read)", branch),
@@ -239,28 +244,92 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 				fmt.Sprintf("%s: remove %s from \"Allow specified actors to bypass required pull requests\"", settings, slug))
 		}
 	}
+	var source *doctor.Finding
 	if pol.ReviewerOn() {
-		var checks []string
-		if rsc := p.GetRequiredStatusChecks(); rsc != nil {
-			if rsc.Contexts != nil {
-				checks = append(checks, *rsc.Contexts...)
-			}
-			if rsc.Checks != nil {
-				for _, c := range *rsc.Checks {
-					checks = append(checks, c.Context)
-				}
-			}
-		}
-		if !slices.Contains(checks, CheckVerdict) {
+		rsc := p.GetRequiredStatusChecks()
+		switch required, pin := verdictPin(rsc); {
+		case !required:
 			add(fmt.Sprintf("%s's protection does not require the %s check, so a merge does not wait for the reviewer's verdict", branch, CheckVerdict),
-				fmt.Sprintf("%s: require status checks to pass, and add %s", settings, CheckVerdict))
+				fmt.Sprintf("%s: require status checks to pass, add %s, and set its expected source to the %s App", settings, CheckVerdict, slug))
+		case pin != appID:
+			// A check required by name alone is met by any check run or commit status
+			// of that name: a collaborator's POST /statuses, another App's check run,
+			// CI code the agent wrote. Only the App's own verdict may stand.
+			from := "any source: a commit status any collaborator can post, or any App's check run of that name, satisfies it"
+			if pin != 0 {
+				from = fmt.Sprintf("the App with ID %d, not %s (ID %d): that App's check run of that name satisfies it", pin, slug, appID)
+			}
+			source = &doctor.Finding{Check: verdictSourceID, Status: doctor.Warning,
+				Detail: fmt.Sprintf("%s's protection requires %s from %s, not the reviewer's verdict alone", branch, CheckVerdict, from),
+				Fix: fmt.Sprintf("%s → Require status checks to pass → %s → expected source: the %s App; or by the API (it replaces the list, so the other required checks are repeated): %s",
+					settings, CheckVerdict, slug, pinCommand(owner, name, branch, rsc, appID))}
+		default:
+			source = &doctor.Finding{Check: verdictSourceID, Status: doctor.OK,
+				Detail: fmt.Sprintf("%s is required from the %s App (ID %d) only", CheckVerdict, slug, appID)}
 		}
 	}
 	if len(out) == 0 {
 		out = append(out, doctor.Finding{Check: id, Status: doctor.OK,
 			Detail: fmt.Sprintf("%s requires an approving review the App cannot bypass%s", branch, verdictWord(pol))})
 	}
+	if source != nil {
+		out = append(out, *source)
+	}
 	return out
+}
+
+// verdictPin reports whether required checks name the verdict check and the ID of
+// the App it is pinned to, 0 when any source will do. GitHub lists every required
+// check in checks with its app_id (null: any source); contexts, the older form, names
+// them without a source, so a name found only there is unpinned.
+func verdictPin(rsc *gogithub.RequiredStatusChecks) (bool, int64) {
+	if rsc == nil {
+		return false, 0
+	}
+	for _, c := range rsc.GetChecks() {
+		if c.Context == CheckVerdict {
+			if c.AppID == nil || *c.AppID < 0 {
+				return true, 0
+			}
+			return true, *c.AppID
+		}
+	}
+	return slices.Contains(rsc.GetContexts(), CheckVerdict), 0
+}
+
+// pinCommand is the gh call that pins the verdict check to the App. The PATCH replaces
+// the whole list, so it repeats the other required checks with their sources (-1: any,
+// as an omitted app_id would let GitHub pick the App that last posted the check).
+func pinCommand(owner, name, branch string, rsc *gogithub.RequiredStatusChecks, appID int64) string {
+	checks := []string{fmt.Sprintf(`{"context":%q,"app_id":%d}`, CheckVerdict, appID)}
+	seen := map[string]bool{CheckVerdict: true}
+	for _, c := range rsc.GetChecks() {
+		if seen[c.Context] {
+			continue
+		}
+		seen[c.Context] = true
+		id := int64(-1)
+		if c.AppID != nil {
+			id = *c.AppID
+		}
+		checks = append(checks, fmt.Sprintf(`{"context":%q,"app_id":%d}`, c.Context, id))
+	}
+	for _, c := range rsc.GetContexts() {
+		if !seen[c] {
+			seen[c] = true
+			checks = append(checks, fmt.Sprintf(`{"context":%q,"app_id":-1}`, c))
+		}
+	}
+	return fmt.Sprintf(`echo '{"checks":[%s]}' | gh api -X PATCH repos/%s/%s/branches/%s/protection/required_status_checks --input -`,
+		strings.Join(checks, ","), owner, name, branch)
+}
+
+// pinWord asks for the verdict check's expected source when the reviewer is on.
+func pinWord(pol repoconfig.Config, slug string) string {
+	if !pol.ReviewerOn() {
+		return ""
+	}
+	return " (expected source: the " + slug + " App)"
 }
 
 func verdictWord(pol repoconfig.Config) string {

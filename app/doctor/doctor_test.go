@@ -2,6 +2,7 @@ package doctor_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ const validPolicy = "version: 1\n"
 // repoSeed is a repository set up as docs/install.md says, changed by edit.
 func repoSeed(t *testing.T, name string, edit func(*ghemu.SeedRepository)) ghemu.SeedRepository {
 	r := ghemu.SeedRepository{Owner: "acme", Name: name, DefaultBranch: "main",
-		Protected: []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1}},
+		Protected: []ghemu.SeedProtection{pinned()},
 		Labels:    []ghemu.SeedLabel{{Name: "agent:implement"}},
 		Files: map[string]string{"README.md": "# " + name + "\n", ".github/workflows/bumper-run.yml": template(t),
 			".github/bumper.yml": validPolicy}}
@@ -39,6 +40,13 @@ func repoSeed(t *testing.T, name string, edit func(*ghemu.SeedRepository)) ghemu
 		edit(&r)
 	}
 	return r
+}
+
+// pinned is main protected as docs/install.md says: an approving review, and
+// bumper/verdict required from the App only.
+func pinned() ghemu.SeedProtection {
+	return ghemu.SeedProtection{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1,
+		RequiredCheckApps: map[string]string{"bumper/verdict": "bumper"}}
 }
 
 func config(t *testing.T, e *ghemu.Emulator) app.Config {
@@ -86,6 +94,7 @@ func TestRepositories(t *testing.T) {
 		"permissions:\n  id-token: write", "permissions:\n  contents: read").Replace(template(t))
 	seed := &ghemu.Seed{
 		App:           ghemu.SeedApp{Slug: "bumper", Permissions: setup.PermissionMap(), Events: setup.EventNames()},
+		Users:         []ghemu.SeedUser{{Login: "ci[bot]", Bot: true}},
 		Organizations: []string{"acme", "other"},
 		Repositories: []ghemu.SeedRepository{
 			repoSeed(t, "good", nil),
@@ -100,6 +109,13 @@ func TestRepositories(t *testing.T) {
 			repoSeed(t, "bypass", func(r *ghemu.SeedRepository) {
 				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1, BypassApps: []string{"bumper"}}}
 			}),
+			repoSeed(t, "unpinned", func(r *ghemu.SeedRepository) {
+				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"ci/test", "bumper/verdict"}, RequiredReviews: 1}}
+			}),
+			repoSeed(t, "otherpin", func(r *ghemu.SeedRepository) {
+				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1,
+					RequiredCheckApps: map[string]string{"bumper/verdict": "ci"}}}
+			}),
 			repoSeed(t, "nolabel", func(r *ghemu.SeedRepository) { r.Labels = nil }),
 			repoSeed(t, "stray", func(r *ghemu.SeedRepository) { r.Owner = "other" }),
 		},
@@ -107,6 +123,10 @@ func TestRepositories(t *testing.T) {
 	}
 	e := emutest.New(t, ghemu.Options{Seed: seed})
 	cfg := config(t, e)
+	ciID, ok := e.AppIDBySlug("ci")
+	if !ok {
+		t.Fatal("no ci App")
+	}
 
 	t.Run("good", func(t *testing.T) {
 		got := appdoctor.Check(ctx, cfg, "acme/good")
@@ -116,7 +136,7 @@ func TestRepositories(t *testing.T) {
 			rep.WriteText(&b)
 			t.Fatalf("a good set-up has findings:\n%s", b.String())
 		}
-		for _, c := range []string{"app.identity", "app.permissions", "repo.installation", "repo.installation_permissions", "repo.workflow", "repo.config", "repo.protection", "repo.label"} {
+		for _, c := range []string{"app.identity", "app.permissions", "repo.installation", "repo.installation_permissions", "repo.workflow", "repo.config", "repo.protection", "repo.verdict_source", "repo.label"} {
 			find(t, got, want{check: c, status: doctor.OK})
 		}
 	})
@@ -140,6 +160,12 @@ func TestRepositories(t *testing.T) {
 			{"repo.protection", doctor.Warning, "does not require the bumper/verdict check", "add bumper/verdict"},
 		}},
 		{"acme/bypass", []want{{"repo.protection", doctor.Warning, "lets the bumper App bypass", "remove bumper from"}}},
+		{"acme/unpinned", []want{{"repo.verdict_source", doctor.Warning, "requires bumper/verdict from any source",
+			fmt.Sprintf(`Settings → Branches → main → Require status checks to pass → bumper/verdict → expected source: the bumper App; `+
+				`or by the API (it replaces the list, so the other required checks are repeated): echo '{"checks":[{"context":"bumper/verdict","app_id":%d},{"context":"ci/test","app_id":-1}]}' | `+
+				`gh api -X PATCH repos/acme/unpinned/branches/main/protection/required_status_checks --input -`, e.AppID())}}},
+		{"acme/otherpin", []want{{"repo.verdict_source", doctor.Warning, fmt.Sprintf("from the App with ID %d, not bumper (ID %d)", ciID, e.AppID()),
+			fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())}}},
 		{"acme/nolabel", []want{{"repo.label", doctor.Blocking, `no "agent:implement" label`, `gh label create "agent:implement" --repo acme/nolabel`}}},
 	}
 	for _, c := range cases {
@@ -165,11 +191,29 @@ func TestRepositories(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() {
-			if err := e.SetBranchProtection("acme", "good", ghemu.SeedProtection{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1}); err != nil {
+			if err := e.SetBranchProtection("acme", "good", pinned()); err != nil {
 				t.Fatal(err)
 			}
 		}()
-		find(t, appdoctor.Check(ctx, cfg, "acme/good"), want{"repo.protection", doctor.Warning, "main is not protected", "Settings → Branches → main"})
+		find(t, appdoctor.Check(ctx, cfg, "acme/good"), want{"repo.protection", doctor.Warning, "main is not protected", "expected source: the bumper App"})
+	})
+	t.Run("pin removed", func(t *testing.T) {
+		unpinned := pinned()
+		unpinned.RequiredCheckApps = nil
+		if err := e.SetBranchProtection("acme", "good", unpinned); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := e.SetBranchProtection("acme", "good", pinned()); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		got := appdoctor.Check(ctx, cfg, "acme/good")
+		find(t, got, want{"repo.verdict_source", doctor.Warning, "from any source", fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())})
+		// Warnings, as the other protection gaps: nothing blocks, --strict fails.
+		if rep := doctor.NewReport(got); !rep.OK || rep.Warnings != 1 {
+			t.Errorf("report ok=%v warnings=%d, want ok with 1 warning", rep.OK, rep.Warnings)
+		}
 	})
 }
 
