@@ -381,6 +381,8 @@ func TestProtectionNotice(t *testing.T) {
 		prot []ghemu.SeedProtection
 		want string
 	}{
+		{name: "a review and the App's verdict required, no bypass", prot: []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"},
+			RequiredCheckApps: map[string]string{"bumper/verdict": ghemu.DefaultAppSlug}, RequiredReviews: 1}}},
 		{name: "the verdict from any source", prot: []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1}},
 			want: "requires `bumper/verdict` from any source"},
 		{name: "unprotected", want: "`main` is not protected"},
