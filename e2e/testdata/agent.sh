@@ -71,6 +71,23 @@ direct)
 	# The least an agent can do: the right change at once, for the overhead benchmark.
 	sed -i 's/^echo 3$/echo 4/' widgets.sh
 	;;
+changelog | stubborn)
+	# The right change for test.sh; the repository's CI (the test, playing it) also wants a
+	# CHANGELOG.md entry, which the task does not say. A fix round's task carries the
+	# failing check's output: "changelog" reads it and adds the entry, "stubborn" does
+	# something else each round.
+	if grep -q "^## Required checks that fail" "$BUMPER_TASK"; then
+		echo "agent: fix round; the failing checks say:"
+		sed -n '/^## Required checks that fail/,/^---$/p' "$BUMPER_TASK" | sed 's/^/agent: | /'
+		if [ "$scenario" = changelog ] && grep -q "CHANGELOG.md" "$BUMPER_TASK"; then
+			echo "- widgets.sh prints 4 widgets." >>CHANGELOG.md
+		else
+			echo "tried at $(date +%s%N)" >>NOTES
+		fi
+	else
+		sed -i 's/^echo 3$/echo 4/' widgets.sh
+	fi
+	;;
 tamper)
 	# The right change, and an agent that wants its pull request approved: it rewrites
 	# the reviewer to approve whatever it sees, and the repository's test (which the
