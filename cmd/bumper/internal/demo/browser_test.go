@@ -1,0 +1,162 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bumperdev/bumper/internal/testgate"
+	"github.com/bumperdev/bumper/internal/verdict"
+	"github.com/bumperdev/bumper/sandbox/image/imagetest"
+)
+
+// screenshotDir is where the test leaves its screenshot: BUMPER_SCREENSHOT_DIR when set
+// (`BUMPER_SCREENSHOT_DIR=$PWD/docs/img` renews the README's picture), else the test's
+// artifact directory.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("BUMPER_SCREENSHOT_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.ArtifactDir()
+}
+
+// TestDemoInBrowser runs the demo as `bumper demo` does (the emulator, serve, the local
+// runner running the real `bumper run` with its firewall and a QEMU microVM, the
+// sample's Go environment, the scripted agent and reviewer), then opens its pull
+// request page in headless Chromium while the servers are up: the evidence in the
+// description, the verdict's check and review, the check runs and the diff, and takes
+// the screenshot the README shows. The files the demo promises are in its output
+// directory.
+func TestDemoInBrowser(t *testing.T) {
+	testgate.Slow(t, "the whole demo: QEMU microVMs under TCG, and headless Chromium")
+	testgate.RequiresRoot(t)
+	testgate.RequiresQEMU(t)
+	testgate.Command(t, "nft", "nftables")
+	testgate.Command(t, "git", "git")
+	testgate.Command(t, "chromium", "chromium")
+	imagetest.SkipUnlessCanBuild(t)
+	chromium, _ := exec.LookPath("chromium")
+
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	var page struct {
+		url                                string
+		title, evidence, verdictConclusion string
+		reviewState, reviewBody, inline    string
+		checks                             []string
+		diffPaths                          []string
+		addLines, delLines                 int
+		shot                               []byte
+		err                                error
+	}
+	cfg := Config{
+		Out: out, Agent: AgentCommand, Keep: true, Listen: "127.0.0.1:0",
+		Cache: imagetest.CacheDir(), Binary: imagetest.AgentBinary(t), Stdout: testWriter{t}, Getenv: os.Getenv,
+		EUID: os.Geteuid(), RunTimeout: 15 * time.Minute,
+		Ready: func(r Result) {
+			// The servers are up until cancel: look at the page, then end the demo.
+			defer cancel()
+			page.url = r.PullURL
+			opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
+				chromedp.WindowSize(1280, 900), chromedp.Flag("hide-scrollbars", true), chromedp.NoSandbox)
+			actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+			defer cancelAlloc()
+			bctx, cancelBrowser := chromedp.NewContext(actx)
+			defer cancelBrowser()
+			bctx, cancelTimeout := context.WithTimeout(bctx, time.Minute)
+			defer cancelTimeout()
+			if page.err = chromedp.Do(bctx, chromedp.Navigate(r.PullURL), chromedp.WaitVisible(chromedp.CSS("#diff"))); page.err != nil {
+				return
+			}
+			page.title = get(bctx, &page.err, chromedp.Title())
+			page.evidence = get(bctx, &page.err, chromedp.Text(chromedp.CSS("#description .markdown")))
+			page.checks = get(bctx, &page.err, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#checks .check")].map(c => c.dataset.name + " " + c.dataset.conclusion)`))
+			page.verdictConclusion = get(bctx, &page.err, chromedp.Evaluate[string](`document.querySelector('#checks .check[data-name="bumper/verdict"]')?.dataset.conclusion ?? ""`))
+			page.reviewState = get(bctx, &page.err, chromedp.Evaluate[string](`document.querySelector("#reviews .review")?.dataset.state ?? ""`))
+			page.reviewBody = get(bctx, &page.err, chromedp.Evaluate[string](`document.querySelector("#reviews .review .box-body")?.textContent ?? ""`))
+			page.inline = get(bctx, &page.err, chromedp.Evaluate[string](`document.querySelector("#reviews .inline-comment")?.textContent ?? ""`))
+			page.diffPaths = get(bctx, &page.err, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#diff .diff-path")].map(e => e.textContent)`))
+			page.addLines = get(bctx, &page.err, chromedp.Evaluate[int](`document.querySelectorAll("#diff tr.diff-add").length`))
+			page.delLines = get(bctx, &page.err, chromedp.Evaluate[int](`document.querySelectorAll("#diff tr.diff-del").length`))
+			page.shot = get(bctx, &page.err, chromedp.FullScreenshot(100))
+		},
+	}
+	if _, err := Run(ctx, cfg); err != nil {
+		var se *StepError
+		if errors.As(err, &se) {
+			t.Fatalf("%v\n%s", err, se.Log)
+		}
+		t.Fatal(err)
+	}
+	if page.err != nil {
+		t.Fatalf("failed to read %s in Chromium: %v", page.url, page.err)
+	}
+	shot := filepath.Join(screenshotDir(t), "pull-request.png")
+	if err := os.WriteFile(shot, page.shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of %s: %s", page.url, shot)
+
+	for _, c := range []struct {
+		what      string
+		ok        bool
+		got, want any
+	}{
+		{"the page is the pull request's", strings.Contains(page.title, "Total skips the first box") || strings.Contains(page.title, "#1"), page.title, "the pull request's title"},
+		{"the description is the evidence of a successful run with the Go tests", strings.Contains(page.evidence, "Bumper evidence: success") && strings.Contains(page.evidence, "go test ./..."), cut(page.evidence, 300), "Bumper evidence: success … go test ./..."},
+		{"the evidence and verdict check runs", strings.Contains(strings.Join(page.checks, ","), "bumper/evidence success") && strings.Contains(strings.Join(page.checks, ","), "bumper/verdict"), page.checks, "bumper/evidence success, bumper/verdict …"},
+		{"the verdict check succeeded (approve, confidence 0.9 ≥ 0.8)", page.verdictConclusion == "success", page.verdictConclusion, "success"},
+		{"the reviewer's COMMENT review with its summary", page.reviewState == "COMMENTED" && strings.Contains(page.reviewBody, "first box"), page.reviewState + ": " + page.reviewBody, "COMMENTED: … first box …"},
+		{"the reviewer's inline nit on widgets.go", strings.Contains(page.inline, "widgets.go") && strings.Contains(page.inline, "range boxes"), page.inline, "widgets.go line 7 … range boxes"},
+		{"the diff changes widgets.go by one line", strings.Join(page.diffPaths, ",") == "widgets.go" && page.addLines == 1 && page.delLines == 1, [3]any{page.diffPaths, page.addLines, page.delLines}, "widgets.go +1 -1"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			if !c.ok {
+				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+	t.Run("the files the demo promises", func(t *testing.T) {
+		for _, f := range append(append([]string{}, implementFiles...), reviewFiles...) {
+			if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+		raw, _ := os.ReadFile(filepath.Join(out, verdict.File))
+		var v verdict.Verdict
+		if err := json.Unmarshal(raw, &v); err != nil || v.Verdict != verdict.Approve {
+			t.Errorf("verdict.json: %v %+v", err, v)
+		}
+	})
+}
+
+// get runs one browser action unless an earlier one failed, keeping the first error.
+func get[T any](ctx context.Context, errp *error, a chromedp.Action[T]) T {
+	var zero T
+	if *errp != nil {
+		return zero
+	}
+	v, err := chromedp.Run(ctx, a)
+	*errp = err
+	return v
+}
+
+// testWriter shows the demo's steps in the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

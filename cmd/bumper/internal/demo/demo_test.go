@@ -1,0 +1,294 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/testgate"
+)
+
+// TestSampleRepository: the sample's policy is one Bumper accepts, with the Go
+// environment and the scripted reviewer, and its files are all there.
+func TestSampleRepository(t *testing.T) {
+	files, err := sampleFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"go.mod", "widgets.go", "widgets_test.go", ".bumper/agent.sh", ".bumper/reviewer.sh", policyPath, workflowPath} {
+		if files[f] == "" {
+			t.Errorf("the sample has no %s (it has %d files)", f, len(files))
+		}
+	}
+	p, err := repoconfig.Parse([]byte(files[policyPath]))
+	if err != nil {
+		t.Fatalf("the sample's policy: %v", err)
+	}
+	if p.Environment == nil || strings.Join(p.Environment.Packages, ",") != "golang-go" || !p.ReviewerOn() ||
+		p.ReviewerHarness().Command != "sh .bumper/reviewer.sh" || strings.Join(p.Verification, ",") != "go test ./..." {
+		t.Fatalf("policy %+v", p)
+	}
+	if is := sampleIssue(); is.Title != "Total skips the first box" || !strings.Contains(is.Body, "TestTotal") {
+		t.Fatalf("issue %+v", is)
+	}
+}
+
+// TestSampleFix: the sample's test fails as the issue says, and passes after the edit
+// the scripted agent and the scripted model make (the same sed), with the host's Go.
+func TestSampleFix(t *testing.T) {
+	testgate.Command(t, "go", "golang-go")
+	files, err := sampleFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"go.mod", "widgets.go", "widgets_test.go"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(files[f]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goTest := func() (string, error) {
+		cmd := exec.Command("go", "test", "./...")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOTOOLCHAIN=local")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := goTest(); err == nil || !strings.Contains(out, "Total([3 4 2]) = 6, want 9") {
+		t.Fatalf("before the fix, go test: %v\n%s", err, out)
+	}
+	// The agent's and the model's edit, taken from their scripts so they cannot drift.
+	if sed := regexpSed(t, files[".bumper/agent.sh"]); sed != fixSed {
+		t.Fatalf("the agent's edit %q is not the model's %q", sed, fixSed)
+	}
+	cmd := exec.Command("sed", "-i", fixSed, "widgets.go")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sed: %v\n%s", err, out)
+	}
+	if out, err := goTest(); err != nil {
+		t.Fatalf("after the fix, go test: %v\n%s", err, out)
+	}
+}
+
+// regexpSed is the sed expression of the agent script's edit.
+func regexpSed(t *testing.T, script string) string {
+	t.Helper()
+	for _, l := range strings.Split(script, "\n") {
+		if rest, ok := strings.CutPrefix(l, "sed -i '"); ok {
+			expr, _, _ := strings.Cut(rest, "'")
+			return expr
+		}
+	}
+	t.Fatal("the agent script makes no sed edit")
+	return ""
+}
+
+func TestAgentPolicy(t *testing.T) {
+	files, err := sampleFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, agent, cmd string
+		scripted         bool
+		want             repoconfig.Harness
+	}{
+		{name: "the scripted agent", agent: AgentCommand, want: repoconfig.Harness{Name: "command", Command: "sh .bumper/agent.sh"}},
+		{name: "the user's program, quoted", agent: AgentCommand, cmd: `my-agent --task "$BUMPER_TASK": go`, want: repoconfig.Harness{Name: "command", Command: `my-agent --task "$BUMPER_TASK": go`}},
+		{name: "claude code", agent: AgentClaudeCode, scripted: true, want: repoconfig.Harness{Name: "claude-code"}},
+		{name: "codex against the scripted model", agent: AgentCodex, scripted: true, want: repoconfig.Harness{Name: "codex", Model: "gpt-5.5"}},
+		{name: "codex against a real endpoint", agent: AgentCodex, want: repoconfig.Harness{Name: "codex"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, err := agentPolicy(files[policyPath], tc.agent, tc.cmd, tc.scripted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := repoconfig.Parse([]byte(text))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, text)
+			}
+			h := p.Harness
+			if h.Name != tc.want.Name || h.Command != tc.want.Command || h.Model != tc.want.Model || (h.Name != "command") != (h.Version != "") {
+				t.Fatalf("harness %+v, want %+v", h, tc.want)
+			}
+			// The reviewer stays the scripted one whatever the agent.
+			if p.ReviewerHarness().Command != "sh .bumper/reviewer.sh" {
+				t.Fatalf("reviewer %+v", p.ReviewerHarness())
+			}
+		})
+	}
+}
+
+func TestParseIssue(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, title, body, err string
+	}{
+		{name: "title and body", in: "Fix the parser\nIt drops the last line.\n", title: "Fix the parser", body: "It drops the last line.\n"},
+		{name: "a heading as title", in: "# Fix the parser\n\nIt drops the last line.", title: "Fix the parser", body: "It drops the last line.\n"},
+		{name: "title only", in: "Fix the parser", title: "Fix the parser", body: "\n"},
+		{name: "empty first line", in: "\nIt drops the last line.", err: "title"},
+		{name: "empty file", in: "", err: "title"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is, err := parseIssue([]byte(tc.in))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one about %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || is.Title != tc.title || is.Body != tc.body {
+				t.Fatalf("%+v, %v", is, err)
+			}
+		})
+	}
+}
+
+func TestCheckFlags(t *testing.T) {
+	keys := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-x"}
+	getenv := func(k string) string { return keys[k] }
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		err  string
+	}{
+		{name: "the default", cfg: Config{Agent: AgentCommand}},
+		{name: "an unknown agent", cfg: Config{Agent: "gpt"}, err: "want command, claude-code or codex"},
+		{name: "--agent-cmd with a CLI", cfg: Config{Agent: AgentCodex, AgentCmd: "x"}, err: "does not go with --agent codex"},
+		{name: "--model-base-url with the command harness", cfg: Config{Agent: AgentCommand, ModelBaseURL: "https://api.anthropic.com"}, err: "for --agent claude-code or codex"},
+		{name: "--model-base-url not a URL", cfg: Config{Agent: AgentClaudeCode, ModelBaseURL: "api.anthropic.com"}, err: "want an http(s) URL"},
+		{name: "--model-base-url without the key", cfg: Config{Agent: AgentCodex, ModelBaseURL: "https://api.openai.com"}, err: "OPENAI_API_KEY"},
+		{name: "--model-base-url with the key", cfg: Config{Agent: AgentClaudeCode, ModelBaseURL: "https://api.anthropic.com"}},
+		{name: "--repo without --issue", cfg: Config{Agent: AgentCommand, RepoDir: "."}, err: "--repo needs --issue"},
+		{name: "--repo with --agent", cfg: Config{Agent: AgentClaudeCode, RepoDir: ".", IssueFile: "i.md"}, err: "chooses the agent"},
+		{name: "--issue without --repo", cfg: Config{Agent: AgentCommand, IssueFile: "i.md"}, err: "--issue is the task for --repo"},
+		{name: "--repo and --issue", cfg: Config{Agent: AgentCommand, RepoDir: ".", IssueFile: "i.md"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkFlags(&tc.cfg, getenv)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("err %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = checkHost(self, 1000)
+	if err == nil || !strings.Contains(err.Error(), "root: each run makes a network namespace") {
+		t.Fatalf("as a user: %v", err)
+	}
+	t.Run("a dynamically linked binary is named", func(t *testing.T) {
+		// The test binary links the C library when cgo is on; /bin/sh always does.
+		if err := staticBinary("/bin/sh"); err == nil || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+// TestInspectRepo: a checkout the demo cannot take is refused with what to do.
+func TestInspectRepo(t *testing.T) {
+	testgate.Command(t, "git", "git")
+	ctx := context.Background()
+	newRepo := func(t *testing.T, files map[string]string) string {
+		dir := filepath.Join(t.TempDir(), "My Project")
+		mustGit(t, "", "init", "-q", "-b", "main", dir)
+		for name, content := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustGit(t, dir, "add", ".")
+		mustGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-q", "-m", "start")
+		return dir
+	}
+	policy := "version: 1\nharness: {name: command, command: make fix}\nverification: [make test]\n"
+	t.Run("a committed checkout with a policy", func(t *testing.T) {
+		dir := newRepo(t, map[string]string{policyPath: policy, "Makefile": "test:\n"})
+		u, err := inspectRepo(ctx, filepath.Join(dir, ".github"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.dir != dir || u.name != "My-Project" || u.hasWorkflow || u.policy.Harness.Command != "make fix" || len(u.head) != 40 {
+			t.Fatalf("%+v", u)
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		dirty func(t *testing.T, dir string)
+		err   string
+	}{
+		{name: "no policy", files: map[string]string{"README.md": "x"}, err: "has no .github/bumper.yml at HEAD"},
+		{name: "a policy Bumper refuses", files: map[string]string{policyPath: "version: 1\nharnes: {}\n"}, err: ".github/bumper.yml at HEAD"},
+		{name: "a changed file", files: map[string]string{policyPath: policy}, err: "uncommitted changes",
+			dirty: func(t *testing.T, dir string) {
+				if err := os.WriteFile(filepath.Join(dir, policyPath), []byte(policy+"# more\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "an untracked file", files: map[string]string{policyPath: policy}, err: "only committed files go into the emulator",
+			dirty: func(t *testing.T, dir string) {
+				if err := os.WriteFile(filepath.Join(dir, "new.go"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newRepo(t, tc.files)
+			if tc.dirty != nil {
+				tc.dirty(t, dir)
+			}
+			if _, err := inspectRepo(ctx, dir); err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err %v, want %q", err, tc.err)
+			}
+		})
+	}
+	t.Run("not a checkout", func(t *testing.T) {
+		if _, err := inspectRepo(ctx, t.TempDir()); err == nil || !strings.Contains(err.Error(), "is not a git checkout") {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+func mustGit(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if _, err := git(context.Background(), dir, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlainProgress: without a terminal, each step is a line when it starts and one
+// when it ends, and notes are indented under it.
+func TestPlainProgress(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &progress{w: &b, now: func() time.Time { return now }}
+	s := p.start("Boot")
+	now = now.Add(1500 * time.Millisecond)
+	s.update("agent")
+	s.update("agent")
+	s.ok("done")
+	p.note("a note")
+	p.start("Fail").fail(os.ErrNotExist)
+	want := "-> Boot\n   ... agent (1.5s)\n✓ Boot (1.5s): done\n    a note\n-> Fail\n✗ Fail (0s): file does not exist\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
