@@ -292,3 +292,21 @@ func TestPlainProgress(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+func TestExcerpt(t *testing.T) {
+	for _, tc := range []struct {
+		name, md string
+		n        int
+		want     []string
+	}{
+		{name: "text lines, blank ones skipped", md: "one\n\ntwo\nthree\n", n: 2, want: []string{"one", "two"}},
+		{name: "tables and HTML skipped", md: "**state**\n| a | b |\n|---|---|\n<sub>small</sub>\n<!-- record -->\nreason\n", n: 5, want: []string{"**state**", "reason"}},
+		{name: "a long line cut", md: strings.Repeat("x", 120), n: 1, want: []string{strings.Repeat("x", 99) + "…"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := excerpt(tc.md, tc.n); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
