@@ -12,7 +12,18 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # images and the Kubernetes manifests), so the main module does not carry their weight.
 DEPLOY := deploy
 
-.PHONY: build unit test lint tidy-check bench release-check deploy-test
+.PHONY: deps build demo unit test lint tidy-check bench release-check deploy-test
+
+# The Debian packages (and agent CLIs) the demo and the tests need, on a fresh Debian 12
+# machine (as root); a machine that has them all passes in well under a second.
+deps:
+	scripts/install-deps.sh
+
+# The whole arc on this machine (docs/demo.md): an issue to a reviewed pull request, with
+# the GitHub emulator, serve, the firewall and a microVM. As root. DEMO_FLAGS passes
+# flags (`make demo DEMO_FLAGS=--keep`).
+demo: deps build
+	bin/bumper demo $(DEMO_FLAGS)
 
 # Static (CGO_ENABLED=0): the same binary runs as the guest agent inside microVMs, whose
 # image builder refuses a dynamically linked one. `bumper version` prints VERSION.
@@ -29,7 +40,7 @@ unit:
 # Everything, as CI runs it. -race because the emulator, the firewall and the App are
 # concurrent servers; -count=1 so a cached pass never hides a change in the machine
 # (QEMU, nftables, git) that the integration tests depend on.
-test: tidy-check lint release-check deploy-test
+test: deps tidy-check lint release-check deploy-test
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 40m $(PKGS)
 
