@@ -26,7 +26,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&c.AgentCmd, "agent-cmd", "", "run this program as the agent, with the command harness, in the sample's checkout in the VM")
 	fs.StringVar(&c.ModelBaseURL, "model-base-url", "", "a real model API for --agent claude-code or codex; the key is read from ANTHROPIC_API_KEY or OPENAI_API_KEY and only the firewall holds it")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the emulator and serve up after the arc, until Ctrl-C, to browse the web view")
-	fs.StringVar(&c.Listen, "listen", "127.0.0.1:0", "the emulator's address (default: a free loopback port)")
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:0", "the emulator's address; port 0 picks a free one")
 	fs.StringVar(&c.Cache, "cache", image.DefaultCacheDir, "the runner's image cache (the first run builds the VM images there)")
 	fs.DurationVar(&c.RunTimeout, "run-timeout", 15*time.Minute, "cap on each workflow run")
 	if err := parseFlags(fs, args); err != nil {
@@ -47,6 +47,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		c.TTY = isatty.IsTerminal(f.Fd())
 	}
 	if _, err := demo.Run(ctx, c); err != nil {
+		if errors.Is(err, demo.ErrBadFlags) {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
 		var se *demo.StepError
 		if errors.As(err, &se) && se.Log != "" {
 			fmt.Fprintf(stderr, "\n%s\n", se.Log)

@@ -50,6 +50,9 @@ func TestRun(t *testing.T) {
 		{name: "bad flag", args: []string{"version", "--nope"}, wantCode: 2, wantStderr: "bumper help version"},
 		{name: "help points at the docs", args: []string{"help"}, wantCode: 0, wantStdout: "docs/README.md"},
 		{name: "a command's help points at its page", args: []string{"help", "firewall"}, wantCode: 0, wantStderr: "Documentation: docs/firewall.md"},
+		{name: "demo with an unknown agent is a usage error", args: []string{"demo", "--agent", "gpt"}, wantCode: 2, wantStderr: "want command, claude-code or codex"},
+		{name: "demo with --issue but no --repo is a usage error", args: []string{"demo", "--issue", "task.md"}, wantCode: 2, wantStderr: "--issue is the task for --repo"},
+		{name: "demo takes no arguments", args: []string{"demo", "now"}, wantCode: 2, wantStderr: "only flags"},
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -59,6 +60,16 @@ type Config struct {
 	Ready func(Result)
 }
 
+// ErrBadFlags marks a refusal of the flags themselves (a usage error).
+var ErrBadFlags = errors.New("bad flags")
+
+// flagError is a refusal of the flags: it reads as its reason and is ErrBadFlags.
+type flagError struct{ err error }
+
+func (e flagError) Error() string        { return e.err.Error() }
+func (e flagError) Unwrap() error        { return e.err }
+func (e flagError) Is(target error) bool { return target == ErrBadFlags }
+
 // StepError is a failed step: which one, why, and the log that explains it.
 type StepError struct {
 	Step string
@@ -67,7 +78,12 @@ type StepError struct {
 	Log string
 }
 
-func (e *StepError) Error() string { return fmt.Sprintf("step %q failed: %v", e.Step, e.Err) }
+func (e *StepError) Error() string {
+	if errors.Is(e.Err, ErrBadFlags) {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("step %q failed: %v", e.Step, e.Err)
+}
 func (e *StepError) Unwrap() error { return e.Err }
 
 // Result is where a finished demo left things.
@@ -140,7 +156,7 @@ func randomHex(n int) string {
 // Run walks the arc. It returns a *StepError when a step fails.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := checkFlags(&cfg, cfg.Getenv); err != nil {
-		return nil, &StepError{Step: "check the flags", Err: err}
+		return nil, &StepError{Step: "check the flags", Err: flagError{err}}
 	}
 	if err := checkHost(cfg.Binary, cfg.EUID); err != nil {
 		return nil, &StepError{Step: "check this machine", Err: err}
