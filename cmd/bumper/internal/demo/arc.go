@@ -147,11 +147,18 @@ func (d *demo) startEmulator(ctx context.Context, user *userRepo) (string, error
 func (d *demo) runnerEnv() ([]string, error) {
 	env := []string{"INPUT_URL=" + d.serveURL, "INPUT_CACHE=" + d.cfg.Cache, "INPUT_ALLOW_TCG=true", "INPUT_MEMORY=1G", "INPUT_CPUS=2"}
 	agent := d.cfg.Agent
+	if d.cfg.RepoDir != "" {
+		agent = d.userHarness
+	}
+	// A model key in the user's environment reaches a run only when the user asked for
+	// that model (--model-base-url): the runner would otherwise inherit it.
+	for _, a := range []string{AgentClaudeCode, AgentCodex} {
+		if d.cfg.ModelBaseURL == "" || a != agent {
+			env = append(env, keyVar(a)+"=")
+		}
+	}
 	switch {
 	case d.cfg.ModelBaseURL != "":
-		if d.cfg.RepoDir != "" {
-			agent = d.userHarness
-		}
 		env = append(env, baseVar(agent)+"="+d.cfg.ModelBaseURL)
 	case agent == AgentClaudeCode || agent == AgentCodex:
 		key := "sk-demo-" + randomHex(16)
@@ -161,9 +168,21 @@ func (d *demo) runnerEnv() ([]string, error) {
 		}
 		d.model = m
 		d.closers = append(d.closers, func() { _ = m.Close() })
-		env = append(env, baseVar(agent)+"="+m.URL(), keyVar(agent)+"="+key)
+		env = setEnv(env, baseVar(agent), m.URL())
+		env = setEnv(env, keyVar(agent), key)
 	}
 	return env, nil
+}
+
+// setEnv sets key to value in env, replacing an entry it has.
+func setEnv(env []string, key, value string) []string {
+	for i, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			env[i] = key + "=" + value
+			return env
+		}
+	}
+	return append(env, key+"="+value)
 }
 
 // startServe starts the App on the reserved address, pointed at the emulator, and has

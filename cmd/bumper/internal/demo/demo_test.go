@@ -310,3 +310,68 @@ func TestExcerpt(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerEnvKeys: a model key of the user's environment reaches the runs only when
+// the user asked for that model; the scripted model's key replaces it otherwise.
+func TestRunnerEnvKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		user string // the user's repository's harness (--repo)
+		want map[string]string
+	}{
+		{name: "the scripted agent: no key", cfg: Config{Agent: AgentCommand},
+			want: map[string]string{"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}},
+		{name: "claude code against a real endpoint: the user's Anthropic key only", cfg: Config{Agent: AgentClaudeCode, ModelBaseURL: "https://api.anthropic.com"},
+			want: map[string]string{"OPENAI_API_KEY": "", "BUMPER_ANTHROPIC_BASE_URL": "https://api.anthropic.com"}},
+		{name: "a user's codex repository against a real endpoint", cfg: Config{Agent: AgentCommand, RepoDir: "x", ModelBaseURL: "https://api.openai.com"}, user: AgentCodex,
+			want: map[string]string{"ANTHROPIC_API_KEY": "", "BUMPER_OPENAI_BASE_URL": "https://api.openai.com"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &demo{cfg: tc.cfg, userHarness: tc.user, serveURL: "http://127.0.0.1:1"}
+			env, err := d.runnerEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, kv := range env {
+				k, v, _ := strings.Cut(kv, "=")
+				if _, dup := got[k]; dup {
+					t.Fatalf("%s twice in %q", k, env)
+				}
+				got[k] = v
+			}
+			for k, v := range tc.want {
+				if g, ok := got[k]; !ok || g != v {
+					t.Errorf("%s = %q (set %v), want %q", k, g, ok, v)
+				}
+			}
+			// The key the user asked for is inherited, never written here.
+			if tc.cfg.ModelBaseURL != "" {
+				if _, ok := got[keyVar(orAgent(tc.user, tc.cfg.Agent))]; ok {
+					t.Errorf("the user's key variable is overridden: %q", env)
+				}
+			}
+		})
+	}
+	t.Run("claude code against the scripted model: its own key", func(t *testing.T) {
+		d := &demo{cfg: Config{Agent: AgentClaudeCode}, serveURL: "http://127.0.0.1:1"}
+		env, err := d.runnerEnv()
+		defer d.close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := strings.Join(env, "\n")
+		if !strings.Contains(joined, "ANTHROPIC_API_KEY=sk-demo-") || !strings.Contains(joined, "BUMPER_ANTHROPIC_BASE_URL="+d.model.URL()) ||
+			strings.Count(joined, "ANTHROPIC_API_KEY=") != 1 {
+			t.Fatalf("%q", env)
+		}
+	})
+}
+
+func orAgent(user, agent string) string {
+	if user != "" {
+		return user
+	}
+	return agent
+}
