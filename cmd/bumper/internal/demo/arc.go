@@ -304,7 +304,15 @@ func (d *demo) statusSummary(ctx context.Context) string {
 	if err != nil || status == "" {
 		return "no status comment"
 	}
-	return "the status comment says: " + strings.Join(excerpt(strings.TrimPrefix(status, ledger.StatusMarker), 3), " / ")
+	return "the status comment says: " + strings.Join(excerpt(statusText(status), 3), " / ")
+}
+
+// statusText is the status comment's text for people: without its marker and the
+// signed record that follows the summary.
+func statusText(body string) string {
+	body = strings.TrimPrefix(body, ledger.StatusMarker)
+	text, _, _ := strings.Cut(body, ledger.RecordOpen)
+	return text
 }
 
 func (d *demo) openAndLabel(ctx context.Context, s *step) (string, error) {
@@ -327,7 +335,7 @@ func (d *demo) openAndLabel(ctx context.Context, s *step) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	d.pending = append([]string{"Bumper's status comment:"}, indent(excerpt(strings.TrimPrefix(status, ledger.StatusMarker), 4))...)
+	d.pending = append([]string{"Bumper's status comment:"}, indent(excerpt(statusText(status), 4))...)
 	return fmt.Sprintf("issue #%d %q is bumper:awaiting-approval", d.issueNum, d.issue.Title), nil
 }
 

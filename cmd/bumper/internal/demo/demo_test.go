@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/testgate"
 )
@@ -300,7 +301,7 @@ func TestExcerpt(t *testing.T) {
 		want     []string
 	}{
 		{name: "text lines, blank ones skipped", md: "one\n\ntwo\nthree\n", n: 2, want: []string{"one", "two"}},
-		{name: "tables and HTML skipped", md: "**state**\n| a | b |\n|---|---|\n<sub>small</sub>\n<!-- record -->\nreason\n", n: 5, want: []string{"**state**", "reason"}},
+		{name: "tables, HTML and fences skipped", md: "**state**\n| a | b |\n|---|---|\n<sub>small</sub>\n```text\nquoted\n```\nreason\n", n: 5, want: []string{"**state**", "quoted", "reason"}},
 		{name: "a long line cut", md: strings.Repeat("x", 120), n: 1, want: []string{strings.Repeat("x", 99) + "…"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -374,4 +375,13 @@ func orAgent(user, agent string) string {
 		return user
 	}
 	return agent
+}
+
+// TestStatusText: the status comment's signed record never reaches the terminal.
+func TestStatusText(t *testing.T) {
+	body := ledger.StatusMarker + "\n**Bumper work item** · state: `awaiting-approval`\n" + ledger.RecordOpen + "sig\n{\n \"schema\": 2\n}" + ledger.RecordClose + "\n"
+	got := excerpt(statusText(body), 5)
+	if len(got) != 1 || got[0] != "**Bumper work item** · state: `awaiting-approval`" {
+		t.Fatalf("%q", got)
+	}
 }

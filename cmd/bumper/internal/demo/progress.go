@@ -120,8 +120,8 @@ func excerpt(md string, n int) []string {
 	var out []string
 	for _, l := range strings.Split(md, "\n") {
 		l = strings.TrimSpace(l)
-		// Tables and HTML (the record's block, the footnote) do not read as text.
-		if l == "" || strings.HasPrefix(l, "<") || strings.HasPrefix(l, "|") {
+		// Tables, HTML (the footnote) and code fences do not read as text.
+		if l == "" || strings.HasPrefix(l, "<") || strings.HasPrefix(l, "|") || strings.HasPrefix(l, "```") {
 			continue
 		}
 		out = append(out, cut(l, 100))
