@@ -31,10 +31,20 @@ const CheckVerdict = "bumper/verdict"
 // meets it, so it must be pinned to the App (GitHub's "expected source").
 const verdictSourceID = "repo.verdict_source"
 
+// Options are what the App's checks need from the runner side. The control plane may
+// not import the runner's packages (internal/archtest), so `bumper doctor`, which links
+// both, passes them.
+type Options struct {
+	// ClaudeCodeVersion is the Claude Code release the runner installs by default
+	// (action/harness.DefaultClaudeCodeVersion): the fix for a repository without a
+	// harness names it, so the file it gives works as written.
+	ClaudeCodeVersion string
+}
+
 // Check checks the App that cfg names and, when repo ("owner/name") is set, that
 // repository's set-up. It returns the findings in the order checked; a failure to
 // reach GitHub is a finding too, never an error, so one report shows everything.
-func Check(ctx context.Context, cfg app.Config, repo string) []doctor.Finding {
+func Check(ctx context.Context, cfg app.Config, repo string, opts Options) []doctor.Finding {
 	var out []doctor.Finding
 	add := func(check string, st doctor.Status, detail, fix string) {
 		out = append(out, doctor.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
@@ -70,7 +80,7 @@ func Check(ctx context.Context, cfg app.Config, repo string) []doctor.Finding {
 		}
 		return out
 	}
-	return append(out, checkRepo(ctx, cc, ac, cfg, repo, a.GetSlug(), a.GetID(), settings)...)
+	return append(out, checkRepo(ctx, cc, ac, cfg, opts, repo, a.GetSlug(), a.GetID(), settings)...)
 }
 
 // permissionFindings compares granted permissions (and events, when not nil) with
@@ -132,7 +142,7 @@ func permissionFindings(check string, perms map[string]string, events []string, 
 	return out
 }
 
-func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Client, cfg app.Config, repo, slug string, appID int64, settings string) []doctor.Finding {
+func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Client, cfg app.Config, opts Options, repo, slug string, appID int64, settings string) []doctor.Finding {
 	var out []doctor.Finding
 	add := func(check string, st doctor.Status, detail, fix string) {
 		out = append(out, doctor.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
@@ -180,16 +190,24 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 	raw, err = file(ctx, gh, owner, name, repoconfig.Path, branch)
 	switch {
 	case isStatus(err, http.StatusNotFound):
-		add("repo.config", doctor.OK, fmt.Sprintf("no %s on %s: the defaults apply (docs/usage.md)", repoconfig.Path, branch), "")
+		// The App would start work items with the defaults, but the runner refuses every
+		// run that names no harness (action/harness.New): each would fail at its start.
+		add("repo.config", doctor.Blocking, fmt.Sprintf("no %s on %s, so it names no harness and the runner refuses every run", repoconfig.Path, branch),
+			harnessFix(opts, branch))
 	case err != nil:
 		add("repo.config", doctor.Blocking, fmt.Sprintf("cannot read %s: %v", repoconfig.Path, statusText(err)), "check the App's contents: read permission")
 	default:
-		if p, err := repoconfig.Parse(raw); err != nil {
+		switch p, err := repoconfig.Parse(raw); {
+		case err != nil:
 			add("repo.config", doctor.Blocking, fmt.Sprintf("%s on %s is invalid, so every work item stops at its start: %v", repoconfig.Path, branch, err),
 				fmt.Sprintf("fix %s as the error says (docs/usage.md lists every key)", repoconfig.Path))
-		} else {
+		case p.Harness.Name == "":
 			pol = p
-			add("repo.config", doctor.OK, fmt.Sprintf("%s on %s is valid", repoconfig.Path, branch), "")
+			add("repo.config", doctor.Blocking, fmt.Sprintf("%s on %s names no harness, so the runner refuses every run", repoconfig.Path, branch),
+				harnessFix(opts, branch))
+		default:
+			pol = p
+			add("repo.config", doctor.OK, fmt.Sprintf("%s on %s is valid and runs the %s harness", repoconfig.Path, branch, p.Harness.Name), "")
 		}
 	}
 
@@ -276,6 +294,19 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 		out = append(out, *source)
 	}
 	return out
+}
+
+// harnessFix is the fix for a repository whose .github/bumper.yml names no harness: the
+// smallest file that runs, and the model key the runner hosts then need.
+func harnessFix(opts Options, branch string) string {
+	version := opts.ClaudeCodeVersion
+	if version == "" {
+		version = "X.Y.Z"
+	}
+	return fmt.Sprintf("commit %s to %s with at least `version: 1` and `harness: {name: claude-code, version: %s}` "+
+		"(or codex, or your own command: docs/usage.md), and give the runner workflow the model's key: "+
+		"the Actions secret ANTHROPIC_API_KEY (OPENAI_API_KEY for codex; none for command), docs/install.md, \"The runner workflow\"",
+		repoconfig.Path, branch, version)
 }
 
 // verdictPin reports whether required checks name the verdict check and the ID of

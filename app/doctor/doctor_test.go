@@ -27,7 +27,12 @@ func template(t *testing.T) string {
 	return string(b)
 }
 
-const validPolicy = "version: 1\n"
+// validPolicy is the smallest .github/bumper.yml the runner accepts: one naming a harness.
+const validPolicy = "version: 1\nharness: {name: claude-code, version: 2.1.328}\n"
+
+// opts is what `bumper doctor` passes; the version is not the default on purpose, so
+// the test sees that the fix names the one it is given.
+var opts = appdoctor.Options{ClaudeCodeVersion: "9.8.7"}
 
 // repoSeed is a repository set up as docs/install.md says, changed by edit.
 func repoSeed(t *testing.T, name string, edit func(*ghemu.SeedRepository)) ghemu.SeedRepository {
@@ -91,7 +96,8 @@ func TestRepositories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	badWorkflow := strings.NewReplacer("      nonce:\n        description: \"single-use nonce for the token exchange\"\n        required: true\n", "",
-		"permissions:\n  id-token: write", "permissions:\n  contents: read").Replace(template(t))
+		"permissions:\n  id-token: write", "permissions:\n  contents: read",
+		"- uses: bumperdev/bumper@v", "- uses: bumperdev/bumper@main # v").Replace(template(t))
 	seed := &ghemu.Seed{
 		App:           ghemu.SeedApp{Slug: "bumper", Permissions: setup.PermissionMap(), Events: setup.EventNames()},
 		Users:         []ghemu.SeedUser{{Login: "ci[bot]", Bot: true}},
@@ -102,6 +108,7 @@ func TestRepositories(t *testing.T) {
 			repoSeed(t, "badworkflow", func(r *ghemu.SeedRepository) { r.Files[".github/workflows/bumper-run.yml"] = badWorkflow }),
 			repoSeed(t, "badconfig", func(r *ghemu.SeedRepository) { r.Files[".github/bumper.yml"] = "version: 1\nbounds:\n  attempts: 0\n" }),
 			repoSeed(t, "noconfig", func(r *ghemu.SeedRepository) { delete(r.Files, ".github/bumper.yml") }),
+			repoSeed(t, "noharness", func(r *ghemu.SeedRepository) { r.Files[".github/bumper.yml"] = "version: 1\n" }),
 			repoSeed(t, "unprotected", func(r *ghemu.SeedRepository) { r.Protected = nil }),
 			repoSeed(t, "weak", func(r *ghemu.SeedRepository) {
 				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredReviews: 0}}
@@ -129,7 +136,7 @@ func TestRepositories(t *testing.T) {
 	}
 
 	t.Run("good", func(t *testing.T) {
-		got := appdoctor.Check(ctx, cfg, "acme/good")
+		got := appdoctor.Check(ctx, cfg, "acme/good", opts)
 		rep := doctor.NewReport(got)
 		if rep.Blocking+rep.Warnings > 0 {
 			var b strings.Builder
@@ -151,9 +158,13 @@ func TestRepositories(t *testing.T) {
 			{"repo.workflow", doctor.Blocking, "lacks the inputs nonce", "declare them under on.workflow_dispatch.inputs"},
 			{"repo.workflow", doctor.Blocking, "does not grant `id-token: write`", "`id-token: write` and nothing else"},
 			{"repo.workflow", doctor.Warning, "contents: read", "remove them"},
+			{"repo.workflow", doctor.Warning, "bumperdev/bumper@main is not a release tag", "`uses: bumperdev/bumper@vX.Y.Z`"},
 		}},
 		{"acme/badconfig", []want{{"repo.config", doctor.Blocking, "bounds.attempts is 0", "fix .github/bumper.yml"}}},
-		{"acme/noconfig", []want{{"repo.config", doctor.OK, "the defaults apply", ""}}},
+		{"acme/noconfig", []want{{"repo.config", doctor.Blocking, "no .github/bumper.yml on main, so it names no harness",
+			"`version: 1` and `harness: {name: claude-code, version: 9.8.7}`"}}},
+		{"acme/noharness", []want{{"repo.config", doctor.Blocking, ".github/bumper.yml on main names no harness",
+			"the Actions secret ANTHROPIC_API_KEY"}}},
 		{"acme/unprotected", []want{{"repo.protection", doctor.Warning, "main is not protected", "at least 1 approving review and the bumper/verdict check"}}},
 		{"acme/weak", []want{
 			{"repo.protection", doctor.Warning, "does not require an approving review", "at least 1 approving review"},
@@ -170,7 +181,7 @@ func TestRepositories(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.repo, func(t *testing.T) {
-			got := appdoctor.Check(ctx, cfg, c.repo)
+			got := appdoctor.Check(ctx, cfg, c.repo, opts)
 			for _, w := range c.want {
 				find(t, got, w)
 			}
@@ -195,7 +206,7 @@ func TestRepositories(t *testing.T) {
 				t.Fatal(err)
 			}
 		}()
-		find(t, appdoctor.Check(ctx, cfg, "acme/good"), want{"repo.protection", doctor.Warning, "main is not protected", "expected source: the bumper App"})
+		find(t, appdoctor.Check(ctx, cfg, "acme/good", opts), want{"repo.protection", doctor.Warning, "main is not protected", "expected source: the bumper App"})
 	})
 	t.Run("pin removed", func(t *testing.T) {
 		unpinned := pinned()
@@ -208,7 +219,7 @@ func TestRepositories(t *testing.T) {
 				t.Fatal(err)
 			}
 		}()
-		got := appdoctor.Check(ctx, cfg, "acme/good")
+		got := appdoctor.Check(ctx, cfg, "acme/good", opts)
 		find(t, got, want{"repo.verdict_source", doctor.Warning, "from any source", fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())})
 		// Warnings, as the other protection gaps: nothing blocks, --strict fails.
 		if rep := doctor.NewReport(got); !rep.OK || rep.Warnings != 1 {
@@ -242,7 +253,7 @@ func TestApp(t *testing.T) {
 	}
 	e := emutest.New(t, ghemu.Options{Seed: seed})
 	cfg := config(t, e)
-	got := appdoctor.Check(ctx, cfg, "acme/good")
+	got := appdoctor.Check(ctx, cfg, "acme/good", opts)
 	for _, w := range []want{
 		{"app.permissions", doctor.Blocking, "checks: write (has none", "Permissions & events"},
 		{"app.permissions", doctor.Warning, "administration: read", "administration: read"},
@@ -254,12 +265,12 @@ func TestApp(t *testing.T) {
 	}
 
 	t.Run("not installed anywhere", func(t *testing.T) {
-		find(t, appdoctor.Check(ctx, cfg, ""), want{"app.installations", doctor.OK, "installed on 1 accounts", ""})
+		find(t, appdoctor.Check(ctx, cfg, "", opts), want{"app.installations", doctor.OK, "installed on 1 accounts", ""})
 	})
 	t.Run("wrong App ID", func(t *testing.T) {
 		bad := cfg
 		bad.GitHub.App.IntegrationID = 1
-		got := appdoctor.Check(ctx, bad, "acme/good")
+		got := appdoctor.Check(ctx, bad, "acme/good", opts)
 		find(t, got, want{"app.identity", doctor.Blocking, "GitHub refuses the App's credentials", "integration_id"})
 		if len(got) != 1 {
 			t.Errorf("checks went on without credentials: %v", got)

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +12,10 @@ import (
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/doctor"
 )
+
+// releaseTag is a release's tag, as release.yml pushes them (a suffix for a
+// pre-release): the only refs action/get-bumper.sh finds a binary for.
+var releaseTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
 // workflowFile is what doctor reads of a runner workflow.
 type workflowFile struct {
@@ -103,6 +108,7 @@ func CheckWorkflow(path string, raw []byte) []doctor.Finding {
 			"remove them: `permissions:` should be `id-token: write` only (docs/install.md, \"The runner workflow\")")
 	}
 	var labels, uses bool
+	var refs []string
 	for _, j := range wf.Jobs {
 		var on []string
 		_ = j.RunsOn.Decode(&on)
@@ -113,7 +119,12 @@ func CheckWorkflow(path string, raw []byte) []doctor.Finding {
 		}
 		labels = labels || (slices.Contains(on, "self-hosted") && slices.Contains(on, "bumper"))
 		for _, s := range j.Steps {
-			uses = uses || strings.HasPrefix(s.Uses, "bumperdev/bumper@")
+			if ref, ok := strings.CutPrefix(s.Uses, "bumperdev/bumper@"); ok {
+				uses = true
+				if !releaseTag.MatchString(ref) {
+					refs = append(refs, ref)
+				}
+			}
 		}
 	}
 	if !labels {
@@ -122,6 +133,10 @@ func CheckWorkflow(path string, raw []byte) []doctor.Finding {
 	}
 	if !uses {
 		add(doctor.Blocking, "no step uses bumperdev/bumper@…, the action that runs the agent", "copy the template's step")
+	}
+	if len(refs) > 0 {
+		add(doctor.Warning, "bumperdev/bumper@"+strings.Join(refs, ", @")+" is not a release tag, so the action builds bumper from source on each runner, which needs Go there (the runner image has none)",
+			"pin a release tag, `uses: bumperdev/bumper@vX.Y.Z` (https://github.com/bumperdev/bumper/releases/latest), the same as the runner image's and serve's")
 	}
 	if len(out) == 0 {
 		out = append(out, doctor.Finding{Check: id, Status: doctor.OK,

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	hostdoctor "github.com/bumperdev/bumper/action/doctor"
+	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/action/preflight"
 	"github.com/bumperdev/bumper/app"
 	appdoctor "github.com/bumperdev/bumper/app/doctor"
@@ -51,7 +52,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			findings = append(findings, doctor.Finding{Check: "app.config", Status: doctor.Blocking,
 				Detail: fmt.Sprintf("serve would not start with %s: %v", *cfgPath, err), Fix: "fix it as the error says (app/config.example.yml documents every key)"})
 		} else {
-			findings = append(findings, appdoctor.Check(ctx, cfg, *repo)...)
+			findings = append(findings, appdoctor.Check(ctx, cfg, *repo, appdoctor.Options{ClaudeCodeVersion: harness.DefaultClaudeCodeVersion})...)
 		}
 	}
 	rep := doctor.NewReport(findings)

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/internal/doctor"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/emutest"
@@ -20,7 +24,15 @@ import (
 func TestDoctorCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e := emutest.New(t, ghemu.Options{})
+	// The default world's acme/widgets, and acme/gadgets: the same without a
+	// .github/bumper.yml, which names the harness the runner needs.
+	seed := ghemu.DefaultSeed()
+	gadgets := seed.Repositories[0]
+	gadgets.Name, gadgets.Files = "gadgets", maps.Clone(gadgets.Files)
+	seed.Repositories[0].Files = maps.Clone(seed.Repositories[0].Files)
+	seed.Repositories[0].Files[".github/bumper.yml"] = "version: 1\nharness: {name: claude-code, version: " + harness.DefaultClaudeCodeVersion + "}\n"
+	seed.Repositories = append(seed.Repositories, gadgets)
+	e := emutest.New(t, ghemu.Options{Seed: seed})
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key.pem")
 	if err := os.WriteFile(key, e.AppKeyPEM(), 0o600); err != nil {
@@ -43,6 +55,7 @@ func TestDoctorCommand(t *testing.T) {
 		{"warnings only", []string{"--repo", "acme/widgets"}, 0, false},
 		{"strict", []string{"--repo", "acme/widgets", "--strict"}, 1, false},
 		{"not installed", []string{"--repo", "acme/nothing"}, 1, true},
+		{"no harness", []string{"--repo", "acme/gadgets"}, 1, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,6 +67,11 @@ func TestDoctorCommand(t *testing.T) {
 			var rep doctor.Report
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, out.String())
+			}
+			if c.name == "no harness" && !slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool {
+				return f.Check == "repo.config" && strings.Contains(f.Fix, "version: "+harness.DefaultClaudeCodeVersion+"}")
+			}) {
+				t.Errorf("no repo.config finding whose fix names claude-code %s: %+v", harness.DefaultClaudeCodeVersion, rep.Findings)
 			}
 			if rep.Schema != doctor.Schema || rep.OK == c.blocking || (rep.Blocking > 0) != c.blocking || rep.Warnings == 0 || len(rep.Findings) == 0 {
 				t.Errorf("report: %+v", rep)

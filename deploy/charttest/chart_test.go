@@ -9,6 +9,7 @@ package charttest
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -162,6 +163,20 @@ func actionDefault(t *testing.T, input string) string {
 	return in.Default
 }
 
+// actionTag reads the release the runner workflow's `uses: bumperdev/bumper@…` names.
+func actionTag(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, ".github/workflows/bumper-run.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*- uses: bumperdev/bumper@(\S+)`).FindSubmatch(raw)
+	if m == nil {
+		t.Fatal("the runner workflow has no step `uses: bumperdev/bumper@…`")
+	}
+	return string(m[1])
+}
+
 // runsOn reads the labels the runner workflow's job asks for.
 func runsOn(t *testing.T) []string {
 	t.Helper()
@@ -227,6 +242,11 @@ func TestRunnerScaleSet(t *testing.T) {
 		{"image", func(t *testing.T) {
 			if !strings.Contains(c.Image, "/bumper-runner:v") {
 				t.Errorf("image %q, want the Dockerfile's runner target at a release tag", c.Image)
+			}
+			// One release everywhere: the runner image's bumper builds the VM image the
+			// action's bumper then runs.
+			if tag := actionTag(t); !strings.HasSuffix(c.Image, ":"+tag) {
+				t.Errorf("image %q; the runner workflow uses bumperdev/bumper@%s", c.Image, tag)
 			}
 			if n := len(c.Command); n == 0 || !strings.HasSuffix(c.Command[n-1], "exec /home/runner/run.sh") {
 				t.Errorf("command %q does not end by running the Actions runner", c.Command)

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,6 +285,16 @@ func TestServe(t *testing.T) {
 			if csc == nil || csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem ||
 				csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
 				t.Error("serve's container may write its root filesystem or gain privileges")
+			}
+		}},
+		{"the runner workflow's release", func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(repoRoot, ".github/workflows/bumper-run.yml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := regexp.MustCompile(`(?m)^\s*- uses: bumperdev/bumper@(\S+)`).FindSubmatch(raw)
+			if m == nil || !strings.HasSuffix(c.Image, ":"+string(m[1])) {
+				t.Errorf("image %q is not the release the runner workflow's bumperdev/bumper@… names (%q)", c.Image, m)
 			}
 		}},
 		{"graceful stop", func(t *testing.T) {

@@ -197,7 +197,7 @@ jobs:
   run:
     runs-on: [self-hosted, bumper]
     steps:
-      - uses: bumperdev/bumper@v0
+      - uses: bumperdev/bumper@v0.4.2
         with:
           work_item: ${{ inputs.work_item }}
           attempt: ${{ inputs.attempt }}
