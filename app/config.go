@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -110,22 +111,36 @@ func DefaultConfig() Config {
 }
 
 // LoadConfig reads the file strictly (unknown keys are errors), applies the environment
-// overrides and checks the result.
+// overrides and checks the result. A relative bumper.private_key_file in the file is
+// relative to the file's directory, so the directory `bumper setup` wrote works
+// wherever it is copied and whatever directory serve starts in.
 func LoadConfig(path string) (Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("failed to read the configuration: %w", err)
 	}
-	return ParseConfig(raw, os.LookupEnv)
+	return parseConfig(raw, os.LookupEnv, filepath.Dir(path))
 }
 
-// ParseConfig is LoadConfig on bytes, with the environment given as a lookup function.
+// ParseConfig is LoadConfig on bytes, with the environment given as a lookup function;
+// a relative bumper.private_key_file is relative to the working directory.
 func ParseConfig(raw []byte, env func(string) (string, bool)) (Config, error) {
+	return parseConfig(raw, env, "")
+}
+
+// parseConfig is ParseConfig with the directory a relative private_key_file in raw is
+// relative to ("": the working directory).
+func parseConfig(raw []byte, env func(string) (string, bool), dir string) (Config, error) {
 	c := DefaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("failed to parse the configuration: %w", err)
+	}
+	// Before the environment: BUMPER_PRIVATE_KEY_FILE is not in the file, so a relative
+	// one stays relative to the working directory.
+	if f := c.Bumper.PrivateKeyFile; dir != "" && f != "" && !filepath.IsAbs(f) {
+		c.Bumper.PrivateKeyFile = filepath.Join(dir, f)
 	}
 	c.applyEnv(env)
 	if c.GitHub.App.PrivateKey == "" && c.Bumper.PrivateKeyFile != "" {
@@ -135,6 +150,16 @@ func ParseConfig(raw []byte, env func(string) (string, bool)) (Config, error) {
 		}
 		c.GitHub.App.PrivateKey = string(key)
 	}
+	// A secret that came through a file keeps the file's final newline: setup's
+	// webhook-secret put into a Kubernetes Secret with --from-file and handed over as an
+	// environment variable, a YAML block scalar. GitHub signs with the secret without it,
+	// so a kept newline fails every delivery; no secret Bumper makes has surrounding space.
+	// (The private key needs nothing: PEM decoding skips what surrounds the block.)
+	c.GitHub.App.WebhookSecret = strings.TrimSpace(c.GitHub.App.WebhookSecret)
+	c.Bumper.RunTokenKey = strings.TrimSpace(c.Bumper.RunTokenKey)
+	for i, k := range c.Bumper.PreviousRunTokenKeys {
+		c.Bumper.PreviousRunTokenKeys[i] = strings.TrimSpace(k)
+	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -142,9 +167,11 @@ func ParseConfig(raw []byte, env func(string) (string, bool)) (Config, error) {
 }
 
 func (c *Config) applyEnv(env func(string) (string, bool)) {
+	// Surrounding space is never meant (an address, a URL, a level, a secret read from a
+	// Kubernetes Secret's file with its newline): it is dropped.
 	str := func(name string, dst *string) {
 		if v, ok := env(EnvPrefix + name); ok {
-			*dst = v
+			*dst = strings.TrimSpace(v)
 		}
 	}
 	str("GITHUB_WEB_URL", &c.GitHub.WebURL)

@@ -97,6 +97,20 @@ func TestParseConfig(t *testing.T) {
 		{"redeliver window beyond GitHub's", base + "server: {redeliver_window: 100h}\n", nil, "redeliver_window", nil},
 		{"redeliver window shorter than the interval", base + "server: {redeliver_interval: 1h, redeliver_window: 10m}\n", nil, "redeliver_window", nil},
 		{"short previous key", base + "  previous_run_token_keys: [abcd]\n", nil, "previous_run_token_keys[0]", nil},
+		// A Kubernetes Secret made with --from-file of setup's files keeps their newline,
+		// and secretKeyRef hands it over in the variable.
+		{"secrets from files keep no newline", base, map[string]string{"BUMPER_GITHUB_APP_WEBHOOK_SECRET": "from-file\n",
+			"BUMPER_RUN_TOKEN_KEY": strings.Repeat("ef", 32) + "\n", "BUMPER_ADDRESS": " :9999\n"}, "", func(t *testing.T, c Config) {
+			if c.GitHub.App.WebhookSecret != "from-file" || c.Bumper.RunTokenKey != strings.Repeat("ef", 32) || c.Server.Address != ":9999" {
+				t.Fatalf("not trimmed: secret %q, run key %q, address %q", c.GitHub.App.WebhookSecret, c.Bumper.RunTokenKey, c.Server.Address)
+			}
+		}},
+		{"secrets in block scalars keep no newline", strings.Replace(base, "webhook_secret: s", "webhook_secret: |\n      s", 1) +
+			"  previous_run_token_keys:\n    - |\n      " + strings.Repeat("ab", 32) + "\n", nil, "", func(t *testing.T, c Config) {
+			if c.GitHub.App.WebhookSecret != "s" || c.Bumper.PreviousRunTokenKeys[0] != strings.Repeat("ab", 32) {
+				t.Fatalf("not trimmed: secret %q, previous key %q", c.GitHub.App.WebhookSecret, c.Bumper.PreviousRunTokenKeys[0])
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +125,49 @@ func TestParseConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.check(t, c)
+		})
+	}
+}
+
+// TestPrivateKeyFilePath: a relative bumper.private_key_file in the file is relative to
+// the file's directory, so setup's directory works wherever it is copied;
+// BUMPER_PRIVATE_KEY_FILE, given at start, stays relative to the working directory.
+func TestPrivateKeyFilePath(t *testing.T) {
+	conf := t.TempDir()
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	const other = "-----BEGIN RSA PRIVATE KEY-----\nMIIC\n-----END RSA PRIVATE KEY-----\n"
+	for path, pem := range map[string]string{filepath.Join(conf, "app-private-key.pem"): testKeyPEM,
+		filepath.Join(cwd, "env.pem"): other, filepath.Join(conf, "abs.pem"): other} {
+		if err := os.WriteFile(path, []byte(pem), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, keyFile, envFile, want string
+	}{
+		{"relative to the configuration's directory", "app-private-key.pem", "", testKeyPEM},
+		{"absolute", filepath.Join(conf, "abs.pem"), "", other},
+		{"from the environment, relative to the working directory", "app-private-key.pem", "env.pem", other},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := "github:\n  app:\n    integration_id: 7\n    webhook_secret: s\nbumper:\n  private_key_file: " + tt.keyFile +
+				"\n  run_token_key: " + strings.Repeat("cd", 32) + "\n"
+			path := filepath.Join(conf, "serve.yml")
+			if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tt.envFile != "" {
+				t.Setenv("BUMPER_PRIVATE_KEY_FILE", tt.envFile)
+			}
+			c, err := LoadConfig(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.GitHub.App.PrivateKey != tt.want {
+				t.Errorf("read the key %q, want %q", c.GitHub.App.PrivateKey, tt.want)
+			}
 		})
 	}
 }

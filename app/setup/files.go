@@ -63,7 +63,9 @@ func writeFiles(o Options, id Identity, pem, webhookSecret string) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ServeConfig(o, id, filepath.Join(absDir, PrivateKeyFile), webhookSecret, runKey)
+	// The key's name alone: serve reads it beside serve.yml (app.LoadConfig), so the
+	// directory can be copied to the server as it is.
+	cfg, err := ServeConfig(o, id, PrivateKeyFile, webhookSecret, runKey)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +147,23 @@ func writeTemp(dir string, f outFile) (string, error) {
 	return name, nil
 }
 
+// OIDCIssuer is the issuer of Actions' OIDC tokens for the GitHub at githubURL whose
+// REST API is apiURL: token.actions.githubusercontent.com for github.com, and
+// https://HOST/_services/token for GitHub Enterprise Server (whose API is
+// HOST/api/v3/). An API elsewhere is `bumper emulator`'s, whose issuer is its own
+// address.
+func OIDCIssuer(githubURL, apiURL string) string {
+	v3, _, err := APIURLs(githubURL)
+	switch {
+	case err != nil || v3 == "https://api.github.com/":
+		return app.DefaultConfig().Bumper.OIDCIssuer
+	case strings.TrimRight(apiURL, "/") == strings.TrimRight(v3, "/"):
+		return strings.TrimRight(githubURL, "/") + "/_services/token"
+	default:
+		return strings.TrimRight(githubURL, "/")
+	}
+}
+
 // ServeConfig renders serve's configuration for the new App, commented like
 // app/config.example.yml.
 func ServeConfig(o Options, id Identity, keyFile, webhookSecret, runTokenKey string) ([]byte, error) {
@@ -167,7 +186,7 @@ func ServeConfig(o Options, id Identity, keyFile, webhookSecret, runTokenKey str
 		"WebhookSecret": webhookSecret, "KeyFile": keyFile, "RunTokenKey": runTokenKey,
 		"PublicURL": strings.TrimRight(o.PublicURL, "/"), "WebhookPath": o.WebhookPath,
 		"Address": def.Server.Address, "Label": def.Bumper.TriggerLabel, "Workflow": def.Bumper.Workflow,
-		"OIDC": def.Bumper.OIDCIssuer,
+		"OIDC": OIDCIssuer(o.GitHubURL, o.APIURL),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to render serve's configuration: %w", err)
@@ -204,14 +223,16 @@ server:
   webhook_path: {{.WebhookPath}}
 
 bumper:
-  # The App's private key, as GitHub handed it over (mode 0600).
+  # The App's private key, as GitHub handed it over (mode 0600); a relative path is
+  # relative to this file's directory.
   private_key_file: {{printf "%q" .KeyFile}}
   # The label that asks Bumper to work on an issue; create it in each repository.
   trigger_label: {{printf "%q" .Label}}
   # The runner workflow under .github/workflows/ of each repository: copy
   # .github/workflows/bumper-run.yml from Bumper's source.
   workflow: {{.Workflow}}
-  # The issuer of the runners' OIDC tokens (audience "bumper").
+  # The issuer of the runners' OIDC tokens (audience "bumper"): GitHub Enterprise
+  # Server's is https://HOST/_services/token.
   oidc_issuer: {{.OIDC}}
   # Signs run tokens and status records: 32 random bytes, made by setup. Every replica
   # needs the same key; rotate it with previous_run_token_keys (docs/operating.md).

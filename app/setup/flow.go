@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -307,6 +308,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintln(w, "Next:")
 	fmt.Fprintf(w, "  1. install the App on the repositories Bumper works on: %s/installations/new\n", strings.TrimRight(r.App.HTMLURL, "/"))
-	fmt.Fprintf(w, "  2. run serve: bumper serve --config %s\n", joinPath(r.Dir, ServeConfigFile))
-	fmt.Fprintf(w, "  3. check a repository: bumper doctor --config %s --repo OWNER/REPO\n", joinPath(r.Dir, ServeConfigFile))
+	// --host=false: this is the admin's machine, not a runner host, whose checks would
+	// all fail here and hide the App's and the repository's findings.
+	fmt.Fprintf(w, "  2. check each repository from here, and do what it says: bumper doctor --host=false --config %s --repo OWNER/REPO\n", joinPath(r.Dir, ServeConfigFile))
+	// serve.yml names the key relative to itself, so the directory works where it lands.
+	fmt.Fprintf(w, "  3. copy %s to serve's host and start serve there, behind TLS: bumper serve --config %s (docs/install.md, \"Run serve\")\n",
+		r.Dir, joinPath(filepath.Base(r.Dir), ServeConfigFile))
 }

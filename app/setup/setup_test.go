@@ -197,6 +197,19 @@ func TestManifestFlow(t *testing.T) {
 	if cfg.GitHub.App.IntegrationID != res.App.ID || cfg.GitHub.V3APIURL != e.BaseURL()+"/" {
 		t.Errorf("serve.yml: App %d at %s", cfg.GitHub.App.IntegrationID, cfg.GitHub.V3APIURL)
 	}
+	if cfg.Bumper.OIDCIssuer != e.OIDCIssuerURL() {
+		t.Errorf("serve.yml: oidc_issuer %s, the emulator's is %s", cfg.Bumper.OIDCIssuer, e.OIDCIssuerURL())
+	}
+	// The key is named relative to serve.yml, so the directory can be copied to the
+	// server as it is (this test's working directory is not dir).
+	if raw, _ := os.ReadFile(filepath.Join(dir, setup.ServeConfigFile)); !strings.Contains(string(raw), "private_key_file: \""+setup.PrivateKeyFile+"\"") {
+		t.Errorf("serve.yml does not name the key beside it:\n%s", raw)
+	}
+	var summary strings.Builder
+	res.WriteSummary(&summary)
+	if !strings.Contains(summary.String(), "bumper doctor --host=false --config "+filepath.Join(dir, setup.ServeConfigFile)+" --repo OWNER/REPO") {
+		t.Errorf("the summary's doctor command is not for the admin's machine:\n%s", summary.String())
+	}
 	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub)
 	if err != nil {
 		t.Fatal(err)
@@ -327,4 +340,21 @@ func asMap(t *testing.T, p *github.InstallationPermissions) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+func TestOIDCIssuer(t *testing.T) {
+	tests := []struct {
+		name, githubURL, apiURL, want string
+	}{
+		{"github.com", "https://github.com", "https://api.github.com/", "https://token.actions.githubusercontent.com"},
+		{"GitHub Enterprise Server", "https://ghe.example.com/", "https://ghe.example.com/api/v3/", "https://ghe.example.com/_services/token"},
+		{"the emulator, with an API of its own", "http://127.0.0.1:18080", "http://127.0.0.1:18080/", "http://127.0.0.1:18080"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := setup.OIDCIssuer(tt.githubURL, tt.apiURL); got != tt.want {
+				t.Errorf("OIDCIssuer(%s, %s) = %s, want %s", tt.githubURL, tt.apiURL, got, tt.want)
+			}
+		})
+	}
 }
