@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-github/v66/github"
 
+	"github.com/bumperdev/bumper/internal/browsertest"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/testgate"
 )
@@ -108,39 +108,20 @@ func emutestToken(t *testing.T, e *ghemu.Emulator) string {
 	return tok.GetToken()
 }
 
-// screenshotDir is where the browser test leaves its screenshot: BUMPER_SCREENSHOT_DIR
-// when set (to keep it, e.g. for the README), else the test's artifact directory, which
-// `go test -artifacts -outputdir DIR` keeps and which is otherwise removed.
-func screenshotDir(t *testing.T) string {
-	if d := os.Getenv("BUMPER_SCREENSHOT_DIR"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.ArtifactDir()
-}
-
 func TestWebViewInBrowser(t *testing.T) {
 	testgate.Slow(t, "headless Chromium")
 	testgate.Command(t, "git", "git")
-	testgate.Command(t, "chromium", "chromium")
-	chromium, _ := exec.LookPath("chromium")
+	browsertest.Require(t)
 
 	e := newEmulator(t, ghemu.Options{})
 	prNumber, issueNumber := seedPullRequest(t, e)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-		chromedp.WindowSize(1280, 900), chromedp.Flag("hide-scrollbars", true))
-	if os.Geteuid() == 0 {
-		// Chromium's sandbox refuses to start as root.
-		opts = append(opts, chromedp.NoSandbox)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
+	bctx, cancelBrowser, err := browsertest.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer cancelBrowser()
 
 	pullURL := e.BaseURL() + "/" + org + "/" + repo + "/pull/" + strconv.Itoa(prNumber)
@@ -162,7 +143,7 @@ func TestWebViewInBrowser(t *testing.T) {
 		pwned             = browse(t, bctx, chromedp.Evaluate[bool](`window.__pwned !== undefined || document.querySelector("script") !== null`))
 		shot              = browse(t, bctx, chromedp.FullScreenshot(100))
 	)
-	path := filepath.Join(screenshotDir(t), "pull-request.png")
+	path := filepath.Join(browsertest.ScreenshotDir(t), "pull-request.png")
 	if err := os.WriteFile(path, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}

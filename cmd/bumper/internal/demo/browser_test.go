@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,23 +12,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/bumperdev/bumper/internal/browsertest"
 	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/internal/verdict"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
-
-// screenshotDir is where the test leaves its screenshot: BUMPER_SCREENSHOT_DIR when set
-// (`BUMPER_SCREENSHOT_DIR=$PWD/docs/img` renews the README's picture), else the test's
-// artifact directory.
-func screenshotDir(t *testing.T) string {
-	if d := os.Getenv("BUMPER_SCREENSHOT_DIR"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.ArtifactDir()
-}
 
 // TestDemoInBrowser runs the demo as `bumper demo` does (the emulator, serve, the local
 // runner running the real `bumper run` with its firewall and a QEMU microVM, the
@@ -44,9 +31,8 @@ func TestDemoInBrowser(t *testing.T) {
 	testgate.RequiresQEMU(t)
 	testgate.Command(t, "nft", "nftables")
 	testgate.Command(t, "git", "git")
-	testgate.Command(t, "chromium", "chromium")
+	browsertest.Require(t)
 	imagetest.SkipUnlessCanBuild(t)
-	chromium, _ := exec.LookPath("chromium")
 
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
@@ -69,11 +55,10 @@ func TestDemoInBrowser(t *testing.T) {
 			// The servers are up until cancel: look at the page, then end the demo.
 			defer cancel()
 			page.url = r.PullURL
-			opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-				chromedp.WindowSize(1280, 900), chromedp.Flag("hide-scrollbars", true), chromedp.NoSandbox)
-			actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-			defer cancelAlloc()
-			bctx, cancelBrowser := chromedp.NewContext(actx)
+			bctx, cancelBrowser, err := browsertest.Open(ctx)
+			if page.err = err; err != nil {
+				return
+			}
 			defer cancelBrowser()
 			bctx, cancelTimeout := context.WithTimeout(bctx, time.Minute)
 			defer cancelTimeout()
@@ -104,7 +89,7 @@ func TestDemoInBrowser(t *testing.T) {
 	if page.err != nil {
 		t.Fatalf("failed to read %s in Chromium: %v", page.url, page.err)
 	}
-	shot := filepath.Join(screenshotDir(t), "pull-request.png")
+	shot := filepath.Join(browsertest.ScreenshotDir(t), "pull-request.png")
 	if err := os.WriteFile(shot, page.shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
