@@ -2,7 +2,6 @@ package firewall
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -34,18 +33,7 @@ import (
 func TestFixRunPushPolicy(t *testing.T) {
 	testgate.Command(t, "git", "git")
 	ctx := context.Background()
-	gs, err := gitserver.New(gitserver.Options{
-		Root: t.TempDir(),
-		Authorize: func(r *http.Request, owner, repo string, access gitserver.Access) error {
-			if r.Header.Get("Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+itToken)) {
-				return &gitserver.AuthError{Status: http.StatusUnauthorized, Message: "bad credentials"}
-			}
-			return nil
-		},
-	})
-	if err != nil {
-		t.Skipf("git server unavailable: %v", err)
-	}
+	gs := tokenGitServer(t)
 	sig := gitserver.Signature{Name: "t", Email: "t@example.com"}
 	base, err := gs.CreateRepository(ctx, "octo", "demo", "main", map[string][]byte{"README": []byte("hi\n")}, sig)
 	if err != nil {

@@ -53,12 +53,10 @@ func writeCA(t *testing.T, srv *httptest.Server) string {
 	return ca
 }
 
-// TestGitAndModelThroughFirewall drives the real git client and a model call through the
-// firewall's listener to the gateways, then checks that no secret reached the audit log
-// or the firewall's own log.
-func TestGitAndModelThroughFirewall(t *testing.T) {
-	testgate.Command(t, "git", "git")
-	ctx := context.Background()
+// tokenGitServer is a git smart-HTTP server that takes the installation token (itToken)
+// as GitHub does, in HTTP basic auth as x-access-token.
+func tokenGitServer(t *testing.T) *gitserver.Server {
+	t.Helper()
 	gs, err := gitserver.New(gitserver.Options{
 		Root: t.TempDir(),
 		Authorize: func(r *http.Request, owner, repo string, access gitserver.Access) error {
@@ -71,6 +69,16 @@ func TestGitAndModelThroughFirewall(t *testing.T) {
 	if err != nil {
 		t.Skipf("git server unavailable: %v", err)
 	}
+	return gs
+}
+
+// TestGitAndModelThroughFirewall drives the real git client and a model call through the
+// firewall's listener to the gateways, then checks that no secret reached the audit log
+// or the firewall's own log.
+func TestGitAndModelThroughFirewall(t *testing.T) {
+	testgate.Command(t, "git", "git")
+	ctx := context.Background()
+	gs := tokenGitServer(t)
 	base, err := gs.CreateRepository(ctx, "octo", "demo", "main", map[string][]byte{"README": []byte("hi\n")}, gitserver.Signature{Name: "t", Email: "t@example.com"})
 	if err != nil {
 		t.Fatal(err)
