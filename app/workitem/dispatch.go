@@ -77,24 +77,23 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 	if err != nil {
 		return fmt.Errorf("failed to claim dispatch %s: %w", key, err)
 	}
-	if !created && redriveOf(ctx) == key {
+	if !created {
+		if redriveOf(ctx) != key {
+			zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("dispatch already made; standing down")
+			// The record has no attempt n (else this would be attempt n+1): the dispatch is
+			// in flight elsewhere, or its replica died. Either way, someone looks again later.
+			return &dispatchedElsewhere{item: rec.ID(), pending: key}
+		}
 		// The guard ref outlived its grace period without a record of its dispatch: its
 		// replica died after taking it. One replica takes the key over.
 		if created, err = gh.CreateRef(ctx, it.repo.FullName, RedriveRefPrefix+key, rec.BaseCommit); err != nil {
 			return fmt.Errorf("failed to claim the re-drive of %s: %w", key, err)
 		}
-		if created {
-			zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("re-driving a dispatch whose replica died after taking its guard ref")
+		if !created {
+			zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("another replica re-drives this dispatch; standing down")
+			return &dispatchedElsewhere{item: rec.ID()}
 		}
-	} else if !created {
-		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("dispatch already made; standing down")
-		// The record has no attempt n (else this would be attempt n+1): the dispatch is in
-		// flight elsewhere, or its replica died. Either way, someone looks again later.
-		return &dispatchedElsewhere{item: rec.ID(), pending: key}
-	}
-	if !created {
-		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("another replica re-drives this dispatch; standing down")
-		return &dispatchedElsewhere{item: rec.ID()}
+		zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("re-driving a dispatch whose replica died after taking its guard ref")
 	}
 	if s.opts.Fault != nil {
 		if err := s.opts.Fault(FaultAfterDispatchRef); err != nil {

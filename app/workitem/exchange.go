@@ -13,6 +13,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // RunTokenSigner signs run tokens.
@@ -251,6 +252,7 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 		return refuse("%v", err)
 	}
 	rec := it.rec
+	var pol repoconfig.Config // read when a writing run hands its pull request over
 	switch {
 	case c.Stage == StagePlan && to == ledger.AwaitingApproval:
 		if strings.TrimSpace(p.Plan) == "" {
@@ -258,26 +260,17 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 		}
 		rec.PlanRevision = ledger.ContentRevision([]byte(p.Plan))
 	case writes(c.Stage) && to == ledger.Verifying:
-	case writes(c.Stage) && to == ledger.Reviewing:
-		// The pull request is open; a review run judges it next.
-		pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
-		if err != nil {
+	case writes(c.Stage) && (to == ledger.Reviewing || to == ledger.InReview):
+		// The pull request is open. A review run judges it next; the run that wrote the
+		// change hands it to humans itself only where the repository turned its reviewer
+		// off, and otherwise only a review run's verdict does.
+		if pol, err = s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit); err != nil {
 			return refuse("%v", err)
 		}
-		if !pol.ReviewerOn() {
+		switch {
+		case to == ledger.Reviewing && !pol.ReviewerOn():
 			return refuse("the repository's reviewer is off (reviewer: false): a %s run reports in-review with its pull request", c.Stage)
-		}
-		if err := s.takePull(ctx, gh, it, p.PullRequest, p.HeadCommit); err != nil {
-			return err
-		}
-	case writes(c.Stage) && to == ledger.InReview:
-		// The run that wrote the change hands it to humans itself only where the
-		// repository turned its reviewer off; otherwise only a review run's verdict does.
-		pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
-		if err != nil {
-			return refuse("%v", err)
-		}
-		if pol.ReviewerOn() {
+		case to == ledger.InReview && pol.ReviewerOn():
 			return refuse("the repository's reviewer is on: a %s run reports reviewing with its pull request, and only the review run's verdict moves it to in-review", c.Stage)
 		}
 		if err := s.takePull(ctx, gh, it, p.PullRequest, p.HeadCommit); err != nil {
@@ -298,10 +291,6 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			return err
 		}
 	case ledger.InReview:
-		pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
-		if err != nil {
-			return refuse("%v", err)
-		}
 		if err := s.maybeFix(ctx, gh, it, pol); err != nil {
 			return err
 		}
@@ -360,15 +349,19 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 }
 
 // maxStoredReason bounds a run's reason as the record keeps it, in bytes before JSON
-// escaping: the last ledger.KeptReasons attempts of it, escaped at worst, fit in a status
+// escaping: the last ledger.KeptDetail attempts of it, escaped at worst, fit in a status
 // comment with every other field at its largest (ledger TestLargestRecordFits).
 const maxStoredReason = 300
 
-func cutReason(s string) string {
-	if len(s) <= maxStoredReason {
+func cutReason(s string) string { return cutBytes(s, maxStoredReason) }
+
+// cutBytes keeps at most n bytes of s (as valid UTF-8), on a character boundary, and
+// marks a cut with "…".
+func cutBytes(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
 		return s
 	}
-	n := maxStoredReason
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}

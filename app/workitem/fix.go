@@ -199,17 +199,3 @@ func (s *Service) fixTask(ctx context.Context, gh GitHub, rec *ledger.Record, at
 	}
 	return out, nil
 }
-
-// cutBytes keeps at most n bytes of s, on a character boundary.
-func cutBytes(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
