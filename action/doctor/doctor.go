@@ -14,6 +14,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/preflight"
 	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/sandbox/image"
 )
 
 // Host runs the preflight checks with o and reports each, and the size of o.Cache.
@@ -41,7 +42,7 @@ func fromCheck(c preflight.Check) doctor.Finding {
 // cacheSize adds up the image cache: images and snapshots are kept until pruned.
 func cacheSize(dir string) doctor.Finding {
 	if dir == "" {
-		dir = "/var/cache/bumper"
+		dir = image.DefaultCacheDir
 	}
 	var total int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/internal/revision"
+
+	"github.com/bumperdev/bumper/internal/jsondoc"
 )
 
 // MaxBundleBytes bounds what Parse reads.
@@ -45,7 +47,7 @@ func Parse(data []byte) (*Evidence, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("evidence is not valid UTF-8")
 	}
-	if err := checkJSONShape(data); err != nil {
+	if err := jsondoc.CheckShape(data); err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
 	}
 	if err := validateSchema(evidenceSchemaURL, data); err != nil {

@@ -50,7 +50,7 @@ func ParseDecisions(data []byte) ([]Decision, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("decisions.json is not valid UTF-8")
 	}
-	if err := checkJSONShape(data); err != nil {
+	if err := jsondoc.CheckShape(data); err != nil {
 		return nil, fmt.Errorf("decisions.json: %w", err)
 	}
 	if err := validateSchema(decisionsSchemaURL, data); err != nil {
@@ -89,7 +89,3 @@ func decodeStrict(data []byte, v any) error {
 	}
 	return nil
 }
-
-// checkJSONShape reads data as one JSON value, refusing duplicate object keys and deep
-// nesting (see jsondoc.CheckShape).
-func checkJSONShape(data []byte) error { return jsondoc.CheckShape(data) }

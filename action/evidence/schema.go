@@ -49,6 +49,3 @@ func validateSchema(url string, data []byte) error {
 	}
 	return all.Validate(url, data)
 }
-
-// escapePointer escapes one JSON pointer reference token (RFC 6901).
-func escapePointer(t string) string { return jsondoc.EscapePointer(t) }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/jsondoc"
 )
 
 // secretPattern is one kind of credential a bundle must never carry.
@@ -199,7 +201,7 @@ func walkStrings(v any, path string, f func(path, s string) string) any {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			p := path + "/" + escapePointer(k)
+			p := path + "/" + jsondoc.EscapePointer(k)
 			f(p, k)
 			x[k] = walkStrings(x[k], p, f)
 		}

@@ -62,7 +62,7 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.repo,
 		Env: *env, Image: bc, VM: vm, Resolve: r.cfg.Resolve,
 		Audit: filepath.Join(r.cfg.Out, EnvironmentAuditFile),
-		Log:   r.setupLog(logFile),
+		Log:   r.logTo(logFile),
 	})
 	err = errors.Join(err, logFile.Close())
 	ev := &evidence.Environment{Packages: env.Packages, Setup: env.Setup, DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
@@ -95,11 +95,11 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%.19s %s; image %.19s", res.Key.Digest, how, r.imageDigest), nil
 }
 
-// setupLog is where the setup's output goes: the job's log, and the artifact's
-// environment log within DefaultMaxTranscript, as an agent round's transcript is. The
-// repository's script writes as much as it likes until its timeout; the runner host's
-// disk is not its to fill.
-func (r *run) setupLog(file io.Writer) io.Writer {
+// logTo is where a phase's output goes (the environment's setup, an agent or reviewer
+// round, a verification round): the job's log, and the artifact's file within
+// DefaultMaxTranscript. What runs writes as much as it likes until its timeout; the
+// runner host's disk is not its to fill.
+func (r *run) logTo(file io.Writer) io.Writer {
 	return io.MultiWriter(&limitWriter{w: file, left: DefaultMaxTranscript}, r.cfg.Log)
 }
 

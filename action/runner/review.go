@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,7 +136,7 @@ func (r *run) reviewerRound(ctx context.Context, h harness.Harness, report strin
 		return "", err
 	}
 	defer logf.Close()
-	w := io.MultiWriter(&limitWriter{w: logf, left: DefaultMaxTranscript}, r.cfg.Log)
+	w := r.logTo(logf)
 	nonce := make([]byte, 12)
 	if _, err := rand.Read(nonce); err != nil {
 		return "", fmt.Errorf("failed to name the reviewer's directories: %w", err)

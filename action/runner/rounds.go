@@ -145,7 +145,7 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 		return "", err
 	}
 	defer logf.Close()
-	w := io.MultiWriter(&limitWriter{w: logf, left: DefaultMaxTranscript}, r.cfg.Log)
+	w := r.logTo(logf)
 	if r.ev.Harness == nil {
 		r.ev.Harness = &evidence.Harness{Name: h.Name(), ToolCalls: map[string]int{}}
 		if h.Name() != repoconfig.HarnessCommand {
@@ -243,7 +243,7 @@ func (r *run) verifyRound(ctx context.Context, round int, cmds []string) (*verif
 		return nil, err
 	}
 	defer logf.Close()
-	w := io.MultiWriter(&limitWriter{w: logf, left: DefaultMaxTranscript}, r.cfg.Log)
+	w := r.logTo(logf)
 	vr, err := verify.Run(ctx, r.exec, round, cmds, verify.Options{Stdout: w, Stderr: w})
 	if err != nil {
 		return nil, err

@@ -240,7 +240,7 @@ func TestSetupLogBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := r.setupLog(f)
+	w := r.logTo(f)
 	chunk := bytes.Repeat([]byte("yes\n"), 1<<18) // 1 MiB
 	for range DefaultMaxTranscript/len(chunk) + 8 {
 		if _, err := w.Write(chunk); err != nil {

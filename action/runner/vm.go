@@ -190,27 +190,23 @@ func (r *run) exec(ctx context.Context, argv, env []string, stdout, stderr io.Wr
 // root): a review run's reviewer runs in the base commit's tree.
 func (r *run) execIn(dir string) harness.Exec {
 	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
-		return r.execDir(ctx, dir, argv, env, stdout, stderr)
-	}
-}
-
-func (r *run) execDir(ctx context.Context, dir string, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
-	argv = append([]string{"sh", "-c", `cd "$0" && exec "$@"`, dir}, argv...)
-	res, err := r.vm.Run(ctx, argv, env, stdout, stderr)
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil {
-			if errors.Is(cause, context.DeadlineExceeded) {
-				cause = failWith(evidence.OutcomeTimedOut, "the run's time ran out: the installation token must outlive the push by %v", TokenMargin)
+		argv = append([]string{"sh", "-c", `cd "$0" && exec "$@"`, dir}, argv...)
+		res, err := r.vm.Run(ctx, argv, env, stdout, stderr)
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil {
+				if errors.Is(cause, context.DeadlineExceeded) {
+					cause = failWith(evidence.OutcomeTimedOut, "the run's time ran out: the installation token must outlive the push by %v", TokenMargin)
+				}
+				return harness.ExitStatus{Code: -1, Error: cause.Error()}, cause
 			}
-			return harness.ExitStatus{Code: -1, Error: cause.Error()}, cause
+			return harness.ExitStatus{Code: -1, Error: err.Error()}, err
 		}
-		return harness.ExitStatus{Code: -1, Error: err.Error()}, err
+		st := harness.ExitStatus{Code: res.ExitCode, Signal: res.Signal, Error: res.Error, TimedOut: res.TimedOut}
+		if res.TimedOut {
+			return st, failWith(evidence.OutcomeTimedOut, "the run's wall time of %v ran out: %s", r.wallTime.Round(time.Second), res.Error)
+		}
+		return st, nil
 	}
-	st := harness.ExitStatus{Code: res.ExitCode, Signal: res.Signal, Error: res.Error, TimedOut: res.TimedOut}
-	if res.TimedOut {
-		return st, failWith(evidence.OutcomeTimedOut, "the run's wall time of %v ran out: %s", r.wallTime.Round(time.Second), res.Error)
-	}
-	return st, nil
 }
 
 // closeVM shuts the VM down and stops the firewall, once; the audit log is then final.

@@ -26,8 +26,9 @@ func (w *Workspace) writeTask() error {
 }
 
 // AddTaskFile writes one more file into the task directory, before the VM boots: what
-// the runner computes from the fetched repository (a review run's pr.diff). The name
-// follows Options.Task's rules and must be new.
+// the runner computes from the fetched repository (a review run's pr.diff). Its name
+// follows Options.Task's naming rule and must be new; its size is the caller's to bound
+// (Options.Task's size limits are for what serve sends).
 func (w *Workspace) AddTaskFile(name string, data []byte) error {
 	if !taskNameRE.MatchString(name) || name == agentproto.ReadOnlyMarker {
 		return fmt.Errorf("%w: task file name %q: use letters, digits, '.', '_', '-', not starting with '.'", ErrInvalidOptions, name)

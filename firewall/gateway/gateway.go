@@ -60,6 +60,7 @@ import (
 
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/meter"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // Route prefixes on the listener.
@@ -180,7 +181,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.PushRef != "" && !runBranch.MatchString(cfg.PushRef) {
 		return nil, fmt.Errorf("failed to create gateways: push ref %q is not a run branch: use refs/heads/bumper/<issue>-<attempt>, e.g. refs/heads/bumper/12-1", cfg.PushRef)
 	}
-	if cfg.PushFrom != "" && (cfg.PushRef == "" || !commitID.MatchString(cfg.PushFrom)) {
+	if cfg.PushFrom != "" && (cfg.PushRef == "" || !revision.IsCommitID(cfg.PushFrom)) {
 		return nil, fmt.Errorf("failed to create gateways: push_from %q must be a full commit id (40 lower-case hexadecimal digits) and needs push_ref", cfg.PushFrom)
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -242,9 +243,6 @@ func isLoopback(host string) bool {
 // runBranch is the only kind of ref a run may push (DESIGN: refs/heads/bumper/<issue>-<attempt>):
 // a configuration naming any other branch, main included, is refused.
 var runBranch = regexp.MustCompile(`^refs/heads/bumper/[1-9][0-9]*-[1-9][0-9]*$`)
-
-// commitID is a full SHA-1 object id, as PushFrom must be.
-var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 func parseBase(name, base, secret, secretName string) (*upstream, error) {
 	if base == "" {

@@ -127,22 +127,28 @@ func (e *Emulator) webIssue(w http.ResponseWriter, r *http.Request, owner, name,
 		return err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	rp := e.st.repoByName(owner, name)
 	if rp == nil {
+		e.mu.Unlock()
 		return webNotFound("Repository " + owner + "/" + name)
 	}
 	is := rp.Issues[n]
 	if is == nil {
+		e.mu.Unlock()
 		return webNotFound("Issue #" + num)
 	}
 	if is.IsPull {
+		e.mu.Unlock()
 		// GitHub sends an issue URL of a pull request to the pull request.
 		http.Redirect(w, r, "/"+rp.fullName()+"/pull/"+num, http.StatusFound)
 		return nil
 	}
 	v := e.issueViewLocked(rp, is)
-	e.writePage(w, http.StatusOK, "issue", webPage{Title: fmt.Sprintf("%s · Issue #%d · %s", is.Title, n, rp.fullName()),
-		Owner: rp.Owner, Repo: rp.Name, Private: rp.Private, Data: v})
+	page := webPage{Title: fmt.Sprintf("%s · Issue #%d · %s", is.Title, n, rp.fullName()),
+		Owner: rp.Owner, Repo: rp.Name, Private: rp.Private, Data: v}
+	// Written after the lock is let go, as every other page is: a slow browser must not
+	// hold up the API.
+	e.mu.Unlock()
+	e.writePage(w, http.StatusOK, "issue", page)
 	return nil
 }

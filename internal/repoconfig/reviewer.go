@@ -49,24 +49,21 @@ func (r *Reviewer) UnmarshalYAML(n *yaml.Node) error {
 		r.Off = !on
 		return nil
 	case yaml.MappingNode:
+		// The nested decode does not inherit the file's strictness: every key is checked
+		// here, the harness's too.
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i].Value
-			if !slices.Contains(reviewerKeys, k) {
+			switch k := n.Content[i].Value; {
+			case !slices.Contains(reviewerKeys, k):
 				return fmt.Errorf("%s: reviewer.%s is not a reviewer setting; use harness or min_confidence (or `reviewer: false`)", Path, k)
+			case k == "harness":
+				if err := knownKeys(n.Content[i+1], "reviewer.harness", "name", "version", "command", "model"); err != nil {
+					return err
+				}
 			}
 		}
 		var m struct {
 			Harness       Harness  `yaml:"harness"`
 			MinConfidence *float64 `yaml:"min_confidence"`
-		}
-		// The nested decode does not inherit the file's strictness: check the harness
-		// keys the same way.
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == "harness" {
-				if err := knownKeys(n.Content[i+1], "reviewer.harness", "name", "version", "command", "model"); err != nil {
-					return err
-				}
-			}
 		}
 		if err := n.Decode(&m); err != nil {
 			return fmt.Errorf("failed to read %s reviewer: %w", Path, err)

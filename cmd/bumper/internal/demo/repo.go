@@ -103,10 +103,10 @@ func (u *userRepo) seed() *ghemu.Seed {
 // it), then protects main as the sample's is.
 func (u *userRepo) push(ctx context.Context, e *ghemu.Emulator, work string) error {
 	clone := filepath.Join(work, "repo")
-	if _, err := git(ctx, "", "clone", "--quiet", "--no-local", "--no-checkout", u.dir, clone); err != nil {
+	if _, err := cloneGit(ctx, "", "clone", "--quiet", "--no-local", "--no-checkout", u.dir, clone); err != nil {
 		return fmt.Errorf("failed to clone %s: %w", u.dir, err)
 	}
-	if _, err := git(ctx, clone, "checkout", "--quiet", "--detach", u.head); err != nil {
+	if _, err := cloneGit(ctx, clone, "checkout", "--quiet", "--detach", u.head); err != nil {
 		return fmt.Errorf("failed to check out %s: %w", u.head, err)
 	}
 	if !u.hasWorkflow {
@@ -121,10 +121,10 @@ func (u *userRepo) push(ctx context.Context, e *ghemu.Emulator, work string) err
 		if err := os.WriteFile(p, []byte(wf), 0o644); err != nil {
 			return fmt.Errorf("failed to add the runner workflow: %w", err)
 		}
-		if _, err := git(ctx, clone, "add", workflowPath); err != nil {
+		if _, err := cloneGit(ctx, clone, "add", workflowPath); err != nil {
 			return fmt.Errorf("failed to add the runner workflow: %w", err)
 		}
-		if _, err := git(ctx, clone, "-c", "user.name=Bumper demo", "-c", "user.email=demo@bumper.invalid",
+		if _, err := cloneGit(ctx, clone, "-c", "user.name=Bumper demo", "-c", "user.email=demo@bumper.invalid",
 			"commit", "--quiet", "-m", "Add Bumper's runner workflow (bumper demo)"); err != nil {
 			return fmt.Errorf("failed to commit the runner workflow: %w", err)
 		}
@@ -134,7 +134,7 @@ func (u *userRepo) push(ctx context.Context, e *ghemu.Emulator, work string) err
 		return fmt.Errorf("failed to make the emulator's clone URL: %w", err)
 	}
 	remote.User = url.UserPassword(ghemu.DefaultMaintainer, e.UserToken(ghemu.DefaultMaintainer))
-	if _, err := git(ctx, clone, "push", "--quiet", "--force", remote.String(), "HEAD:refs/heads/main"); err != nil {
+	if _, err := cloneGit(ctx, clone, "push", "--quiet", "--force", remote.String(), "HEAD:refs/heads/main"); err != nil {
 		return fmt.Errorf("failed to push %s into the emulator: %w", u.dir, err)
 	}
 	return e.SetBranchProtection(ghemu.DefaultOrg, u.name, ghemu.SeedProtection{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1})
@@ -149,12 +149,23 @@ func workflowYAML() (string, error) {
 	return string(b), nil
 }
 
-// git runs git in dir and returns its standard output; its error holds git's stderr.
+// git runs git in dir, the user's checkout, and returns its standard output; its error
+// holds git's stderr. The user's own configuration applies (what their git shows them as
+// committed is what the demo takes), the system's does not.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return runGit(ctx, dir, []string{"GIT_CONFIG_NOSYSTEM=1"}, args...)
+}
+
+// cloneGit runs git in the demo's own clone: neither the user's nor the system's git
+// configuration (hooks, templates, rewrites) changes what is committed and pushed.
+func cloneGit(ctx context.Context, dir string, args ...string) (string, error) {
+	return runGit(ctx, dir, []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}, args...)
+}
+
+func runGit(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	// Neither the user's nor the system's git configuration changes what is pushed.
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(append(os.Environ(), env...), "GIT_TERMINAL_PROMPT=0")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

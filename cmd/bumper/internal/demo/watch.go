@@ -138,27 +138,24 @@ func (d *demo) waitRun(ctx context.Context, s *step, run *ghemu.RunInfo) error {
 
 // phase is the last group the run's job log opened (the action's phases: inputs,
 // environment, boot, agent, verification, publish).
-func (d *demo) phase(id int64) string {
-	log, _ := d.e.RunLog(d.owner, d.repo, id)
-	lines := strings.Split(string(log), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if _, g, ok := strings.Cut(lines[i], "::group::"); ok {
-			return strings.TrimSpace(g)
-		}
-	}
-	return "queued"
-}
+func (d *demo) phase(id int64) string { return d.lastMarked(id, "::group::", "queued") }
 
 // lastError is the run's ::error:: line, its reason.
 func (d *demo) lastError(id int64) string {
+	return d.lastMarked(id, "::error::", "see its job log below")
+}
+
+// lastMarked is what follows marker on the last line of the run's job log that has it,
+// or fallback.
+func (d *demo) lastMarked(id int64, marker, fallback string) string {
 	log, _ := d.e.RunLog(d.owner, d.repo, id)
 	lines := strings.Split(string(log), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if _, e, ok := strings.Cut(lines[i], "::error::"); ok {
-			return strings.TrimSpace(e)
+		if _, rest, ok := strings.Cut(lines[i], marker); ok {
+			return strings.TrimSpace(rest)
 		}
 	}
-	return "see its job log below"
+	return fallback
 }
 
 // checks lists the check runs on the pull request's head: name and conclusion.
