@@ -38,7 +38,9 @@ type harness struct {
 	srv   *Server
 	hs    *httptest.Server
 	calls atomic.Int64
-	logs  *lockedBuffer
+	// rewrite changes serve's requests to GitHub while set.
+	rewrite atomic.Pointer[func(*http.Request) *http.Request]
+	logs    *lockedBuffer
 	// sealer checks status records with serve's key, as serve does.
 	sealer *ledger.Sealer
 }
@@ -61,11 +63,18 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// countingTransport counts every request that reaches GitHub (below the cache).
-type countingTransport struct{ n *atomic.Int64 }
+// countingTransport counts every request that reaches GitHub (below the cache), and
+// has rewrite, when set, change it first (tests that make GitHub refuse a write).
+type countingTransport struct {
+	n       *atomic.Int64
+	rewrite *atomic.Pointer[func(*http.Request) *http.Request]
+}
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	if f := c.rewrite.Load(); f != nil {
+		r = (*f)(r)
+	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -108,7 +117,7 @@ func newHarnessOpts(t testing.TB, opts ghemu.Options) *harness {
 // start runs a fresh `serve` (empty memory) and rebuilds its ledger from GitHub.
 func (h *harness) start() {
 	h.t.Helper()
-	srv, err := New(h.ctx, h.cfg, Options{Transport: countingTransport{&h.calls}})
+	srv, err := New(h.ctx, h.cfg, Options{Transport: countingTransport{&h.calls, &h.rewrite}})
 	if err != nil {
 		h.t.Fatalf("New: %v", err)
 	}

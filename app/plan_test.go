@@ -40,6 +40,15 @@ func TestPlanRun(t *testing.T) {
 	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "verifying"}); code != http.StatusForbidden {
 		t.Fatalf("a plan run reported verifying: %d %s", code, body)
 	}
+	// A plan that could not be shown in one comment (the runner sends up to 64 KiB; shown
+	// in a fence, a run of backticks counts twice) is refused to the run, saying why,
+	// rather than by GitHub after the item stopped planning.
+	long := strings.Repeat("`", 40<<10)
+	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "awaiting-approval", Plan: long}); code != http.StatusForbidden ||
+		!strings.Contains(string(body), "write a shorter plan") {
+		t.Fatalf("a plan too long for a comment: %d %s", code, body)
+	}
+	h.expectState(n, ledger.Planning)
 	plan := "1. Change widgets.sh to print 4.\n2. Update test.sh."
 	if code, body := h.post(http.MethodPost, wire.PathProgress, resp.RunToken, wire.Progress{State: "awaiting-approval", Plan: plan}); code != http.StatusNoContent {
 		t.Fatalf("plan: %d %s", code, body)

@@ -45,6 +45,15 @@ func status(err error) int {
 	return 0
 }
 
+// unprocessable marks GitHub's 422 (what was sent is refused, such as a comment longer
+// than it allows) for the App to say so.
+func unprocessable(err error) error {
+	if status(err) == http.StatusUnprocessableEntity {
+		return fmt.Errorf("%w: %w", workitem.ErrUnprocessable, err)
+	}
+	return err
+}
+
 func notFound(err error) error {
 	if status(err) == http.StatusNotFound {
 		return fmt.Errorf("%w: %w", workitem.ErrNotFound, err)
@@ -223,7 +232,7 @@ func (c *Client) CreateComment(ctx context.Context, repo string, issue int, body
 	}
 	cm, _, err := c.gh.Issues.CreateComment(ctx, owner, name, issue, &gogithub.IssueComment{Body: &body})
 	if err != nil {
-		return 0, err
+		return 0, unprocessable(err)
 	}
 	return cm.GetID(), nil
 }
@@ -235,7 +244,7 @@ func (c *Client) EditComment(ctx context.Context, repo string, id int64, body st
 		return err
 	}
 	_, _, err = c.gh.Issues.EditComment(ctx, owner, name, id, &gogithub.IssueComment{Body: &body})
-	return notFound(err)
+	return unprocessable(notFound(err))
 }
 
 // AddLabel implements workitem.GitHub.

@@ -22,10 +22,6 @@ const (
 	sigPrefix    = " sig=hmac-sha256:"
 )
 
-// maxRecordBytes bounds what the decoder reads: a GitHub comment holds at most 65536
-// characters, so anything larger was not written by the App.
-const maxRecordBytes = 65536
-
 // ErrNoRecord is returned when a comment holds no machine record.
 var ErrNoRecord = errors.New("no bumper record in the comment")
 
@@ -37,18 +33,37 @@ var ErrUnsigned = errors.New("the status record is not signed by this Bumper")
 // IsStatusComment reports whether a comment body is (or claims to be) a status comment.
 func IsStatusComment(body string) bool { return strings.HasPrefix(body, StatusMarker) }
 
-// Encode renders the status comment: a human summary, then the signed record as JSON in
-// an HTML comment. encoding/json escapes '<' and '>', so the JSON cannot close the HTML
-// comment early whatever the fields hold.
+// Encode renders the status comment: a human summary that ends with the note on hidden
+// text, then the signed record as JSON in an HTML comment. encoding/json escapes '<' and
+// '>', so the JSON cannot close the HTML comment early whatever the fields hold. The
+// note is the one part the issue's text sizes, so it is written once (the record names
+// it by length and digest) and bounded (boundedNotice); should the comment still pass
+// MaxCommentBytes, the note gives way to a short one, and a comment still too long is an
+// error, never a write GitHub would refuse.
 func (s *Sealer) Encode(r *Record) (string, error) {
-	raw, err := json.MarshalIndent(r, "", " ")
+	notice := boundedNotice(r.SpecNotice)
+	body, err := s.encode(r, notice)
+	if err == nil && len(body) > MaxCommentBytes && notice != "" && notice != overflowNotice {
+		body, err = s.encode(r, overflowNotice)
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(body) > MaxCommentBytes {
+		return "", fmt.Errorf("failed to encode the record of %s: %w (%d bytes; at most %d)", r.ID(), ErrTooLong, len(body), MaxCommentBytes)
+	}
+	return body, nil
+}
+
+func (s *Sealer) encode(r *Record, notice string) (string, error) {
+	raw, err := json.MarshalIndent(stored{Record: r, Notice: refOf(notice)}, "", " ")
 	if err != nil {
 		return "", fmt.Errorf("failed to encode the record of %s: %w", r.ID(), err)
 	}
 	var b strings.Builder
 	b.WriteString(StatusMarker)
 	b.WriteString("\n")
-	b.WriteString(s.Summary(r))
+	b.WriteString(s.summary(r, notice))
 	b.WriteString("\n")
 	b.WriteString(RecordOpen)
 	b.WriteString(sigPrefix)
@@ -65,7 +80,7 @@ func (s *Sealer) Encode(r *Record) (string, error) {
 // wrong signature, unknown fields, an unknown schema version or state, or values out of
 // range are errors saying which.
 func (s *Sealer) Decode(body string) (*Record, error) {
-	if len(body) > maxRecordBytes {
+	if len(body) > MaxCommentBytes {
 		return nil, fmt.Errorf("status comment is %d bytes, more than GitHub allows; it was not written by Bumper", len(body))
 	}
 	if !IsStatusComment(body) {
@@ -101,7 +116,8 @@ func (s *Sealer) Decode(body string) (*Record, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var r Record
-	if err := dec.Decode(&r); err != nil {
+	w := stored{Record: &r}
+	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("failed to parse the status record: %w", err)
 	}
 	if dec.More() {
@@ -109,6 +125,18 @@ func (s *Sealer) Decode(body string) (*Record, error) {
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
+	}
+	switch {
+	case w.Notice != nil && w.Legacy != "":
+		return nil, errors.New("status record holds its note on hidden text twice")
+	case w.Notice != nil:
+		notice, err := readNotice(body[:start], w.Notice)
+		if err != nil {
+			return nil, err
+		}
+		r.SpecNotice = notice
+	default:
+		r.SpecNotice = w.Legacy
 	}
 	return &r, nil
 }
@@ -169,9 +197,12 @@ func validRepository(s string) bool {
 }
 
 // Summary is the human part of the status comment. It names the current text revision
-// by its short id, which is what `/approve ID` takes, and shows what the rendered issue
-// hides from the approver.
-func (s *Sealer) Summary(r *Record) string {
+// by its short id, which is what `/approve ID` takes, and ends with what the rendered
+// issue hides from the approver.
+func (s *Sealer) Summary(r *Record) string { return s.summary(r, boundedNotice(r.SpecNotice)) }
+
+// summary is Summary with the notice as the comment shows it (see boundedNotice).
+func (s *Sealer) summary(r *Record, notice string) string {
 	var b strings.Builder
 	id := s.ShortID(r.TextRevision())
 	fmt.Fprintf(&b, "**Bumper work item** · state: `%s`\n\n", r.State)
@@ -181,8 +212,9 @@ func (s *Sealer) Summary(r *Record) string {
 	case Planning:
 		b.WriteString("A read-only plan run is under way; its plan will be posted here for approval.\n")
 	case AwaitingApproval:
-		fmt.Fprintf(&b, "Waiting for approval: a maintainer with write access can comment `/approve %s` to start a run for exactly this revision of the issue%s.\n",
-			id, map[bool]string{true: " and its plan", false: ""}[r.PlanRevision != ""])
+		fmt.Fprintf(&b, "Waiting for approval: a maintainer with write access can comment `/approve %s` to start a run for exactly this revision of the issue%s.%s\n",
+			id, map[bool]string{true: " and its plan", false: ""}[r.PlanRevision != ""],
+			map[bool]string{true: " Read the note on hidden text below first.", false: ""}[notice != ""])
 	case Reviewing:
 		fmt.Fprintf(&b, "A review run (attempt %d) with a fresh context is judging pull request #%d. Comment `/stop` to stop it.\n", len(r.Attempts), r.PullRequest)
 	case Running, Verifying:
@@ -202,9 +234,6 @@ func (s *Sealer) Summary(r *Record) string {
 	}
 	if r.Reason != "" {
 		fmt.Fprintf(&b, "\n> %s\n", oneLine(r.Reason))
-	}
-	if r.SpecNotice != "" {
-		fmt.Fprintf(&b, "\n%s\n", noMarkers(r.SpecNotice))
 	}
 	if r.Protection != "" {
 		fmt.Fprintf(&b, "\n**Branch protection:** %s\n", oneLine(r.Protection))
@@ -243,6 +272,10 @@ func (s *Sealer) Summary(r *Record) string {
 			outcome = "pending"
 		}
 		fmt.Fprintf(&b, "| attempt | %d (%s): %s |\n", n, a.Stage, outcome)
+	}
+	if notice != "" {
+		// Last, so that Decode finds it just above the record.
+		b.WriteString("\n" + notice)
 	}
 	return b.String()
 }

@@ -26,8 +26,10 @@ type Record struct {
 	SpecRevision string `json:"spec_revision"`
 	// SpecNotice tells the approver what the rendered issue hides from them but not
 	// from the agent (HTML comments, invisible characters, misleading links), escaped
-	// for display; empty when nothing is hidden. It is computed with SpecRevision.
-	SpecNotice string `json:"spec_notice,omitempty"`
+	// for display; empty when nothing is hidden. It is computed with SpecRevision. The
+	// status comment holds it once, in its human part just above the record, whose JSON
+	// names it by length and digest (see Sealer.Encode).
+	SpecNotice string `json:"-"`
 	// SpecChange says when the title or body last changed after the item was requested,
 	// by whom and what changed: a bare /approve soon after it is refused.
 	SpecChange *SpecChange `json:"spec_change,omitempty"`
@@ -242,24 +244,6 @@ func (r *Record) AttemptsOfStage(stage string) int {
 		}
 	}
 	return n
-}
-
-// The record must stay within one GitHub comment (65536 characters) however many runs
-// its item had: at most MaxAttempts attempts, of which the last KeptDetail keep every
-// field; earlier ones keep what the evidence and the bounds need (stage, revision, run,
-// times, outcome, cost, evidence digest, head commit).
-const (
-	MaxAttempts = 40
-	KeptDetail  = 8
-)
-
-// Compact drops the details of all but the last KeptDetail attempts: the runner's reason,
-// the runner's name, the image, the nonce's hash (spent) and the fix round's checks.
-func (r *Record) Compact() {
-	for i := 0; i < len(r.Attempts)-KeptDetail; i++ {
-		a := &r.Attempts[i]
-		a.RunReason, a.Runner, a.ImageDigest, a.NonceHash, a.FixChecks = "", "", "", "", nil
-	}
 }
 
 // MoveTo changes the state through the transition table and records the reason.

@@ -10,10 +10,13 @@ import (
 )
 
 // Bounds of Render's output. A GitHub comment holds at most 65536 characters and the
-// status comment has more to say than this.
+// status comment has more to say than this: it keeps a note on hidden text of at most
+// ledger.MaxNotice bytes (12 KiB), and of a longer one only says there is too much to
+// list. Items stop 1000 bytes short of MaxRenderLen, room for the count of what is left
+// out (of every kind), the legend and the marker note.
 const (
 	// MaxRenderLen bounds the length in bytes of what Render returns.
-	MaxRenderLen = 24000
+	MaxRenderLen = 12000
 	// MaxListed is the most findings Render lists; it counts the rest by kind.
 	MaxListed = 40
 	// MaxQuote is the most characters of one quoted text Render shows; it says how
@@ -25,7 +28,7 @@ const (
 	maxContext    = 120 // characters of the context of a hidden character
 	maxNames      = 6   // distinct characters named per finding
 	maxCommand    = 80  // characters of a MathHiding command
-	itemsBudget   = MaxRenderLen - 600
+	itemsBudget   = MaxRenderLen - 1000
 )
 
 const (

@@ -259,6 +259,11 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			return refuse("a plan run must post its plan")
 		}
 		rec.PlanRevision = ledger.ContentRevision([]byte(p.Plan))
+		if n := len(s.planComment(rec, p.Plan)); n > ledger.MaxCommentBytes {
+			// Refused here, where the run hears why, rather than by GitHub, after which
+			// the item would wait for a plan that never comes.
+			return refuse("the plan, shown for approval, takes %d bytes; a GitHub comment holds %d: write a shorter plan", n, ledger.MaxCommentBytes)
+		}
 	case writes(c.Stage) && to == ledger.Verifying:
 	case writes(c.Stage) && (to == ledger.Reviewing || to == ledger.InReview):
 		// The pull request is open. A review run judges it next; the run that wrote the
@@ -348,12 +353,10 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	return s.save(ctx, gh, it, "")
 }
 
-// maxStoredReason bounds a run's reason as the record keeps it, in bytes before JSON
-// escaping: the last ledger.KeptDetail attempts of it, escaped at worst, fit in a status
-// comment with every other field at its largest (ledger TestLargestRecordFits).
-const maxStoredReason = 300
-
-func cutReason(s string) string { return cutBytes(s, maxStoredReason) }
+// cutReason bounds a run's reason (or a review's problem) as the record keeps it: in
+// bytes of its JSON encoding, so that the last ledger.KeptDetail attempts of it fit in a
+// status comment with every other field at its largest (ledger TestLargestRecordFits).
+func cutReason(s string) string { return ledger.Cut(s, ledger.MaxDetail) }
 
 // cutBytes keeps at most n bytes of s (as valid UTF-8), on a character boundary, and
 // marks a cut with "…".

@@ -117,6 +117,11 @@ type Repo struct {
 	DefaultBranch string
 }
 
+// ErrUnprocessable is returned by GitHub implementations when GitHub refused what was
+// sent (HTTP 422, such as a comment longer than it allows): sending it again gets the
+// same answer.
+var ErrUnprocessable = errors.New("refused by GitHub (HTTP 422)")
+
 // ErrNotFound is returned by GitHub implementations when the object does not exist.
 var ErrNotFound = errors.New("not found on GitHub")
 

@@ -177,7 +177,8 @@ func (s *Service) loadIssue(ctx context.Context, gh GitHub, repo Repo, is Issue)
 }
 
 // save writes the record to the status comment (creating it on first write), moves the
-// state label, and updates the index. The record's revision counts the writes.
+// state label, and updates the index. The record's revision counts the writes. A write
+// GitHub does not take is said on the issue (unwritten), never left silent.
 func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string) error {
 	rec := it.rec
 	rec.Revision++
@@ -186,16 +187,16 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 	rec.NoteDelivery(delivery)
 	body, err := s.opts.Sealer.Encode(rec)
 	if err != nil {
-		return err
+		return s.unwritten(ctx, gh, it, statusComment, err)
 	}
 	if it.commentID == 0 {
 		id, err := gh.CreateComment(ctx, it.repo.FullName, rec.Issue, body)
 		if err != nil {
-			return fmt.Errorf("failed to create the status comment of %s: %w", rec.ID(), err)
+			return s.unwritten(ctx, gh, it, statusComment, fmt.Errorf("failed to create the status comment of %s: %w", rec.ID(), err))
 		}
 		it.commentID = id
 	} else if err := gh.EditComment(ctx, it.repo.FullName, it.commentID, body); err != nil {
-		return fmt.Errorf("failed to update the status comment of %s: %w", rec.ID(), err)
+		return s.unwritten(ctx, gh, it, statusComment, fmt.Errorf("failed to update the status comment of %s: %w", rec.ID(), err))
 	}
 	var from ledger.State
 	if it.stored != nil {
@@ -203,11 +204,11 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 	}
 	if from != rec.State {
 		if err := gh.AddLabel(ctx, it.repo.FullName, rec.Issue, rec.State.Label()); err != nil {
-			return fmt.Errorf("failed to label %s %s: %w", rec.ID(), rec.State.Label(), err)
+			return s.unwritten(ctx, gh, it, stateLabel, fmt.Errorf("failed to label %s %s: %w", rec.ID(), rec.State.Label(), err))
 		}
 		if from != "" {
 			if err := gh.RemoveLabel(ctx, it.repo.FullName, rec.Issue, from.Label()); err != nil {
-				return fmt.Errorf("failed to remove label %s from %s: %w", from.Label(), rec.ID(), err)
+				return s.unwritten(ctx, gh, it, stateLabel, fmt.Errorf("failed to remove label %s from %s: %w", from.Label(), rec.ID(), err))
 			}
 		}
 		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.From, string(from)).
