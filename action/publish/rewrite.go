@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -142,6 +143,11 @@ func Rewrite(ctx context.Context, o RewriteOptions) (*Rewritten, error) {
 	}
 	defer os.Remove(tmp.Name())
 	tmp.Close()
+	// git runs in the work tree: the object's file by its absolute name.
+	objFile, err := filepath.Abs(tmp.Name())
+	if err != nil {
+		return nil, fmt.Errorf("failed to name the file for the rewritten commits: %w", err)
+	}
 
 	// mapped is each rewritten commit's new name; want what its new object must say.
 	mapped := map[string]string{}
@@ -181,10 +187,10 @@ func Rewrite(ctx context.Context, o RewriteOptions) (*Rewritten, error) {
 		}
 		fmt.Fprintf(&obj, "author %s\ncommitter %s\n\n", ident, ident)
 		obj.WriteString(rewriteMessage(c.message, c.author, o.AgentIdentity))
-		if err := os.WriteFile(tmp.Name(), obj.Bytes(), 0o600); err != nil {
+		if err := os.WriteFile(objFile, obj.Bytes(), 0o600); err != nil {
 			return nil, fmt.Errorf("failed to write a rewritten commit: %w", err)
 		}
-		out, err := w.Git(ctx, nil, 1<<10, "hash-object", "-t", "commit", "-w", "--", tmp.Name())
+		out, err := w.Git(ctx, nil, 1<<10, "hash-object", "-t", "commit", "-w", "--", objFile)
 		id := strings.TrimSpace(string(out))
 		if err != nil || !revision.IsCommitID(id) {
 			return nil, fmt.Errorf("%w: writing %s's rewrite: %w", ErrRewrite, old, err)
@@ -218,7 +224,7 @@ func checkRewrite(ctx context.Context, w *workspace.Workspace, head string, want
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		id, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
-		if w, ok := want[id]; !ok || strings.TrimSpace(w) != strings.TrimSpace(rest) {
+		if exp, ok := want[id]; !ok || strings.TrimSpace(exp) != strings.TrimSpace(rest) {
 			return fmt.Errorf("%w: commit %s reads back as %q, want %q", ErrRewrite, id, rest, want[id])
 		}
 		seen++
