@@ -210,10 +210,16 @@ func TestReviewRunEndsWithoutVerdict(t *testing.T) {
 	}
 }
 
-// ciSeed is the default seed whose main also requires a CI check, ci/test, and whose
-// repository allows fixRounds fix rounds.
+// ciBot is the repository's CI: another App (on GitHub only Apps create check runs),
+// known by its bot user.
+const ciBot = "ci[bot]"
+
+// ciSeed is the default seed whose main also requires a CI check, ci/test, which the CI
+// App posts, and whose repository allows fixRounds fix rounds.
 func ciSeed(fixRounds int, reviewer bool) *ghemu.Seed {
 	seed := ghemu.DefaultSeed()
+	seed.Users = append(seed.Users, ghemu.SeedUser{Login: ciBot, Bot: true})
+	seed.Repositories[0].Collaborators[ciBot] = "write"
 	seed.Repositories[0].Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict", "ci/test"}, RequiredReviews: 1}}
 	seed.Repositories[0].Files[".github/bumper.yml"] = fmt.Sprintf("version: 1\nreviewer: %v\nbounds:\n  fix_rounds: %d\n", reviewer, fixRounds)
 	return seed
@@ -222,7 +228,7 @@ func ciSeed(fixRounds int, reviewer bool) *ghemu.Seed {
 // ci posts a CI check run on a commit, as the repository's CI would.
 func (h *harness) ci(sha, conclusion string) {
 	h.t.Helper()
-	if _, _, err := h.user(ghemu.DefaultMaintainer).Checks.CreateCheckRun(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, gogithub.CreateCheckRunOptions{
+	if _, _, err := h.user(ciBot).Checks.CreateCheckRun(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, gogithub.CreateCheckRunOptions{
 		Name: "ci/test", HeadSHA: sha, Status: gogithub.String("completed"), Conclusion: gogithub.String(conclusion),
 		Output: &gogithub.CheckRunOutput{Title: gogithub.String("tests " + conclusion), Summary: gogithub.String("FAIL: TestWidgets: got 4, want 5")}}); err != nil {
 		h.t.Fatal(err)

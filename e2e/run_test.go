@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,10 +26,13 @@ import (
 // and to create a ref through the API (both refused and audited), then makes a change
 // verification refuses, and fixes it in the second round with the failure as feedback.
 // serve's run tokens live 8 s here and the agent's first round takes longer: the run
-// reports at the end only because it refreshed its token.
+// reports at the end only because it refreshed its token. The second round commits as
+// the maintainer a message that would close #6 and #7, mention the maintainer and
+// cross-reference #1, and leaves the fix for the runner to commit with the issue's
+// title, which would close #7: the branch holds the App's commits, closing nothing.
 func TestRunToPullRequest(t *testing.T) {
 	w := newWorld(t, options{runTokenTTL: 8 * time.Second})
-	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.\n\nscenario: fix\npause: 10")
+	n := w.openIssue("Fixes #7: count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.\n\nscenario: fix\npause: 10")
 	w.label(n, "agent:implement")
 	run := w.approve(n)
 	done := w.wait(run)
@@ -58,6 +62,47 @@ func TestRunToPullRequest(t *testing.T) {
 		main, _, err := w.user(ghemu.DefaultMaintainer).Repositories.GetBranch(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "main", 0)
 		if err != nil || main.GetCommit().GetSHA() != ev.BaseCommit {
 			t.Fatalf("main moved to %.12s (base %.12s): %v", main.GetCommit().GetSHA(), ev.BaseCommit, err)
+		}
+	})
+	t.Run("the branch holds the App's commits, which close, mention and reference nothing", func(t *testing.T) {
+		bot, _, err := w.user(ghemu.DefaultMaintainer).Users.Get(w.ctx, ghemu.DefaultAppSlug+"[bot]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		app := fmt.Sprintf("%s[bot] <%d+%s[bot]@users.noreply.127.0.0.1>", ghemu.DefaultAppSlug, bot.GetID(), ghemu.DefaultAppSlug)
+		if ev.VerifiedCommit == "" || ev.VerifiedCommit == ev.HeadCommit {
+			t.Errorf("evidence: head %s, verified %q", ev.HeadCommit, ev.VerifiedCommit)
+		}
+		live := regexp.MustCompile(`(?i)#[0-9]|gh-[0-9]|(^|[^a-z0-9_])@[a-z0-9]|https?://|co-authored-by`)
+		var msgs []string
+		for sha := ev.HeadCommit; sha != ev.BaseCommit; {
+			c, err := w.e.Git().Commit(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, sha)
+			if err != nil || len(c.Parents) != 1 {
+				t.Fatalf("commit %s: %+v, %v", sha, c, err)
+			}
+			for _, who := range []string{c.Author.Name + " <" + c.Author.Email + ">", c.Committer.Name + " <" + c.Committer.Email + ">"} {
+				if who != app {
+					t.Errorf("commit %.12s %q is by %s, want %s", sha, c.Message, who, app)
+				}
+			}
+			if m := live.FindString(c.Message); m != "" {
+				t.Errorf("commit %.12s says %q live in:\n%s", sha, m, c.Message)
+			}
+			msgs, sha = append(msgs, c.Message), c.Parents[0]
+		}
+		all := strings.Join(msgs, "\n---\n")
+		for _, want := range []string{"Fixes # 7: count to 4 (issue 1)", "Fixes # 6, closes # 7 @ maintainer see # 1", "![x](hxxps://outside/x.png)",
+			`Agent-claimed-author: "maintainer <maintainer@example.test>"`, "Count to 5"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("the messages lack %q:\n%s", want, all)
+			}
+		}
+		if len(msgs) != 3 {
+			t.Errorf("%d commits on the branch, want 3:\n%s", len(msgs), all)
+		}
+		pr, _, err := w.user(ghemu.DefaultMaintainer).PullRequests.Get(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, ev.PullRequest)
+		if err != nil || pr.GetTitle() != "Fixes # 7: count to 4" {
+			t.Errorf("pull request title %q (%v)", pr.GetTitle(), err)
 		}
 	})
 	t.Run("the record holds the evidence and the item waits for humans (reviewer: false)", func(t *testing.T) {

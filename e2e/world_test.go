@@ -140,6 +140,10 @@ func seed(t testing.TB) *ghemu.Seed {
 		t.Fatal(err)
 	}
 	s := ghemu.DefaultSeed()
+	// The repository's CI is another App, as on GitHub, where only Apps create check
+	// runs (world.ci plays it).
+	s.Users = append(s.Users, ghemu.SeedUser{Login: ciBot, Bot: true})
+	s.Repositories[0].Collaborators[ciBot] = "write"
 	files := s.Repositories[0].Files
 	files["widgets.sh"] = "#!/bin/sh\n# Prints the widget count.\necho 3\n"
 	files["test.sh"] = "#!/bin/sh\n# The widget count must be 4.\ngot=$(sh widgets.sh)\nif [ \"$got\" != 4 ]; then echo \"FAIL: widgets.sh printed $got, want 4\"; exit 1; fi\necho 'PASS: 4 widgets'\n"

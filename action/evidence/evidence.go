@@ -51,12 +51,16 @@ type Evidence struct {
 	OutcomeReason string `json:"outcome_reason,omitempty"`
 	// BaseCommit and HeadCommit are full git object ids; HeadCommit is what the run
 	// pushed to Branch, empty when it pushed nothing.
-	BaseCommit  string    `json:"base_commit"`
-	HeadCommit  string    `json:"head_commit,omitempty"`
-	Branch      string    `json:"branch,omitempty"`
-	PullRequest int       `json:"pull_request,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	EndedAt     time.Time `json:"ended_at"`
+	BaseCommit string `json:"base_commit"`
+	HeadCommit string `json:"head_commit,omitempty"`
+	// VerifiedCommit is the head as the agent made it and verification judged it, when
+	// the run pushed its rewrite as the App's (HeadCommit, the same tree): the commit the
+	// agent's transcripts and logs name.
+	VerifiedCommit string    `json:"verified_commit,omitempty"`
+	Branch         string    `json:"branch,omitempty"`
+	PullRequest    int       `json:"pull_request,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
+	EndedAt        time.Time `json:"ended_at"`
 	// WallTimeMS is EndedAt − StartedAt in milliseconds (see Finish).
 	WallTimeMS int64 `json:"wall_time_ms"`
 	// Environment is nil when the repository declares none (or the run ended before

@@ -96,16 +96,18 @@ func realistic() *evidence.Evidence {
 		WorkItem:      evidence.WorkItem{Repository: "acme/widgets", Issue: 42, Title: "Retry webhook deliveries with backoff"},
 		Trigger: evidence.Trigger{Event: "workflow_dispatch", WorkflowRef: "acme/widgets/.github/workflows/bumper-run.yml@refs/heads/main",
 			RunID: 9876543210, RunAttempt: 1, Actor: "bumper-app[bot]", Runner: "bumper-runner-03"},
-		Revision:    sha(1),
-		Approvals:   []evidence.Approval{{By: "maintainer-jo", At: at(-600), Revision: sha(1), CommentID: 2468013579}},
-		Stage:       evidence.StageImplement,
-		Attempt:     2,
-		Outcome:     evidence.OutcomeSuccess,
-		BaseCommit:  "9fceb02d0ae598e95dc970b74767f19372d61af8",
-		HeadCommit:  "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
-		Branch:      "bumper/42-2",
-		PullRequest: 57,
-		StartedAt:   at(0),
+		Revision:   sha(1),
+		Approvals:  []evidence.Approval{{By: "maintainer-jo", At: at(-600), Revision: sha(1), CommentID: 2468013579}},
+		Stage:      evidence.StageImplement,
+		Attempt:    2,
+		Outcome:    evidence.OutcomeSuccess,
+		BaseCommit: "9fceb02d0ae598e95dc970b74767f19372d61af8",
+		HeadCommit: "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+		// The agent's head, which the run pushed rewritten as the App's.
+		VerifiedCommit: "3b18e512dba79e4c8300dd08aeb37f8e728b8dad",
+		Branch:         "bumper/42-2",
+		PullRequest:    57,
+		StartedAt:      at(0),
 		Harness: &evidence.Harness{Name: "claude-code", Version: "2.1.328", Turns: 14,
 			ToolCalls: map[string]int{"Bash": 9, "Read": 7, "Edit": 4, "Grep": 2}},
 		Environment: &evidence.Environment{ID: sha(5), BaseImageDigest: sha(6), ImageDigest: sha(2),
@@ -159,7 +161,7 @@ func failedRun() *evidence.Evidence {
 	e := realistic()
 	e.Outcome = evidence.OutcomeFailure
 	e.OutcomeReason = "verification failed in every round (2 of 2)"
-	e.HeadCommit, e.Branch, e.PullRequest = "", "", 0
+	e.HeadCommit, e.VerifiedCommit, e.Branch, e.PullRequest = "", "", "", 0
 	e.Tests[1].ExitCode, e.Tests[1].Passed, e.Tests[1].Failed = 1, 311, 1
 	e.Tests[1].Failures = e.Tests[0].Failures
 	e.Phases[8].Outcome = evidence.PhaseFailed

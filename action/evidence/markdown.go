@@ -282,6 +282,9 @@ func (r *renderer) diffLine() string {
 		commas(int64(d.Insertions)), commas(int64(d.Deletions)), q.inline(e.BaseCommit, 64))
 	if e.HeadCommit != "" {
 		s += ", head " + q.inline(e.HeadCommit, 64)
+		if e.VerifiedCommit != "" && e.VerifiedCommit != e.HeadCommit {
+			s += " (the agent's " + q.inline(e.VerifiedCommit, 64) + ", rewritten as the App's)"
+		}
 	}
 	if e.Branch != "" {
 		s += " on " + q.inline(e.Branch, 64)

@@ -2,6 +2,9 @@
 // work branch pushed through the firewall's git gateway, the pull request, the
 // bumper/evidence check run, and, when the run ends, the revocation of its token.
 //
+// Rewrite, before Push, makes the agent's verified commits the App's on the host: the
+// same trees, the App as author and committer, messages that close, mention and
+// reference nothing (internal/ghref), and moves refs/bumper/result to the rewrite.
 // Push runs git on the host with the workspace's locked-down environment
 // (workspace.Workspace.Git) and sends refs/bumper/result, which workspace.Result left
 // in the host's repository, to refs/heads/bumper/<issue>-<attempt> through the gateway

@@ -127,11 +127,16 @@ func (h *host) prepare(t testing.TB, issue, attempt int) *workspace.Workspace {
 // refs/bumper/result in the host's repository.
 func agentCommit(t testing.TB, w *workspace.Workspace, files map[string]string) *workspace.Result {
 	t.Helper()
-	vm := filepath.Join(t.TempDir(), "vm")
-	if out, err := exec.Command("cp", "-a", w.Dir, vm).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	repo := filepath.Join(vm, workspace.RepoDirName)
+	return agentWork(t, w, func(repo string) {
+		writeFiles(t, repo, files)
+		guestGit(t, repo, "add", "-A")
+		guestGit(t, repo, "commit", "-q", "-m", "Count widgets from the config")
+	})
+}
+
+// writeFiles writes files (path to content) into a checkout.
+func writeFiles(t testing.TB, repo string, files map[string]string) {
+	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(repo, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -141,8 +146,17 @@ func agentCommit(t testing.TB, w *workspace.Workspace, files map[string]string) 
 			t.Fatal(err)
 		}
 	}
-	guestGit(t, repo, "add", "-A")
-	guestGit(t, repo, "commit", "-q", "-m", "Count widgets from the config")
+}
+
+// agentWork is agentCommit with the agent's work done by work, in the "VM's" checkout.
+func agentWork(t testing.TB, w *workspace.Workspace, work func(repo string)) *workspace.Result {
+	t.Helper()
+	vm := filepath.Join(t.TempDir(), "vm")
+	if out, err := exec.Command("cp", "-a", w.Dir, vm).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	repo := filepath.Join(vm, workspace.RepoDirName)
+	work(repo)
 	argv := w.BundleCommand()
 	args := make([]string, 0, len(argv))
 	for _, a := range argv[1:] {
@@ -165,9 +179,15 @@ func agentCommit(t testing.TB, w *workspace.Workspace, files map[string]string) 
 // guestGit is the "VM's" git: the machine's, isolated from the machine's configuration.
 func guestGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	return guestGitEnv(t, dir, nil, args...)
+}
+
+// guestGitEnv is guestGit with more of the environment (an author the agent claims).
+func guestGitEnv(t testing.TB, dir string, env []string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0"), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)

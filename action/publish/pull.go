@@ -14,6 +14,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/internal/ghref"
 )
 
 // GitHub's limits on a pull request.
@@ -39,8 +40,9 @@ type PullRequestOptions struct {
 	Issue, Attempt int
 	// Base is the branch the change goes into (the work item's base branch).
 	Base string
-	// Title is the issue's title (as approved); line breaks become spaces and it is cut
-	// at TitleLimit characters.
+	// Title is the issue's title (as approved); line breaks become spaces, references,
+	// mentions and URLs are neutralized (ghref.Neutralize) and it is cut at TitleLimit
+	// characters.
 	Title string
 	// BotLogin is the App's bot ("slug[bot]"): only a pull request it opened is reused.
 	BotLogin string
@@ -150,9 +152,12 @@ func findPull(ctx context.Context, gh *github.Client, owner, name, branch, bot s
 	return nil, nil
 }
 
-// pullTitle is the issue's title on one line, within TitleLimit characters.
+// pullTitle is the issue's title on one line, neutralized (ghref: the issue's author
+// wrote it, and a title naming "#7" would cross-reference it), within TitleLimit
+// characters.
 func pullTitle(title string, issue int) string {
 	t := strings.Join(strings.FieldsFunc(title, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	t = ghref.Neutralize(t)
 	if t == "" {
 		t = "Fix #" + strconv.Itoa(issue)
 	}

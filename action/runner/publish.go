@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/action/workspace"
@@ -51,10 +53,14 @@ func (r *run) push(ctx context.Context) (string, error) {
 		// move the branch. What was verified is what is pushed, or nothing is.
 		return "", failWith(evidence.OutcomeFailure, "the work branch moved after the agent's last round (from %.12s to %.12s): refusing to push a commit verification did not judge", r.head, res.Head)
 	}
-	r.ev.HeadCommit, r.ev.Branch, r.ev.Diff = res.Head, r.ws.Branch, res.Diff
+	rw, err := r.rewrite(ctx, res.Head)
+	if err != nil {
+		return "", err
+	}
+	r.ev.HeadCommit, r.ev.VerifiedCommit, r.ev.Branch, r.ev.Diff = rw.Head, rw.Verified, r.ws.Branch, res.Diff
 	r.ev.Risk = evidence.RiskNote(res.Diff.Paths())
 	// The pull request's whole diff: a fix round's is from the base too.
-	if diff, err := r.ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", r.grant.BaseCommit+"..."+res.Head, "--"); err == nil {
+	if diff, err := r.ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", r.grant.BaseCommit+"..."+rw.Head, "--"); err == nil {
 		_ = os.WriteFile(filepath.Join(r.cfg.Out, DiffFile), diff, 0o640)
 	}
 	if reason := r.stopped(); reason != "" {
@@ -66,7 +72,7 @@ func (r *run) push(ctx context.Context) (string, error) {
 	defer r.fw.SetPushOpen(false)
 	pushed, err := publish.Push(ctx, publish.Options{
 		Workspace: r.ws, GitURL: "http://" + r.vm.ProxyAddr() + "/git/" + r.repo + ".git",
-		Issue: r.issue, Attempt: r.cfg.Attempt, Branch: r.branch, Head: res.Head, Permissions: r.grant.Permissions,
+		Issue: r.issue, Attempt: r.cfg.Attempt, Branch: r.branch, Head: rw.Head, Permissions: r.grant.Permissions,
 	})
 	if err != nil {
 		return "", failWith(evidence.OutcomeFailure, "%w", err)
@@ -74,6 +80,28 @@ func (r *run) push(ctx context.Context) (string, error) {
 	r.pull.head = pushed.Head
 	return fmt.Sprintf("%s at %.12s: %d commit(s), %d file(s) changed, +%d −%d", pushed.Branch, pushed.Head, res.Commits,
 		res.Diff.FilesChanged, res.Diff.Insertions, res.Diff.Deletions), nil
+}
+
+// rewrite makes the agent's verified commits the App's before anything is pushed
+// (publish.Rewrite): the same trees, the App as author and committer, messages that
+// close, mention and cross-reference nothing. The App's noreply address carries its
+// bot user's ID, asked of GitHub; without it the address has the login alone.
+func (r *run) rewrite(ctx context.Context, head string) (*publish.Rewritten, error) {
+	var botID int64
+	if u, _, err := r.gh.Users.Get(ctx, r.grant.BotLogin); err == nil {
+		botID = u.GetID()
+	} else {
+		zerolog.Ctx(ctx).Warn().Err(err).Str(logKeyBot, r.grant.BotLogin).Msg("failed to read the App's bot user; its commits carry its login without its ID")
+	}
+	id, err := publish.AppIdentity(r.grant.BotLogin, botID, r.cfg.ServerURL)
+	if err != nil {
+		return nil, failWith(evidence.OutcomeError, "failed to name the App's commits: %w", err)
+	}
+	rw, err := publish.Rewrite(ctx, publish.RewriteOptions{Workspace: r.ws, Head: head, Identity: id, Now: r.cfg.Now()})
+	if err != nil {
+		return nil, failWith(evidence.OutcomeError, "failed to make the agent's commits the App's; nothing was pushed: %w", err)
+	}
+	return rw, nil
 }
 
 // openPull opens the pull request as the App (the runner's client holds the run's

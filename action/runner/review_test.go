@@ -135,7 +135,7 @@ func TestReviewConventions(t *testing.T) {
 	if !strings.Contains(fix, "fix round") || !strings.Contains(fix, "Do not push") {
 		t.Errorf("the fix conventions:\n%s", fix)
 	}
-	if got := commitMessage("Fix failing checks", 7); got != "Fix failing checks (#7)" {
+	if got := commitMessage("Fix failing checks", 7); got != "Fix failing checks (issue 7)" {
 		t.Errorf("the fix round's commit message: %q", got)
 	}
 }

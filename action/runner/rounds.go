@@ -16,6 +16,7 @@ import (
 	"github.com/bumperdev/bumper/action/verify"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/ghref"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -338,8 +339,11 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// commitMessage is the message of the commit the runner makes for the agent.
+// commitMessage is the message of the commit the runner makes for the agent: the
+// issue's title on one line, neutralized (its author wrote it: "Fixes #7: crash" must
+// not close #7 when the commit lands), and the issue by number, which names it without
+// a reference. The host rewrites every commit's message again before the push.
 func commitMessage(title string, issue int) string {
-	title = strings.Join(strings.Fields(title), " ")
-	return cut(fmt.Sprintf("%s (#%d)", title, issue), 200)
+	title = ghref.Neutralize(strings.Join(strings.Fields(title), " "))
+	return cut(fmt.Sprintf("%s (issue %d)", title, issue), 200)
 }

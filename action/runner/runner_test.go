@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -142,10 +143,21 @@ func TestConventions(t *testing.T) {
 	}
 }
 
-// TestCommitMessage: the issue's title on one line, with its number, bounded.
+// TestCommitMessage: the issue's title on one line, with its number, bounded; a title
+// an issue's author wrote to close other issues, mention or cross-reference closes,
+// mentions and references nothing ('#', "GH-" or '@' touching what follows).
 func TestCommitMessage(t *testing.T) {
-	if got := commitMessage("Fix\nthe  widgets\t", 7); got != "Fix the widgets (#7)" {
-		t.Errorf("commitMessage = %q", got)
+	tests := []struct{ title, want string }{
+		{"Fix\nthe  widgets\t", "Fix the widgets (issue 7)"},
+		{"Fixes #7: crash", "Fixes # 7: crash (issue 7)"},
+		{"closes acme/widgets#6 and GH-5, cc @maintainer", "closes acme/widgets# 6 and GH- 5, cc @ maintainer (issue 7)"},
+	}
+	live := regexp.MustCompile(`(?i)#[0-9]|gh-[0-9]|@[a-z0-9]`)
+	for _, tt := range tests {
+		got := commitMessage(tt.title, 7)
+		if got != tt.want || live.MatchString(got) {
+			t.Errorf("commitMessage(%q) = %q, want %q", tt.title, got, tt.want)
+		}
 	}
 	if got := commitMessage(strings.Repeat("é", 300), 7); len(got) > 204 {
 		t.Errorf("commitMessage is %d bytes", len(got))

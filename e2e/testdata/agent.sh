@@ -53,8 +53,17 @@ fix)
 	else
 		echo "agent: feedback was:"
 		sed 's/^/agent: | /' "$BUMPER_FEEDBACK_FILE"
+		# A commit no agent may publish as it is: a maintainer as its author and
+		# committer, closing keywords, a mention, cross-references, an image from
+		# outside. The fix itself is left uncommitted: the runner commits it with the
+		# issue's title.
+		sed -i 's/^# Prints the widget count\.$/# Prints the widget count: 4./' widgets.sh
+		GIT_AUTHOR_NAME=maintainer GIT_AUTHOR_EMAIL=maintainer@example.test \
+			GIT_COMMITTER_NAME=maintainer GIT_COMMITTER_EMAIL=maintainer@example.test \
+			git commit -q -am "Fixes #6, closes #7 @maintainer see #1
+
+![x](https://outside/x.png)"
 		sed -i 's/^echo 5$/echo 4/' widgets.sh
-		git commit -q -am "Count to 4"
 	fi
 	;;
 planned)

@@ -23,6 +23,10 @@ type need struct {
 	// userLevel is the minimum repository role a user's personal token needs. GitHub lets
 	// readers open issues and comment, so this differs from level for some routes.
 	userLevel string
+	// appOnly refuses people whatever their role: only an App (an installation token,
+	// or another App's bot user) may call, as GitHub's checks API answers a personal
+	// token with 403 "You must authenticate via a GitHub App.".
+	appOnly bool
 }
 
 type authKind int
@@ -175,6 +179,9 @@ func (e *Emulator) authorize(p *principal, n need, rp *repo) error {
 			return errNotFound()
 		}
 		role = "read"
+	}
+	if n.appOnly && (p.user == nil || p.user.Type != "Bot") {
+		return errNotAnApp()
 	}
 	want := n.userLevel
 	if want == "" {

@@ -1,15 +1,23 @@
 package ghemu
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
 )
 
-// closingRE finds GitHub's closing keywords in a pull request's body: close, closes,
-// closed, fix, fixes, fixed, resolve, resolves, resolved, in any case, optionally
-// followed by a colon, then "#N" or "owner/repo#N".
+// closingRE finds GitHub's closing keywords: close, closes, closed, fix, fixes, fixed,
+// resolve, resolves, resolved, in any case, optionally followed by a colon, then
+// whitespace and "#N" or "owner/repo#N", the '#' touching the number.
 var closingRE = regexp.MustCompile(`(?i)(?:^|[^\w])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+(?:([\w.-]+/[\w.-]+))?#(\d+)\b`)
+
+// maxClosingCommits is how many of a merge's commits are read for closing keywords:
+// GitHub lists at most 250 commits of a pull request.
+const maxClosingCommits = 250
 
 // closingReferences returns the numbers of this repository's issues that text closes,
 // in order and without repeats. References to other repositories are left out: the
@@ -31,21 +39,75 @@ func closingReferences(rp *repo, text string) []int {
 	return out
 }
 
-// closeReferencedIssues closes the open issues a merged pull request's body names with a
-// closing keyword, as GitHub does when the merge lands on the default branch: state
-// reason completed, closed by the merger, an issues "closed" webhook each. Pull requests
-// named that way are left alone (GitHub links only issues). Callers hold e.mu.
-func (e *Emulator) closeReferencedIssues(rp *repo, pr *issue, p *pull, merger string) {
-	if p.Base != rp.DefaultBranch {
-		return
-	}
-	for _, n := range closingReferences(rp, pr.Body) {
-		is := rp.Issues[n]
-		if is == nil || is.IsPull || is.State != "open" {
-			continue
+// proseOf is the text of a Markdown body that GitHub reads for closing keywords: what
+// it renders as text, without code spans, code blocks (fenced or indented) and raw
+// HTML. A code span leaves an object replacement character in its place, so the words
+// on either side of it do not join up; blocks are separated by line breaks.
+func proseOf(body string) string {
+	src := []byte(body)
+	var b strings.Builder
+	_ = ast.Walk(markdown.Parser().Parse(text.NewReader(src)), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		switch n := n.(type) {
+		case *ast.CodeSpan, *ast.RawHTML:
+			if entering {
+				b.WriteString("\uFFFC")
+			}
+			return ast.WalkSkipChildren, nil
+		case *ast.FencedCodeBlock, *ast.CodeBlock, *ast.HTMLBlock:
+			return ast.WalkSkipChildren, nil
+		case *ast.Text:
+			if entering {
+				b.Write(n.Segment.Value(src))
+				if n.SoftLineBreak() || n.HardLineBreak() {
+					b.WriteByte('\n')
+				}
+			}
+		case *ast.String:
+			if entering {
+				b.Write(n.Value)
+			}
+		default:
+			if !entering && n.Type() == ast.TypeBlock {
+				b.WriteByte('\n')
+			}
 		}
-		now := e.timestamp()
-		is.State, is.StateReason, is.ClosedAt, is.ClosedBy, is.UpdatedAt = "closed", "completed", &now, merger, now
-		e.emitIssueEvent(rp, is, "closed", merger, nil)
+		return ast.WalkContinue, nil
+	})
+	return b.String()
+}
+
+// closeReferencedIssues closes the open issues a pull request merged into the default
+// branch names with a closing keyword, as GitHub does: in its body outside code, and in
+// the message of every commit the merge brought into the branch (the pull request's
+// commits and the merge commit, mergeSHA). State reason completed, closed by the merger,
+// an issues "closed" webhook each. Pull requests named that way are left alone (GitHub
+// links only issues). Callers hold e.mu.
+func (e *Emulator) closeReferencedIssues(ctx context.Context, rp *repo, pr *issue, p *pull, merger, mergeSHA string) error {
+	if p.Base != rp.DefaultBranch {
+		return nil
 	}
+	texts := []string{proseOf(pr.Body)}
+	mc, err := e.git.Commit(ctx, rp.Owner, rp.Name, mergeSHA)
+	if err != nil {
+		return err
+	}
+	if len(mc.Parents) > 0 {
+		msgs, err := e.git.Messages(ctx, rp.Owner, rp.Name, mc.Parents[0], mergeSHA, maxClosingCommits)
+		if err != nil {
+			return err
+		}
+		texts = append(texts, msgs...)
+	}
+	for _, t := range texts {
+		for _, n := range closingReferences(rp, t) {
+			is := rp.Issues[n]
+			if is == nil || is.IsPull || is.State != "open" {
+				continue
+			}
+			now := e.timestamp()
+			is.State, is.StateReason, is.ClosedAt, is.ClosedBy, is.UpdatedAt = "closed", "completed", &now, merger, now
+			e.emitIssueEvent(rp, is, "closed", merger, nil)
+		}
+	}
+	return nil
 }

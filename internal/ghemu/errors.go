@@ -48,6 +48,14 @@ func errNotAccessible() *apiError {
 	return newError(http.StatusForbidden, "Resource not accessible by integration")
 }
 
+// errNotAnApp is GitHub's answer to a person's token on an App-only operation
+// (creating or updating a check run).
+func errNotAnApp() *apiError {
+	e := newError(http.StatusForbidden, "You must authenticate via a GitHub App.")
+	e.Docs = "https://docs.github.com/rest/checks/runs#create-a-check-run"
+	return e
+}
+
 func errBadJSON(detail string) *apiError {
 	return newError(http.StatusBadRequest, "Problems parsing JSON: "+detail)
 }

@@ -216,9 +216,9 @@ type checkRun struct {
 	Output      checkRunOutput `json:"output"`
 	SuiteID     int64          `json:"suite_id"`
 	// AppID and AppSlug are the App that created the run: the emulator's App for an
-	// installation token, another App for its bot user's token. Zero for a run a user
-	// created (playing CI), which GitHub itself would not accept, and for runs saved
-	// before the field existed: such a run never satisfies a check pinned to an App.
+	// installation token, another App for its bot user's token. Zero only for runs
+	// saved before the field existed or when people could create check runs (as
+	// GitHub never let them): such a run never satisfies a check pinned to an App.
 	AppID   int64  `json:"app_id,omitempty"`
 	AppSlug string `json:"app_slug,omitempty"`
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,11 +48,6 @@ func TestRequiredCheckPinning(t *testing.T) {
 				State: github.String("success"), Context: github.String("bumper/verdict")})
 			return err
 		},
-		"a user's check run": func(sha string) error {
-			_, _, err := maint.Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{
-				Name: "bumper/verdict", HeadSHA: sha, Conclusion: github.String("success")})
-			return err
-		},
 		"another App's check run": func(sha string) error {
 			_, _, err := other.Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{
 				Name: "bumper/verdict", HeadSHA: sha, Conclusion: github.String("success")})
@@ -67,11 +65,9 @@ func TestRequiredCheckPinning(t *testing.T) {
 		met    bool
 	}{
 		{"", "a forged commit status", true},
-		{"", "a user's check run", true},
 		{"", "another App's check run", true},
 		{"", "the App's check run", true},
 		{ghemu.DefaultAppSlug, "a forged commit status", false},
-		{ghemu.DefaultAppSlug, "a user's check run", false},
 		{ghemu.DefaultAppSlug, "another App's check run", false},
 		{ghemu.DefaultAppSlug, "the App's check run", true},
 		{otherApp, "the App's check run", false},
@@ -229,9 +225,11 @@ func control(t *testing.T, e *ghemu.Emulator, method, path, body string) int {
 	return resp.StatusCode
 }
 
-// TestCheckRunApp: a check run renders the App that created it.
+// TestCheckRunApp: a check run renders the App that created it; one saved without an
+// App (when the emulator let people create check runs) renders as GitHub Actions'.
 func TestCheckRunApp(t *testing.T) {
-	e := newEmulator(t, ghemu.Options{Seed: pinningSeed()})
+	dir := t.TempDir()
+	e := newEmulator(t, ghemu.Options{Seed: pinningSeed(), StateDir: dir})
 	ctx := ctxT(t)
 	head := branchWithCommit(t, e, "apps", "apps.txt")
 	tests := []struct {
@@ -242,8 +240,8 @@ func TestCheckRunApp(t *testing.T) {
 	}{
 		{"an installation token's run is the App's", installationClient(t, e), e.AppID(), ghemu.DefaultAppSlug},
 		{"another App's bot user's run is that App's", userClient(t, e, otherApp+"[bot]"), otherAppID(t, e), otherApp},
-		{"a user's run shows as GitHub Actions'", userClient(t, e, ghemu.DefaultMaintainer), 15368, "github-actions"},
 	}
+	var last int64
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cr, _, err := tt.client.Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{Name: tt.name, HeadSHA: head})
@@ -253,8 +251,77 @@ func TestCheckRunApp(t *testing.T) {
 			if cr.GetApp().GetID() != tt.wantID || cr.GetApp().GetSlug() != tt.wantSlug {
 				t.Errorf("app = %d %s, want %d %s", cr.GetApp().GetID(), cr.GetApp().GetSlug(), tt.wantID, tt.wantSlug)
 			}
+			last = cr.GetID()
 		})
 	}
+	t.Run("a run saved without an App shows as GitHub Actions'", func(t *testing.T) {
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "state.json")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := regexp.MustCompile(`,"app_id":[0-9]+,"app_slug":"` + otherApp + `"`)
+		if !old.Match(raw) {
+			t.Fatalf("the state holds no check run of %s", otherApp)
+		}
+		if err := os.WriteFile(path, old.ReplaceAll(raw, nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e2 := newEmulator(t, ghemu.Options{StateDir: dir})
+		cr, _, err := installationClient(t, e2).Checks.GetCheckRun(ctx, org, repo, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cr.GetApp().GetID() != 15368 || cr.GetApp().GetSlug() != "github-actions" {
+			t.Errorf("app = %d %s, want GitHub Actions'", cr.GetApp().GetID(), cr.GetApp().GetSlug())
+		}
+	})
+}
+
+// TestCheckRunsAreApps: GitHub accepts check runs from Apps only. A person's token, a
+// writer's or the repository owner's, is refused (403 "You must authenticate via a
+// GitHub App."), to create a check run and to update one an App created; an
+// installation token and another App's bot user may.
+func TestCheckRunsAreApps(t *testing.T) {
+	e := newEmulator(t, ghemu.Options{Seed: pinningSeed()})
+	ctx := ctxT(t)
+	head := branchWithCommit(t, e, "people", "people.txt")
+	bot := installationClient(t, e)
+	mine, _, err := bot.Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{Name: "bumper/verdict", HeadSHA: head,
+		Conclusion: github.String("failure")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, login := range []string{ghemu.DefaultMaintainer, ghemu.DefaultReader} {
+		person := userClient(t, e, login)
+		t.Run(login+" creates one", func(t *testing.T) {
+			_, resp, err := person.Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{Name: "bumper/verdict", HeadSHA: head,
+				Conclusion: github.String("success")})
+			wantStatus(t, resp, err, http.StatusForbidden)
+			if !strings.Contains(err.Error(), "You must authenticate via a GitHub App.") {
+				t.Errorf("error = %v", err)
+			}
+		})
+		t.Run(login+" updates the App's", func(t *testing.T) {
+			_, resp, err := person.Checks.UpdateCheckRun(ctx, org, repo, mine.GetID(), github.UpdateCheckRunOptions{Name: "bumper/verdict",
+				Conclusion: github.String("success")})
+			wantStatus(t, resp, err, http.StatusForbidden)
+		})
+	}
+	list, _, err := bot.Checks.ListCheckRunsForRef(ctx, org, repo, head, &github.ListCheckRunsOptions{Filter: github.String("all")})
+	if err != nil || list.GetTotal() != 1 || list.CheckRuns[0].GetConclusion() != "failure" {
+		t.Fatalf("check runs on the head: %s, %v; want the App's one, still failing", github.Stringify(list), err)
+	}
+	t.Run("Apps may", func(t *testing.T) {
+		for _, c := range []*github.Client{bot, userClient(t, e, otherApp+"[bot]")} {
+			if _, _, err := c.Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{Name: "ci/test", HeadSHA: head}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 }
 
 // TestCommitStatuses: who may post a status, and the combined status of a commit.

@@ -48,7 +48,7 @@ func (e *Emulator) AppIDBySlug(slug string) (int64, bool) {
 
 // appOf is the App a caller creates check runs as, by ID and slug: the emulator's App
 // for an installation token, another App for its bot user's token; 0 and "" for
-// people, whose check runs (an emulator convenience to play CI) have no App.
+// people (who may not create check runs: routes' appOnly).
 func (e *Emulator) appOf(who *principal) (int64, string) {
 	switch slug := e.appSlugOf(who); {
 	case slug == "":

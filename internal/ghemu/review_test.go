@@ -211,16 +211,25 @@ func TestClosingKeywords(t *testing.T) {
 	if err := e.Git().UpdateRef(ctx, org, repo, "refs/heads/release", refs["refs/heads/main"], ""); err != nil {
 		t.Fatal(err)
 	}
+	// body is the pull request's, commit the message of its one commit ("" for "Add
+	// <file>"); %d is the issue's number.
 	tests := []struct {
-		name, base, body string
-		merge            bool
-		wantClosed       bool
+		name, base, body, commit string
+		merge                    bool
+		wantClosed               bool
 	}{
-		{"Fixes #N merged into the default branch", "main", "fIxEs #%d", true, true},
-		{"closes: with a colon, among other words", "main", "This work closes: #%d for good.", true, true},
-		{"closed without merging", "main", "Resolves #%d", false, false},
-		{"merged into another branch", "release", "Fixes #%d", true, false},
-		{"no keyword", "main", "Refs #%d", true, false},
+		{"Fixes #N merged into the default branch", "main", "fIxEs #%d", "", true, true},
+		{"closes: with a colon, among other words", "main", "This work closes: #%d for good.", "", true, true},
+		{"closed without merging", "main", "Resolves #%d", "", false, false},
+		{"merged into another branch", "release", "Fixes #%d", "", true, false},
+		{"no keyword", "main", "Refs #%d", "", true, false},
+		{"in a code span of the body", "main", "Not this: `Fixes #%d`", "", true, false},
+		{"in a fenced code block of the body", "main", "Example:\n\n```\nFixes #%d\n```\n", "", true, false},
+		{"in an indented code block of the body", "main", "Example:\n\n    Fixes #%d\n", "", true, false},
+		{"outside code, after a code span", "main", "Runs `make`. Fixes #%d", "", true, true},
+		{"Closes #N in a commit message", "main", "", "Count widgets\n\nCloses #%d", true, true},
+		{"a commit message merged into another branch", "release", "", "Closes #%d", true, false},
+		{"a commit message whose reference was neutralized", "main", "", "Closes # %d", true, false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,8 +238,22 @@ func TestClosingKeywords(t *testing.T) {
 				t.Fatal(err)
 			}
 			branch := "topic-" + string(rune('a'+i))
-			branchWithCommit(t, e, branch, branch+".txt")
-			body := fmt.Sprintf(tt.body, is.GetNumber())
+			if tt.commit == "" {
+				branchWithCommit(t, e, branch, branch+".txt")
+			} else {
+				base := refs["refs/heads/main"]
+				if err := e.Git().UpdateRef(ctx, org, repo, "refs/heads/"+branch, base, ""); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.Git().CommitFiles(ctx, org, repo, branch, base, map[string][]byte{branch + ".txt": []byte("x\n")},
+					fmt.Sprintf(tt.commit, is.GetNumber()), gitserver.Signature{Name: "agent", Email: "agent@example.test"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			body := tt.body
+			if strings.Contains(body, "%d") {
+				body = fmt.Sprintf(body, is.GetNumber())
+			}
 			pr, _, err := maint.PullRequests.Create(ctx, org, repo, &github.NewPullRequest{Title: github.String(branch),
 				Head: github.String(branch), Base: github.String(tt.base), Body: github.String(body)})
 			if err != nil {
@@ -352,7 +375,7 @@ func TestBypassAppMerge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEmulator(t, ghemu.Options{})
+			e := newEmulator(t, ghemu.Options{Seed: pinningSeed()})
 			ctx := ctxT(t)
 			bot := installationClient(t, e)
 			if err := e.SetBranchProtection(org, repo, ghemu.SeedProtection{Branch: "main",
@@ -366,8 +389,8 @@ func TestBypassAppMerge(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.check {
-				// A writer plays the CI system: the emulator lets a user's token create check runs.
-				if _, _, err := userClient(t, e, ghemu.DefaultMaintainer).Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{
+				// Another App plays the CI system (the check is not pinned).
+				if _, _, err := userClient(t, e, otherApp+"[bot]").Checks.CreateCheckRun(ctx, org, repo, github.CreateCheckRunOptions{
 					Name: "bumper/verdict", HeadSHA: head, Conclusion: github.String("success")}); err != nil {
 					t.Fatal(err)
 				}

@@ -24,7 +24,8 @@ func (e *Emulator) registerRoutes() {
 	pullsW := need{auth: authRepo, perm: "pull_requests", level: "write", userLevel: "read"}
 	pullsMerge := need{auth: authRepo, perm: "contents", level: "write", userLevel: "write"}
 	checksR := need{auth: authRepo, perm: "checks", level: "read", userLevel: "read"}
-	checksW := need{auth: authRepo, perm: "checks", level: "write", userLevel: "write"}
+	// Check runs are Apps' alone: a person's token is refused whatever their role.
+	checksW := need{auth: authRepo, perm: "checks", level: "write", userLevel: "write", appOnly: true}
 	actionsR := need{auth: authRepo, perm: "actions", level: "read", userLevel: "read"}
 	actionsW := need{auth: authRepo, perm: "actions", level: "write", userLevel: "write"}
 	adminR := need{auth: authRepo, perm: "administration", level: "read", userLevel: "admin"}
@@ -44,6 +45,9 @@ func (e *Emulator) registerRoutes() {
 	rt.add(del, "/installation/token", inst, e.revokeInstallationToken)
 	rt.add(get, "/rate_limit", any, e.getRateLimit)
 	rt.add(post, "/app-manifests/{code}/conversions", need{auth: authNone}, e.convertManifest)
+
+	// Accounts.
+	rt.add(get, "/users/{username}", need{auth: authNone}, e.getUser)
 
 	// Repositories, branches, collaborators, contents.
 	rt.add(get, "/repos/{owner}/{repo}", meta, e.getRepo)

@@ -117,11 +117,12 @@ func (e *Emulator) renderCheckRun(rp *repo, cr *checkRun) obj {
 // of workflow jobs.
 const githubActionsAppID = 15368
 
-// renderCheckRunApp renders the App that created a check run, as GitHub does. A run a
-// user created (which GitHub would refuse; the emulator allows it to play CI) renders
-// as a CI system's run does on GitHub, GitHub Actions' App: the REST schema would allow
-// null, but webhooks' check_run.app may not be null. Its ID is not one a protection
-// can pin in the emulator, so such a run never satisfies a pinned check.
+// renderCheckRunApp renders the App that created a check run, as GitHub does. A run
+// without an App (from a state saved when the emulator let people create check runs,
+// as GitHub never did) renders as a CI system's run does on GitHub, GitHub Actions'
+// App: the REST schema would allow null, but webhooks' check_run.app may not be null.
+// Its ID is not one a protection can pin in the emulator, so such a run never
+// satisfies a pinned check.
 func (e *Emulator) renderCheckRunApp(cr *checkRun) obj {
 	switch cr.AppID {
 	case 0:

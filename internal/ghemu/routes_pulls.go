@@ -367,6 +367,9 @@ func (e *Emulator) mergePull(w http.ResponseWriter, r *http.Request, c *call) {
 	c.repo.PushedAt = now
 	c.mutated = true
 	e.emit("pull_request", "closed", c.repo, actor, obj{"number": p.Number, "pull_request": e.renderPull(c.repo, is, p)})
-	e.closeReferencedIssues(c.repo, is, p, actor)
+	if err := e.closeReferencedIssues(r.Context(), c.repo, is, p, actor, sha); err != nil {
+		// The merge stands, as GitHub's would; only the closing of issues is lost.
+		e.log.Error().Err(err).Int("pull", p.Number).Msg("failed to read the merge's closing keywords")
+	}
 	writeJSON(w, http.StatusOK, obj{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
 }

@@ -3,6 +3,8 @@ package gitserver
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // IsAncestor reports whether ancestor is reachable from descendant (a commit is its
@@ -50,4 +52,24 @@ func (s *Server) mergeBase(ctx context.Context, dir, ca, cb, a, b string) (strin
 		return "", fmt.Errorf("failed to find the merge base of %s and %s: %w", a, b, err)
 	}
 	return out, nil
+}
+
+// Messages returns the messages of the commits reachable from head and not from
+// exclude, newest first, at most limit of them.
+func (s *Server) Messages(ctx context.Context, owner, repo, exclude, head string, limit int) ([]string, error) {
+	dir, shas, err := s.openCommits(ctx, owner, repo, exclude, head)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.run(ctx, dir, nil, nil, "log", "-z", "--format=%B", "--max-count="+strconv.Itoa(limit), shas[1], "^"+shas[0], "--")
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the messages of %s..%s: %w", exclude, head, err)
+	}
+	var msgs []string
+	for _, m := range strings.Split(string(out), "\x00") {
+		if m != "" {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs, nil
 }
