@@ -20,11 +20,13 @@
 //     processing instructions, declarations and CDATA may hide or change what is shown.
 //     When such an element has a closing tag (within 16 KiB), the finding quotes
 //     everything up to it.
-//   - Characters that are invisible or reorder the display: zero-width and other format
-//     characters (Unicode category Cf), variation selectors, default-ignorable fillers
-//     (U+115F, U+1160, U+3164, U+FFA0, …), control characters, bidirectional controls
-//     (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) and Unicode tag characters
-//     (U+E0000–U+E007F, "ASCII smuggling"). They are reported everywhere, in code too,
+//   - Characters that are invisible or reorder the display, as internal/hiddenchar
+//     decides for every quote of others' text too: zero-width and other format
+//     characters (Unicode category Cf), variation selectors, default-ignorable
+//     characters (fillers such as U+115F, U+3164, U+FFA0, and the reserved ranges),
+//     control characters, bidirectional controls (U+202A–U+202E, U+2066–U+2069,
+//     U+200E, U+200F, U+061C) and Unicode tag characters (U+E0000–U+E007F, "ASCII
+//     smuggling"). They are reported everywhere, in code too,
 //     and also when written as character references (&#x202E;) outside code. A single
 //     U+FE0E/U+FE0F after a visible character and a U+200D between two symbols are the
 //     ordinary spelling of emoji and are not reported.

@@ -81,15 +81,16 @@ func Render(findings []Finding) string {
 		fmt.Fprintf(&b, "- …and %d more not listed: %s.\n", len(rest), counts(rest))
 	}
 	b.WriteString(legend)
-	if q.marked {
+	if q.Marked {
 		b.WriteString(markerNote)
 	}
 	b.WriteString("\n")
 	return b.String()
 }
 
-// quoter escapes quoted text and remembers whether it had to break up a comment marker.
-type quoter struct{ marked bool }
+// quoter quotes text through mdcode.Quoter, which remembers whether it had to break up
+// a comment marker.
+type quoter struct{ mdcode.Quoter }
 
 func (q *quoter) item(f Finding) string {
 	where := "title"
@@ -284,7 +285,7 @@ var nouns = map[Kind]string{
 // block indented under the list item. Either ends the line.
 func (q *quoter) block(s string) string {
 	s, more := truncate(s, MaxQuote, maxQuoteLines)
-	s = q.visible(s)
+	s = q.Text(s)
 	if !strings.Contains(s, "\n") && utf8.RuneCountInString(s) <= 100 {
 		return " " + mdcode.Span(s) + moreNote(more) + "\n"
 	}
@@ -307,8 +308,7 @@ func (q *quoter) block(s string) string {
 // inline quotes s as one code span, newlines shown as spaces, cut at limit characters.
 func (q *quoter) inline(s string, limit int) string {
 	s, more := truncate(s, limit, 1<<30)
-	s = q.visible(strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s))
-	return mdcode.Span(s) + moreNote(more)
+	return q.Span(s) + moreNote(more)
 }
 
 func moreNote(more int) string {
@@ -332,22 +332,4 @@ func truncate(s string, maxRunes, maxLines int) (string, int) {
 		}
 	}
 	return s, 0
-}
-
-// visible makes s safe to put in code: valid UTF-8, line ends as "\n", every rune that
-// classify flags written as "[U+XXXX]", and no "<!--" or "-->" left.
-func (q *quoter) visible(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
-	var b strings.Builder
-	for _, r := range s {
-		if _, hidden := classify(r); hidden {
-			fmt.Fprintf(&b, "[U+%04X]", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	out, broke := mdcode.BreakMarkers(b.String())
-	q.marked = q.marked || broke
-	return out
 }
