@@ -51,6 +51,16 @@
 //     decide which dollars GitHub pairs: it checks every stretch between two dollar
 //     runs of a paragraph, heading or table cell (outside code), which plain prose
 //     passes unless it holds such a command.
+//   - Text the page shows too small to read, or not at all, because of the elements
+//     around it that GitHub's sanitizer keeps and its stylesheet shrinks: nested <sub>
+//     and <sup> (75 % each), <small> (90 %), code (85 %), h5 and h6, ruby text (<rt>,
+//     50 %), and ruby fallback parentheses (<rp>), which browsers do not show. Scan
+//     renders the document as GitHub does and builds the page from it as a browser
+//     does (misnested and unclosed tags included), multiplies the sizes of the
+//     elements around each text, and reports text below half the normal size (7 px in
+//     a 14 px comment): three levels of <sub> or <sup> and more. Markup nested deeper
+//     than browsers build (512 elements) cannot be measured, and the whole input is
+//     reported.
 //   - The body of a <details> element without "open": collapsed, it is shown only
 //     when the reader expands it. This is milder than the rest, and reported with its
 //     summary so the approver can find and open it.

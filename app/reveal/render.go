@@ -123,6 +123,15 @@ func (q *quoter) item(f Finding) string {
 			label += " " + q.inline(f.Visible, maxInline)
 		}
 		return "- " + where + ": " + label + " (the approver must expand it to read it):" + q.block(f.Text)
+	case TinyText:
+		if f.Size <= 0 {
+			return "- " + where + ": **text the page does not show**, inside " + q.inline(f.Target, maxCommand) + ":" + q.block(f.Text)
+		}
+		return "- " + where + ": **text too small to read**, shown at " + percent(f.Size) + " of the normal size inside " +
+			q.inline(f.Target, maxCommand) + ":" + q.block(f.Text)
+	case DeepNesting:
+		return "- " + where + ": **markup nested deeper than browsers show** (" + q.inline(f.Target, maxCommand) +
+			" elements): what the page shows of this issue, and at what size, cannot be told; all of it:" + q.block(f.Text)
 	case LinkTitle:
 		return "- " + where + ": **link or image title** (shown only on mouse-over):" + q.block(f.Text)
 	case ImageAlt:
@@ -242,7 +251,7 @@ func RuneName(r rune) string {
 func counts(findings []Finding) string {
 	order := []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch,
 		LinkTitle, ImageAlt, LinkDefinition, FootnoteDefinition, DiagramHidden, MathHiding,
-		ViewerBlock, Collapsed}
+		ViewerBlock, Collapsed, TinyText, DeepNesting}
 	n := map[Kind]int{}
 	other := 0
 	for _, f := range findings {
@@ -279,6 +288,16 @@ var nouns = map[Kind]string{
 	MathHiding:         "math span(s) that can hide text",
 	ViewerBlock:        "map or 3D model block(s)",
 	Collapsed:          "collapsed section(s)",
+	TinyText:           "text(s) too small to read",
+	DeepNesting:        "deeply nested markup",
+}
+
+// percent writes a size relative to normal as a percentage: "3 %", "under 1 %".
+func percent(size float64) string {
+	if size < 0.01 {
+		return "under 1 %"
+	}
+	return fmt.Sprintf("%.0f %%", size*100)
 }
 
 // block quotes s: a code span after a space if it is one short line, else a fenced

@@ -1,0 +1,376 @@
+package reveal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+	"golang.org/x/net/html"
+
+	"github.com/bumperdev/bumper/internal/hiddenchar"
+)
+
+// --- text too small to read ---------------------------------------------------------
+
+// minSize is the smallest size, relative to the page's normal text, at which Scan takes
+// text to be readable. Half the normal size is 7 px in a 14 px comment, below the
+// smallest text GitHub itself sets (11 px) and below what most readers make out at a
+// glance: three nested <sub> or <sup> (42 %) are under it, two (56 %) are not. Each
+// further level divides the size by four thirds; twelve leave 3 %, a dotted line.
+const minSize = 0.5
+
+// shrink is how much GitHub's stylesheet for Markdown (.markdown-body) scales the text of
+// an element its HTML sanitizer keeps, relative to the text around it, where that is
+// smaller: sub and sup 75 %, small 90 %, code and tt 85 %, h5 87.5 %, h6 85 %; a
+// browser's own stylesheet shows ruby text (rt) at 50 % and ruby fallback parentheses
+// (rp) not at all. The sanitizer drops the other elements, keeping their text at the
+// size around it (<font size=1>, <big>), and strips style and class. What enlarges
+// text (h1–h4) or sets an absolute size (kbd, samp, pre) is left out: counting only
+// what shrinks, Scan can report text that a heading makes readable again, never miss
+// text that is too small.
+var shrink = map[string]float64{
+	"sub": 0.75, "sup": 0.75, "small": 0.9, "code": 0.85, "tt": 0.85,
+	"h5": 0.875, "h6": 0.85, "rt": 0.5, "rp": 0,
+}
+
+// maxDepth is how deeply a browser nests elements: past it, Chromium's parser (and
+// golang.org/x/net/html's, which Scan uses) stops building the page as written.
+const maxDepth = 512
+
+// tinyText reports the text GitHub's page shows too small to read or not at all (Kind
+// TinyText): it renders the parsed document to HTML as GitHub does before sanitizing
+// (raw HTML passed through), builds the page from it as a browser does, with its
+// handling of misnested and unclosed tags, and measures the size of every text in it
+// from the elements around it (shrink). Each text of the input carries a marker into
+// the HTML (markRenderer), so what is too small is quoted from the input as the agent
+// reads it. Markup nested deeper than maxDepth, which no browser shows as written, is
+// reported whole (DeepNesting).
+func (s *scanner) tinyText(doc ast.Node) {
+	m := newMarkRenderer(s.src)
+	r := renderer.NewRenderer(renderer.WithNodeRenderers(
+		util.Prioritized(gmhtml.NewRenderer(gmhtml.WithUnsafe()), 1000),
+		util.Prioritized(extension.NewTableHTMLRenderer(), 500),
+		util.Prioritized(extension.NewStrikethroughHTMLRenderer(), 500),
+		util.Prioritized(extension.NewTaskCheckBoxHTMLRenderer(), 500),
+		util.Prioritized(extension.NewFootnoteHTMLRenderer(), 500),
+		util.Prioritized(m, 100),
+	))
+	var out bytes.Buffer
+	if err := r.Render(&out, m.src, doc); err != nil {
+		return // a bytes.Buffer does not fail
+	}
+	page, err := html.Parse(&out)
+	if err != nil {
+		// The only error the parser returns is for more than maxDepth open elements.
+		s.add(DeepNesting, 0, Finding{Text: trimEOL(s.src), Target: fmt.Sprint(maxDepth)})
+		return
+	}
+	sizes := make([]textSize, len(m.pieces))
+	for i := range sizes {
+		sizes[i].min = -1
+	}
+	measure(page, 1, nil, m.marker, sizes)
+	s.reportTiny(m.pieces, sizes)
+}
+
+// textSize is what measure found of one piece of the input's text on the page.
+type textSize struct {
+	min     float64  // the smallest size of its letters below minSize, or -1
+	within  []string // the shrinking elements around it there, outermost first
+	visible bool     // some of its letters are at a readable size
+}
+
+// measure walks the page, scaling the size by the elements it enters, and notes for each
+// piece of text (known by its marker) the sizes of its letters.
+func measure(n *html.Node, size float64, within []string, marker string, sizes []textSize) {
+	switch n.Type {
+	case html.CommentNode, html.DoctypeNode:
+		return
+	case html.TextNode:
+		measureText(n.Data, size, within, marker, sizes)
+		return
+	case html.ElementNode:
+		if f, ok := shrink[n.Data]; ok && n.Namespace == "" {
+			size *= f
+			within = append(within[:len(within):len(within)], n.Data)
+		}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		measure(c, size, within, marker, sizes)
+	}
+}
+
+// measureText notes the size of the letters of one text node: each belongs to the piece
+// whose marker last came before it in the node. Text before any marker is the
+// renderer's own (a footnote's number), not the input's.
+func measureText(data string, size float64, within []string, marker string, sizes []textSize) {
+	cur := -1
+	for data != "" {
+		text := data
+		next := strings.Index(data, marker)
+		if next >= 0 {
+			text = data[:next]
+		}
+		if cur >= 0 && strings.IndexFunc(text, letter) >= 0 {
+			t := &sizes[cur]
+			switch {
+			case size >= minSize:
+				t.visible = true
+			case t.min < 0 || size < t.min:
+				t.min, t.within = size, within
+			}
+		}
+		if next < 0 {
+			return
+		}
+		data = data[next+len(marker):]
+		digits := strings.IndexFunc(data, func(r rune) bool { return r < '0' || r > '9' })
+		if digits < 0 {
+			digits = len(data)
+		}
+		i, err := strconv.Atoi(data[:digits])
+		if cur = i; err != nil || i >= len(sizes) {
+			cur = -1
+		}
+		data = strings.TrimPrefix(data[digits:], ";")
+	}
+}
+
+// letter says whether r shows as something: not a space, not a hidden character.
+func letter(r rune) bool { return !unicode.IsSpace(r) && !hiddenchar.Is(r) }
+
+// reportTiny turns the pieces too small to read into findings: pieces in a row (with
+// nothing readable between them) are one, quoted from the start of the first to the
+// end of the last.
+func (s *scanner) reportTiny(pieces [][2]int, sizes []textSize) {
+	first, last := -1, -1
+	flush := func() {
+		if first < 0 {
+			return
+		}
+		smallest := first
+		for i := first; i <= last; i++ {
+			if sizes[i].min >= 0 && sizes[i].min < sizes[smallest].min {
+				smallest = i
+			}
+		}
+		start, stop := pieces[first][0], pieces[last][1]
+		text := strings.TrimSpace(string(s.src[start:stop]))
+		s.add(TinyText, start, Finding{Text: text, Size: sizes[smallest].min, Target: elementsText(sizes[smallest].within)})
+		first = -1
+	}
+	for i, t := range sizes {
+		switch {
+		case t.min >= 0:
+			// A piece that also shows readable letters is still reported: the letters
+			// that do not show are there.
+			if first >= 0 && pieces[i][0] < pieces[last][1] {
+				flush() // a footnote, rendered at the end, written earlier
+			}
+			if first < 0 {
+				first = i
+			}
+			last = i
+		case t.visible:
+			flush()
+		}
+	}
+	flush()
+}
+
+// elementsText names the elements around a text, outermost first, with repeats
+// counted: "<sub>×12 <small>".
+func elementsText(names []string) string {
+	var parts []string
+	for i := 0; i < len(names); {
+		j := i
+		for j < len(names) && names[j] == names[i] {
+			j++
+		}
+		p := "<" + names[i] + ">"
+		if j-i > 1 {
+			p += fmt.Sprintf("×%d", j-i)
+		}
+		parts = append(parts, p)
+		i = j
+	}
+	return strings.Join(parts, " ")
+}
+
+// markRenderer renders every text of the input that reaches the page (text, code spans,
+// code blocks, autolinks, the text of raw HTML blocks) after a marker naming it: the
+// text's index in pieces, which holds its byte range in the input. The marker's word
+// includes a digest of the input, so the input cannot spell it, not even with
+// character references, and no text can pass for another.
+type markRenderer struct {
+	src    []byte // the input
+	marker string
+	pieces [][2]int
+}
+
+func newMarkRenderer(src []byte) *markRenderer {
+	sum := sha256.Sum256(src)
+	return &markRenderer{src: src, marker: fmt.Sprintf("bumper%x:", sum[:12])}
+}
+
+// RegisterFuncs replaces goldmark's renderers of the nodes that carry the input's text.
+func (m *markRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindText, m.text)
+	reg.Register(ast.KindCodeSpan, m.codeSpan)
+	reg.Register(ast.KindCodeBlock, m.codeBlock)
+	reg.Register(ast.KindFencedCodeBlock, m.codeBlock)
+	reg.Register(ast.KindAutoLink, m.autoLink)
+	reg.Register(ast.KindHTMLBlock, m.htmlBlock)
+}
+
+// mark writes the marker of the input's bytes [start, stop), if they hold more than
+// spaces.
+func (m *markRenderer) mark(w util.BufWriter, start, stop int) {
+	if start < 0 || stop > len(m.src) || start >= stop || len(bytes.TrimSpace(m.src[start:stop])) == 0 {
+		return
+	}
+	_, _ = w.WriteString(m.marker)
+	_, _ = w.Write(strconv.AppendInt(nil, int64(len(m.pieces)), 10))
+	_ = w.WriteByte(';')
+	m.pieces = append(m.pieces, [2]int{start, stop})
+}
+
+func (m *markRenderer) text(w util.BufWriter, src []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	n := node.(*ast.Text)
+	m.mark(w, n.Segment.Start, n.Segment.Stop)
+	if n.IsRaw() {
+		gmhtml.DefaultWriter.RawWrite(w, n.Segment.Value(src))
+	} else {
+		gmhtml.DefaultWriter.Write(w, n.Segment.Value(src))
+	}
+	if n.SoftLineBreak() || n.HardLineBreak() {
+		// GitHub breaks a comment's lines where its text does.
+		_, _ = w.WriteString("<br>\n")
+	}
+	return ast.WalkContinue, nil
+}
+
+func (m *markRenderer) codeSpan(w util.BufWriter, src []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	_, _ = w.WriteString("<code>")
+	for c := node.FirstChild(); c != nil; c = c.NextSibling() {
+		if t, ok := c.(*ast.Text); ok {
+			m.mark(w, t.Segment.Start, t.Segment.Stop)
+			gmhtml.DefaultWriter.RawWrite(w, t.Segment.Value(src))
+		}
+	}
+	_, _ = w.WriteString("</code>")
+	return ast.WalkSkipChildren, nil
+}
+
+func (m *markRenderer) codeBlock(w util.BufWriter, src []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	_, _ = w.WriteString("<pre><code>")
+	lines := node.Lines()
+	for i := range lines.Len() {
+		seg := lines.At(i)
+		m.mark(w, seg.Start, seg.Stop)
+		gmhtml.DefaultWriter.RawWrite(w, seg.Value(src))
+	}
+	_, _ = w.WriteString("</code></pre>\n")
+	return ast.WalkSkipChildren, nil
+}
+
+func (m *markRenderer) autoLink(w util.BufWriter, src []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	n := node.(*ast.AutoLink)
+	label := n.Label(src)
+	_, _ = w.WriteString(`<a href="#">`)
+	if p := n.Pos(); p >= 0 && p < len(src) {
+		if k := bytes.Index(src[p:], label); k >= 0 {
+			m.mark(w, p+k, p+k+len(label))
+		}
+	}
+	_, _ = w.Write(util.EscapeHTML(label))
+	_, _ = w.WriteString("</a>")
+	return ast.WalkContinue, nil
+}
+
+// htmlBlock writes a raw HTML block as it is, with a marker before each of its texts.
+func (m *markRenderer) htmlBlock(w util.BufWriter, src []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	n := node.(*ast.HTMLBlock)
+	var raw []byte
+	var starts [][2]int // where each line starts in raw, and in src
+	add := func(seg text.Segment) {
+		starts = append(starts, [2]int{len(raw) + seg.Padding, seg.Start})
+		raw = append(raw, seg.Value(src)...)
+	}
+	for i := range n.Lines().Len() {
+		add(n.Lines().At(i))
+	}
+	if n.HasClosure() {
+		add(n.ClosureLine)
+	}
+	if onlyTags(raw) {
+		_, _ = w.Write(raw)
+		return ast.WalkContinue, nil
+	}
+	at := func(off int) int { // the input's offset of raw's byte off
+		k := max(0, sort.Search(len(starts), func(k int) bool { return starts[k][0] > off })-1)
+		return starts[k][1] + max(0, off-starts[k][0])
+	}
+	z := html.NewTokenizer(bytes.NewReader(raw))
+	off := 0
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		tok := z.Raw()
+		if tt == html.TextToken {
+			m.mark(w, at(off), at(off+len(tok)-1)+1)
+		}
+		_, _ = w.Write(tok)
+		off += len(tok)
+	}
+	return ast.WalkContinue, nil
+}
+
+// onlyTags says, quickly, that raw HTML holds nothing but tags, comments and spaces: each
+// of its non-space bytes lies between a "<" followed by a letter, "/", "!" or "?" and
+// the first ">" after it. Where it says so, a tokenizer finds no text either (a tag or
+// comment ends at that ">" or later); where not (a ">" in a quoted attribute or a
+// comment, a raw-text element's content, text), htmlBlock tokenizes.
+func onlyTags(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+		case c == '<' && i+1 < len(raw) && (isASCIILetter(raw[i+1]) || strings.IndexByte("/!?", raw[i+1]) >= 0):
+			k := bytes.IndexByte(raw[i:], '>')
+			if k < 0 {
+				return false
+			}
+			i += k
+		default:
+			return false
+		}
+	}
+	return true
+}
