@@ -56,9 +56,12 @@
 //     and <sup> (75 % each), <small> (90 %), code (85 %), h5 and h6, ruby text (<rt>,
 //     50 %), and ruby fallback parentheses (<rp>), which browsers do not show. Scan
 //     renders the document as GitHub does and builds the page from it as a browser
-//     does (misnested and unclosed tags included), multiplies the sizes of the
-//     elements around each text, and reports text below half the normal size (7 px in
-//     a 14 px comment): three levels of <sub> or <sup> and more. Markup nested deeper
+//     does (misnested and unclosed tags included), once as rendered and once with the
+//     tags GitHub drops taken out first (whether its sanitizer drops them before or
+//     after the page is built is not documented, and the pages can differ), multiplies
+//     the sizes of the elements around each text, and reports text below half the
+//     normal size (7 px in a 14 px comment) on either page: three levels of <sub> or
+//     <sup> and more. Markup nested deeper
 //     than browsers build (512 elements) cannot be measured, and the whole input is
 //     reported.
 //   - The body of a <details> element without "open": collapsed, it is shown only

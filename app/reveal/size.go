@@ -16,6 +16,7 @@ import (
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
@@ -69,18 +70,61 @@ func (s *scanner) tinyText(doc ast.Node) {
 	if err := r.Render(&out, m.src, doc); err != nil {
 		return // a bytes.Buffer does not fail
 	}
-	page, err := html.Parse(&out)
-	if err != nil {
-		// The only error the parser returns is for more than maxDepth open elements.
-		s.add(DeepNesting, 0, Finding{Text: trimEOL(s.src), Target: fmt.Sprint(maxDepth)})
-		return
-	}
 	sizes := make([]textSize, len(m.pieces))
 	for i := range sizes {
 		sizes[i].min = -1
 	}
-	measure(page, 1, nil, m.marker, sizes)
+	// Whether GitHub's sanitizer drops the elements it does not keep from the page a
+	// parser built (which the rendering, parsed, stands for) or from the markup before
+	// a browser builds the page (keptTags), is not documented; the two can differ (a
+	// dropped <aside> no longer closes the paragraph, and the <sub> in it, before
+	// the text after it). Text too small on either page is reported.
+	for _, rendered := range [][]byte{out.Bytes(), keptTags(out.Bytes())} {
+		page, err := html.Parse(bytes.NewReader(rendered))
+		if err != nil {
+			// The only error the parser returns is for more than maxDepth open elements.
+			s.add(DeepNesting, 0, Finding{Text: trimEOL(s.src), Target: fmt.Sprint(maxDepth)})
+			return
+		}
+		measure(page, 1, nil, m.marker, sizes)
+	}
 	s.reportTiny(m.pieces, sizes)
+}
+
+// keptElements are the elements GitHub's HTML sanitizer keeps (html-pipeline's
+// SanitizationFilter allowlist), and those GitHub's renderer adds of its own (task list
+// checkboxes, the footnotes' section).
+var keptElements = map[atom.Atom]bool{
+	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
+	atom.Br: true, atom.B: true, atom.I: true, atom.Strong: true, atom.Em: true, atom.A: true,
+	atom.Pre: true, atom.Code: true, atom.Img: true, atom.Tt: true, atom.Div: true, atom.Ins: true,
+	atom.Del: true, atom.Sup: true, atom.Sub: true, atom.P: true, atom.Ol: true, atom.Ul: true,
+	atom.Table: true, atom.Thead: true, atom.Tbody: true, atom.Tfoot: true, atom.Blockquote: true,
+	atom.Dl: true, atom.Dt: true, atom.Dd: true, atom.Kbd: true, atom.Q: true, atom.Samp: true,
+	atom.Var: true, atom.Hr: true, atom.Ruby: true, atom.Rt: true, atom.Rp: true, atom.Li: true,
+	atom.Tr: true, atom.Td: true, atom.Th: true, atom.S: true, atom.Strike: true, atom.Summary: true,
+	atom.Details: true, atom.Caption: true, atom.Figure: true, atom.Figcaption: true, atom.Abbr: true,
+	atom.Bdo: true, atom.Cite: true, atom.Dfn: true, atom.Mark: true, atom.Small: true,
+	atom.Span: true, atom.Time: true, atom.Wbr: true, atom.Input: true, atom.Section: true,
+}
+
+// keptTags is the rendering with the tags of elements GitHub's sanitizer does not keep
+// taken out (their text stays), as a sanitizer that rewrites the markup as it streams
+// leaves it for the browser.
+func keptTags(rendered []byte) []byte {
+	var out bytes.Buffer
+	z := html.NewTokenizer(bytes.NewReader(rendered))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return out.Bytes()
+		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
+			if name, _ := z.TagName(); !keptElements[atom.Lookup(name)] {
+				continue
+			}
+		}
+		out.Write(z.Raw())
+	}
 }
 
 // textSize is what measure found of one piece of the input's text on the page.
