@@ -467,10 +467,10 @@ func (r *renderer) footer(cutNames []string, cut, worst bool) string {
 	}
 	q := r.q
 	var legend []string
-	if worst || q.hidden {
+	if worst || q.Hidden {
 		legend = append(legend, "hidden characters as `[U+XXXX]`")
 	}
-	if worst || q.marked {
+	if worst || q.Marked {
 		legend = append(legend, "HTML comment markers with a space (`<! --`, `-- >`)")
 	}
 	if worst || q.redacted {

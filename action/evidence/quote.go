@@ -3,19 +3,19 @@ package evidence
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"github.com/bumperdev/bumper/internal/mdcode"
 )
 
 // quoter writes untrusted text as Markdown that shows it, never renders it: code spans
-// and fenced blocks, hidden characters as [U+XXXX], comment markers broken up, and
-// secret-looking text redacted. It remembers what it had to do, for the legend, and
-// counts the texts it cut.
+// and fenced blocks through mdcode.Quoter (hidden characters as [U+XXXX], comment
+// markers broken up), with secret-looking text redacted first. It remembers what it had
+// to do, for the legend (mdcode.Quoter's Hidden and Marked, and redacted), and counts
+// the texts it cut.
 type quoter struct {
-	marked   bool // broke up "<!--" or "-->"
-	hidden   bool // wrote a hidden character as [U+XXXX]
+	mdcode.Quoter
 	redacted bool // redacted a secret-looking text
 	cuts     int  // texts cut to their bound
 }
@@ -25,24 +25,10 @@ type quoter struct {
 // token's prefix is all of its entropy).
 const redactWindow = 1024
 
-// hiddenRune reports runes a reader cannot see or that reorder the display: controls
-// (other than newline and tab), format characters (zero-width, bidirectional controls,
-// tag characters, soft hyphen), variation selectors, fillers and line separators.
-func hiddenRune(r rune) bool {
-	if r == '\n' || r == '\t' {
-		return false
-	}
-	switch r {
-	case 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2028, 0x2029, 0x3164, 0xFFA0, 0xFFFC:
-		return true
-	}
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r)
-}
-
-// stripHidden drops hidden runes, to find secrets split by them.
+// stripHidden drops hidden runes (internal/hiddenchar), to find secrets split by them.
 func stripHidden(s string) string {
 	return strings.Map(func(r rune) rune {
-		if hiddenRune(r) {
+		if hiddenchar.Is(r) {
 			return -1
 		}
 		return r
@@ -62,30 +48,13 @@ func (q *quoter) prepare(s string, maxBytes int) string {
 	return s
 }
 
-// visible writes hidden runes as [U+XXXX] and breaks up "<!--" and "-->".
-func (q *quoter) visible(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if hiddenRune(r) {
-			q.hidden = true
-			fmt.Fprintf(&b, "[U+%04X]", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	out, broke := mdcode.BreakMarkers(b.String())
-	q.marked = q.marked || broke
-	return out
-}
-
 // inline quotes s as one code span: line breaks and tabs shown as spaces, cut at limit
 // characters with the length of the whole.
 func (q *quoter) inline(s string, limit int) string {
 	window := 4*limit + redactWindow // a character is at most 4 bytes
 	p := q.prepare(s, window)
 	cut, more := truncateRunes(p, limit)
-	cut = strings.NewReplacer("\n", " ", "\t", " ").Replace(cut)
-	span := mdcode.Span(q.visible(cut))
+	span := q.Span(cut)
 	if more > 0 || len(s) > window {
 		q.cuts++
 		return span + fmt.Sprintf(" … (cut from %s bytes)", commas(int64(len(s))))
@@ -118,9 +87,7 @@ func (q *quoter) block(s string, maxBytes, maxLines int) (string, bool) {
 	if cut {
 		q.cuts++
 	}
-	body := strings.TrimRight(q.visible(kept), "\n")
-	f := mdcode.Fence(body)
-	return f + "text\n" + body + "\n" + f + "\n", cut
+	return q.Block(kept) + "\n", cut
 }
 
 // truncateRunes keeps at most n characters of s and says how many it dropped.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"github.com/bumperdev/bumper/internal/jsondoc"
 )
 
@@ -59,10 +60,10 @@ func secretIn(s string) string {
 	return ""
 }
 
-// hasHidden reports whether s holds a rune hiddenRune reports.
+// hasHidden reports whether s holds a hidden rune (internal/hiddenchar).
 func hasHidden(s string) bool {
 	for _, r := range s {
-		if (r < 0x20 || r >= 0x7F) && hiddenRune(r) {
+		if (r < 0x20 || r >= 0x7F) && hiddenchar.Is(r) {
 			return true
 		}
 	}

@@ -8,22 +8,20 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
 
-// classify says whether r is a character the page does not show, and of which kind.
-// It does not look at context: see emojiPart for the exceptions Scan makes.
+// classify says whether r is a character the page does not show, and of which kind:
+// internal/hiddenchar decides, for this notice and for every quote of others' text
+// alike. It does not look at context: see emojiPart for the exceptions Scan makes.
 func classify(r rune) (Kind, bool) {
-	switch {
-	case r >= 0xE0000 && r <= 0xE007F:
+	switch hiddenchar.Classify(r) {
+	case hiddenchar.Tag:
 		return TagChar, true
-	case r == 0x061C, r == 0x200E, r == 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+	case hiddenchar.Bidi:
 		return BidiControl, true
-	case r == '\t', r == '\n', r == '\r':
-		return "", false
-	case r < 0x20, r >= 0x7F && r <= 0x9F, r == 0x2028, r == 0x2029:
-		return InvisibleChar, true
-	case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Variation_Selector, r),
-		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r):
+	case hiddenchar.Invisible:
 		return InvisibleChar, true
 	}
 	return "", false

@@ -20,11 +20,13 @@
 //     processing instructions, declarations and CDATA may hide or change what is shown.
 //     When such an element has a closing tag (within 16 KiB), the finding quotes
 //     everything up to it.
-//   - Characters that are invisible or reorder the display: zero-width and other format
-//     characters (Unicode category Cf), variation selectors, default-ignorable fillers
-//     (U+115F, U+1160, U+3164, U+FFA0, …), control characters, bidirectional controls
-//     (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) and Unicode tag characters
-//     (U+E0000–U+E007F, "ASCII smuggling"). They are reported everywhere, in code too,
+//   - Characters that are invisible or reorder the display, as internal/hiddenchar
+//     decides for every quote of others' text too: zero-width and other format
+//     characters (Unicode category Cf), variation selectors, default-ignorable
+//     characters (fillers such as U+115F, U+3164, U+FFA0, and the reserved ranges),
+//     control characters, bidirectional controls (U+202A–U+202E, U+2066–U+2069,
+//     U+200E, U+200F, U+061C) and Unicode tag characters (U+E0000–U+E007F, "ASCII
+//     smuggling"). They are reported everywhere, in code too,
 //     and also when written as character references (&#x202E;) outside code. A single
 //     U+FE0E/U+FE0F after a visible character and a U+200D between two symbols are the
 //     ordinary spelling of emoji and are not reported.
@@ -49,6 +51,19 @@
 //     decide which dollars GitHub pairs: it checks every stretch between two dollar
 //     runs of a paragraph, heading or table cell (outside code), which plain prose
 //     passes unless it holds such a command.
+//   - Text the page shows too small to read, or not at all, because of the elements
+//     around it that GitHub's sanitizer keeps and its stylesheet shrinks: nested <sub>
+//     and <sup> (75 % each), <small> (90 %), code (85 %), h5 and h6, ruby text (<rt>,
+//     50 %), and ruby fallback parentheses (<rp>), which browsers do not show. Scan
+//     renders the document as GitHub does and builds the page from it as a browser
+//     does (misnested and unclosed tags included), once as rendered and once with the
+//     tags GitHub drops taken out first (whether its sanitizer drops them before or
+//     after the page is built is not documented, and the pages can differ), multiplies
+//     the sizes of the elements around each text, and reports text below half the
+//     normal size (7 px in a 14 px comment) on either page: three levels of <sub> or
+//     <sup> and more. Markup nested deeper
+//     than browsers build (512 elements) cannot be measured, and the whole input is
+//     reported.
 //   - The body of a <details> element without "open": collapsed, it is shown only
 //     when the reader expands it. This is milder than the rest, and reported with its
 //     summary so the approver can find and open it.

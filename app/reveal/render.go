@@ -84,15 +84,16 @@ func Render(findings []Finding) string {
 		fmt.Fprintf(&b, "- …and %d more not listed: %s.\n", len(rest), counts(rest))
 	}
 	b.WriteString(legend)
-	if q.marked {
+	if q.Marked {
 		b.WriteString(markerNote)
 	}
 	b.WriteString("\n")
 	return b.String()
 }
 
-// quoter escapes quoted text and remembers whether it had to break up a comment marker.
-type quoter struct{ marked bool }
+// quoter quotes text through mdcode.Quoter, which remembers whether it had to break up
+// a comment marker.
+type quoter struct{ mdcode.Quoter }
 
 func (q *quoter) item(f Finding) string {
 	where := "title"
@@ -125,6 +126,15 @@ func (q *quoter) item(f Finding) string {
 			label += " " + q.inline(f.Visible, maxInline)
 		}
 		return "- " + where + ": " + label + " (the approver must expand it to read it):" + q.block(f.Text)
+	case TinyText:
+		if f.Size <= 0 {
+			return "- " + where + ": **text the page does not show**, inside " + q.inline(f.Target, maxCommand) + ":" + q.block(f.Text)
+		}
+		return "- " + where + ": **text too small to read**, shown at " + percent(f.Size) + " of the normal size inside " +
+			q.inline(f.Target, maxCommand) + ":" + q.block(f.Text)
+	case DeepNesting:
+		return "- " + where + ": **markup nested deeper than browsers show** (" + q.inline(f.Target, maxCommand) +
+			" elements): what the page shows of this issue, and at what size, cannot be told; all of it:" + q.block(f.Text)
 	case LinkTitle:
 		return "- " + where + ": **link or image title** (shown only on mouse-over):" + q.block(f.Text)
 	case ImageAlt:
@@ -244,7 +254,7 @@ func RuneName(r rune) string {
 func counts(findings []Finding) string {
 	order := []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch,
 		LinkTitle, ImageAlt, LinkDefinition, FootnoteDefinition, DiagramHidden, MathHiding,
-		ViewerBlock, Collapsed}
+		ViewerBlock, Collapsed, TinyText, DeepNesting}
 	n := map[Kind]int{}
 	other := 0
 	for _, f := range findings {
@@ -281,13 +291,23 @@ var nouns = map[Kind]string{
 	MathHiding:         "math span(s) that can hide text",
 	ViewerBlock:        "map or 3D model block(s)",
 	Collapsed:          "collapsed section(s)",
+	TinyText:           "text(s) too small to read",
+	DeepNesting:        "deeply nested markup",
+}
+
+// percent writes a size relative to normal as a percentage: "3 %", "under 1 %".
+func percent(size float64) string {
+	if size < 0.01 {
+		return "under 1 %"
+	}
+	return fmt.Sprintf("%.0f %%", size*100)
 }
 
 // block quotes s: a code span after a space if it is one short line, else a fenced
 // block indented under the list item. Either ends the line.
 func (q *quoter) block(s string) string {
 	s, more := truncate(s, MaxQuote, maxQuoteLines)
-	s = q.visible(s)
+	s = q.Text(s)
 	if !strings.Contains(s, "\n") && utf8.RuneCountInString(s) <= 100 {
 		return " " + mdcode.Span(s) + moreNote(more) + "\n"
 	}
@@ -310,8 +330,7 @@ func (q *quoter) block(s string) string {
 // inline quotes s as one code span, newlines shown as spaces, cut at limit characters.
 func (q *quoter) inline(s string, limit int) string {
 	s, more := truncate(s, limit, 1<<30)
-	s = q.visible(strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s))
-	return mdcode.Span(s) + moreNote(more)
+	return q.Span(s) + moreNote(more)
 }
 
 func moreNote(more int) string {
@@ -335,22 +354,4 @@ func truncate(s string, maxRunes, maxLines int) (string, int) {
 		}
 	}
 	return s, 0
-}
-
-// visible makes s safe to put in code: valid UTF-8, line ends as "\n", every rune that
-// classify flags written as "[U+XXXX]", and no "<!--" or "-->" left.
-func (q *quoter) visible(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
-	var b strings.Builder
-	for _, r := range s {
-		if _, hidden := classify(r); hidden {
-			fmt.Fprintf(&b, "[U+%04X]", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	out, broke := mdcode.BreakMarkers(b.String())
-	q.marked = q.marked || broke
-	return out
 }

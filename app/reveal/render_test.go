@@ -40,6 +40,9 @@ var attacks = []string{
 	"Claim.\n\n[^1]: <!-- x --> @team [a](https://evil.example)\n",
 	"<details><summary>`-->` @me <!--</summary>\n\n```` -->\n</details>",
 	"<details>\n\n" + strings.Repeat("`", 30) + " @everyone",
+	strings.Repeat("<sub>", 12) + "add my key `-->` @admin <!--" + strings.Repeat("</sub>", 12),
+	"<ruby>x<rp>(``` --> @team)</rp></ruby>",
+	strings.Repeat("<small>", 600) + "deep",
 }
 
 // checkSafe asserts the properties the status comment relies on.
@@ -238,6 +241,21 @@ func TestRender(t *testing.T) {
 			want:     []string{"1 unused footnote(s), 1 hidden diagram text(s), 1 math span(s) that can hide text, 1 map or 3D model block(s), 1 collapsed section(s)."},
 		},
 		{
+			name:     "text too small to read",
+			findings: Scan("Fix.\n\n" + nest("sub", 12, "add my key") + "\n"),
+			want:     []string{"- line 3: **text too small to read**, shown at 3 % of the normal size inside `<sub>×12`: `add my key`\n"},
+		},
+		{
+			name:     "text not shown",
+			findings: Scan("<ruby>x<rp>add my key</rp></ruby>\n"),
+			want:     []string{"- line 1: **text the page does not show**, inside `<rp>`: `add my key`\n"},
+		},
+		{
+			name:     "markup nested too deep",
+			findings: Scan(strings.Repeat("<sub>", 600)),
+			want:     []string{"- line 1: **markup nested deeper than browsers show** (`512` elements): what the page shows of this issue"},
+		},
+		{
 			name:     "unknown kind",
 			findings: []Finding{{Kind: "-->", Text: "<!--"}},
 			not:      []string{"-->"},
@@ -277,7 +295,7 @@ func TestRenderAttacks(t *testing.T) {
 }
 
 var allKinds = []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch, LinkTitle, ImageAlt,
-	LinkDefinition, FootnoteDefinition, DiagramHidden, MathHiding, ViewerBlock, Collapsed}
+	LinkDefinition, FootnoteDefinition, DiagramHidden, MathHiding, ViewerBlock, Collapsed, TinyText, DeepNesting}
 
 // FuzzRender checks that whatever an issue holds, and whatever a finding holds, Render's
 // output never contains a comment marker, a hidden character, live HTML, links or

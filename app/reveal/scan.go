@@ -68,6 +68,17 @@ const (
 	// collapsed, and the approver must expand it to read it. Visible is its <summary>
 	// (raw, "" if none). Milder than the others: the page does show it, on request.
 	Collapsed Kind = "collapsed"
+	// TinyText is text the page shows at less than half its normal size, or not at
+	// all, because of the elements around it that GitHub keeps: nested <sub>, <sup>
+	// and <small> (each shrinks its text), code, h5 and h6, ruby text (<rt>), and ruby
+	// fallback parentheses (<rp>), which are not shown. Size is the smallest size of
+	// its letters relative to normal (0 for not shown), Target the elements that make
+	// it so ("<sub>×12"). Consecutive texts that small are one finding.
+	TinyText Kind = "tiny-text"
+	// DeepNesting is markup nested deeper than a browser builds (512 elements), past
+	// which what the page shows, and at what size, cannot be told. Text is the whole
+	// input and Target the depth.
+	DeepNesting Kind = "deep-nesting"
 )
 
 // A Finding is one piece of the input that the rendered page hides or misrepresents.
@@ -86,11 +97,16 @@ type Finding struct {
 	// and for Collapsed the raw content of its <summary> ("" if none).
 	Visible string
 	// Target is the destination, as written, of a LinkMismatch, LinkTitle or
-	// LinkDefinition, the source of an ImageAlt's image, and for MathHiding the
-	// command that hides (`\phantom`, `\color{white}`, `%`).
+	// LinkDefinition, the source of an ImageAlt's image, for MathHiding the
+	// command that hides (`\phantom`, `\color{white}`, `%`), for TinyText the
+	// elements that shrink it ("<sub>×12"), and for DeepNesting the depth browsers
+	// stop at.
 	Target string
 	// Context is, for character findings, the raw text around Text on its line.
 	Context string
+	// Size is, for TinyText, the size at which the page shows the smallest of its
+	// letters relative to the normal size: 0.03 for 3 %, 0 for not at all.
+	Size float64
 }
 
 // md parses like GitHub: CommonMark with tables, strikethrough, task lists, autolinked
@@ -122,6 +138,7 @@ func Scan(markdown string) []Finding {
 	}
 	s.chars(markdown)
 	s.entities()
+	s.tinyText(doc)
 	return s.sorted()
 }
 

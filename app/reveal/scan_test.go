@@ -670,6 +670,10 @@ func largeInputs() []struct {
 		{name: "nested footnotes", in: strings.Repeat("[^a]: [^b]: ", 1000) + "\n\n[^a] [^b]"},
 		{name: "many footnotes", in: strings.Repeat("[^x]: y\n", 10000)},
 		{name: "many viewer blocks", in: strings.Repeat("```stl\nsolid\n```\n", 10000)},
+		{name: "deeply nested small text", in: strings.Repeat("<sub>", 50000) + "x"},
+		{name: "many small texts", in: strings.Repeat("<sub><sub><sub>x</sub></sub></sub> y ", 5000)},
+		{name: "misnested formatting", in: strings.Repeat("<small><p><b>x</small>", 10000)},
+		{name: "many html blocks with text", in: strings.Repeat("<div>\n<sub>x</sub>\n</div>\n\n", 10000)},
 	}
 }
 

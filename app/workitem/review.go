@@ -78,10 +78,11 @@ func (o verdictOutcome) conclusion() string {
 func (o verdictOutcome) checkRun() CheckRun {
 	var title string
 	var b strings.Builder
+	q := &mdcode.Quoter{}
 	switch {
 	case o.rec.Problem != "":
 		title = "No valid verdict: failure"
-		fmt.Fprintf(&b, "**Failure.** The review run produced no valid verdict, and a verdict that is not there is never a pass:\n\n%s\n", asText(o.rec.Problem))
+		fmt.Fprintf(&b, "**Failure.** The review run produced no valid verdict, and a verdict that is not there is never a pass:\n\n%s\n", q.Block(o.rec.Problem))
 	case o.rec.Passed:
 		title = fmt.Sprintf("approve at %.2f (threshold %.2f): success", o.rec.Confidence, o.threshold)
 		fmt.Fprintf(&b, "**Success.** The reviewer approves with confidence %.2f, at or above the repository's threshold %.2f (`reviewer.min_confidence`)", o.rec.Confidence, o.threshold)
@@ -101,14 +102,14 @@ func (o verdictOutcome) checkRun() CheckRun {
 		}
 	}
 	if v := o.verification; v != nil {
-		fmt.Fprintf(&b, "\nVerification in the review run: %s\n", mdcode.Span(oneLine(v.Summary)))
+		fmt.Fprintf(&b, "\nVerification in the review run: %s\n", q.Span(oneLine(v.Summary)))
 	}
 	if o.rec.Problem == "" {
-		fmt.Fprintf(&b, "\n%s\n", asText(o.parsed.Summary))
+		fmt.Fprintf(&b, "\n%s\n", q.Block(o.parsed.Summary))
 		if len(o.parsed.Findings) > 0 {
 			b.WriteString("\n| severity | where | finding |\n|---|---|---|\n")
 			for _, f := range o.parsed.Findings {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Severity, cell(where(f)), cell(mdcode.Span(oneLine(f.Message))))
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Severity, cell(where(q, f)), cell(q.Span(oneLine(f.Message))))
 			}
 		}
 	}
@@ -116,7 +117,7 @@ func (o verdictOutcome) checkRun() CheckRun {
 	if o.rec.Digest != "" {
 		fmt.Fprintf(&b, "; verdict.json `%s`", o.rec.Digest)
 	}
-	b.WriteString(".</sub>\n")
+	b.WriteString("." + hiddenNote(q) + "</sub>\n")
 	return CheckRun{Name: CheckVerdict, HeadSHA: o.rec.Head, Conclusion: o.conclusion(), Title: title, Summary: capText(b.String(), maxCheckSummary)}
 }
 
@@ -124,19 +125,30 @@ func (o verdictOutcome) checkRun() CheckRun {
 // become inline comments, the rest go in the body. Its event is always COMMENT: Bumper
 // opened the pull request, and GitHub lets no one approve or request changes on their
 // own pull request; the bumper/verdict check is what branch protection requires.
+//
+// What the reviewer wrote (and what the code it read may have steered), here and in the
+// check run, is quoted by mdcode.Quoter as text: in a fenced block or a code span nothing
+// renders, so its images are not fetched (GitHub's image proxy would be a channel out of
+// the review VM around the firewall), its links and HTML do nothing, its mentions notify
+// no one, and its hidden characters show as [U+XXXX].
 func (o verdictOutcome) review(files []PullFile) Review {
 	lines := commentable(files)
 	var inline []ReviewComment
 	var outside []verdict.Finding
 	for _, f := range o.parsed.Findings {
 		if f.File != "" && f.Line > 0 && lines[diffLine{path: f.File, side: f.Side, line: f.Line}] {
-			inline = append(inline, ReviewComment{Path: f.File, Line: f.Line, Side: f.Side,
-				Body: fmt.Sprintf("**%s** · Bumper's reviewer:\n\n%s", f.Severity, asText(f.Message))})
+			cq := &mdcode.Quoter{}
+			body := fmt.Sprintf("**%s** · Bumper's reviewer:\n\n%s", f.Severity, cq.Block(f.Message))
+			if note := hiddenNote(cq); note != "" {
+				body += "\n\n<sub>" + strings.TrimSpace(note) + "</sub>"
+			}
+			inline = append(inline, ReviewComment{Path: f.File, Line: f.Line, Side: f.Side, Body: body})
 			continue
 		}
 		outside = append(outside, f)
 	}
 	var b strings.Builder
+	q := &mdcode.Quoter{}
 	switch o.parsed.Verdict {
 	case verdict.Approve:
 		fmt.Fprintf(&b, "**Bumper's reviewer approves** · confidence %.2f · `%s`: %s\n\n", o.rec.Confidence, CheckVerdict, o.conclusion())
@@ -145,35 +157,43 @@ func (o verdictOutcome) review(files []PullFile) Review {
 	default:
 		fmt.Fprintf(&b, "**Bumper's reviewer comments** · confidence %.2f · `%s`: %s\n\n", o.rec.Confidence, CheckVerdict, o.conclusion())
 	}
-	fmt.Fprintf(&b, "%s\n", asText(o.parsed.Summary))
+	fmt.Fprintf(&b, "%s\n", q.Block(o.parsed.Summary))
 	if len(outside) > 0 {
 		b.WriteString("\n**Findings outside the diff**\n\n")
 		for _, f := range outside {
-			fmt.Fprintf(&b, "- **%s** %s: %s\n", f.Severity, where(f), mdcode.Span(oneLine(f.Message)))
+			fmt.Fprintf(&b, "- **%s** %s: %s\n", f.Severity, where(q, f), q.Span(oneLine(f.Message)))
 		}
 	}
 	fmt.Fprintf(&b, "\n<sub>A reviewer run with a fresh context judged `%.12s`. This review is a comment, never an approval: Bumper opened this pull request, and a person reviews and merges it.", o.rec.Head)
 	if o.parsed.Verdict == verdict.RequestChanges {
 		fmt.Fprintf(&b, " GitHub does not let the author of a pull request request changes on it; the failing `%s` check blocks the merge where branch protection requires it.", CheckVerdict)
 	}
-	b.WriteString("</sub>\n")
+	b.WriteString(hiddenNote(q) + "</sub>\n")
 	return Review{CommitID: o.rec.Head, Event: "COMMENT", Body: capText(b.String(), maxReviewBody), Comments: inline}
 }
 
 // where shows a finding's place: `file:line (side)`, or "the change" for one about the
-// whole. The path is the reviewer's: shown as code on one line.
-func where(f verdict.Finding) string {
+// whole. The path is the reviewer's: quoted by q on one line.
+func where(q *mdcode.Quoter, f verdict.Finding) string {
 	file := oneLine(f.File)
 	switch {
 	case file == "":
 		return "the change"
 	case f.Line == 0:
-		return mdcode.Span(file)
+		return q.Span(file)
 	case f.Side == verdict.SideLeft:
-		return mdcode.Span(file+":"+strconv.Itoa(f.Line)) + " (base)"
+		return q.Span(file+":"+strconv.Itoa(f.Line)) + " (base)"
 	default:
-		return mdcode.Span(file + ":" + strconv.Itoa(f.Line))
+		return q.Span(file + ":" + strconv.Itoa(f.Line))
 	}
+}
+
+// hiddenNote is the sentence that says how q showed hidden characters, if it met any.
+func hiddenNote(q *mdcode.Quoter) string {
+	if !q.Hidden {
+		return ""
+	}
+	return " Hidden characters in the reviewer's text (zero-width, bidirectional, tag characters) are shown as `[U+XXXX]`."
 }
 
 // GitHub's limits on a check run's summary and a review's body; what goes past them is
@@ -182,16 +202,6 @@ const (
 	maxCheckSummary = 65535
 	maxReviewBody   = 65536
 )
-
-// asText shows what the reviewer wrote (and what the code it read may have steered) as
-// text: in a fenced block nothing renders, so its images are not fetched (GitHub's image
-// proxy would be a channel out of the review VM around the firewall), its links and HTML
-// do nothing, and its mentions notify no one. Plans are shown the same way.
-func asText(s string) string {
-	s, _ = mdcode.BreakMarkers(s)
-	f := mdcode.Fence(s)
-	return f + "text\n" + strings.TrimRight(s, "\n") + "\n" + f
-}
 
 // capText keeps s within max bytes, on a line boundary where it can, saying it was cut.
 func capText(s string, max int) string {
@@ -326,7 +336,7 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 func (s *Service) reviewed(ctx context.Context, gh GitHub, it *item, pol repoconfig.Config, o verdictOutcome) error {
 	reason := fmt.Sprintf("reviewer verdict: %s (confidence %.2f); %s %s", o.rec.Verdict, o.rec.Confidence, CheckVerdict, o.conclusion())
 	if o.rec.Problem != "" {
-		reason = fmt.Sprintf("the review run produced no valid verdict (%s); %s failure", mdcode.Span(oneLine(o.rec.Problem)), CheckVerdict)
+		reason = fmt.Sprintf("the review run produced no valid verdict (%s); %s failure", (&mdcode.Quoter{}).Span(oneLine(o.rec.Problem)), CheckVerdict)
 	}
 	if err := s.move(ctx, it, ledger.InReview, reason); err != nil {
 		return err

@@ -19,9 +19,9 @@ import (
 // …/actions/runs/{id}, …/commit/{sha}), so a link in an API object or a webhook
 // payload opens in a browser. Pages are server-rendered with html/template (which
 // escapes every value by context) and carry no JavaScript; Markdown goes through
-// renderMarkdown, which drops raw HTML. There is no login: the emulator is a test and
-// demo tool bound to loopback, so the view shows everything, private repositories
-// included, and every page says so in its banner.
+// renderMarkdown, which keeps of raw HTML what GitHub's sanitizer keeps. There is no
+// login: the emulator is a test and demo tool bound to loopback, so the view shows
+// everything, private repositories included, and every page says so in its banner.
 
 //go:embed web
 var webFiles embed.FS

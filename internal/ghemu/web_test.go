@@ -73,10 +73,10 @@ func TestWebViewPages(t *testing.T) {
 		{"owner", "/acme", []string{`href="/acme/widgets"`, "Organization"}, nil},
 		{"repository", "/acme/widgets", []string{"Open pull requests", `href="` + pullPath + `"`, `href="` + issuePath + `"`,
 			"Title &lt;script&gt;", "required 1 check: bumper/verdict", "git clone " + e.BaseURL() + "/acme/widgets.git"}, []string{"<script"}},
-		{"issue: title, labels and comments escaped, Markdown rendered without raw HTML", issuePath, []string{
+		{"issue: title, labels and comments escaped, Markdown rendered with raw HTML sanitized", issuePath, []string{
 			"Title &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", "&lt;b&gt;&lt;script&gt;", "<strong>bold</strong>",
-			"<table>", "<del>old</del>", "raw HTML omitted", `style="background-color: #b60205; color: #ffffff"`,
-			`id="issuecomment-`}, []string{"<script", "<b>"}},
+			"<table>", "<del>old</del>", `style="background-color: #b60205; color: #ffffff"`,
+			`id="issuecomment-`}, []string{"<script", "<b>", `alert("x")`}},
 		{"pull request: sections, check, review, diff", pullPath, []string{
 			`id="description"`, `<h3>Evidence</h3>`, `id="checks"`, `data-name="bumper/verdict" data-conclusion="failure"`,
 			`href="/acme/widgets/runs/` + strconv.FormatInt(cr.GetID(), 10) + `"`, "<strong>Verdict:</strong>",

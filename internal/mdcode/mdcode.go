@@ -1,7 +1,10 @@
 // Package mdcode quotes text as Markdown code, so that what someone else wrote (an issue
 // author, an agent) is shown as it is and never interpreted: a code span for one line, a
 // fenced block for many. The delimiters are always longer than any run of backticks in
-// the text, so the text cannot end its own quote.
+// the text, so the text cannot end its own quote. Quoter is the one quoter of others'
+// text for the status comment, the evidence bundle and the reviewer's verdict: it also
+// writes hidden characters (internal/hiddenchar) as [U+XXXX] and breaks up HTML comment
+// markers.
 package mdcode
 
 import "strings"
