@@ -52,9 +52,10 @@ deploy-test: $(TOOLS)/golangci-lint
 	cd $(DEPLOY) && $(TOOLS)/golangci-lint run ./...
 
 # GoReleaser's own check of .goreleaser.yaml: strict, so a misspelt key fails here and
-# not at the next tag.
+# not at the next tag; and CHANGELOG.md's headings, which the release's notes come from.
 release-check: $(TOOLS)/goreleaser
 	$(TOOLS)/goreleaser check
+	$(GO) run ./scripts/releasenotes -check
 
 $(TOOLS)/goreleaser:
 	GOBIN=$(TOOLS) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)

@@ -28,6 +28,8 @@ import (
 	"github.com/bumperdev/bumper/firewall/policy"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/repoconfig/repoconfigtest"
 	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
@@ -160,6 +162,24 @@ func seed(t testing.TB) *ghemu.Seed {
 	return s
 }
 
+// TestWorldPolicies: the policies the worlds start from (the seed's, with the reviewer,
+// with a real agent CLI, the Go module's) are ones Bumper reads and the file's JSON Schema
+// accepts; newWorld checks each world's own as it starts.
+func TestWorldPolicies(t *testing.T) {
+	policy := func(opts ...func(map[string]string)) []byte {
+		files := seed(t).Repositories[0].Files
+		for _, o := range opts {
+			o(files)
+		}
+		return []byte(files[repoconfig.Path])
+	}
+	repoconfigtest.Valid(t, "the seed's", policy())
+	repoconfigtest.Valid(t, "withReviewer", policy(withReviewer))
+	repoconfigtest.Valid(t, "goPolicy", []byte(goPolicy))
+	repoconfigtest.Valid(t, "claude-code", []byte(agentPolicy("claude-code", "")))
+	repoconfigtest.Valid(t, "codex with a budget", []byte(agentPolicy("codex", "0.05")))
+}
+
 // reviewerOff ends the seed's .github/bumper.yml; withReviewer replaces it.
 const reviewerOff = "reviewer: false\n"
 
@@ -244,6 +264,9 @@ func newWorld(t testing.TB, opts ...options) *world {
 		}
 		ttl = max(ttl, o.runTokenTTL)
 	}
+	// The world's policy is an example of the file like the docs': Bumper reads it, and
+	// an editor with the file's JSON Schema would not flag it.
+	repoconfigtest.Valid(t, "the world's "+repoconfig.Path, []byte(sd.Repositories[0].Files[repoconfig.Path]))
 	w.e = emutest.New(t, ghemu.Options{Seed: sd, WebhookSecret: webhookSecret, Runner: runner}, emutest.Observe(w.calls.observe))
 
 	w.calls.mu.Lock()

@@ -200,7 +200,8 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 		switch p, err := repoconfig.Parse(raw); {
 		case err != nil:
 			add("repo.config", doctor.Blocking, fmt.Sprintf("%s on %s is invalid, so every work item stops at its start: %v", repoconfig.Path, branch, err),
-				fmt.Sprintf("fix %s as the error says (docs/usage.md lists every key)", repoconfig.Path))
+				fmt.Sprintf("fix %s as the error says (docs/usage.md lists every key); an editor checks the file as you type against its JSON Schema, %s, when its first line is `%s`",
+					repoconfig.Path, repoconfig.SchemaURL, repoconfig.SchemaModeline))
 		case p.Harness.Name == "":
 			pol = p
 			add("repo.config", doctor.Blocking, fmt.Sprintf("%s on %s names no harness, so the runner refuses every run", repoconfig.Path, branch),

@@ -15,6 +15,7 @@ import (
 	"github.com/bumperdev/bumper/internal/doctor"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // template is the runner workflow users copy.
@@ -160,7 +161,8 @@ func TestRepositories(t *testing.T) {
 			{"repo.workflow", doctor.Warning, "contents: read", "remove them"},
 			{"repo.workflow", doctor.Warning, "bumperdev/bumper@main is not a release tag", "`uses: bumperdev/bumper@vX.Y.Z`"},
 		}},
-		{"acme/badconfig", []want{{"repo.config", doctor.Blocking, "bounds.attempts is 0", "fix .github/bumper.yml"}}},
+		{"acme/badconfig", []want{{"repo.config", doctor.Blocking, "bounds.attempts is 0", "fix .github/bumper.yml"},
+			{"repo.config", doctor.Blocking, "is invalid", "its JSON Schema, " + repoconfig.SchemaURL}}},
 		{"acme/noconfig", []want{{"repo.config", doctor.Blocking, "no .github/bumper.yml on main, so it names no harness",
 			"`version: 1` and `harness: {name: claude-code, version: 9.8.7}`"}}},
 		{"acme/noharness", []want{{"repo.config", doctor.Blocking, ".github/bumper.yml on main names no harness",

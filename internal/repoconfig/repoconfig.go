@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -81,6 +82,11 @@ const (
 // MaxCommandBytes bounds a command line of the file (harness.command and each
 // verification entry), as the evidence bundle bounds a command.
 const MaxCommandBytes = 4096
+
+// MaxCostUSD bounds bounds.cost_per_run_usd and bounds.cost_per_item_usd. The evidence
+// bundle records a cap in whole micro-dollars (an int64): a cap it cannot hold, or one
+// that is not a number (.nan, .inf), would pass here and fail the run at its end.
+const MaxCostUSD = 1_000_000
 
 // MaxVerificationCommands bounds the verification list, and MaxVerificationRounds the
 // rounds: together they keep a run's test records within what the evidence holds (100).
@@ -225,6 +231,14 @@ func Parse(raw []byte) (Config, error) {
 	if p.Bounds.VerificationRounds < 0 || p.Bounds.FixRounds < 0 || p.Bounds.WallTime < 0 ||
 		p.Bounds.CostPerRunUSD < 0 || p.Bounds.CostPerItemUSD < 0 {
 		return Config{}, fmt.Errorf("%s: bounds must not be negative", Path)
+	}
+	for _, c := range []struct {
+		key string
+		usd float64
+	}{{"cost_per_run_usd", p.Bounds.CostPerRunUSD}, {"cost_per_item_usd", p.Bounds.CostPerItemUSD}} {
+		if math.IsNaN(c.usd) || c.usd > MaxCostUSD {
+			return Config{}, fmt.Errorf("%s: bounds.%s is %v; use a number of dollars from 0 (no cap) to %d", Path, c.key, c.usd, MaxCostUSD)
+		}
 	}
 	if err := p.Harness.check(); err != nil {
 		return Config{}, err

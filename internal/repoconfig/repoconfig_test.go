@@ -28,6 +28,13 @@ func TestParse(t *testing.T) {
 		{"read level", "version: 1\napprovers: {min_permission: read}\n", "can only raise the floor", nil},
 		{"no attempts", "version: 1\nbounds: {attempts: 0}\n", "bounds.attempts is 0", nil},
 		{"negative", "version: 1\nbounds: {fix_rounds: -1}\n", "must not be negative", nil},
+		// Caps that are not negative and still no number of micro-dollars: each parsed,
+		// and the run failed at its end, when its evidence could not record the cap.
+		{"cost cap not a number", "version: 1\nbounds: {cost_per_run_usd: .nan}\n", "bounds.cost_per_run_usd is NaN", nil},
+		{"infinite cost cap", "version: 1\nbounds: {cost_per_run_usd: .inf}\n", "bounds.cost_per_run_usd is +Inf", nil},
+		{"cost cap past the evidence's count", "version: 1\nbounds: {cost_per_run_usd: 1e13}\n", "from 0 (no cap) to 1000000", nil},
+		{"item cost cap not a number", "version: 1\nbounds: {cost_per_item_usd: .NaN}\n", "bounds.cost_per_item_usd is NaN", nil},
+		{"largest cost cap", "version: 1\nbounds: {cost_per_run_usd: 1000000, cost_per_item_usd: 0.01}\n", "", nil},
 		{"read-only github api", "version: 1\ngithub_api: [\"GET /repos/*/*/pulls\", \"HEAD /rate_limit\"]\n", "", func(t *testing.T, p Config) {
 			if len(p.GitHubAPI) != 2 {
 				t.Fatalf("github_api %v", p.GitHubAPI)

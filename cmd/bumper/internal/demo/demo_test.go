@@ -12,6 +12,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/repoconfig/repoconfigtest"
 	"github.com/bumperdev/bumper/internal/testgate"
 )
 
@@ -91,6 +92,12 @@ func regexpSed(t *testing.T, script string) string {
 	return ""
 }
 
+// TestPolicyExample: the file the demo offers a repository without one is one Bumper
+// reads and an editor with the schema does not flag.
+func TestPolicyExample(t *testing.T) {
+	repoconfigtest.Valid(t, "policyExample", []byte(policyExample))
+}
+
 func TestAgentPolicy(t *testing.T) {
 	files, err := sampleFiles()
 	if err != nil {
@@ -116,6 +123,7 @@ func TestAgentPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, text)
 			}
+			repoconfigtest.Valid(t, "the demo's policy", []byte(text))
 			h := p.Harness
 			if h.Name != tc.want.Name || h.Command != tc.want.Command || h.Model != tc.want.Model || (h.Name != "command") != (h.Version != "") {
 				t.Fatalf("harness %+v, want %+v", h, tc.want)

@@ -26,8 +26,10 @@ type userRepo struct {
 	hasWorkflow bool
 }
 
-// policyExample is what a repository needs at least, shown when it has no policy.
-const policyExample = `version: 1
+// policyExample is what a repository needs at least, shown when it has no policy. Its
+// first line names the file's JSON Schema to editors.
+const policyExample = repoconfig.SchemaModeline + `
+version: 1
 harness:
   name: command
   command: sh scripts/agent.sh      # or: name: claude-code, version: <release>
