@@ -523,7 +523,7 @@ func (c client) RepoToken(_ context.Context, repoName string, permissions map[st
 	defer unlock()
 	if granted := c.g.opts.Permissions; granted != nil {
 		for k, v := range permissions {
-			if g, ok := granted[k]; !ok || g == "read" && v == "write" {
+			if have, ok := granted[k]; !ok || have == "read" && v == "write" {
 				return "", time.Time{}, unprocessable("The permissions requested are not granted to this installation.")
 			}
 		}
@@ -536,7 +536,10 @@ func (c client) RepoToken(_ context.Context, repoName string, permissions map[st
 
 // Installation implements workitem.Connector.
 func (g *GitHub) Installation(_ context.Context, id int64) (workitem.GitHub, error) {
-	if id != Installation {
+	if err := g.enter("Installation"); err != nil {
+		return nil, err
+	}
+	if id != InstallationID {
 		return nil, notFound("installation %d", id)
 	}
 	return g.client(), nil
@@ -544,6 +547,9 @@ func (g *GitHub) Installation(_ context.Context, id int64) (workitem.GitHub, err
 
 // ForRepository implements workitem.Connector.
 func (g *GitHub) ForRepository(_ context.Context, repoName string) (workitem.GitHub, error) {
+	if err := g.enter("ForRepository"); err != nil {
+		return nil, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, err := g.repo(repoName)
@@ -569,7 +575,7 @@ func (g *GitHub) Repositories(context.Context) (map[int64][]workitem.Repo, error
 			out = append(out, workitem.Repo{FullName: r.name, DefaultBranch: r.defaultBranch})
 		}
 	}
-	return map[int64][]workitem.Repo{Installation: out}, nil
+	return map[int64][]workitem.Repo{InstallationID: out}, nil
 }
 
 // BotLogin implements workitem.Connector.

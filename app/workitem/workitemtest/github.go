@@ -11,7 +11,7 @@
 package workitemtest
 
 import (
-	"crypto/sha1" //nolint:gosec // git names commits by SHA-1; this only makes ids of that shape
+	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -36,8 +36,8 @@ type Options struct {
 	Permissions map[string]string
 }
 
-// Installation is the id of the one installation New's repositories belong to.
-const Installation int64 = 1
+// InstallationID is the id of the one installation New's repositories belong to.
+const InstallationID int64 = 1
 
 // GitHub is the fake: every repository, the App's installation, and what the App did.
 type GitHub struct {
@@ -180,7 +180,7 @@ func (g *GitHub) commit(r *repo, parent files, content map[string]string) string
 	g.commits++
 	tree := maps.Clone(parent)
 	maps.Copy(tree, content)
-	sum := sha1.Sum(fmt.Appendf(nil, "commit %d of %s", g.commits, r.name)) //nolint:gosec // an id of git's shape, not a security hash
+	sum := sha1.Sum(fmt.Appendf(nil, "commit %d of %s", g.commits, r.name)) // an id of the shape git gives commits
 	sha := hex.EncodeToString(sum[:])
 	r.commits[sha] = tree
 	return sha
