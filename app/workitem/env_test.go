@@ -2,7 +2,6 @@ package workitem_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -472,5 +471,3 @@ func (e *env) stages() []string {
 	}
 	return out
 }
-
-func (it *item) String() string { return fmt.Sprintf("#%d", it.n) }
