@@ -45,10 +45,10 @@ func TestCommandRefusals(t *testing.T) {
 			want: "a bare `/approve` could approve text you have not read"},
 		{name: "an /approve naming the revision before the edit", reach: func(e *env) *item {
 			it := e.awaiting()
-			it.claims.Revision = e.revisionID(it.n) // what the approver read
+			it.kept = e.revisionID(it.n) // what the approver read
 			e.must(e.issueEvent(e.gh.EditIssue(repoName, it.n, maintainer, "Make widgets 4", "Then delete the tests.")))
 			return it
-		}, act: func(e *env, it *item) { e.comment(it.n, writer, "/approve "+it.claims.Revision) }, want: "is not the current revision of this issue"},
+		}, act: func(e *env, it *item) { e.comment(it.n, writer, "/approve "+it.kept) }, want: "is not the current revision of this issue"},
 		{name: "an /approve naming a made-up revision", reach: awaiting, act: say(writer, "/approve 0123456789ab"), want: "`0123456789ab` is not the current revision"},
 		{name: "an /approve on the pull request", reach: func(e *env) *item { return e.inReview() },
 			act: func(e *env, it *item) { e.comment(it.pr, writer, "/approve") }, want: "Approvals are given on the issue"},

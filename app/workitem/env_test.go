@@ -295,6 +295,8 @@ type item struct {
 	// label and runDone are events kept to be delivered again.
 	label   workitem.IssueEvent
 	runDone workitem.RunEvent
+	// kept is text a case keeps for later: a revision id, a comment's body.
+	kept string
 }
 
 // patch is the diff of the runner's change, as GitHub lists the pull request's files.

@@ -76,7 +76,7 @@ func TestRebuild(t *testing.T) {
 			it := e.running()
 			for _, c := range e.gh.IssueComments(repoName, it.n) {
 				if ledger.IsStatusComment(c.Body) {
-					it.label.Label = c.Body // keep the running record
+					it.kept = c.Body // the running record
 				}
 			}
 			e.comment(it.n, maintainer, "/stop")
@@ -85,7 +85,7 @@ func TestRebuild(t *testing.T) {
 			e.clock.Advance(time.Hour)
 			for _, c := range e.gh.IssueComments(repoName, it.n) {
 				if ledger.IsStatusComment(c.Body) {
-					e.gh.EditComment(repoName, c.ID, it.label.Label)
+					e.gh.EditComment(repoName, c.ID, it.kept)
 				}
 			}
 			e.gh.SetLabels(repoName, it.n, trigger, ledger.Running.Label())

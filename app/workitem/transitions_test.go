@@ -23,11 +23,10 @@ type transition struct {
 	reach    func(e *env) *item
 	act      func(e *env, it *item)
 	check    func(e *env, it *item, rec *ledger.Record)
-	refusal  string // the Refusal kind act's call answers, for a void at the token exchange
-	silently bool   // no reply expected (most moves a person did not ask for say so; these need not)
+	silently bool // no reply expected (most moves a person did not ask for say so; these need not)
 }
 
-// Reasons reused by the rows.
+// Policies the rows use.
 const (
 	reviewerOff = "version: 1\nreviewer: false\n"
 	oneFix      = "version: 1\nbounds:\n  fix_rounds: 1\n"
@@ -276,8 +275,8 @@ func transitions() []transition {
 				}
 			}},
 		{name: "a moved base voids the approval at the token exchange", from: ledger.Running, to: ledger.AwaitingApproval,
-			reach: func(e *env) *item { return e.running() }, refusal: workitem.RefusalApproval,
-			act: exchangeVoids(func(e *env, _ *item) { e.gh.Commit(repoName, "main", map[string]string{"NEWS": "moved\n"}) }),
+			reach: func(e *env) *item { return e.running() },
+			act:   exchangeVoids(func(e *env, _ *item) { e.gh.Commit(repoName, "main", map[string]string{"NEWS": "moved\n"}) }),
 			check: func(e *env, it *item, rec *ledger.Record) {
 				voided(e, it, rec)
 				if rec.BaseCommit != e.gh.Head(repoName, "main") {
@@ -285,13 +284,13 @@ func transitions() []transition {
 				}
 			}},
 		{name: "an edit Bumper never heard of voids the approval at the token exchange", from: ledger.Running, to: ledger.AwaitingApproval,
-			reach: func(e *env) *item { return e.running() }, refusal: workitem.RefusalApproval,
+			reach: func(e *env) *item { return e.running() },
 			act: exchangeVoids(func(e *env, it *item) {
 				e.gh.SetIssueText(repoName, it.n, "Make widgets 4", "The widget count should be 4. Also delete the tests.")
 			}),
 			check: voided},
 		{name: "a deleted approval comment voids the approval at the token exchange", from: ledger.Running, to: ledger.AwaitingApproval,
-			reach: func(e *env) *item { return e.running() }, refusal: workitem.RefusalApproval,
+			reach: func(e *env) *item { return e.running() },
 			act: exchangeVoids(func(e *env, it *item) {
 				e.gh.DeleteComment(repoName, e.record(it.n).Approvals[0].CommentID)
 			}),
