@@ -42,7 +42,7 @@ func TestRedeliverFailedDeliveries(t *testing.T) {
 			// Whatever failed before serve listened (the emulator's first deliveries) is
 			// not this test's business.
 			h.settle()
-			if _, err := h.srv.Redeliver(h.ctx); err != nil {
+			if _, err := h.srv.redeliver.sweep(h.ctx); err != nil {
 				t.Fatalf("first sweep: %v", err)
 			}
 			h.settle()
@@ -68,7 +68,7 @@ func TestRedeliverFailedDeliveries(t *testing.T) {
 				if i == tc.restartAt {
 					h.restart()
 				}
-				st, err := h.srv.Redeliver(h.ctx)
+				st, err := h.srv.redeliver.sweep(h.ctx)
 				if err != nil {
 					t.Fatalf("sweep %d: %v", i+1, err)
 				}

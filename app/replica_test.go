@@ -78,7 +78,7 @@ func TestReplicasDispatchOnce(t *testing.T) {
 		t.Fatalf("%d runs after the second replica saw /approve, want 1", len(runs))
 	}
 	h.expectState(n, ledger.Running)
-	if _, _, ok := b.Service().Index().Get(ledger.ID("acme/widgets", n)); ok {
+	if _, _, ok := b.svc.Index().Get(ledger.ID("acme/widgets", n)); ok {
 		t.Fatal("the standing-down replica kept its stale copy of the item")
 	}
 }
@@ -109,7 +109,7 @@ func TestInstallationIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.e.SetWebhookURL(h.hs.URL + h.cfg.Server.WebhookPath)
-	rec, _, ok := fresh.Service().Index().Get(ledger.ID("acme/widgets", n))
+	rec, _, ok := fresh.svc.Index().Get(ledger.ID("acme/widgets", n))
 	if !ok || rec.State != ledger.AwaitingApproval {
 		t.Fatalf("the installation webhook did not index the item: %+v %v", rec, ok)
 	}

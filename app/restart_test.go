@@ -30,7 +30,7 @@ func TestRestartInEveryState(t *testing.T) {
 		t.Helper()
 		before := h.expectState(n, want)
 		h.restart()
-		mem, _, ok := h.srv.Service().Index().Get(before.ID())
+		mem, _, ok := h.srv.svc.Index().Get(before.ID())
 		if !ok || !reflect.DeepEqual(mem, before) {
 			t.Fatalf("rebuilt index differs from GitHub:\n got %+v\nwant %+v", mem, before)
 		}

@@ -25,8 +25,6 @@ import (
 type Options struct {
 	// Transport carries every request to GitHub (below the cache); nil: the default.
 	Transport http.RoundTripper
-	// HTTPClient fetches the OIDC issuer's discovery document and keys; nil: default.
-	HTTPClient *http.Client
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// OnHandled, when set, learns how long each webhook's handling took (from the
@@ -112,7 +110,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := tokenexchange.NewVerifier(ctx, cfg.Bumper.OIDCIssuer, opts.HTTPClient)
+	verifier, err := tokenexchange.NewVerifier(ctx, cfg.Bumper.OIDCIssuer)
 	if err != nil {
 		return nil, err
 	}
@@ -191,21 +189,11 @@ func withLogger(log *zerolog.Logger, next http.Handler) http.Handler {
 // Handler is the server's HTTP surface.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Service is the domain service (tests inspect its index).
-func (s *Server) Service() *workitem.Service { return s.svc }
-
 // Rebuild fills the ledger index from GitHub; /readyz answers 200 once one succeeded.
 func (s *Server) Rebuild(ctx context.Context) (workitem.RebuildStats, error) {
 	st, err := s.svc.Rebuild(ctx)
 	s.ready.rebuilt(err)
 	return st, err
-}
-
-// Redeliver sweeps the App's recent webhook deliveries once and asks GitHub again for
-// each failed one not asked for before (Run does it at start and every
-// server.redeliver_interval).
-func (s *Server) Redeliver(ctx context.Context) (RedeliverStats, error) {
-	return s.redeliver.sweep(ctx)
 }
 
 // Redrive re-handles once the events whose dispatch met a guard ref without its record

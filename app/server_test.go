@@ -39,7 +39,7 @@ func TestWebhookSignatureRequired(t *testing.T) {
 			}
 		})
 	}
-	if h.srv.Service().Index().SeenDelivery("forged-1") {
+	if h.srv.svc.Index().SeenDelivery("forged-1") {
 		t.Fatal("a forged delivery reached the handlers")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
@@ -30,12 +29,9 @@ type claims struct {
 type Verifier struct{ v *oidc.IDTokenVerifier }
 
 // NewVerifier discovers the issuer (its /.well-known/openid-configuration) and returns
-// a verifier for tokens with the audience "bumper". client carries the HTTP settings
-// for discovery and key fetches; nil uses http.DefaultClient.
-func NewVerifier(ctx context.Context, issuer string, client *http.Client) (*Verifier, error) {
-	if client != nil {
-		ctx = oidc.ClientContext(ctx, client)
-	}
+// a verifier for tokens with the audience "bumper". Discovery and key fetches use
+// http.DefaultClient.
+func NewVerifier(ctx context.Context, issuer string) (*Verifier, error) {
 	p, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
 		return nil, fmt.Errorf("failed to discover OIDC issuer %s: %w", issuer, err)

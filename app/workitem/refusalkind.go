@@ -48,12 +48,15 @@ var refusalKinds = []struct {
 		"the run's ref is", "is not the run dispatched"}},
 	{RefusalUnknownItem, []string{"is not installed on", "has no work item"}},
 	{RefusalAttempt, []string{"is not the current attempt", "is not the current run"}},
-	{RefusalApproval, []string{"approval", "approved", "plan comment", "moved from"}},
 	{RefusalState, []string{"run may start", "run is over", "started more than", "not reviewing",
 		"state transition", "work item state", "has no pull request for a", "does not push there again",
 		"which Bumper pushed and the run was dispatched for"}},
 	{RefusalStage, []string{"cannot report", "cannot post a verdict", "must post its plan",
 		"has no evidence to report", "reviewer is on", "reviewer is off"}},
+	// After the state and stage words: a reason naming the state awaiting-approval
+	// ("no implement run may start", "cannot report awaiting-approval") is not about an
+	// approval.
+	{RefusalApproval, []string{"approval", "approved", "plan comment", "moved from"}},
 	{RefusalInvalidReport, []string{"want ", "does not exist", "is not this run's", "pull request is #",
 		"already reported head", "needs the pull request number", "verdict document is", "a verdict call needs",
 		"the review judged"}},

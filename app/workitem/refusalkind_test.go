@@ -73,6 +73,10 @@ func TestRefusalKinds(t *testing.T) {
 		{"illegal state transition: running → done", RefusalState},
 		{"verdict \"lgtm\": want approve, request_changes or comment", RefusalInvalidReport},
 		{"the nonce of attempt 2 was already used", RefusalNonce},
+		// Reasons that name the state awaiting-approval are about the state, not an approval.
+		{"acme/widgets#1 is awaiting-approval; no implement run may start", RefusalState},
+		{"a implement run cannot report awaiting-approval", RefusalStage},
+		{"illegal state transition: verifying → verifying (from verifying only [awaiting-approval done] are allowed)", RefusalState},
 		{"something nobody wrote yet", RefusalOther},
 	}
 	for _, tt := range tests {
