@@ -15,6 +15,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/gateway"
 	"github.com/bumperdev/bumper/firewall/meter"
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/cleanup"
 )
 
 const (
@@ -25,7 +26,6 @@ const (
 	logKeyPrices  = "price_table"
 	logKeyBudget  = "model_budget_usd"
 	logKeyOwnAddr = "own_addresses"
-	logKeyCleanup = "cleanup"
 )
 
 // Errors of New for a config that lacks what every firewall needs.
@@ -55,14 +55,9 @@ type Firewall struct {
 	meter     *meter.Meter
 	gateway   *gateway.Gateway
 	cancel    context.CancelFunc
-	cleanups  []cleanup
+	cleanups  cleanup.Stack
 	done      chan struct{} // closed when the firewall has stopped and cleaned up
 	err       error
-}
-
-type cleanup struct {
-	name string
-	fn   func() error
 }
 
 // New checks c (a listen address, an audit log, the allow and deny lists, the resolve
@@ -106,7 +101,7 @@ func (f *Firewall) Start(ctx context.Context) error {
 	f.started = true
 	f.mu.Unlock()
 	if err := f.start(ctx); err != nil {
-		f.runCleanups(ctx) //nolint:errcheck // logged; the first failure is what the caller needs
+		f.cleanups.Run(zerolog.Ctx(ctx)) //nolint:errcheck // logged; the first failure is what the caller needs
 		f.finish(err)
 		return err
 	}
@@ -123,7 +118,7 @@ func (f *Firewall) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.pushCleanup("audit log", al.Close)
+	f.cleanups.Push("audit log", al.Close)
 	gw, m, err := buildGateway(&f.cfg, al)
 	if err != nil {
 		return err
@@ -139,7 +134,7 @@ func (f *Firewall) start(ctx context.Context) error {
 	}
 	if gw != nil {
 		opts.Gateway = gw
-		f.pushCleanup("gateways", func() error { gw.Close(); return nil })
+		f.cleanups.Push("gateways", func() error { gw.Close(); return nil })
 	}
 	srv, err := NewServer(opts)
 	if err != nil {
@@ -166,7 +161,7 @@ func (f *Firewall) start(ctx context.Context) error {
 			log.Info().Float64(logKeySpent, s.SpentUSD).Int(logKeyCalls, s.Calls).Float64(logKeyBudget, s.BudgetUSD).
 				Str(logKeyPrices, s.PriceTable).Msg("model usage")
 		}
-		if cerr := f.runCleanups(ctx); err == nil {
+		if cerr := f.cleanups.Run(zerolog.Ctx(ctx)); err == nil {
 			err = cerr
 		}
 		f.finish(err)
@@ -262,29 +257,6 @@ func (f *Firewall) Wait(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
-}
-
-func (f *Firewall) pushCleanup(name string, fn func() error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.cleanups = append(f.cleanups, cleanup{name, fn})
-}
-
-// runCleanups undoes what Start made, in reverse order, once. Failures are logged, and
-// returned joined.
-func (f *Firewall) runCleanups(ctx context.Context) error {
-	f.mu.Lock()
-	cs := f.cleanups
-	f.cleanups = nil
-	f.mu.Unlock()
-	var errs []error
-	for i := len(cs) - 1; i >= 0; i-- {
-		if err := cs[i].fn(); err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Str(logKeyCleanup, cs[i].name).Msg("cleanup failed")
-			errs = append(errs, fmt.Errorf("failed to close the %s: %w", cs[i].name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func (f *Firewall) finish(err error) {

@@ -36,7 +36,7 @@ func (m *Machine) start(ctx context.Context) error {
 		if err := m.saveRecord(); err != nil {
 			return err
 		}
-		m.pushCleanup("run record", func() error { return reaper.Remove(m.cfg.StateDir, m.id) })
+		m.cleanups.Push("run record", func() error { return reaper.Remove(m.cfg.StateDir, m.id) })
 	}
 	if err := m.step(StepRunDir, func() error {
 		m.runDir, err = os.MkdirTemp(m.cfg.RunDir, "bumper-"+m.id+"-")
@@ -44,7 +44,7 @@ func (m *Machine) start(ctx context.Context) error {
 			return fmt.Errorf("failed to create run directory in %s: %w", m.cfg.RunDir, err)
 		}
 		dir := m.runDir
-		m.pushCleanup("run directory", func() error {
+		m.cleanups.Push("run directory", func() error {
 			if m.runDirHeld() {
 				return nil // powerOff's caller still reads the root overlay and removes it
 			}
@@ -298,7 +298,7 @@ func (m *Machine) reap() {
 	m.exitCode = m.cmd.ProcessState.ExitCode()
 	m.mu.Unlock()
 	close(m.exited)
-	cerr := m.runCleanups()
+	cerr := m.cleanups.Run(&m.log)
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
 		// A killed QEMU is how Kill and timeouts work; only report other failures.

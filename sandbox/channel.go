@@ -34,7 +34,7 @@ func (m *Machine) connect(ctx context.Context, sock string, waitHello bool) erro
 		case <-time.After(time.Millisecond):
 		}
 	}
-	m.pushCleanup("agent channel", func() error {
+	m.cleanups.Push("agent channel", func() error {
 		if err := conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			return err
 		}

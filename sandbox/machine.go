@@ -16,6 +16,7 @@ import (
 	"github.com/digitalocean/go-qemu/qmp"
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/internal/cleanup"
 	"github.com/bumperdev/bumper/sandbox/agentproto"
 	"github.com/bumperdev/bumper/sandbox/reaper"
 )
@@ -27,7 +28,6 @@ const (
 	logKeyAccel    = "accel"
 	logKeyReason   = "reason"
 	logKeyRun      = "run"
-	logKeyCleanup  = "cleanup"
 	logKeyReaped   = "reaped"
 	logKeyBoot     = "boot"
 	logKeyProxy    = "proxy"
@@ -120,7 +120,7 @@ type Machine struct {
 
 	mu       sync.Mutex
 	started  bool
-	cleanups []cleanup
+	cleanups cleanup.Stack
 	steps    []Step
 	runDir   string
 	cmd      *exec.Cmd
@@ -157,11 +157,6 @@ type Machine struct {
 	exited  chan struct{} // closed when QEMU has exited
 	done    chan struct{} // closed when cleanups have run too
 	waitErr error
-}
-
-type cleanup struct {
-	name string
-	fn   func() error
 }
 
 // New validates cfg and returns a Machine that has not started.
@@ -232,28 +227,6 @@ func (m *Machine) step(name string, fn func() error) error {
 	return nil
 }
 
-func (m *Machine) pushCleanup(name string, fn func() error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cleanups = append(m.cleanups, cleanup{name, fn})
-}
-
-// runCleanups runs the stack in reverse, once; later calls find it empty.
-func (m *Machine) runCleanups() error {
-	m.mu.Lock()
-	cs := m.cleanups
-	m.cleanups = nil
-	m.mu.Unlock()
-	var errs []error
-	for i := len(cs) - 1; i >= 0; i-- {
-		if err := cs[i].fn(); err != nil {
-			m.log.Warn().Err(err).Str(logKeyCleanup, cs[i].name).Msg("cleanup failed")
-			errs = append(errs, fmt.Errorf("cleanup %s: %w", cs[i].name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Start boots the VM and returns once the guest agent has said hello. It may be called
 // once; on failure everything it made is already cleaned up.
 func (m *Machine) Start(ctx context.Context) error {
@@ -266,7 +239,7 @@ func (m *Machine) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	if err := m.start(ctx); err != nil {
 		m.killProcess()
-		cerr := m.runCleanups()
+		cerr := m.cleanups.Run(&m.log)
 		if m.cmd == nil || m.cmd.Process == nil {
 			m.finish(err)
 		} else {

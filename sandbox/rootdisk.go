@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/internal/cleanup"
 	"github.com/bumperdev/bumper/sandbox/agentproto"
 )
 
@@ -50,7 +51,7 @@ func (s *Session) SaveRootDisk(ctx context.Context, dest string) error {
 	overlay, release, err := m.powerOff(ctx, PowerOffTimeout)
 	defer func() {
 		if rerr := release(); rerr != nil {
-			s.log.Warn().Err(rerr).Str(logKeyCleanup, "run directory").Msg("cleanup failed")
+			s.log.Warn().Err(rerr).Str(cleanup.LogKey, "run directory").Msg("cleanup failed")
 		}
 	}()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/internal/cleanup"
 	"github.com/bumperdev/bumper/sandbox/netns"
 	"github.com/bumperdev/bumper/sandbox/reaper"
 	"github.com/bumperdev/bumper/sandbox/workspace"
@@ -48,7 +49,7 @@ type Session struct {
 	// rec is the run record; the session's machines update it through withRecord.
 	rec reaper.Record
 	// cleanups are what Open made (record, network, proxy), undone by Close in reverse.
-	cleanups []cleanup
+	cleanups cleanup.Stack
 	// killed ends the contexts of whatever the session is doing when Kill is called.
 	killed     context.Context
 	killCancel context.CancelFunc
@@ -90,7 +91,7 @@ func Open(ctx context.Context, spec SessionSpec) (_ *Session, err error) {
 	s.killed, s.killCancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, s.runCleanups())
+			err = errors.Join(err, s.cleanups.Run(&s.log))
 			s.killCancel()
 		}
 	}()
@@ -106,7 +107,7 @@ func Open(ctx context.Context, spec SessionSpec) (_ *Session, err error) {
 	if err := reaper.Write(s.cfg.StateDir, s.rec); err != nil {
 		return nil, err
 	}
-	s.pushCleanup("run record", func() error { return reaper.Remove(s.cfg.StateDir, s.id) })
+	s.cleanups.Push("run record", func() error { return reaper.Remove(s.cfg.StateDir, s.id) })
 	if spec.StartProxy == nil {
 		return s, nil
 	}
@@ -114,13 +115,13 @@ func Open(ctx context.Context, spec SessionSpec) (_ *Session, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the run's network: %w", err)
 	}
-	s.pushCleanup("network", n.Close)
+	s.cleanups.Push("network", n.Close)
 	listen := n.ProxyListenAddr(HostProxyPort)
 	stop, err := spec.StartProxy(ctx, listen)
 	if err != nil {
 		return nil, fmt.Errorf("failed to start the proxy: %w", err)
 	}
-	s.pushCleanup("proxy", stop)
+	s.cleanups.Push("proxy", stop)
 	s.proxyAddr = listen
 	s.cfg.Network = &Network{TAP: n.TAP, ProxyURL: guestProxyURL()}
 	s.log.Info().Str(logKeyProxy, listen).Msg("session network and proxy up")
@@ -406,7 +407,7 @@ func (s *Session) close(ctx context.Context) error {
 			_ = m.Kill() // its Start failed and said why; this only waits for its end
 		}
 	}
-	errs = append(errs, s.runCleanups())
+	errs = append(errs, s.cleanups.Run(&s.log))
 	s.killCancel()
 	s.mu.Lock()
 	s.rep.Teardown = time.Since(down)
@@ -443,24 +444,6 @@ func (s *Session) idle() {
 	s.mu.Lock()
 	s.busy = false
 	s.mu.Unlock()
-}
-
-func (s *Session) pushCleanup(name string, fn func() error) {
-	s.cleanups = append(s.cleanups, cleanup{name, fn})
-}
-
-// runCleanups undoes what Open made, in reverse, once.
-func (s *Session) runCleanups() error {
-	cs := s.cleanups
-	s.cleanups = nil
-	var errs []error
-	for i := len(cs) - 1; i >= 0; i-- {
-		if err := cs[i].fn(); err != nil {
-			s.log.Warn().Err(err).Str(logKeyCleanup, cs[i].name).Msg("cleanup failed")
-			errs = append(errs, fmt.Errorf("failed to clean up the %s: %w", cs[i].name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // unusableLocked says why the started VM cannot take a command or be saved now: the
