@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/sandbox/reaper"
-	"github.com/bumperdev/bumper/sandbox/workspace"
+	"github.com/bumperdev/bumper/sandbox/vmdisk"
 )
 
 // saveRecord writes the run record so a reaper can clean up if this process dies.
@@ -117,18 +117,18 @@ func (m *Machine) start(ctx context.Context) error {
 		if err := m.step(StepWorkspaceDisk, func() error {
 			switch {
 			case m.cfg.WorkspaceDir == "":
-				return workspace.CreateOutDisk(layout.workspace, int64(m.cfg.WorkspaceDiskMB)<<20)
+				return vmdisk.CreateOutDisk(layout.workspace, int64(m.cfg.WorkspaceDiskMB)<<20)
 			case layout.fixedDisks:
-				return workspace.BuildDiskSized(ctx, m.cfg.WorkspaceDir, layout.workspace, int64(m.cfg.WorkspaceDiskMB)<<20)
+				return vmdisk.BuildDiskSized(ctx, m.cfg.WorkspaceDir, layout.workspace, int64(m.cfg.WorkspaceDiskMB)<<20)
 			}
-			return workspace.BuildDisk(ctx, m.cfg.WorkspaceDir, layout.workspace, int64(m.cfg.WorkspaceFreeMB)<<20)
+			return vmdisk.BuildDisk(ctx, m.cfg.WorkspaceDir, layout.workspace, int64(m.cfg.WorkspaceFreeMB)<<20)
 		}); err != nil {
 			return err
 		}
 	}
 	if err := m.step(StepOutDisk, func() error {
 		// A little over the cap so the tar's trailer fits after a maximal archive.
-		return workspace.CreateOutDisk(layout.outDisk, m.cfg.OutMaxBytes+1<<20)
+		return vmdisk.CreateOutDisk(layout.outDisk, m.cfg.OutMaxBytes+1<<20)
 	}); err != nil {
 		return err
 	}

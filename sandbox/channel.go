@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/sandbox/agentproto"
-	"github.com/bumperdev/bumper/sandbox/workspace"
+	"github.com/bumperdev/bumper/sandbox/vmdisk"
 )
 
 // connect opens the agent channel. With waitHello it also waits for the agent's hello;
@@ -246,7 +246,7 @@ func (m *Machine) ended(err error) (*Result, error) {
 // CollectOut copies what the guest's /out held after the last command to dest, treating
 // it as untrusted. Call it after Run returned a result, while the VM still runs (its out
 // disk goes with it); not during a Run, when the agent may be rewriting the disk.
-func (m *Machine) CollectOut(dest string) (*workspace.Report, error) {
+func (m *Machine) CollectOut(dest string) (*vmdisk.Report, error) {
 	m.mu.Lock()
 	running := m.running
 	m.mu.Unlock()
@@ -258,5 +258,5 @@ func (m *Machine) CollectOut(dest string) (*workspace.Report, error) {
 		return nil, errors.New("the VM has ended and its out disk with it: collect /out before Shutdown, Kill or the wall-time limit")
 	default:
 	}
-	return workspace.Extract(filepath.Join(m.runDir, "out.raw"), dest, workspace.Limits{MaxBytes: m.cfg.OutMaxBytes, MaxFiles: m.cfg.OutMaxFiles})
+	return vmdisk.Extract(filepath.Join(m.runDir, "out.raw"), dest, vmdisk.Limits{MaxBytes: m.cfg.OutMaxBytes, MaxFiles: m.cfg.OutMaxFiles})
 }

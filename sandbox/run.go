@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bumperdev/bumper/sandbox/workspace"
+	"github.com/bumperdev/bumper/sandbox/vmdisk"
 )
 
 // HostProxyPort is the port the run's proxy listens on at the host end of its veth. The
@@ -62,7 +62,7 @@ type Report struct {
 	// Teardown is how long shutdown and cleanup took (Session.Close).
 	Teardown time.Duration
 	// Out says what came back from /out (for a session, at the last CollectOut).
-	Out *workspace.Report
+	Out *vmdisk.Report
 }
 
 // Run boots a VM for spec, runs its command, collects /out and tears everything down:

@@ -14,7 +14,7 @@ import (
 	"github.com/bumperdev/bumper/internal/cleanup"
 	"github.com/bumperdev/bumper/sandbox/netns"
 	"github.com/bumperdev/bumper/sandbox/reaper"
-	"github.com/bumperdev/bumper/sandbox/workspace"
+	"github.com/bumperdev/bumper/sandbox/vmdisk"
 )
 
 // SessionSpec is a VM that runs several commands in turn.
@@ -332,7 +332,7 @@ func (s *Session) runCold(ctx context.Context, m *Machine, re *RestoreError, arg
 
 // CollectOut copies what the guest's /out holds after the last Run to dest, treating it
 // as untrusted. Call it after a Run returned a result and before Close.
-func (s *Session) CollectOut(dest string) (*workspace.Report, error) {
+func (s *Session) CollectOut(dest string) (*vmdisk.Report, error) {
 	s.mu.Lock()
 	m, up, runs, busy := s.m, s.up, s.runs, s.busy
 	s.mu.Unlock()

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 
-	hostdoctor "github.com/bumperdev/bumper/action/doctor"
 	"github.com/bumperdev/bumper/action/harness"
+	"github.com/bumperdev/bumper/action/hostdoctor"
 	"github.com/bumperdev/bumper/action/preflight"
 	"github.com/bumperdev/bumper/app"
-	appdoctor "github.com/bumperdev/bumper/app/doctor"
-	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/app/appdoctor"
+	"github.com/bumperdev/bumper/internal/doctorreport"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
 
@@ -42,20 +42,20 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !*host && *cfgPath == "" {
 		return fmt.Errorf("%w: nothing to check: --host=false without --config", errUsage)
 	}
-	var findings []doctor.Finding
+	var findings []doctorreport.Finding
 	if *host {
 		findings = append(findings, hostdoctor.Host(ctx, po)...)
 	}
 	if *cfgPath != "" {
 		cfg, err := app.LoadConfig(*cfgPath)
 		if err != nil {
-			findings = append(findings, doctor.Finding{Check: "app.config", Status: doctor.Blocking,
+			findings = append(findings, doctorreport.Finding{Check: "app.config", Status: doctorreport.Blocking,
 				Detail: fmt.Sprintf("serve would not start with %s: %v", *cfgPath, err), Fix: "fix it as the error says (app/config.example.yml documents every key)"})
 		} else {
 			findings = append(findings, appdoctor.Check(ctx, cfg, *repo, appdoctor.Options{ClaudeCodeVersion: harness.DefaultClaudeCodeVersion})...)
 		}
 	}
-	rep := doctor.NewReport(findings)
+	rep := doctorreport.NewReport(findings)
 	if *asJSON {
 		if err := rep.WriteJSON(stdout); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/action/harness"
-	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/doctorreport"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/emutest"
 )
@@ -64,16 +64,16 @@ func TestDoctorCommand(t *testing.T) {
 			if code := run(ctx, args, &out, &errb); code != c.code {
 				t.Fatalf("exit %d, want %d\n%s%s", code, c.code, out.String(), errb.String())
 			}
-			var rep doctor.Report
+			var rep doctorreport.Report
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, out.String())
 			}
-			if c.name == "no harness" && !slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool {
+			if c.name == "no harness" && !slices.ContainsFunc(rep.Findings, func(f doctorreport.Finding) bool {
 				return f.Check == "repo.config" && strings.Contains(f.Fix, "version: "+harness.DefaultClaudeCodeVersion+"}")
 			}) {
 				t.Errorf("no repo.config finding whose fix names claude-code %s: %+v", harness.DefaultClaudeCodeVersion, rep.Findings)
 			}
-			if rep.Schema != doctor.Schema || rep.OK == c.blocking || (rep.Blocking > 0) != c.blocking || rep.Warnings == 0 || len(rep.Findings) == 0 {
+			if rep.Schema != doctorreport.Schema || rep.OK == c.blocking || (rep.Blocking > 0) != c.blocking || rep.Warnings == 0 || len(rep.Findings) == 0 {
 				t.Errorf("report: %+v", rep)
 			}
 		})

@@ -2,7 +2,7 @@
 // host builds and reads without mounting: the workspace goes in as an ext4 image made
 // with `mkfs.ext4 -d`; results come out as a tar the guest agent writes onto a raw disk,
 // which the host reads as untrusted input.
-package workspace
+package vmdisk
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package doctor_test
+package appdoctor_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/app"
-	appdoctor "github.com/bumperdev/bumper/app/doctor"
+	"github.com/bumperdev/bumper/app/appdoctor"
 	"github.com/bumperdev/bumper/app/setup"
-	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/doctorreport"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/ghemu/emutest"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -73,12 +73,12 @@ func config(t *testing.T, e *ghemu.Emulator) app.Config {
 // its detail and of its fix.
 type want struct {
 	check  string
-	status doctor.Status
+	status doctorreport.Status
 	detail string
 	fix    string
 }
 
-func find(t *testing.T, got []doctor.Finding, w want) {
+func find(t *testing.T, got []doctorreport.Finding, w want) {
 	t.Helper()
 	for _, f := range got {
 		if f.Check == w.check && f.Status == w.status && strings.Contains(f.Detail, w.detail) && strings.Contains(f.Fix, w.fix) {
@@ -86,7 +86,7 @@ func find(t *testing.T, got []doctor.Finding, w want) {
 		}
 	}
 	var b strings.Builder
-	doctor.NewReport(got).WriteText(&b)
+	doctorreport.NewReport(got).WriteText(&b)
 	t.Errorf("no %s %s finding with %q and fix %q; got:\n%s", w.status, w.check, w.detail, w.fix, b.String())
 }
 
@@ -138,14 +138,14 @@ func TestRepositories(t *testing.T) {
 
 	t.Run("good", func(t *testing.T) {
 		got := appdoctor.Check(ctx, cfg, "acme/good", opts)
-		rep := doctor.NewReport(got)
+		rep := doctorreport.NewReport(got)
 		if rep.Blocking+rep.Warnings > 0 {
 			var b strings.Builder
 			rep.WriteText(&b)
 			t.Fatalf("a good set-up has findings:\n%s", b.String())
 		}
 		for _, c := range []string{"app.identity", "app.permissions", "repo.installation", "repo.installation_permissions", "repo.workflow", "repo.config", "repo.protection", "repo.verdict_source", "repo.label"} {
-			find(t, got, want{check: c, status: doctor.OK})
+			find(t, got, want{check: c, status: doctorreport.OK})
 		}
 	})
 
@@ -153,33 +153,33 @@ func TestRepositories(t *testing.T) {
 		repo string
 		want []want
 	}{
-		{"other/stray", []want{{"repo.installation", doctor.Blocking, "not installed on other/stray", "/installations/new"}}},
-		{"acme/noworkflow", []want{{"repo.workflow", doctor.Blocking, ".github/workflows/bumper-run.yml is not on", "copy .github/workflows/bumper-run.yml"}}},
+		{"other/stray", []want{{"repo.installation", doctorreport.Blocking, "not installed on other/stray", "/installations/new"}}},
+		{"acme/noworkflow", []want{{"repo.workflow", doctorreport.Blocking, ".github/workflows/bumper-run.yml is not on", "copy .github/workflows/bumper-run.yml"}}},
 		{"acme/badworkflow", []want{
-			{"repo.workflow", doctor.Blocking, "lacks the inputs nonce", "declare them under on.workflow_dispatch.inputs"},
-			{"repo.workflow", doctor.Blocking, "does not grant `id-token: write`", "`id-token: write` and nothing else"},
-			{"repo.workflow", doctor.Warning, "contents: read", "remove them"},
-			{"repo.workflow", doctor.Warning, "bumperdev/bumper@main is not a release tag", "`uses: bumperdev/bumper@vX.Y.Z`"},
+			{"repo.workflow", doctorreport.Blocking, "lacks the inputs nonce", "declare them under on.workflow_dispatch.inputs"},
+			{"repo.workflow", doctorreport.Blocking, "does not grant `id-token: write`", "`id-token: write` and nothing else"},
+			{"repo.workflow", doctorreport.Warning, "contents: read", "remove them"},
+			{"repo.workflow", doctorreport.Warning, "bumperdev/bumper@main is not a release tag", "`uses: bumperdev/bumper@vX.Y.Z`"},
 		}},
-		{"acme/badconfig", []want{{"repo.config", doctor.Blocking, "bounds.attempts is 0", "fix .github/bumper.yml"},
-			{"repo.config", doctor.Blocking, "is invalid", "its JSON Schema, " + repoconfig.SchemaURL}}},
-		{"acme/noconfig", []want{{"repo.config", doctor.Blocking, "no .github/bumper.yml on main, so it names no harness",
+		{"acme/badconfig", []want{{"repo.config", doctorreport.Blocking, "bounds.attempts is 0", "fix .github/bumper.yml"},
+			{"repo.config", doctorreport.Blocking, "is invalid", "its JSON Schema, " + repoconfig.SchemaURL}}},
+		{"acme/noconfig", []want{{"repo.config", doctorreport.Blocking, "no .github/bumper.yml on main, so it names no harness",
 			"`version: 1` and `harness: {name: claude-code, version: 9.8.7}`"}}},
-		{"acme/noharness", []want{{"repo.config", doctor.Blocking, ".github/bumper.yml on main names no harness",
+		{"acme/noharness", []want{{"repo.config", doctorreport.Blocking, ".github/bumper.yml on main names no harness",
 			"the Actions secret ANTHROPIC_API_KEY"}}},
-		{"acme/unprotected", []want{{"repo.protection", doctor.Warning, "main is not protected", "at least 1 approving review and the bumper/verdict check"}}},
+		{"acme/unprotected", []want{{"repo.protection", doctorreport.Warning, "main is not protected", "at least 1 approving review and the bumper/verdict check"}}},
 		{"acme/weak", []want{
-			{"repo.protection", doctor.Warning, "does not require an approving review", "at least 1 approving review"},
-			{"repo.protection", doctor.Warning, "does not require the bumper/verdict check", "add bumper/verdict"},
+			{"repo.protection", doctorreport.Warning, "does not require an approving review", "at least 1 approving review"},
+			{"repo.protection", doctorreport.Warning, "does not require the bumper/verdict check", "add bumper/verdict"},
 		}},
-		{"acme/bypass", []want{{"repo.protection", doctor.Warning, "lets the bumper App bypass", "remove bumper from"}}},
-		{"acme/unpinned", []want{{"repo.verdict_source", doctor.Warning, "requires bumper/verdict from any source",
+		{"acme/bypass", []want{{"repo.protection", doctorreport.Warning, "lets the bumper App bypass", "remove bumper from"}}},
+		{"acme/unpinned", []want{{"repo.verdict_source", doctorreport.Warning, "requires bumper/verdict from any source",
 			fmt.Sprintf(`Settings → Branches → main → Require status checks to pass → bumper/verdict → expected source: the bumper App; `+
 				`or by the API (it replaces the list, so the other required checks are repeated): echo '{"checks":[{"context":"bumper/verdict","app_id":%d},{"context":"ci/test","app_id":-1}]}' | `+
 				`gh api -X PATCH repos/acme/unpinned/branches/main/protection/required_status_checks --input -`, e.AppID())}}},
-		{"acme/otherpin", []want{{"repo.verdict_source", doctor.Warning, fmt.Sprintf("from the App with ID %d, not bumper (ID %d)", ciID, e.AppID()),
+		{"acme/otherpin", []want{{"repo.verdict_source", doctorreport.Warning, fmt.Sprintf("from the App with ID %d, not bumper (ID %d)", ciID, e.AppID()),
 			fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())}}},
-		{"acme/nolabel", []want{{"repo.label", doctor.Blocking, `no "agent:implement" label`, `gh label create "agent:implement" --repo acme/nolabel`}}},
+		{"acme/nolabel", []want{{"repo.label", doctorreport.Blocking, `no "agent:implement" label`, `gh label create "agent:implement" --repo acme/nolabel`}}},
 	}
 	for _, c := range cases {
 		t.Run(c.repo, func(t *testing.T) {
@@ -187,10 +187,10 @@ func TestRepositories(t *testing.T) {
 			for _, w := range c.want {
 				find(t, got, w)
 			}
-			rep := doctor.NewReport(got)
+			rep := doctorreport.NewReport(got)
 			blocking := false
 			for _, w := range c.want {
-				blocking = blocking || w.status == doctor.Blocking
+				blocking = blocking || w.status == doctorreport.Blocking
 			}
 			if rep.OK == blocking {
 				t.Errorf("report ok=%v with %d blocking findings", rep.OK, rep.Blocking)
@@ -208,7 +208,7 @@ func TestRepositories(t *testing.T) {
 				t.Fatal(err)
 			}
 		}()
-		find(t, appdoctor.Check(ctx, cfg, "acme/good", opts), want{"repo.protection", doctor.Warning, "main is not protected", "expected source: the bumper App"})
+		find(t, appdoctor.Check(ctx, cfg, "acme/good", opts), want{"repo.protection", doctorreport.Warning, "main is not protected", "expected source: the bumper App"})
 	})
 	t.Run("pin removed", func(t *testing.T) {
 		unpinned := pinned()
@@ -222,9 +222,9 @@ func TestRepositories(t *testing.T) {
 			}
 		}()
 		got := appdoctor.Check(ctx, cfg, "acme/good", opts)
-		find(t, got, want{"repo.verdict_source", doctor.Warning, "from any source", fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())})
+		find(t, got, want{"repo.verdict_source", doctorreport.Warning, "from any source", fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())})
 		// Warnings, as the other protection gaps: nothing blocks, --strict fails.
-		if rep := doctor.NewReport(got); !rep.OK || rep.Warnings != 1 {
+		if rep := doctorreport.NewReport(got); !rep.OK || rep.Warnings != 1 {
 			t.Errorf("report ok=%v warnings=%d, want ok with 1 warning", rep.OK, rep.Warnings)
 		}
 	})
@@ -257,23 +257,23 @@ func TestApp(t *testing.T) {
 	cfg := config(t, e)
 	got := appdoctor.Check(ctx, cfg, "acme/good", opts)
 	for _, w := range []want{
-		{"app.permissions", doctor.Blocking, "checks: write (has none", "Permissions & events"},
-		{"app.permissions", doctor.Warning, "administration: read", "administration: read"},
-		{"app.permissions", doctor.Warning, "members: read", "lower them"},
-		{"app.permissions", doctor.Blocking, "not subscribed to check_run", "Subscribe to events"},
-		{"repo.installation_permissions", doctor.Blocking, "actions: write (has none", "accepts the new permissions"},
+		{"app.permissions", doctorreport.Blocking, "checks: write (has none", "Permissions & events"},
+		{"app.permissions", doctorreport.Warning, "administration: read", "administration: read"},
+		{"app.permissions", doctorreport.Warning, "members: read", "lower them"},
+		{"app.permissions", doctorreport.Blocking, "not subscribed to check_run", "Subscribe to events"},
+		{"repo.installation_permissions", doctorreport.Blocking, "actions: write (has none", "accepts the new permissions"},
 	} {
 		find(t, got, w)
 	}
 
 	t.Run("not installed anywhere", func(t *testing.T) {
-		find(t, appdoctor.Check(ctx, cfg, "", opts), want{"app.installations", doctor.OK, "installed on 1 accounts", ""})
+		find(t, appdoctor.Check(ctx, cfg, "", opts), want{"app.installations", doctorreport.OK, "installed on 1 accounts", ""})
 	})
 	t.Run("wrong App ID", func(t *testing.T) {
 		bad := cfg
 		bad.GitHub.App.IntegrationID = 1
 		got := appdoctor.Check(ctx, bad, "acme/good", opts)
-		find(t, got, want{"app.identity", doctor.Blocking, "GitHub refuses the App's credentials", "integration_id"})
+		find(t, got, want{"app.identity", doctorreport.Blocking, "GitHub refuses the App's credentials", "integration_id"})
 		if len(got) != 1 {
 			t.Errorf("checks went on without credentials: %v", got)
 		}
@@ -285,7 +285,7 @@ func TestApp(t *testing.T) {
 // it must grant.
 func TestTemplateWorkflow(t *testing.T) {
 	got := appdoctor.CheckWorkflow("bumper-run.yml", []byte(template(t)))
-	if len(got) != 1 || got[0].Status != doctor.OK {
+	if len(got) != 1 || got[0].Status != doctorreport.OK {
 		t.Errorf("the template fails doctor's check: %+v", got)
 	}
 }
@@ -295,12 +295,12 @@ func TestWorkflowShapes(t *testing.T) {
 		name, yaml string
 		want       want
 	}{
-		{"not yaml", "on: [", want{"repo.workflow", doctor.Blocking, "does not parse", "copy"}},
-		{"push only", "on: push\npermissions:\n  id-token: write\n", want{"repo.workflow", doctor.Blocking, "no workflow_dispatch", "on: workflow_dispatch:"}},
-		{"write-all", strings.Replace(template(t), "permissions:\n  id-token: write", "permissions: write-all", 1), want{"repo.workflow", doctor.Warning, "contents: write", "remove them"}},
-		{"read-all", strings.Replace(template(t), "permissions:\n  id-token: write", "permissions: read-all", 1), want{"repo.workflow", doctor.Blocking, "id-token: write", "nothing else"}},
-		{"required extra input", strings.Replace(template(t), "    inputs:\n", "    inputs:\n      extra:\n        required: true\n", 1), want{"repo.workflow", doctor.Blocking, "never sends: extra", "optional"}},
-		{"hosted runner", strings.Replace(template(t), "runs-on: [self-hosted, bumper]", "runs-on: ubuntu-latest", 1), want{"repo.workflow", doctor.Warning, "[self-hosted, bumper]", "runs-on"}},
+		{"not yaml", "on: [", want{"repo.workflow", doctorreport.Blocking, "does not parse", "copy"}},
+		{"push only", "on: push\npermissions:\n  id-token: write\n", want{"repo.workflow", doctorreport.Blocking, "no workflow_dispatch", "on: workflow_dispatch:"}},
+		{"write-all", strings.Replace(template(t), "permissions:\n  id-token: write", "permissions: write-all", 1), want{"repo.workflow", doctorreport.Warning, "contents: write", "remove them"}},
+		{"read-all", strings.Replace(template(t), "permissions:\n  id-token: write", "permissions: read-all", 1), want{"repo.workflow", doctorreport.Blocking, "id-token: write", "nothing else"}},
+		{"required extra input", strings.Replace(template(t), "    inputs:\n", "    inputs:\n      extra:\n        required: true\n", 1), want{"repo.workflow", doctorreport.Blocking, "never sends: extra", "optional"}},
+		{"hosted runner", strings.Replace(template(t), "runs-on: [self-hosted, bumper]", "runs-on: ubuntu-latest", 1), want{"repo.workflow", doctorreport.Warning, "[self-hosted, bumper]", "runs-on"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

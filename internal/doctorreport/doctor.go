@@ -1,8 +1,8 @@
 // Package doctor is `bumper doctor`'s report: findings from the runner host's checks
 // and the App's, each saying what is wrong and the exact fix, rendered for people or,
 // in a stable JSON shape, for machines. The checks themselves live with what they
-// check (action/doctor for the host, app/doctor for the App and a repository).
-package doctor
+// check (action/hostdoctor for the host, app/appdoctor for the App and a repository).
+package doctorreport
 
 import (
 	"encoding/json"

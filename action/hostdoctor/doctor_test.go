@@ -1,4 +1,4 @@
-package doctor
+package hostdoctor
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bumperdev/bumper/action/preflight"
-	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/doctorreport"
 	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/netns"
@@ -52,7 +52,7 @@ func (m machine) probes(cache string) preflight.Probes {
 	}
 }
 
-func status(fs []doctor.Finding, check string) doctor.Status {
+func status(fs []doctorreport.Finding, check string) doctorreport.Status {
 	for _, f := range fs {
 		if f.Check == check {
 			return f.Status
@@ -72,14 +72,14 @@ func TestHost(t *testing.T) {
 		name     string
 		m        machine
 		allowTCG bool
-		want     map[string]doctor.Status
+		want     map[string]doctorreport.Status
 	}{
-		{"good", machine{kvm: true, free: 50 << 30}, false, map[string]doctor.Status{"host.root": doctor.OK, "host.accelerator": doctor.OK, "host.qemu": doctor.OK, "host.disk_cache": doctor.OK}},
-		{"not root", machine{euid: 1000, kvm: true, free: 50 << 30}, false, map[string]doctor.Status{"host.root": doctor.Blocking}},
-		{"no KVM", machine{free: 50 << 30}, false, map[string]doctor.Status{"host.accelerator": doctor.Blocking}},
-		{"no KVM, TCG allowed", machine{free: 50 << 30}, true, map[string]doctor.Status{"host.accelerator": doctor.OK}},
-		{"no QEMU", machine{kvm: true, noQEMU: true, free: 50 << 30}, false, map[string]doctor.Status{"host.qemu": doctor.Blocking}},
-		{"little disk", machine{kvm: true, free: 2 << 30}, false, map[string]doctor.Status{"host.disk_cache": doctor.Warning, "host.disk_runner_temp": doctor.Warning}},
+		{"good", machine{kvm: true, free: 50 << 30}, false, map[string]doctorreport.Status{"host.root": doctorreport.OK, "host.accelerator": doctorreport.OK, "host.qemu": doctorreport.OK, "host.disk_cache": doctorreport.OK}},
+		{"not root", machine{euid: 1000, kvm: true, free: 50 << 30}, false, map[string]doctorreport.Status{"host.root": doctorreport.Blocking}},
+		{"no KVM", machine{free: 50 << 30}, false, map[string]doctorreport.Status{"host.accelerator": doctorreport.Blocking}},
+		{"no KVM, TCG allowed", machine{free: 50 << 30}, true, map[string]doctorreport.Status{"host.accelerator": doctorreport.OK}},
+		{"no QEMU", machine{kvm: true, noQEMU: true, free: 50 << 30}, false, map[string]doctorreport.Status{"host.qemu": doctorreport.Blocking}},
+		{"little disk", machine{kvm: true, free: 2 << 30}, false, map[string]doctorreport.Status{"host.disk_cache": doctorreport.Warning, "host.disk_runner_temp": doctorreport.Warning}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestHost(t *testing.T) {
 				}
 			}
 			for _, f := range got {
-				if f.Status != doctor.OK && f.Fix == "" {
+				if f.Status != doctorreport.OK && f.Fix == "" {
 					t.Errorf("%s says what is wrong but not how to fix it: %s", f.Check, f.Detail)
 				}
 			}
@@ -110,7 +110,7 @@ func TestHostForReal(t *testing.T) {
 	testgate.RequiresQEMU(t)
 	got := Host(context.Background(), preflight.Options{Accel: sandbox.AccelAuto, AllowTCG: true, Cache: t.TempDir(), RunnerTemp: t.TempDir(), QEMUUser: "nobody"})
 	for _, c := range []string{"host.root", "host.network_namespaces", "host.nftables", "host.qemu", "host.accelerator", "host.cache_size"} {
-		if s := status(got, c); s != doctor.OK {
+		if s := status(got, c); s != doctorreport.OK {
 			t.Errorf("%s: %s on a machine with root and QEMU: %+v", c, s, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package doctor
+package appdoctor
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/doctorreport"
 )
 
 // releaseTag is a release's tag, as release.yml pushes them (a suffix for a
@@ -39,21 +39,21 @@ type input struct {
 // the inputs of wire.DispatchInputs, `permissions: id-token: write` and nothing more,
 // a self-hosted runner labelled bumper, and Bumper's action. path names the file in
 // the findings.
-func CheckWorkflow(path string, raw []byte) []doctor.Finding {
+func CheckWorkflow(path string, raw []byte) []doctorreport.Finding {
 	const id = "repo.workflow"
 	var wf workflowFile
 	if err := yaml.Unmarshal(raw, &wf); err != nil {
-		return []doctor.Finding{{Check: id, Status: doctor.Blocking, Detail: fmt.Sprintf("%s does not parse: %v", path, err),
+		return []doctorreport.Finding{{Check: id, Status: doctorreport.Blocking, Detail: fmt.Sprintf("%s does not parse: %v", path, err),
 			Fix: "copy .github/workflows/bumper-run.yml from Bumper's source over it"}}
 	}
-	var out []doctor.Finding
-	add := func(st doctor.Status, detail, fix string) {
-		out = append(out, doctor.Finding{Check: id, Status: st, Detail: path + ": " + detail, Fix: fix})
+	var out []doctorreport.Finding
+	add := func(st doctorreport.Status, detail, fix string) {
+		out = append(out, doctorreport.Finding{Check: id, Status: st, Detail: path + ": " + detail, Fix: fix})
 	}
 	inputs, dispatch := dispatchInputs(&wf.On)
 	want := wire.DispatchInputs()
 	if !dispatch {
-		add(doctor.Blocking, "it has no workflow_dispatch trigger, so the App cannot start it",
+		add(doctorreport.Blocking, "it has no workflow_dispatch trigger, so the App cannot start it",
 			"add `on: workflow_dispatch:` with the inputs "+strings.Join(want, ", ")+" (all required), as the template has")
 	} else {
 		var missing, extraReq, extraOpt []string
@@ -75,15 +75,15 @@ func CheckWorkflow(path string, raw []byte) []doctor.Finding {
 		sort.Strings(extraReq)
 		sort.Strings(extraOpt)
 		if len(missing) > 0 {
-			add(doctor.Blocking, "workflow_dispatch lacks the inputs "+strings.Join(missing, ", ")+", which the App sends (GitHub refuses a dispatch with undeclared inputs)",
+			add(doctorreport.Blocking, "workflow_dispatch lacks the inputs "+strings.Join(missing, ", ")+", which the App sends (GitHub refuses a dispatch with undeclared inputs)",
 				"declare them under on.workflow_dispatch.inputs, required: true, and pass them to the action under the same names, as the template does")
 		}
 		if len(extraReq) > 0 {
-			add(doctor.Blocking, "workflow_dispatch requires inputs the App never sends: "+strings.Join(extraReq, ", "),
+			add(doctorreport.Blocking, "workflow_dispatch requires inputs the App never sends: "+strings.Join(extraReq, ", "),
 				"remove them, or make them optional")
 		}
 		if len(extraOpt) > 0 {
-			add(doctor.Warning, "workflow_dispatch declares inputs the App never sends: "+strings.Join(extraOpt, ", "), "remove them")
+			add(doctorreport.Warning, "workflow_dispatch declares inputs the App never sends: "+strings.Join(extraOpt, ", "), "remove them")
 		}
 	}
 	perms := permissionsOf(&wf.Permissions)
@@ -93,7 +93,7 @@ func CheckWorkflow(path string, raw []byte) []doctor.Finding {
 		}
 	}
 	if perms["id-token"] != "write" {
-		add(doctor.Blocking, "it does not grant `id-token: write`, so the run cannot get the OIDC token serve's token exchange takes",
+		add(doctorreport.Blocking, "it does not grant `id-token: write`, so the run cannot get the OIDC token serve's token exchange takes",
 			"set `permissions:` to `id-token: write` and nothing else")
 	}
 	var more []string
@@ -104,7 +104,7 @@ func CheckWorkflow(path string, raw []byte) []doctor.Finding {
 	}
 	sort.Strings(more)
 	if len(more) > 0 {
-		add(doctor.Warning, "its GITHUB_TOKEN gets permissions no step needs: "+strings.Join(more, ", "),
+		add(doctorreport.Warning, "its GITHUB_TOKEN gets permissions no step needs: "+strings.Join(more, ", "),
 			"remove them: `permissions:` should be `id-token: write` only (docs/install.md, \"The runner workflow\")")
 	}
 	var labels, uses bool
@@ -128,18 +128,18 @@ func CheckWorkflow(path string, raw []byte) []doctor.Finding {
 		}
 	}
 	if !labels {
-		add(doctor.Warning, "no job runs on `[self-hosted, bumper]`: a run needs a runner with KVM or QEMU, nftables and root",
+		add(doctorreport.Warning, "no job runs on `[self-hosted, bumper]`: a run needs a runner with KVM or QEMU, nftables and root",
 			"set `runs-on: [self-hosted, bumper]` and label the runners so")
 	}
 	if !uses {
-		add(doctor.Blocking, "no step uses bumperdev/bumper@…, the action that runs the agent", "copy the template's step")
+		add(doctorreport.Blocking, "no step uses bumperdev/bumper@…, the action that runs the agent", "copy the template's step")
 	}
 	if len(refs) > 0 {
-		add(doctor.Warning, "bumperdev/bumper@"+strings.Join(refs, ", @")+" is not a release tag, so the action builds bumper from source on each runner, which needs Go there (the runner image has none)",
+		add(doctorreport.Warning, "bumperdev/bumper@"+strings.Join(refs, ", @")+" is not a release tag, so the action builds bumper from source on each runner, which needs Go there (the runner image has none)",
 			"pin a release tag, `uses: bumperdev/bumper@vX.Y.Z` (https://github.com/bumperdev/bumper/releases/latest), the same as the runner image's and serve's")
 	}
 	if len(out) == 0 {
-		out = append(out, doctor.Finding{Check: id, Status: doctor.OK,
+		out = append(out, doctorreport.Finding{Check: id, Status: doctorreport.OK,
 			Detail: path + " declares the inputs " + strings.Join(want, ", ") + ", grants id-token: write only, and runs Bumper's action on [self-hosted, bumper]"})
 	}
 	return out

@@ -1,4 +1,4 @@
-package workspace
+package vmdisk
 
 import (
 	"archive/tar"

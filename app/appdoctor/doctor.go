@@ -2,7 +2,7 @@
 // the App's permissions and events against what Bumper needs (app/setup), and for a
 // repository the installation, the runner workflow, .github/bumper.yml, the default
 // branch's protection and the trigger label, each finding with its exact fix.
-package doctor
+package appdoctor
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/bumperdev/bumper/app"
 	"github.com/bumperdev/bumper/app/setup"
-	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/doctorreport"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -44,39 +44,39 @@ type Options struct {
 // Check checks the App that cfg names and, when repo ("owner/name") is set, that
 // repository's set-up. It returns the findings in the order checked; a failure to
 // reach GitHub is a finding too, never an error, so one report shows everything.
-func Check(ctx context.Context, cfg app.Config, repo string, opts Options) []doctor.Finding {
-	var out []doctor.Finding
-	add := func(check string, st doctor.Status, detail, fix string) {
-		out = append(out, doctor.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
+func Check(ctx context.Context, cfg app.Config, repo string, opts Options) []doctorreport.Finding {
+	var out []doctorreport.Finding
+	add := func(check string, st doctorreport.Status, detail, fix string) {
+		out = append(out, doctorreport.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
 	}
 	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub)
 	if err != nil {
-		add("app.identity", doctor.Blocking, fmt.Sprintf("cannot make a GitHub client from the configuration: %v", err), "check github.* in serve's configuration")
+		add("app.identity", doctorreport.Blocking, fmt.Sprintf("cannot make a GitHub client from the configuration: %v", err), "check github.* in serve's configuration")
 		return out
 	}
 	ac, err := cc.NewAppClient()
 	if err != nil {
-		add("app.identity", doctor.Blocking, fmt.Sprintf("cannot authenticate as the App: %v", err), "set github.app.private_key or bumper.private_key_file to the App's PEM key")
+		add("app.identity", doctorreport.Blocking, fmt.Sprintf("cannot authenticate as the App: %v", err), "set github.app.private_key or bumper.private_key_file to the App's PEM key")
 		return out
 	}
 	a, _, err := ac.Apps.Get(ctx, "")
 	if err != nil {
-		add("app.identity", doctor.Blocking, fmt.Sprintf("GitHub refuses the App's credentials (App %d at %s): %v", cfg.GitHub.App.IntegrationID, cfg.GitHub.V3APIURL, err),
+		add("app.identity", doctorreport.Blocking, fmt.Sprintf("GitHub refuses the App's credentials (App %d at %s): %v", cfg.GitHub.App.IntegrationID, cfg.GitHub.V3APIURL, err),
 			"check github.app.integration_id against the App's settings page, and that the private key is a current one of that App (generate a new one there if not)")
 		return out
 	}
-	add("app.identity", doctor.OK, fmt.Sprintf("authenticated as the App %q (ID %d, %s), owned by %s", a.GetName(), a.GetID(), a.GetSlug(), a.GetOwner().GetLogin()), "")
+	add("app.identity", doctorreport.OK, fmt.Sprintf("authenticated as the App %q (ID %d, %s), owned by %s", a.GetName(), a.GetID(), a.GetSlug(), a.GetOwner().GetLogin()), "")
 	settings := strings.TrimRight(a.GetHTMLURL(), "/")
 	out = append(out, permissionFindings("app.permissions", permsOf(a.GetPermissions()), a.Events, settings)...)
 	if repo == "" {
 		insts, _, err := ac.Apps.ListInstallations(ctx, &gogithub.ListOptions{PerPage: 100})
 		switch {
 		case err != nil:
-			add("app.installations", doctor.Warning, fmt.Sprintf("cannot list the App's installations: %v", err), "try again; pass --repo to check one repository")
+			add("app.installations", doctorreport.Warning, fmt.Sprintf("cannot list the App's installations: %v", err), "try again; pass --repo to check one repository")
 		case len(insts) == 0:
-			add("app.installations", doctor.Blocking, "the App is installed nowhere, so no repository can use it", "install it: "+settings+"/installations/new")
+			add("app.installations", doctorreport.Blocking, "the App is installed nowhere, so no repository can use it", "install it: "+settings+"/installations/new")
 		default:
-			add("app.installations", doctor.OK, fmt.Sprintf("installed on %d accounts; pass --repo OWNER/REPO to check a repository", len(insts)), "")
+			add("app.installations", doctorreport.OK, fmt.Sprintf("installed on %d accounts; pass --repo OWNER/REPO to check a repository", len(insts)), "")
 		}
 		return out
 	}
@@ -86,9 +86,9 @@ func Check(ctx context.Context, cfg app.Config, repo string, opts Options) []doc
 // permissionFindings compares granted permissions (and events, when not nil) with
 // Bumper's needs. Without administration: read serve only cannot check branch
 // protection, so that gap is a warning; every other missing one blocks.
-func permissionFindings(check string, perms map[string]string, events []string, settings string) []doctor.Finding {
+func permissionFindings(check string, perms map[string]string, events []string, settings string) []doctorreport.Finding {
 	g := setup.Compare(perms, events)
-	var out []doctor.Finding
+	var out []doctorreport.Finding
 	var blocking, warn []string
 	for _, p := range g.MissingPermissions {
 		have := g.Granted[p.Name]
@@ -107,17 +107,17 @@ func permissionFindings(check string, perms map[string]string, events []string, 
 		fix = "the App asks for more than this installation accepted: an owner of the account accepts the new permissions in its installation settings (Settings → GitHub Apps → Configure), or the App's settings give it "
 	}
 	if len(blocking) > 0 {
-		out = append(out, doctor.Finding{Check: check, Status: doctor.Blocking, Detail: "missing " + strings.Join(blocking, "; "), Fix: fix + "exactly what `bumper setup` lists"})
+		out = append(out, doctorreport.Finding{Check: check, Status: doctorreport.Blocking, Detail: "missing " + strings.Join(blocking, "; "), Fix: fix + "exactly what `bumper setup` lists"})
 	}
 	if len(warn) > 0 {
-		out = append(out, doctor.Finding{Check: check, Status: doctor.Warning, Detail: "missing " + strings.Join(warn, "; ") + ": serve cannot tell whether a merge needs a person's review", Fix: fix + "administration: read"})
+		out = append(out, doctorreport.Finding{Check: check, Status: doctorreport.Warning, Detail: "missing " + strings.Join(warn, "; ") + ": serve cannot tell whether a merge needs a person's review", Fix: fix + "administration: read"})
 	}
 	if len(g.ExtraPermissions) > 0 {
 		var extra []string
 		for _, k := range sortedKeys(g.ExtraPermissions) {
 			extra = append(extra, k+": "+g.ExtraPermissions[k])
 		}
-		out = append(out, doctor.Finding{Check: check, Status: doctor.Warning, Detail: "more than Bumper needs: " + strings.Join(extra, ", "),
+		out = append(out, doctorreport.Finding{Check: check, Status: doctorreport.Warning, Detail: "more than Bumper needs: " + strings.Join(extra, ", "),
 			Fix: "lower them in the App's settings (" + settings + "): a leaked key should do as little as possible"})
 	}
 	if len(g.MissingEvents) > 0 {
@@ -125,11 +125,11 @@ func permissionFindings(check string, perms map[string]string, events []string, 
 		for _, e := range g.MissingEvents {
 			names = append(names, e.Name+" ("+e.Why+")")
 		}
-		out = append(out, doctor.Finding{Check: check, Status: doctor.Blocking, Detail: "not subscribed to " + strings.Join(names, "; "),
+		out = append(out, doctorreport.Finding{Check: check, Status: doctorreport.Blocking, Detail: "not subscribed to " + strings.Join(names, "; "),
 			Fix: "subscribe to them in the App's settings (" + settings + ", Permissions & events, Subscribe to events)"})
 	}
 	if len(g.ExtraEvents) > 0 {
-		out = append(out, doctor.Finding{Check: check, Status: doctor.Warning, Detail: "subscribed to events Bumper ignores: " + strings.Join(g.ExtraEvents, ", "),
+		out = append(out, doctorreport.Finding{Check: check, Status: doctorreport.Warning, Detail: "subscribed to events Bumper ignores: " + strings.Join(g.ExtraEvents, ", "),
 			Fix: "unsubscribe from them in the App's settings (" + settings + "): serve would receive and drop them"})
 	}
 	if len(out) == 0 {
@@ -137,37 +137,37 @@ func permissionFindings(check string, perms map[string]string, events []string, 
 		if events != nil {
 			what += " and events"
 		}
-		out = append(out, doctor.Finding{Check: check, Status: doctor.OK, Detail: what + " are exactly what Bumper needs"})
+		out = append(out, doctorreport.Finding{Check: check, Status: doctorreport.OK, Detail: what + " are exactly what Bumper needs"})
 	}
 	return out
 }
 
-func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Client, cfg app.Config, opts Options, repo, slug string, appID int64, settings string) []doctor.Finding {
-	var out []doctor.Finding
-	add := func(check string, st doctor.Status, detail, fix string) {
-		out = append(out, doctor.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
+func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Client, cfg app.Config, opts Options, repo, slug string, appID int64, settings string) []doctorreport.Finding {
+	var out []doctorreport.Finding
+	add := func(check string, st doctorreport.Status, detail, fix string) {
+		out = append(out, doctorreport.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
 	}
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		add("repo.installation", doctor.Blocking, fmt.Sprintf("%q is not OWNER/REPO", repo), "pass --repo OWNER/REPO")
+		add("repo.installation", doctorreport.Blocking, fmt.Sprintf("%q is not OWNER/REPO", repo), "pass --repo OWNER/REPO")
 		return out
 	}
 	inst, _, err := ac.Apps.FindRepositoryInstallation(ctx, owner, name)
 	if err != nil {
 		fix := "install the App on it: " + settings + "/installations/new (or add the repository to the installation's selected repositories)"
-		add("repo.installation", doctor.Blocking, fmt.Sprintf("the App is not installed on %s (%v)", repo, statusText(err)), fix)
+		add("repo.installation", doctorreport.Blocking, fmt.Sprintf("the App is not installed on %s (%v)", repo, statusText(err)), fix)
 		return out
 	}
-	add("repo.installation", doctor.OK, fmt.Sprintf("installed on %s (installation %d)", repo, inst.GetID()), "")
+	add("repo.installation", doctorreport.OK, fmt.Sprintf("installed on %s (installation %d)", repo, inst.GetID()), "")
 	out = append(out, permissionFindings("repo.installation_permissions", permsOf(inst.GetPermissions()), nil, settings)...)
 	gh, err := cc.NewInstallationClient(inst.GetID())
 	if err != nil {
-		add("repo.access", doctor.Blocking, fmt.Sprintf("cannot make the installation's client: %v", err), "check the App's key")
+		add("repo.access", doctorreport.Blocking, fmt.Sprintf("cannot make the installation's client: %v", err), "check the App's key")
 		return out
 	}
 	r, _, err := gh.Repositories.Get(ctx, owner, name)
 	if err != nil {
-		add("repo.access", doctor.Blocking, fmt.Sprintf("the installation cannot read %s: %v", repo, statusText(err)), "check the installation's repository access")
+		add("repo.access", doctorreport.Blocking, fmt.Sprintf("the installation cannot read %s: %v", repo, statusText(err)), "check the installation's repository access")
 		return out
 	}
 	branch := r.GetDefaultBranch()
@@ -177,10 +177,10 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 	raw, err := file(ctx, gh, owner, name, wfPath, branch)
 	switch {
 	case isStatus(err, http.StatusNotFound):
-		add("repo.workflow", doctor.Blocking, fmt.Sprintf("%s is not on %s's %s branch, so the App has nothing to dispatch", wfPath, repo, branch),
+		add("repo.workflow", doctorreport.Blocking, fmt.Sprintf("%s is not on %s's %s branch, so the App has nothing to dispatch", wfPath, repo, branch),
 			fmt.Sprintf("copy .github/workflows/bumper-run.yml from Bumper's source to %s on %s (bumper.workflow in serve's configuration names another file)", wfPath, branch))
 	case err != nil:
-		add("repo.workflow", doctor.Blocking, fmt.Sprintf("cannot read %s: %v", wfPath, statusText(err)), "check the App's contents: read permission")
+		add("repo.workflow", doctorreport.Blocking, fmt.Sprintf("cannot read %s: %v", wfPath, statusText(err)), "check the App's contents: read permission")
 	default:
 		out = append(out, CheckWorkflow(wfPath, raw)...)
 	}
@@ -192,23 +192,23 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 	case isStatus(err, http.StatusNotFound):
 		// The App would start work items with the defaults, but the runner refuses every
 		// run that names no harness (action/harness.New): each would fail at its start.
-		add("repo.config", doctor.Blocking, fmt.Sprintf("no %s on %s, so it names no harness and the runner refuses every run", repoconfig.Path, branch),
+		add("repo.config", doctorreport.Blocking, fmt.Sprintf("no %s on %s, so it names no harness and the runner refuses every run", repoconfig.Path, branch),
 			harnessFix(opts, branch))
 	case err != nil:
-		add("repo.config", doctor.Blocking, fmt.Sprintf("cannot read %s: %v", repoconfig.Path, statusText(err)), "check the App's contents: read permission")
+		add("repo.config", doctorreport.Blocking, fmt.Sprintf("cannot read %s: %v", repoconfig.Path, statusText(err)), "check the App's contents: read permission")
 	default:
 		switch p, err := repoconfig.Parse(raw); {
 		case err != nil:
-			add("repo.config", doctor.Blocking, fmt.Sprintf("%s on %s is invalid, so every work item stops at its start: %v", repoconfig.Path, branch, err),
+			add("repo.config", doctorreport.Blocking, fmt.Sprintf("%s on %s is invalid, so every work item stops at its start: %v", repoconfig.Path, branch, err),
 				fmt.Sprintf("fix %s as the error says (docs/usage.md lists every key); an editor checks the file as you type against its JSON Schema, %s, when its first line is `%s`",
 					repoconfig.Path, repoconfig.SchemaURL, repoconfig.SchemaModeline))
 		case p.Harness.Name == "":
 			pol = p
-			add("repo.config", doctor.Blocking, fmt.Sprintf("%s on %s names no harness, so the runner refuses every run", repoconfig.Path, branch),
+			add("repo.config", doctorreport.Blocking, fmt.Sprintf("%s on %s names no harness, so the runner refuses every run", repoconfig.Path, branch),
 				harnessFix(opts, branch))
 		default:
 			pol = p
-			add("repo.config", doctor.OK, fmt.Sprintf("%s on %s is valid and runs the %s harness", repoconfig.Path, branch, p.Harness.Name), "")
+			add("repo.config", doctorreport.OK, fmt.Sprintf("%s on %s is valid and runs the %s harness", repoconfig.Path, branch, p.Harness.Name), "")
 		}
 	}
 
@@ -217,13 +217,13 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 	label := cfg.Bumper.TriggerLabel
 	if _, _, err := gh.Issues.GetLabel(ctx, owner, name, label); err != nil {
 		if isStatus(err, http.StatusNotFound) {
-			add("repo.label", doctor.Blocking, fmt.Sprintf("%s has no %q label, so nobody can ask for work", repo, label),
+			add("repo.label", doctorreport.Blocking, fmt.Sprintf("%s has no %q label, so nobody can ask for work", repo, label),
 				fmt.Sprintf("create it: gh label create %q --repo %s --description \"Ask Bumper to implement this issue\"", label, repo))
 		} else {
-			add("repo.label", doctor.Warning, fmt.Sprintf("cannot read the %q label: %v", label, statusText(err)), "check the App's issues: read permission")
+			add("repo.label", doctorreport.Warning, fmt.Sprintf("cannot read the %q label: %v", label, statusText(err)), "check the App's issues: read permission")
 		}
 	} else {
-		add("repo.label", doctor.OK, fmt.Sprintf("the %q label exists", label), "")
+		add("repo.label", doctorreport.OK, fmt.Sprintf("the %q label exists", label), "")
 	}
 	return out
 }
@@ -232,25 +232,25 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 // required approving review the App cannot bypass and, with the reviewer on, the
 // verdict check pinned to the App (appID). Bumper never merges and runs go ahead
 // without it (serve says so on the issue), so the gaps are warnings.
-func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, branch, slug string, appID int64, pol repoconfig.Config) []doctor.Finding {
+func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, branch, slug string, appID int64, pol repoconfig.Config) []doctorreport.Finding {
 	const id = "repo.protection"
 	settings := fmt.Sprintf("Settings → Branches → %s", branch)
 	p, _, err := gh.Repositories.GetBranchProtection(ctx, owner, name, branch)
 	switch {
 	case errors.Is(err, gogithub.ErrBranchNotProtected) || isStatus(err, http.StatusNotFound):
-		return []doctor.Finding{{Check: id, Status: doctor.Warning,
+		return []doctorreport.Finding{{Check: id, Status: doctorreport.Warning,
 			Detail: fmt.Sprintf("%s is not protected: nothing stops a merge of Bumper's pull request without a person's review", branch),
 			Fix:    fmt.Sprintf("protect it (%s): require a pull request with at least 1 approving review%s, with no bypass for the App", settings, verdictWord(pol)+pinWord(pol, slug))}}
 	case isStatus(err, http.StatusForbidden):
-		return []doctor.Finding{{Check: id, Status: doctor.Warning,
+		return []doctorreport.Finding{{Check: id, Status: doctorreport.Warning,
 			Detail: fmt.Sprintf("the App cannot read %s's protection (no administration: read)", branch),
 			Fix:    "give the App administration: read (see the permissions finding)"}}
 	case err != nil:
-		return []doctor.Finding{{Check: id, Status: doctor.Warning, Detail: fmt.Sprintf("cannot read %s's protection: %v", branch, statusText(err)), Fix: "try again"}}
+		return []doctorreport.Finding{{Check: id, Status: doctorreport.Warning, Detail: fmt.Sprintf("cannot read %s's protection: %v", branch, statusText(err)), Fix: "try again"}}
 	}
-	var out []doctor.Finding
+	var out []doctorreport.Finding
 	add := func(detail, fix string) {
-		out = append(out, doctor.Finding{Check: id, Status: doctor.Warning, Detail: detail, Fix: fix})
+		out = append(out, doctorreport.Finding{Check: id, Status: doctorreport.Warning, Detail: detail, Fix: fix})
 	}
 	rv := p.GetRequiredPullRequestReviews()
 	if rv == nil || rv.RequiredApprovingReviewCount < 1 {
@@ -263,7 +263,7 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 				fmt.Sprintf("%s: remove %s from \"Allow specified actors to bypass required pull requests\"", settings, slug))
 		}
 	}
-	var source *doctor.Finding
+	var source *doctorreport.Finding
 	if pol.ReviewerOn() {
 		rsc := p.GetRequiredStatusChecks()
 		switch required, pin := verdictPin(rsc); {
@@ -278,17 +278,17 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 			if pin != 0 {
 				from = fmt.Sprintf("the App with ID %d, not %s (ID %d): that App's check run of that name satisfies it", pin, slug, appID)
 			}
-			source = &doctor.Finding{Check: verdictSourceID, Status: doctor.Warning,
+			source = &doctorreport.Finding{Check: verdictSourceID, Status: doctorreport.Warning,
 				Detail: fmt.Sprintf("%s's protection requires %s from %s, not the reviewer's verdict alone", branch, CheckVerdict, from),
 				Fix: fmt.Sprintf("%s → Require status checks to pass → %s → expected source: the %s App; or by the API (it replaces the list, so the other required checks are repeated): %s",
 					settings, CheckVerdict, slug, pinCommand(owner, name, branch, rsc, appID))}
 		default:
-			source = &doctor.Finding{Check: verdictSourceID, Status: doctor.OK,
+			source = &doctorreport.Finding{Check: verdictSourceID, Status: doctorreport.OK,
 				Detail: fmt.Sprintf("%s is required from the %s App (ID %d) only", CheckVerdict, slug, appID)}
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, doctor.Finding{Check: id, Status: doctor.OK,
+		out = append(out, doctorreport.Finding{Check: id, Status: doctorreport.OK,
 			Detail: fmt.Sprintf("%s requires an approving review the App cannot bypass%s", branch, verdictWord(pol))})
 	}
 	if source != nil {

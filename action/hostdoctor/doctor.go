@@ -1,7 +1,7 @@
 // Package doctor is `bumper doctor`'s runner host part: the checks every run makes
 // first (action/preflight: root, namespaces, nftables, QEMU and its version, the image,
 // the KVM canary or TCG, free disk), plus the image cache's size, as doctor findings.
-package doctor
+package hostdoctor
 
 import (
 	"context"
@@ -13,34 +13,34 @@ import (
 	"strings"
 
 	"github.com/bumperdev/bumper/action/preflight"
-	"github.com/bumperdev/bumper/internal/doctor"
+	"github.com/bumperdev/bumper/internal/doctorreport"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
 
 // Host runs the preflight checks with o and reports each, and the size of o.Cache.
-func Host(ctx context.Context, o preflight.Options) []doctor.Finding {
+func Host(ctx context.Context, o preflight.Options) []doctorreport.Finding {
 	rep := preflight.Run(ctx, o)
-	var out []doctor.Finding
+	var out []doctorreport.Finding
 	for _, c := range rep.Checks {
 		out = append(out, fromCheck(c))
 	}
 	return append(out, cacheSize(o.Cache))
 }
 
-func fromCheck(c preflight.Check) doctor.Finding {
-	st := doctor.OK
+func fromCheck(c preflight.Check) doctorreport.Finding {
+	st := doctorreport.OK
 	switch c.Status {
 	case preflight.Failed:
-		st = doctor.Blocking
+		st = doctorreport.Blocking
 	case preflight.Warning:
-		st = doctor.Warning
+		st = doctorreport.Warning
 	}
 	id := "host." + strings.NewReplacer(" ", "_", ":", "").Replace(c.Name)
-	return doctor.Finding{Check: id, Status: st, Detail: c.Detail, Fix: c.Fix}
+	return doctorreport.Finding{Check: id, Status: st, Detail: c.Detail, Fix: c.Fix}
 }
 
 // cacheSize adds up the image cache: images and snapshots are kept until pruned.
-func cacheSize(dir string) doctor.Finding {
+func cacheSize(dir string) doctorreport.Finding {
 	if dir == "" {
 		dir = image.DefaultCacheDir
 	}
@@ -60,11 +60,11 @@ func cacheSize(dir string) doctor.Finding {
 	})
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return doctor.Finding{Check: "host.cache_size", Status: doctor.OK, Detail: fmt.Sprintf("%s does not exist yet: the first run builds the image there", dir)}
+		return doctorreport.Finding{Check: "host.cache_size", Status: doctorreport.OK, Detail: fmt.Sprintf("%s does not exist yet: the first run builds the image there", dir)}
 	case err != nil:
-		return doctor.Finding{Check: "host.cache_size", Status: doctor.Warning, Detail: fmt.Sprintf("cannot measure %s: %v", dir, err),
+		return doctorreport.Finding{Check: "host.cache_size", Status: doctorreport.Warning, Detail: fmt.Sprintf("cannot measure %s: %v", dir, err),
 			Fix: "run doctor as root, as the runner runs"}
 	}
-	return doctor.Finding{Check: "host.cache_size", Status: doctor.OK,
+	return doctorreport.Finding{Check: "host.cache_size", Status: doctorreport.OK,
 		Detail: fmt.Sprintf("%s holds %.2f GiB (images ~250 MB each, snapshots ~100 MB; `sudo bumper image prune` removes what runs no longer use)", dir, float64(total)/(1<<30))}
 }
