@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/release"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -146,7 +147,7 @@ func TestDefaultCLIs(t *testing.T) {
 	}
 	for _, c := range clis {
 		w, ok := want[c.Harness]
-		if !ok || c.Package != w[0] || c.Binary != w[1] || !exactVersion.MatchString(c.Version) {
+		if !ok || c.Package != w[0] || c.Binary != w[1] || !release.IsExact(c.Version) {
 			t.Fatalf("CLI %+v", c)
 		}
 		if _, err := time.Parse(time.DateOnly, c.Checked); err != nil {
@@ -171,8 +172,8 @@ func TestDefaultCLIs(t *testing.T) {
 	// The same rule as the file's parser: what one takes, the other takes.
 	for _, v := range []string{"2.1.328", "0.171.0", "1.0.0-alpha.2", "1.0.0+build.5", "2.1", "v2.1.3", "latest", "^1.2.3", "1.2.3 ", ""} {
 		_, errFile := repoconfig.Parse([]byte("version: 1\nharness: {name: codex, version: \"" + v + "\"}\n"))
-		if (errFile == nil) != exactVersion.MatchString(v) {
-			t.Fatalf("version %q: repoconfig %v, harness %v", v, errFile, exactVersion.MatchString(v))
+		if (errFile == nil) != release.IsExact(v) {
+			t.Fatalf("version %q: repoconfig %v, harness %v", v, errFile, release.IsExact(v))
 		}
 	}
 }

@@ -2,8 +2,8 @@ package harness
 
 import (
 	"fmt"
-	"regexp"
 
+	"github.com/bumperdev/bumper/internal/release"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -64,11 +64,6 @@ func DefaultCLI(harness string) (CLI, bool) {
 	return CLI{}, false
 }
 
-// exactVersion is a release as npm names one: MAJOR.MINOR.PATCH with an optional
-// pre-release or build suffix. The same rule as repoconfig's, checked again here
-// because a Harness can be built in code without going through the file's parser.
-var exactVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
-
 // checkPinned refuses a CLI harness whose version is not one exact release: a range,
 // a tag or nothing would let the CLI, and its stream format, change under an approved
 // policy.
@@ -79,7 +74,7 @@ func checkPinned(cfg repoconfig.Harness, def CLI) error {
 	case cfg.Version == "":
 		return fmt.Errorf("the %s harness needs its exact release pinned: set harness.version in %s (this build was checked with `version: %s`)",
 			cfg.Name, repoconfig.Path, def.Version)
-	case !exactVersion.MatchString(cfg.Version):
+	case !release.IsExact(cfg.Version):
 		return fmt.Errorf("harness.version %q of the %s harness is not an exact release: pin one, e.g. `version: %s` (a range or a tag lets its stream format change)",
 			cfg.Version, cfg.Name, def.Version)
 	}

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bumperdev/bumper/internal/hostpattern"
+	"github.com/bumperdev/bumper/internal/release"
 	"github.com/bumperdev/bumper/internal/revision"
 )
 
@@ -116,11 +117,6 @@ type Harness struct {
 // never starting with "-" (it is one argument of the CLI's command line).
 var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$`)
 
-// pinnedVersion is an exact release: MAJOR.MINOR.PATCH, optionally with a pre-release
-// or build suffix. Ranges, tags ("latest", "next") and partial versions are refused:
-// they change under an approved policy.
-var pinnedVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
-
 // check validates the harness section.
 func (h Harness) check() error {
 	switch h.Name {
@@ -149,7 +145,7 @@ func (h Harness) check() error {
 			return fmt.Errorf("%s: harness.version is missing; the %s harness needs its exact release pinned, e.g. `version: 2.1.3`", Path, h.Name)
 		case strings.EqualFold(h.Version, "latest"):
 			return fmt.Errorf("%s: harness.version is %q; pin an exact release (e.g. 2.1.3): its stream format changes between releases", Path, h.Version)
-		case !pinnedVersion.MatchString(h.Version):
+		case !release.IsExact(h.Version):
 			return fmt.Errorf("%s: harness.version %q is not an exact release; write MAJOR.MINOR.PATCH (e.g. 2.1.3), without a range or a leading v", Path, h.Version)
 		case h.Model != "" && !modelName.MatchString(h.Model):
 			return fmt.Errorf("%s: harness.model %q is not a model name (letters, digits, . _ - : /, at most 100, not starting with -), e.g. `model: claude-sonnet-4-5`", Path, h.Model)

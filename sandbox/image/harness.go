@@ -16,11 +16,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/internal/fsutil"
+	"github.com/bumperdev/bumper/internal/release"
 )
 
 // Harness is an agent CLI installed into the image from the npm registry, at one exact
@@ -77,16 +77,12 @@ const (
 	maxNPMMetadata = 4 << 20
 )
 
-// exactVersion is one npm release: MAJOR.MINOR.PATCH with an optional pre-release or
-// build suffix (action/harness checks the same).
-var exactVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
-
 // check refuses a harness the builder does not know or a version that is not exact.
 func (h Harness) check() error {
 	if _, ok := harnessPackages[h.Name]; !ok {
 		return fmt.Errorf("invalid image config: harness %q is not one of %s", h.Name, strings.Join(HarnessNames(), ", "))
 	}
-	if !exactVersion.MatchString(h.Version) {
+	if !release.IsExact(h.Version) {
 		return fmt.Errorf("invalid image config: harness %s version %q is not one exact release (MAJOR.MINOR.PATCH)", h.Name, h.Version)
 	}
 	return nil
