@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,26 @@ type testProxy struct {
 	addr      string
 	auditPath string
 	log       *audit.Log
+	srv       *Server
+}
+
+// waitClientConns waits until the server counts n connections from loopback: the
+// per-client limit is decided at accept, after the client's dial has returned.
+func (tp *testProxy) waitClientConns(t testing.TB, n int) {
+	t.Helper()
+	lo := netip.MustParseAddr("127.0.0.1")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		tp.srv.mu.Lock()
+		got := tp.srv.perClient[lo]
+		tp.srv.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server counts %d connections from loopback, want %d", got, n)
+		}
+		runtime.Gosched()
+	}
 }
 
 // startProxy runs a firewall on loopback. upstream is "host:port" of the plain upstream,
@@ -91,7 +112,7 @@ func startProxy(t testing.TB, httpPort, tlsPort string, mutate func(*Options)) *
 		}
 		al.Close()
 	})
-	return &testProxy{addr: ln.Addr().String(), auditPath: auditPath, log: al}
+	return &testProxy{addr: ln.Addr().String(), auditPath: auditPath, log: al, srv: srv}
 }
 
 // waitAudit waits for an audit line containing every substring and returns it.
@@ -317,14 +338,14 @@ func TestPerClientConnectionLimit(t *testing.T) {
 		defer c.Close()
 		held = append(held, c)
 	}
-	time.Sleep(50 * time.Millisecond) // let the server count both
+	px.waitClientConns(t, 2)
 	got := rawExchange(t, px.addr, "")
 	if !strings.HasPrefix(got, "HTTP/1.1 429 ") {
 		t.Fatalf("third connection got %q, want 429", got)
 	}
 	px.waitAudit(t, `"kind":"accept"`, "more than 2 concurrent connections")
 	held[0].Close()
-	time.Sleep(50 * time.Millisecond)
+	px.waitClientConns(t, 1)
 	got = rawExchange(t, px.addr, "GET http://allowed.test:"+hp+"/ HTTP/1.1\r\nHost: allowed.test:"+hp+"\r\n\r\n")
 	if !strings.HasPrefix(got, "HTTP/1.1 200 ") {
 		t.Fatalf("after release got %q, want 200", got)
@@ -413,11 +434,14 @@ func TestAuditFailureFailsClosed(t *testing.T) {
 // TestPooledConnectionClosedByUpstream: an upstream that drops a kept-alive connection
 // without saying so must not fail the next request (it is retried on a new connection).
 func TestPooledConnectionClosedByUpstream(t *testing.T) {
+	closed := make(chan struct{}, 4)
 	_, port := serveTCP(t, func(c net.Conn) { // closed after one response, silently
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 			return
 		}
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		c.Close()
+		closed <- struct{}{}
 	})
 	px := startProxy(t, port, "1", nil)
 	c, err := net.Dial("tcp", px.addr)
@@ -438,7 +462,13 @@ func TestPooledConnectionClosedByUpstream(t *testing.T) {
 		if resp.StatusCode != 200 || string(b) != "ok" {
 			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
 		}
-		time.Sleep(20 * time.Millisecond) // let the upstream's close arrive
+		// The next request goes out only once the upstream has dropped the connection
+		// the proxy keeps in its pool.
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("request %d: the upstream never closed its connection", i)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -345,15 +346,26 @@ func TestQEMUOutlivesTheThreadThatStartedIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan error, 1)
+	tid := make(chan int, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: this thread ends with the goroutine
+		tid <- syscall.Gettid()
 		started <- m.Start(ctx)
 	}()
 	if err := <-started; err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	defer func() { _ = m.Kill() }()
-	time.Sleep(200 * time.Millisecond) // let the goroutine's thread end
+	// The command runs only once the starting thread is gone from the process.
+	task := fmt.Sprintf("/proc/self/task/%d", <-tid)
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the thread that started the machine (%s) did not end", task)
+		}
+	}
 	var out bytes.Buffer
 	res, err := m.Run(ctx, []string{"echo", "alive"}, nil, &out, io.Discard)
 	if err != nil || res.ExitCode != 0 || out.String() != "alive\n" {

@@ -14,8 +14,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -606,14 +608,31 @@ func TestParallelCallsCannotOverspend(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, budget, nil)
+			// The upstream answers no call until every one of the n calls is either in
+			// flight (holding its worst case) or refused: all of them are decided while
+			// the others are open, whatever the scheduler does.
+			release := make(chan struct{})
+			var together atomic.Bool
+			go func() {
+				defer close(release)
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+					if s := f.meter.Summary(); s.InFlight+s.Refused == n {
+						together.Store(true)
+						return
+					}
+				}
+			}()
 			slow := func(w http.ResponseWriter, r *http.Request) {
-				time.Sleep(300 * time.Millisecond) // every call is in flight at once
+				<-release
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, tc.usage)
 			}
 			f.anthropic.set(slow)
 			f.openai.set(slow)
 			statuses, bodies := parallel(t, f, n, tc.path, tc.body)
+			if !together.Load() {
+				t.Fatalf("the %d calls were never all in flight or refused at once: %+v", n, f.meter.Summary())
+			}
 			forwarded := f.anthropic.count() + f.openai.count()
 			spent := f.spent(t, forwarded)
 			if spent > budget {
