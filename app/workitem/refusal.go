@@ -3,7 +3,7 @@ package workitem
 import "fmt"
 
 // Identity is what a runner's verified Actions OIDC token says about the run presenting
-// it; the HTTP layer (app/tokenexchange) verifies the token and fills it in.
+// it; the HTTP layer (app/runnerapi) verifies the token and fills it in.
 type Identity struct {
 	Repository  string
 	WorkflowRef string // owner/repo/.github/workflows/file.yml@refs/heads/main

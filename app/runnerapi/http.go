@@ -1,4 +1,4 @@
-package tokenexchange
+package runnerapi
 
 import (
 	"bytes"
