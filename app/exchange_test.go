@@ -140,50 +140,77 @@ func TestTokenExchange(t *testing.T) {
 		}
 		return tok
 	}
+	// kind is the refusal's metric label. An attacker names their workflow, branch or
+	// repository after another kind's words ("nonce"), to pass a forged token off as a
+	// replay: the label must stay the kind of the check that failed.
 	refusals := []struct {
 		name string
 		req  func() wire.ExchangeRequest
 		want string
+		kind workitem.RefusalKind
 	}{
 		{"wrong repository", func() wire.ExchangeRequest {
 			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: "acme/other", WorkflowRef: "acme/other/.github/workflows/bumper-run.yml@refs/heads/main"}))
-		}, "not acme/widgets"},
+		}, "not acme/widgets", workitem.RefusalIdentity},
+		{"wrong repository, named for a nonce", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: "acme/nonce", WorkflowRef: "acme/nonce/.github/workflows/bumper-run.yml@refs/heads/main"}))
+		}, "for repository acme/nonce", workitem.RefusalIdentity},
 		{"wrong workflow", func() wire.ExchangeRequest {
 			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: repo + "/.github/workflows/ci.yml@refs/heads/main"}))
-		}, "not Bumper's runner workflow"},
+		}, "not Bumper's runner workflow", workitem.RefusalIdentity},
+		{"wrong workflow, named for a nonce", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: repo + "/.github/workflows/nonce.yml@refs/heads/main"}))
+		}, "workflows/nonce.yml", workitem.RefusalIdentity},
 		{"wrong ref", func() wire.ExchangeRequest {
 			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf, Ref: "refs/heads/evil"}))
-		}, "refs/heads/evil"},
+		}, "refs/heads/evil", workitem.RefusalIdentity},
+		{"wrong ref, named for a nonce", func() wire.ExchangeRequest {
+			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf, Ref: "refs/heads/nonce-reuse"}))
+		}, "refs/heads/nonce-reuse", workitem.RefusalIdentity},
 		{"expired", func() wire.ExchangeRequest {
 			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf,
 				IssuedAt: time.Now().Add(-time.Hour), TTL: 5 * time.Minute}))
-		}, "expired"},
+		}, "expired", workitem.RefusalOIDC},
 		{"wrong audience", func() wire.ExchangeRequest {
 			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Audience: "sts.amazonaws.com", Repository: repo, WorkflowRef: wf}))
-		}, "audience"},
+		}, "audience", workitem.RefusalOIDC},
 		{"wrong nonce", func() wire.ExchangeRequest {
 			r := exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf}))
 			r.Nonce = strings.Repeat("0", 64)
 			return r
-		}, "nonce does not match"},
+		}, "nonce does not match", workitem.RefusalNonce},
 		{"other run", func() wire.ExchangeRequest {
 			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf, RunID: "1"}))
-		}, "not the run dispatched"},
+		}, "not the run dispatched", workitem.RefusalIdentity},
 		{"wrong attempt", func() wire.ExchangeRequest {
 			r := exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf}))
 			r.Attempt = 2
 			return r
-		}, "not the current attempt"},
+		}, "not the current attempt", workitem.RefusalAttempt},
 		{"not a dispatched run", func() wire.ExchangeRequest {
 			return exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf, EventName: "push"}))
-		}, "not by Bumper's workflow_dispatch"},
-		{"no token", func() wire.ExchangeRequest { return exchangeRequest(h, run, "") }, "no OIDC token"},
+		}, "not by Bumper's workflow_dispatch", workitem.RefusalIdentity},
+		{"no token", func() wire.ExchangeRequest { return exchangeRequest(h, run, "") }, "no OIDC token", workitem.RefusalOIDC},
+		{"no work item", func() wire.ExchangeRequest {
+			r := exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf}))
+			r.WorkItem = repo
+			return r
+		}, "want owner/repo#issue", workitem.RefusalBadRequest},
+		{"an issue without a work item", func() wire.ExchangeRequest {
+			r := exchangeRequest(h, run, mint(ghemu.OIDCClaims{Repository: repo, WorkflowRef: wf}))
+			r.WorkItem = fmt.Sprintf("%s#%d", repo, h.openIssue("Unrelated", "Not for Bumper."))
+			return r
+		}, "has no work item", workitem.RefusalUnknownItem},
 	}
 	for _, tt := range refusals {
 		t.Run("refused: "+tt.name, func(t *testing.T) {
+			before := h.refused(tt.kind)
 			code, _, body := h.exchange(tt.req())
 			if code != http.StatusForbidden || !strings.Contains(body, tt.want) {
 				t.Fatalf("status %d body %s, want 403 containing %q", code, body, tt.want)
+			}
+			if got := h.refused(tt.kind); got != before+1 {
+				t.Fatalf("refusals labelled %q went from %v to %v, want one more", tt.kind, before, got)
 			}
 			audited := false
 			for _, line := range strings.Split(h.logs.String(), "\n") {
@@ -202,7 +229,7 @@ func TestTokenExchange(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("status %d: %s", code, body)
 		}
-		if resp.WorkItem != fmt.Sprintf("%s#%d", repo, n) || resp.Attempt != 1 || resp.Stage != "implement" ||
+		if resp.WorkItem.String() != fmt.Sprintf("%s#%d", repo, n) || resp.Attempt != 1 || resp.Stage != "implement" ||
 			resp.RunToken == "" || resp.Permissions["contents"] != "write" || len(resp.Permissions) != 4 {
 			t.Fatalf("response %+v", resp)
 		}
@@ -225,9 +252,13 @@ func TestTokenExchange(t *testing.T) {
 		granted = resp
 	})
 	t.Run("replay refused", func(t *testing.T) {
+		before := h.refused(workitem.RefusalNonce)
 		code, _, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
 		if code != http.StatusForbidden || !strings.Contains(body, "already used") {
 			t.Fatalf("status %d body %s", code, body)
+		}
+		if got := h.refused(workitem.RefusalNonce); got != before+1 {
+			t.Fatalf("nonce refusals went from %v to %v, want one more", before, got)
 		}
 	})
 	t.Run("call-backs need the run token", func(t *testing.T) {
@@ -302,6 +333,9 @@ func TestBaseMovedVoidsApproval(t *testing.T) {
 	if code != http.StatusForbidden || !strings.Contains(body, "base branch main moved") {
 		t.Fatalf("status %d body %s", code, body)
 	}
+	if got := h.refused(workitem.RefusalApproval); got != 1 {
+		t.Fatalf("%v refusals labelled approval, want 1", got)
+	}
 	h.settle()
 	r := h.expectState(n, ledger.AwaitingApproval)
 	if r.ActiveApproval() != nil || r.Attempts[0].Outcome != "voided" {
@@ -311,6 +345,13 @@ func TestBaseMovedVoidsApproval(t *testing.T) {
 	if len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "no longer holds") {
 		t.Fatalf("bot did not say why: %q", replies)
 	}
+}
+
+// refused is how many token exchanges serve's /metrics counts as refused with kind.
+func (h *harness) refused(kind workitem.RefusalKind) float64 {
+	h.t.Helper()
+	n, _ := sample(scrape(h.t, h.hs.URL), "bumper_token_exchanges_total", map[string]string{"outcome": "refused", "reason": string(kind)})
+	return n
 }
 
 // jsonString is s as it appears inside a JSON string.
@@ -335,6 +376,9 @@ func TestExchangeNotInstalled(t *testing.T) {
 	code, _, body := h.exchange(wire.ExchangeRequest{OIDCToken: tok, Nonce: "n", WorkItem: "elsewhere/tool#1", Attempt: 1})
 	if code != http.StatusForbidden || !strings.Contains(body, "not installed") {
 		t.Fatalf("status %d body %s", code, body)
+	}
+	if got := h.refused(workitem.RefusalUnknownItem); got != 1 {
+		t.Fatalf("%v refusals labelled unknown_item, want 1", got)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // scrape reads serve's /metrics with Prometheus' own text parser.
-func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+func scrape(t testing.TB, base string) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/metrics"
-	"github.com/bumperdev/bumper/app/tokenexchange"
+	"github.com/bumperdev/bumper/app/runnerapi"
 	"github.com/bumperdev/bumper/app/workitem"
 )
 
@@ -30,7 +30,7 @@ type Options struct {
 	// OnHandled, when set, learns how long each webhook's handling took (from the
 	// worker picking it up to the handler's return), for figures.
 	OnHandled func(event string, elapsed time.Duration)
-	// RunTokenTTL replaces tokenexchange.RunTokenTTL (tests of runs that outlive a
+	// RunTokenTTL replaces runnerapi.RunTokenTTL (tests of runs that outlive a
 	// token); 0: the default.
 	RunTokenTTL time.Duration
 	// Fault, for tests only, makes the handling end at a named point of the flow as if
@@ -93,7 +93,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	runTokens, err := tokenexchange.NewRunTokens(key, opts.Now, previous...)
+	runTokens, err := runnerapi.NewRunTokens(key, opts.Now, previous...)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := tokenexchange.NewVerifier(ctx, cfg.Bumper.OIDCIssuer)
+	verifier, err := runnerapi.NewVerifier(ctx, cfg.Bumper.OIDCIssuer)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+cfg.Server.WebhookPath, hooks)
-	tokenexchange.NewHandler(verifier, runTokens, svc).WithObserver(met).Register(mux)
+	runnerapi.NewHandler(verifier, runTokens, svc).WithObserver(met).Register(mux)
 	health(mux)
 	srv := &Server{cfg: cfg, svc: svc, sched: sched, ready: ready,
 		redeliver: newRedeliverer(cc, cfg.Server.RedeliverWindow, opts.Now)}

@@ -161,7 +161,7 @@ func checkExchange(req wire.ExchangeRequest, r wire.ExchangeResponse) error {
 	var missing []string
 	for _, f := range []struct{ name, v string }{
 		{"installation_token", r.InstallationToken}, {"run_token", r.RunToken}, {"repository", r.Repository},
-		{"work_item", r.WorkItem}, {"revision", r.Revision}, {"stage", r.Stage}, {"base_commit", r.BaseCommit},
+		{"work_item", r.WorkItem.String()}, {"revision", r.Revision}, {"stage", r.Stage}, {"base_commit", r.BaseCommit},
 		{"base_branch", r.BaseBranch}, {"bot_login", r.BotLogin},
 	} {
 		if f.v == "" {
@@ -171,11 +171,11 @@ func checkExchange(req wire.ExchangeRequest, r wire.ExchangeResponse) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("serve's exchange answer lacks %s", strings.Join(missing, ", "))
 	}
-	if r.WorkItem != req.WorkItem || r.Attempt != req.Attempt {
+	if r.WorkItem.String() != req.WorkItem || r.Attempt != req.Attempt {
 		return fmt.Errorf("serve granted credentials for %s attempt %d, but the run asked for %s attempt %d",
 			r.WorkItem, r.Attempt, req.WorkItem, req.Attempt)
 	}
-	if !strings.HasPrefix(r.WorkItem, r.Repository+"#") {
+	if r.WorkItem.Repository != r.Repository {
 		return fmt.Errorf("serve granted a token for %s, but the work item is %s", r.Repository, r.WorkItem)
 	}
 	return nil
@@ -256,7 +256,7 @@ func (c *Client) Task(ctx context.Context) (wire.Task, error) {
 	}
 	var missing []string
 	for _, f := range []struct{ name, v string }{
-		{"work_item", t.WorkItem}, {"stage", t.Stage}, {"spec_revision", t.SpecRevision},
+		{"work_item", t.WorkItem.String()}, {"stage", string(t.Stage)}, {"spec_revision", t.SpecRevision},
 		{"title", t.Title}, {"base_commit", t.BaseCommit},
 	} {
 		if f.v == "" {

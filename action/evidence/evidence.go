@@ -2,6 +2,8 @@ package evidence
 
 import (
 	"time"
+
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 // SchemaVersion is the version of evidence.json this package writes and reads
@@ -129,23 +131,19 @@ type Trigger struct {
 	Runner      string `json:"runner,omitempty"`
 }
 
-// Approval is one /approve that authorized the run.
-type Approval struct {
-	By        string    `json:"by"`
-	At        time.Time `json:"at"`
-	Revision  string    `json:"revision"`
-	CommentID int64     `json:"comment_id"`
-}
+// Approval is one /approve that authorized the run: the App's wire.Approval, whose JSON
+// is what the schema's approval says.
+type Approval = wire.Approval
 
-// Stage is what the run was dispatched to do.
-type Stage string
+// Stage is what the run was dispatched to do: the App's wire.Stage.
+type Stage = wire.Stage
 
 // The stages.
 const (
-	StagePlan      Stage = "plan"
-	StageImplement Stage = "implement"
-	StageFix       Stage = "fix"
-	StageReview    Stage = "review"
+	StagePlan      = wire.StagePlan
+	StageImplement = wire.StageImplement
+	StageFix       = wire.StageFix
+	StageReview    = wire.StageReview
 )
 
 // Outcome is how the run ended.

@@ -48,14 +48,14 @@ func (in Inputs) MemoryMB() int {
 
 // Issue is the issue number of the work item. ReadInputs has checked that it parses.
 func (in Inputs) Issue() int {
-	_, n, _ := wire.ParseWorkItem(in.WorkItem)
-	return n
+	w, _ := wire.ParseWorkItem(in.WorkItem)
+	return w.Issue
 }
 
 // Repository is the work item's owner/repo. ReadInputs has checked that it parses.
 func (in Inputs) Repository() string {
-	repo, _, _ := wire.ParseWorkItem(in.WorkItem)
-	return repo
+	w, _ := wire.ParseWorkItem(in.WorkItem)
+	return w.Repository
 }
 
 var (
@@ -116,7 +116,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in.WorkItem = get(InputWorkItem)
 	if in.WorkItem == "" {
 		bad("input `%s` is empty: the App dispatches it as owner/repo#issue; the runner workflow passes ${{ inputs.%s }}", InputWorkItem, wire.DispatchInputWorkItem)
-	} else if _, _, err := wire.ParseWorkItem(in.WorkItem); err != nil {
+	} else if _, err := wire.ParseWorkItem(in.WorkItem); err != nil {
 		bad("input `%s`: %w", InputWorkItem, err)
 	}
 

@@ -162,7 +162,7 @@ func (c Config) validate() error {
 	if c.OIDCToken == nil {
 		bad("no OIDC token source: the workflow needs permissions: id-token: write")
 	}
-	if _, _, err := wire.ParseWorkItem(c.WorkItem); err != nil {
+	if _, err := wire.ParseWorkItem(c.WorkItem); err != nil {
 		bad("%w: set the dispatch's work_item input", err)
 	}
 	if c.Attempt < 1 {

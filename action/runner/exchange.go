@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/appclient"
-	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -56,9 +55,7 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	r.tokenIssued, r.tokenExpires = r.cfg.Now(), grant.RunTokenExpiresAt
 	r.tokenMu.Unlock()
 	r.ev.Revision, r.ev.BaseCommit = grant.Revision, grant.BaseCommit
-	for _, a := range grant.Approvals {
-		r.ev.Approvals = append(r.ev.Approvals, evidence.Approval{By: a.By, At: a.At, Revision: a.Revision, CommentID: a.CommentID})
-	}
+	r.ev.Approvals = append(r.ev.Approvals, grant.Approvals...) // evidence.Approval is wire.Approval
 	if r.gh, err = r.github(grant.InstallationToken); err != nil {
 		return "", err
 	}

@@ -137,7 +137,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.Out, 0o750); err != nil {
 		return nil, fmt.Errorf("failed to create the output directory: %w", err)
 	}
-	repo, issue, _ := wire.ParseWorkItem(cfg.WorkItem)
+	item, _ := wire.ParseWorkItem(cfg.WorkItem)
+	repo, issue := item.Repository, item.Issue
 	now := cfg.Now().UTC()
 	r := &run{cfg: cfg, repo: repo, issue: issue, imageDigest: cfg.ImageDigest, ev: &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion, WorkItem: evidence.WorkItem{Repository: repo, Issue: issue},

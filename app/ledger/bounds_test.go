@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 // worstText is every kind of character that takes the most bytes in the record's JSON
@@ -28,11 +30,11 @@ func largestRecord() *Record {
 			Findings: 50, Digest: rev, Problem: worstText, Passed: true, CheckRunID: 1 << 50, ReviewID: 1 << 50},
 		HumanPush: &HumanPush{By: strings.Repeat("u", 39), At: at, Head: strings.Repeat("h", 40)}}
 	for range 100 {
-		r.Approvals = append(r.Approvals, Approval{By: strings.Repeat("u", 39), At: at, Revision: rev, CommentID: 1 << 50, Voided: worstText})
+		r.Approvals = append(r.Approvals, Approval{Approval: wire.Approval{By: strings.Repeat("u", 39), At: at, Revision: rev, CommentID: 1 << 50}, Voided: worstText})
 	}
-	var stages []string
+	var stages []wire.Stage
 	for len(stages) < MaxAttempts {
-		stages = append(stages, "implement", "review", "fix", "review")
+		stages = append(stages, wire.StageImplement, wire.StageReview, wire.StageFix, wire.StageReview)
 	}
 	for i, st := range stages[:MaxAttempts] {
 		r.Attempts = append(r.Attempts, Attempt{Number: i + 1, Stage: st, Revision: rev, NonceHash: rev, NonceUsed: true,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -219,7 +220,7 @@ func (s *Sealer) summary(r *Record, notice string) string {
 		fmt.Fprintf(&b, "A review run (attempt %d) with a fresh context is judging pull request #%d. Comment `/stop` to stop it.\n", len(r.Attempts), r.PullRequest)
 	case Running, Verifying:
 		what := "Attempt"
-		if a := r.CurrentAttempt(); a != nil && a.Stage == "fix" {
+		if a := r.CurrentAttempt(); a != nil && a.Stage == wire.StageFix {
 			what = "A fix round, attempt"
 		}
 		fmt.Fprintf(&b, "%s %d is under way. Comment `/stop` to stop it.\n", what, len(r.Attempts))

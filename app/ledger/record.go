@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/revision"
 )
 
@@ -125,20 +126,20 @@ func (r *Record) NoteDelivery(delivery string) {
 	}
 }
 
-// Approval is one /approve that the App accepted.
+// Approval is one /approve that the App accepted: the approval as a run is dispatched
+// under it (wire.Approval, whose Revision is the ApprovalRevision it authorizes, and
+// which the runner and the evidence show), and whether it still holds. Its JSON is
+// wire.Approval's fields and "voided".
 type Approval struct {
-	By        string    `json:"by"`
-	At        time.Time `json:"at"`
-	Revision  string    `json:"revision"` // the ApprovalRevision it authorizes
-	CommentID int64     `json:"comment_id"`
+	wire.Approval
 	// Voided says why the approval no longer holds; empty while it does.
 	Voided string `json:"voided,omitempty"`
 }
 
 // Attempt is one dispatched run of the work item.
 type Attempt struct {
-	Number int    `json:"number"`
-	Stage  string `json:"stage"` // plan, implement, fix, review
+	Number int        `json:"number"`
+	Stage  wire.Stage `json:"stage"`
 	// Revision is the approval revision the run was dispatched for.
 	Revision string `json:"revision"`
 	// NonceHash is the SHA-256 of the single-use nonce; the nonce itself is never stored.
@@ -164,11 +165,19 @@ type Attempt struct {
 	FixChecks []string `json:"fix_checks,omitempty"`
 }
 
-// ID names a work item: "owner/repo#issue".
-func ID(repository string, issue int) string { return fmt.Sprintf("%s#%d", repository, issue) }
+// ID names a work item: "owner/repo#issue" (wire.WorkItem's String, the one way it is
+// written).
+func ID(repository string, issue int) string {
+	return wire.WorkItem{Repository: repository, Issue: issue}.String()
+}
 
 // ID is the work item's name.
 func (r *Record) ID() string { return ID(r.Repository, r.Issue) }
+
+// WorkItem is the work item the record is of.
+func (r *Record) WorkItem() wire.WorkItem {
+	return wire.WorkItem{Repository: r.Repository, Issue: r.Issue}
+}
 
 // SpecRevision is the hash of what the requester asked for. Title and body are
 // length-prefixed so that moving text between them changes the hash.
@@ -236,7 +245,7 @@ func (r *Record) CurrentAttempt() *Attempt {
 
 // AttemptsOfStage counts the attempts of one stage: the bound on attempts applies to
 // implementation runs, not to plans.
-func (r *Record) AttemptsOfStage(stage string) int {
+func (r *Record) AttemptsOfStage(stage wire.Stage) int {
 	n := 0
 	for _, a := range r.Attempts {
 		if a.Stage == stage {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 func sampleRecord() *Record {
@@ -12,7 +14,7 @@ func sampleRecord() *Record {
 		State: Running, Requester: "maintainer", SpecRevision: SpecRevision("Fix it", "Make widgets 4."),
 		BaseBranch: "main", BaseCommit: strings.Repeat("a", 40), PlanRevision: ContentRevision([]byte("plan")),
 		PolicyVersion: "default", PullRequest: 0, AuditHead: "sha256:feed", UpdatedAt: at}
-	r.Approvals = []Approval{{By: "maintainer", At: at, Revision: r.ApprovalRevision(), CommentID: 42}}
+	r.Approvals = []Approval{{Approval: wire.Approval{By: "maintainer", At: at, Revision: r.ApprovalRevision(), CommentID: 42}}}
 	r.Attempts = []Attempt{{Number: 1, Stage: "implement", Revision: r.ApprovalRevision(),
 		NonceHash: "sha256:abcd", RunID: 99, Runner: "r1", ImageDigest: "sha256:img", StartedAt: at,
 		Outcome: "", CostMicroUSD: 1200, EvidenceDigest: "sha256:ev"}}

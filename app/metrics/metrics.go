@@ -1,7 +1,7 @@
 // Package metrics is serve's Prometheus instrumentation: one registry per Server (no
 // global state, so two servers in one process, as in tests, count apart), the
 // collectors, and the adapters the rest of the App reports through. The domain code
-// (app/workitem) and the HTTP endpoints (app/tokenexchange) only know small observer
+// (app/workitem) and the HTTP endpoints (app/runnerapi) only know small observer
 // interfaces; this package implements them.
 package metrics
 
@@ -114,7 +114,7 @@ func (m *Metrics) Dispatch(stage, result string) {
 	m.dispatches.WithLabelValues(stage, result).Inc()
 }
 
-// TokenExchange implements tokenexchange.Observer.
+// TokenExchange implements runnerapi.Observer.
 func (m *Metrics) TokenExchange(outcome, reason string) {
 	m.exchanges.WithLabelValues(outcome, reason).Inc()
 }

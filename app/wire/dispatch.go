@@ -1,11 +1,5 @@
 package wire
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
-
 // The runner workflow's workflow_dispatch inputs: the App sends exactly these, the
 // workflow template declares exactly these and passes them to the action under the same
 // names. GitHub's runner (and the emulator's) gives them to `bumper run` as INPUT_<NAME>.
@@ -21,8 +15,13 @@ func DispatchInputs() []string {
 	return []string{DispatchInputWorkItem, DispatchInputAttempt, DispatchInputNonce, DispatchInputStage}
 }
 
-// The stages a run is dispatched for (the `stage` input, ExchangeResponse.Stage,
-// RunClaims.Stage).
+// Stage is what a run is dispatched to do: the `stage` input, RunClaims.Stage,
+// Task.Stage, a ledger attempt's and the evidence's stage. It is the one stage type of
+// the App and the runner.
+type Stage string
+
+// The stages. They are untyped constants so that a string holding a stage compares with
+// them too: the runner's Config.Stage and ExchangeResponse.Stage are strings still.
 const (
 	StagePlan      = "plan"
 	StageImplement = "implement"
@@ -30,17 +29,5 @@ const (
 	StageReview    = "review"
 )
 
-// Stages lists every stage.
+// Stages lists every stage, as the strings the dispatch's stage input holds.
 func Stages() []string { return []string{StagePlan, StageImplement, StageFix, StageReview} }
-
-// ParseWorkItem splits a work item's name, "owner/repo#issue", into the repository
-// ("owner/repo") and the issue number (1 or more).
-func ParseWorkItem(s string) (repo string, issue int, err error) {
-	repo, num, ok := strings.Cut(s, "#")
-	n, convErr := strconv.Atoi(num)
-	owner, name, slash := strings.Cut(repo, "/")
-	if !ok || convErr != nil || n < 1 || !slash || owner == "" || name == "" || strings.Contains(name, "/") {
-		return "", 0, fmt.Errorf("work item %q: want owner/repo#issue", s)
-	}
-	return repo, n, nil
-}

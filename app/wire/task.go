@@ -76,7 +76,7 @@ func (t Task) Files() (map[string][]byte, error) {
 		}
 	}
 	fmt.Fprintf(&b, "\n---\nWork item %s, stage %s, revision %s, base commit %s.\n",
-		mdcode.Span(oneLine(t.WorkItem)), mdcode.Span(oneLine(t.Stage)), mdcode.Span(oneLine(t.SpecRevision)), mdcode.Span(oneLine(t.BaseCommit)))
+		mdcode.Span(oneLine(t.WorkItem.String())), mdcode.Span(oneLine(string(t.Stage))), mdcode.Span(oneLine(t.SpecRevision)), mdcode.Span(oneLine(t.BaseCommit)))
 	return map[string][]byte{TaskMarkdown: []byte(b.String()), TaskJSON: append(raw, '\n')}, nil
 }
 

@@ -38,8 +38,11 @@ const OIDCAudience = "bumper"
 type ExchangeRequest struct {
 	OIDCToken string `json:"oidc_token"`
 	Nonce     string `json:"nonce"`
-	WorkItem  string `json:"work_item"` // owner/repo#issue, from the workflow input
-	Attempt   int    `json:"attempt"`
+	// WorkItem is the workflow input as the runner got it, owner/repo#issue. It stays a
+	// string here: the App parses it after it has verified the OIDC token, and refuses a
+	// malformed one (403) as it refuses any other claim that does not match.
+	WorkItem string `json:"work_item"`
+	Attempt  int    `json:"attempt"`
 }
 
 // ExchangeResponse carries the run's credentials. The installation token is for the
@@ -51,11 +54,13 @@ type ExchangeResponse struct {
 	Repository        string            `json:"repository"`
 	RunToken          string            `json:"run_token"`
 	RunTokenExpiresAt time.Time         `json:"run_token_expires_at"`
-	WorkItem          string            `json:"work_item"`
+	WorkItem          WorkItem          `json:"work_item"`
 	Revision          string            `json:"revision"`
 	Attempt           int               `json:"attempt"`
-	Stage             string            `json:"stage"`
-	BaseCommit        string            `json:"base_commit"`
+	// Stage is a string, not a Stage, while the runner compares it with its own
+	// Config.Stage, a string.
+	Stage      string `json:"stage"`
+	BaseCommit string `json:"base_commit"`
 	// BaseBranch is the branch the pull request goes into.
 	BaseBranch string `json:"base_branch"`
 	// BotLogin is the App's own login ("slug[bot]"): the runner reuses only a pull
@@ -85,10 +90,10 @@ type Approval struct {
 
 // RunClaims are the claims of a run token.
 type RunClaims struct {
-	WorkItem string   `json:"work_item"`
+	WorkItem WorkItem `json:"work_item"`
 	Revision string   `json:"revision"`
 	Attempt  int      `json:"attempt"`
-	Stage    string   `json:"stage"`
+	Stage    Stage    `json:"stage"`
 	Scope    []string `json:"scope"`
 	jwt.RegisteredClaims
 }
@@ -129,8 +134,8 @@ const MaxReason = 1000
 // Task is what the agent is asked to do, as the App approved it: the runner writes it
 // into the VM as files, and the agent reads nothing else from GitHub about the issue.
 type Task struct {
-	WorkItem string `json:"work_item"`
-	Stage    string `json:"stage"`
+	WorkItem WorkItem `json:"work_item"`
+	Stage    Stage    `json:"stage"`
 	// PullRequest, Branch and HeadCommit are, for fix and review runs, the work item's
 	// pull request, its branch and the head the run starts from.
 	PullRequest int    `json:"pull_request,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -161,8 +162,8 @@ func (s *Service) approve(ctx context.Context, gh GitHub, it *item, ev CommentEv
 		return fmt.Errorf("failed to read the head of %s: %w", rec.BaseBranch, err)
 	}
 	rec.BaseCommit, rec.PolicyVersion = head, pol.Revision
-	rec.Approvals = append(rec.Approvals, ledger.Approval{By: ev.Author, At: s.now().UTC(),
-		Revision: rec.ApprovalRevision(), CommentID: ev.CommentID})
+	rec.Approvals = append(rec.Approvals, ledger.Approval{Approval: wire.Approval{By: ev.Author, At: s.now().UTC(),
+		Revision: rec.ApprovalRevision(), CommentID: ev.CommentID}})
 	if err := s.move(ctx, it, ledger.Running, fmt.Sprintf("approved by @%s", ev.Author)); err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func DispatchKey(issue int, revision string, attempt int) string {
 
 // dispatch starts the next attempt's run. The dispatch ref is created first: only the
 // caller that creates it dispatches.
-func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage string) (err error) {
+func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.Stage) (err error) {
 	defer s.observeDispatch(stage, it, len(it.rec.Attempts), &err)
 	rec := it.rec
 	n := len(rec.Attempts) + 1
@@ -106,7 +106,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 	}
 	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: hashNonce(nonce), StartedAt: s.now().UTC()}
 	inputs := map[string]string{wire.DispatchInputWorkItem: rec.ID(), wire.DispatchInputAttempt: strconv.Itoa(n),
-		wire.DispatchInputNonce: nonce, wire.DispatchInputStage: stage}
+		wire.DispatchInputNonce: nonce, wire.DispatchInputStage: string(stage)}
 	runID, err := gh.Dispatch(ctx, it.repo.FullName, s.opts.Workflow, rec.BaseBranch, inputs)
 	if err != nil {
 		// The ref is taken, so this attempt number is spent: record it as failed so that
@@ -132,7 +132,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage strin
 		return err
 	}
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
-		Str(logkey.Stage, stage).Msg("dispatched a run")
+		Str(logkey.Stage, string(stage)).Msg("dispatched a run")
 	return nil
 }
 

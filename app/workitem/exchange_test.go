@@ -20,7 +20,8 @@ func TestExchangeGrants(t *testing.T) {
 	read := map[string]string{"contents": "read"}
 	reviewRead := map[string]string{"contents": "read", "pull_requests": "read", "checks": "read"}
 	cases := []struct {
-		stage, policy string
+		stage         wire.Stage
+		policy        string
 		reach         func(e *env) *item
 		perms         map[string]string
 		approvals     int
@@ -38,7 +39,7 @@ func TestExchangeGrants(t *testing.T) {
 			branch: func(it *item) string { return workitem.WorkBranchName(it.n, 1) }},
 	}
 	for _, tt := range cases {
-		t.Run(tt.stage, func(t *testing.T) {
+		t.Run(string(tt.stage), func(t *testing.T) {
 			e := newEnv(t, tt.policy)
 			it := tt.reach(e)
 			tokens := len(e.gh.Tokens())
@@ -54,14 +55,14 @@ func TestExchangeGrants(t *testing.T) {
 				resp.InstallationToken != toks[tokens].Value || !maps.Equal(resp.Permissions, tt.perms) {
 				t.Fatalf("minted %+v, answered %q %v; want one token for %s with %v", toks[tokens:], resp.InstallationToken, resp.Permissions, repoName, tt.perms)
 			}
-			if claims.Stage != tt.stage || claims.Attempt != att.Number || claims.Revision != att.Revision || claims.WorkItem != rec.ID() ||
+			if claims.Stage != tt.stage || claims.Attempt != att.Number || claims.Revision != att.Revision || claims.WorkItem.String() != rec.ID() ||
 				!slices.Equal(claims.Scope, workitem.ScopesOf(tt.stage)) {
 				t.Fatalf("run token claims %+v", claims)
 			}
 			if (tt.stage == workitem.StageReview) != slices.Contains(claims.Scope, wire.ScopeVerdict) {
 				t.Fatalf("scopes %v: only a review run posts a verdict", claims.Scope)
 			}
-			if resp.Stage != tt.stage || resp.Attempt != att.Number || resp.BaseCommit != rec.BaseCommit || resp.BaseBranch != "main" ||
+			if resp.Stage != string(tt.stage) || resp.Attempt != att.Number || resp.BaseCommit != rec.BaseCommit || resp.BaseBranch != "main" ||
 				resp.BotLogin != e.gh.Bot() || resp.Branch != tt.branch(it) || len(resp.Approvals) != tt.approvals {
 				t.Fatalf("response %+v", resp)
 			}

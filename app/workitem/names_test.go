@@ -25,30 +25,6 @@ func TestWorkBranch(t *testing.T) {
 	}
 }
 
-func TestParseWorkItem(t *testing.T) {
-	tests := []struct {
-		in   string
-		repo string
-		n    int
-		ok   bool
-	}{
-		{"acme/widgets#7", "acme/widgets", 7, true},
-		{"acme/widgets#0", "", 0, false},
-		{"acme#7", "", 0, false},
-		{"acme/a/b#7", "", 0, false},
-		{"acme/widgets", "", 0, false},
-		{"/widgets#1", "", 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			repo, n, err := ParseWorkItem(tt.in)
-			if (err == nil) != tt.ok || repo != tt.repo || n != tt.n {
-				t.Fatalf("ParseWorkItem = %q, %d, %v", repo, n, err)
-			}
-		})
-	}
-}
-
 func TestDispatchKey(t *testing.T) {
 	if got := DispatchKey(7, "sha256:00ff", 2); got != "7-00ff-2" {
 		t.Fatalf("DispatchKey = %q", got)

@@ -1,6 +1,10 @@
 package workitem
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/bumperdev/bumper/app/wire"
+)
 
 // Observer learns what the service did, for serve's metrics; the domain stays
 // metrics-agnostic. Its methods are called on the handling path and must not block.
@@ -37,7 +41,7 @@ func (s *Service) observer() Observer {
 // observeDispatch reports how dispatch ended, from what it left behind: the attempts
 // the record had before (before), the one it may have appended, and its error. Read
 // after the fact so dispatch's own code paths stay as they are.
-func (s *Service) observeDispatch(stage string, it *item, before int, err *error) {
+func (s *Service) observeDispatch(stage wire.Stage, it *item, before int, err *error) {
 	atts := it.rec.Attempts
 	appended := len(atts) > before
 	var result string
@@ -51,7 +55,7 @@ func (s *Service) observeDispatch(stage string, it *item, before int, err *error
 	default:
 		result = DispatchMade
 	}
-	s.observer().Dispatch(stage, result)
+	s.observer().Dispatch(string(stage), result)
 }
 
 // outcomeDispatchFailed is the outcome dispatch gives an attempt whose

@@ -18,7 +18,7 @@ import (
 type refusalCase struct {
 	name   string
 	policy string
-	kind   string
+	kind   workitem.RefusalKind
 	want   string // words of the reason
 	reach  func(e *env) *item
 	call   func(e *env, it *item) error
@@ -202,6 +202,14 @@ func refusalCases() []refusalCase {
 			call: func(e *env, it *item) error {
 				return progressOf(wire.Progress{State: "reviewing", PullRequest: it.pr, HeadCommit: it.head})(e, it)
 			}},
+		{name: "a pull request handed on by a replica that cannot read the policy", kind: workitem.RefusalPolicy, want: "failed to read .github/bumper.yml",
+			reach: pulled,
+			call: func(e *env, it *item) error {
+				// A fresh replica has no policy cached; GitHub fails its read at the base.
+				e.restart()
+				e.gh.FailNext("File", errors.New("GitHub answered 502"))
+				return progressOf(wire.Progress{State: "reviewing", PullRequest: it.pr, HeadCommit: it.head})(e, it)
+			}},
 		{name: "a state the run cannot reach from here", kind: workitem.RefusalState, want: "illegal state transition: verifying → verifying",
 			reach: func(e *env) *item { return e.verifying() }, call: progressOf(wire.Progress{State: "verifying"})},
 		{name: "a state that does not exist", kind: workitem.RefusalState, want: `unknown work item state "merged"`, reach: granted,
@@ -217,7 +225,7 @@ func refusalCases() []refusalCase {
 			reach: func(e *env) *item {
 				it := e.running()
 				rec := e.record(it.n)
-				it.claims = wire.RunClaims{WorkItem: rec.ID(), Revision: rec.Attempts[0].Revision, Attempt: 1, Stage: workitem.StageImplement}
+				it.claims = wire.RunClaims{WorkItem: wire.WorkItem{Repository: rec.Repository, Issue: rec.Issue}, Revision: rec.Attempts[0].Revision, Attempt: 1, Stage: workitem.StageImplement}
 				return it
 			},
 			call: progressOf(wire.Progress{State: "verifying"})},
@@ -338,7 +346,7 @@ func approvedPlan(e *env) *item {
 func TestRefusals(t *testing.T) {
 	cases := refusalCases()
 	for _, tt := range cases {
-		t.Run(tt.kind+"/"+tt.name, func(t *testing.T) {
+		t.Run(string(tt.kind)+"/"+tt.name, func(t *testing.T) {
 			e := newEnv(t, tt.policy)
 			it := tt.reach(e)
 			before, tokens, runs, replies := e.record(it.n), len(e.gh.Tokens()), len(e.runs()), len(e.replies(it.n))
@@ -347,8 +355,8 @@ func TestRefusals(t *testing.T) {
 			if !errors.As(err, &ref) {
 				t.Fatalf("got %v; want a refusal", err)
 			}
-			if ref.Kind() != tt.kind || !strings.Contains(ref.Reason, tt.want) {
-				t.Fatalf("refusal %q of kind %s; want kind %s, saying %q", ref.Reason, ref.Kind(), tt.kind, tt.want)
+			if ref.Kind() != tt.kind || !strings.Contains(ref.Reason(), tt.want) {
+				t.Fatalf("refusal %q of kind %s; want kind %s, saying %q", ref.Reason(), ref.Kind(), tt.kind, tt.want)
 			}
 			if len(e.gh.Tokens()) != tokens || len(e.runs()) != runs {
 				t.Fatalf("tokens %d → %d, runs %d → %d", tokens, len(e.gh.Tokens()), runs, len(e.runs()))
@@ -366,9 +374,10 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 	t.Run("every kind of refusal has a case", func(t *testing.T) {
-		kinds := []string{workitem.RefusalBadRequest, workitem.RefusalIdentity, workitem.RefusalUnknownItem, workitem.RefusalAttempt,
-			workitem.RefusalNonce, workitem.RefusalApproval, workitem.RefusalState, workitem.RefusalStage, workitem.RefusalInvalidReport}
-		for _, k := range kinds {
+		for _, k := range workitem.RefusalKinds() {
+			if k == workitem.RefusalOIDC || k == workitem.RefusalRunToken {
+				continue // the HTTP layer's (app/runnerapi), before the domain sees a request
+			}
 			if !slices.ContainsFunc(cases, func(c refusalCase) bool { return c.kind == k }) {
 				t.Errorf("no case is refused as %s", k)
 			}

@@ -300,29 +300,29 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 	if c.Stage != StageReview {
 		// Only a reviewer run, with its fresh context, judges a pull request: the run that
 		// wrote the change may not grade it.
-		return refuse("a %s run cannot post a verdict; only a review run can", c.Stage)
+		return refuse(RefusalStage, "a %s run cannot post a verdict; only a review run can", c.Stage)
 	}
 	if len(v.Document) > wire.MaxVerdictDocument || len(v.Problem) > wire.MaxReason {
-		return refuse("the verdict document is at most %d bytes and the problem at most %d", wire.MaxVerdictDocument, wire.MaxReason)
+		return refuse(RefusalInvalidReport, "the verdict document is at most %d bytes and the problem at most %d", wire.MaxVerdictDocument, wire.MaxReason)
 	}
 	if strings.TrimSpace(v.Document) == "" && strings.TrimSpace(v.Problem) == "" {
-		return refuse("a verdict call needs the document or the problem that left the run without one")
+		return refuse(RefusalInvalidReport, "a verdict call needs the document or the problem that left the run without one")
 	}
-	defer s.lock(c.WorkItem)()
+	defer s.lock(c.WorkItem.String())()
 	gh, it, err := s.current(ctx, c)
 	if err != nil {
 		return err
 	}
 	rec := it.rec
 	if rec.State != ledger.Reviewing {
-		return refuse("%s is %s, not reviewing", c.WorkItem, rec.State)
+		return refuse(RefusalState, "%s is %s, not reviewing", c.WorkItem, rec.State)
 	}
 	if v.HeadCommit != rec.PullHead {
-		return refuse("the review judged %.12s, but the pull request's head is %.12s", v.HeadCommit, rec.PullHead)
+		return refuse(RefusalInvalidReport, "the review judged %.12s, but the pull request's head is %.12s", v.HeadCommit, rec.PullHead)
 	}
 	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
 	if err != nil {
-		return refuse("%v", err)
+		return refuse(RefusalPolicy, "%v", err)
 	}
 	o, err := s.postVerdict(ctx, gh, it, pol, v)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
@@ -36,12 +37,12 @@ func (s *Service) HandleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
 	if !ok {
 		return nil
 	}
-	_, n, err := ParseWorkItem(id)
+	w, err := wire.ParseWorkItem(id)
 	if err != nil {
 		return err
 	}
 	defer s.lock(id)()
-	it, err := s.load(ctx, gh, ev.Repo, n)
+	it, err := s.load(ctx, gh, ev.Repo, w.Issue)
 	if err != nil || it == nil {
 		return err
 	}
@@ -289,17 +290,17 @@ func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int,
 	att := rec.CurrentAttempt()
 	switch {
 	case number < 1:
-		return refuse("in-review needs the pull request number")
+		return refuse(RefusalInvalidReport, "in-review needs the pull request number")
 	case !isCommit(head):
-		return refuse("the pull request's head commit %q: want the 40-hex commit the run pushed", head)
+		return refuse(RefusalInvalidReport, "the pull request's head commit %q: want the 40-hex commit the run pushed", head)
 	case rec.PullRequest != 0 && rec.PullRequest != number:
-		return refuse("the work item's pull request is #%d, not #%d", rec.PullRequest, number)
+		return refuse(RefusalInvalidReport, "the work item's pull request is #%d, not #%d", rec.PullRequest, number)
 	case att.HeadCommit != "" && att.HeadCommit != head:
-		return refuse("attempt %d already reported head %.12s, not %.12s", att.Number, att.HeadCommit, head)
+		return refuse(RefusalInvalidReport, "attempt %d already reported head %.12s, not %.12s", att.Number, att.HeadCommit, head)
 	}
 	pr, err := gh.PullRequest(ctx, rec.Repository, number)
 	if errors.Is(err, ErrNotFound) {
-		return refuse("pull request #%d does not exist in %s", number, rec.Repository)
+		return refuse(RefusalInvalidReport, "pull request #%d does not exist in %s", number, rec.Repository)
 	}
 	if err != nil {
 		return fmt.Errorf("failed to read pull request #%d of %s: %w", number, rec.Repository, err)
@@ -311,7 +312,7 @@ func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int,
 	att.HeadCommit = head
 	if why := pullMismatch(rec, bot, pr); why != "" {
 		att.HeadCommit = ""
-		return refuse("pull request #%d is not this run's: %s", number, why)
+		return refuse(RefusalInvalidReport, "pull request #%d is not this run's: %s", number, why)
 	}
 	rec.PullRequest, rec.WorkBranch, rec.PullHead = number, pr.HeadRef, head
 	return nil

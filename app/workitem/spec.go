@@ -211,5 +211,5 @@ func (s *Service) voidAtMint(ctx context.Context, gh GitHub, it *item, why strin
 		"minted for the run. The current revision is `%s`; a maintainer who has read it can comment `/approve %s`.", why, id, id)); err != nil {
 		return err
 	}
-	return refuse("%s", why)
+	return refuse(RefusalApproval, "%s", why)
 }

@@ -16,7 +16,7 @@ import (
 // stageScopes is the one table of what a run of each stage may call back for. A plan
 // run posts its plan; implementation and fix runs report progress and evidence; only a
 // review run posts a verdict.
-var stageScopes = map[string][]string{
+var stageScopes = map[wire.Stage][]string{
 	StagePlan:      {wire.ScopeProgress, wire.ScopeTask, wire.ScopeShouldStop},
 	StageImplement: {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
 	StageFix:       {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
@@ -24,14 +24,14 @@ var stageScopes = map[string][]string{
 }
 
 // ScopesOf is the run-token scope of a stage; nil for an unknown stage.
-func ScopesOf(stage string) []string { return slices.Clone(stageScopes[stage]) }
+func ScopesOf(stage wire.Stage) []string { return slices.Clone(stageScopes[stage]) }
 
 // Task hands a run its task as the App approved it. The agent gets the approved title,
 // body and plan and the comments written before the approval by people with write
 // permission; nothing a stranger wrote, and nothing written or edited after approval.
 func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error) {
 	var none wire.Task
-	defer s.lock(c.WorkItem)()
+	defer s.lock(c.WorkItem.String())()
 	gh, it, err := s.current(ctx, c)
 	if err != nil {
 		return none, err
@@ -42,7 +42,7 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 	if c.Stage != StagePlan {
 		a := rec.ActiveApproval()
 		if a == nil || att.Revision != rec.ApprovalRevision() {
-			return none, refuse("attempt %d's approval no longer holds", att.Number)
+			return none, refuse(RefusalApproval, "attempt %d's approval no longer holds", att.Number)
 		}
 		cutoff, approvalComment = a.At, a.CommentID
 	}
@@ -51,9 +51,9 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 		return none, fmt.Errorf("failed to re-read %s: %w", rec.ID(), err)
 	}
 	if ledger.SpecRevision(is.Title, is.Body) != rec.SpecRevision {
-		return none, refuse("the issue's title or body changed since it was approved; the run must not see the new text")
+		return none, refuse(RefusalApproval, "the issue's title or body changed since it was approved; the run must not see the new text")
 	}
-	task := wire.Task{WorkItem: rec.ID(), Stage: c.Stage, SpecRevision: rec.SpecRevision, Title: is.Title, Body: is.Body,
+	task := wire.Task{WorkItem: rec.WorkItem(), Stage: c.Stage, SpecRevision: rec.SpecRevision, Title: is.Title, Body: is.Body,
 		BaseCommit: rec.BaseCommit, Comments: []wire.TaskComment{}}
 	if rec.PlanRevision != "" && c.Stage != StagePlan {
 		plan, why, err := s.readPlan(ctx, gh, rec)
@@ -64,7 +64,7 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 			why = "the plan comment was edited after approval"
 		}
 		if why != "" {
-			return none, refuse("%s", why)
+			return none, refuse(RefusalApproval, "%s", why)
 		}
 		task.Plan, task.PlanRevision = plan, rec.PlanRevision
 	}

@@ -18,7 +18,7 @@ type Signer struct {
 	claims []wire.RunClaims
 }
 
-// RunTokenTTL is how long the run tokens live, as app/tokenexchange's do.
+// RunTokenTTL is how long the run tokens live, as app/runnerapi's do.
 const RunTokenTTL = 30 * time.Minute
 
 // Sign implements workitem.RunTokenSigner.

@@ -1,7 +1,4 @@
-// Package tokenexchange is the App's runner-facing edge: it verifies a runner's GitHub
-// Actions OIDC token, signs and checks run tokens, and serves the token exchange and
-// run call-back endpoints over HTTP.
-package tokenexchange
+package runnerapi
 
 import (
 	"context"

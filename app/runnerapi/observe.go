@@ -1,4 +1,4 @@
-package tokenexchange
+package runnerapi
 
 // Observer learns how each token exchange ended, for serve's metrics. outcome is
 // "granted", "refused" or "failed"; reason is a refusal's kind (workitem.Refusal.Kind,

@@ -1,4 +1,4 @@
-package tokenexchange
+package runnerapi
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ func (t *RunTokens) WithTTL(d time.Duration) *RunTokens {
 func (t *RunTokens) Sign(c wire.RunClaims) (string, time.Time, error) {
 	now := t.now()
 	exp := now.Add(t.ttl)
-	c.RegisteredClaims = jwt.RegisteredClaims{Issuer: runTokenIssuer, Subject: c.WorkItem,
+	c.RegisteredClaims = jwt.RegisteredClaims{Issuer: runTokenIssuer, Subject: c.WorkItem.String(),
 		Audience: jwt.ClaimStrings{runTokenIssuer}, IssuedAt: jwt.NewNumericDate(now),
 		NotBefore: jwt.NewNumericDate(now.Add(-5 * time.Second)), ExpiresAt: jwt.NewNumericDate(exp)}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.key)
@@ -77,7 +77,7 @@ func (t *RunTokens) Verify(raw string) (wire.RunClaims, error) {
 	if err != nil {
 		return wire.RunClaims{}, fmt.Errorf("invalid run token: %w", err)
 	}
-	if c.WorkItem == "" || c.Attempt < 1 || c.Revision == "" {
+	if c.WorkItem == (wire.WorkItem{}) || c.Attempt < 1 || c.Revision == "" {
 		return wire.RunClaims{}, errors.New("invalid run token: it names no work item, attempt or revision")
 	}
 	return c, nil

@@ -1,4 +1,4 @@
-package tokenexchange
+package runnerapi
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func TestRunTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := wire.RunClaims{WorkItem: "acme/widgets#1", Revision: "sha256:ab", Attempt: 1, Stage: "implement"}
+	claims := wire.RunClaims{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 1}, Revision: "sha256:ab", Attempt: 1, Stage: "implement"}
 	tok, exp, err := rt.Sign(claims)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package tokenexchange
+package runnerapi
 
 import (
 	"bytes"
@@ -91,28 +91,26 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 	ctx = log.WithContext(ctx)
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
-		h.observer.TokenExchange(OutcomeRefused, workitem.RefusalBadRequest)
+		h.observer.TokenExchange(OutcomeRefused, string(workitem.RefusalBadRequest))
 		writeError(w, http.StatusBadRequest, "failed to read the request body")
 		return
 	}
 	var req wire.ExchangeRequest
 	if err := decode(body, &req); err != nil {
-		h.observer.TokenExchange(OutcomeRefused, workitem.RefusalBadRequest)
+		h.observer.TokenExchange(OutcomeRefused, string(workitem.RefusalBadRequest))
 		writeError(w, http.StatusBadRequest, err.Error()+"; send {\"oidc_token\", \"nonce\", \"work_item\", \"attempt\"}")
 		return
 	}
 	id, err := h.verifier.Verify(ctx, req.OIDCToken)
 	if err != nil {
-		h.observer.TokenExchange(OutcomeRefused, workitem.RefusalOIDC)
-		h.refuse(ctx, w, req.WorkItem, "", err.Error())
+		h.exchangeRefused(ctx, w, req.WorkItem, "", workitem.Refuse(workitem.RefusalOIDC, "%v", err))
 		return
 	}
 	resp, err := h.ledger.Exchange(ctx, id, req)
 	var ref *workitem.Refusal
 	switch {
 	case errors.As(err, &ref):
-		h.observer.TokenExchange(OutcomeRefused, ref.Kind())
-		h.refuse(ctx, w, req.WorkItem, id.RunID, ref.Reason)
+		h.exchangeRefused(ctx, w, req.WorkItem, id.RunID, ref)
 		return
 	case err != nil:
 		h.observer.TokenExchange(OutcomeFailed, "")
@@ -121,7 +119,7 @@ func (h *Handler) exchange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.observer.TokenExchange(OutcomeGranted, "")
-	log.Info().Str(logkey.Audit, "token-exchange-granted").Str(logkey.WorkItem, resp.WorkItem).
+	log.Info().Str(logkey.Audit, "token-exchange-granted").Str(logkey.WorkItem, resp.WorkItem.String()).
 		Str(logkey.RunID, id.RunID).Int(logkey.Attempt, resp.Attempt).Msg("granted run credentials")
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -141,10 +139,17 @@ func (h *Handler) refresh(ctx context.Context, c wire.RunClaims, _ []byte) (any,
 	return wire.Refresh{RunToken: tok, RunTokenExpiresAt: exp}, nil
 }
 
-func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID, reason string) {
+// exchangeRefused answers a refused token exchange, counted under the refusal's kind.
+func (h *Handler) exchangeRefused(ctx context.Context, w http.ResponseWriter, item, runID string, ref *workitem.Refusal) {
+	h.observer.TokenExchange(OutcomeRefused, string(ref.Kind()))
+	h.refuse(ctx, w, item, runID, ref)
+}
+
+// refuse audits a refusal and answers it 403 with its reason.
+func (h *Handler) refuse(ctx context.Context, w http.ResponseWriter, item, runID string, ref *workitem.Refusal) {
 	zerolog.Ctx(ctx).Warn().Str(logkey.Audit, "refused").Str(logkey.WorkItem, item).
-		Str(logkey.RunID, runID).Str(logkey.Reason, reason).Msg("refused a runner request")
-	writeError(w, http.StatusForbidden, reason)
+		Str(logkey.RunID, runID).Str(logkey.Reason, ref.Reason()).Msg("refused a runner request")
+	writeError(w, http.StatusForbidden, ref.Reason())
 }
 
 // callback serves a run call-back for tokens whose scope holds scope.
@@ -155,16 +160,16 @@ func (h *Handler) callback(scope string, fn func(ctx context.Context, c wire.Run
 		ctx = log.WithContext(ctx)
 		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
-			h.refuse(ctx, w, "", "", "a run token is required (Authorization: Bearer <run token>)")
+			h.refuse(ctx, w, "", "", workitem.Refuse(workitem.RefusalRunToken, "a run token is required (Authorization: Bearer <run token>)"))
 			return
 		}
 		claims, err := h.tokens.Verify(raw)
 		if err != nil {
-			h.refuse(ctx, w, "", "", err.Error())
+			h.refuse(ctx, w, "", "", workitem.Refuse(workitem.RefusalRunToken, "%v", err))
 			return
 		}
 		if !slices.Contains(claims.Scope, scope) {
-			h.refuse(ctx, w, claims.WorkItem, "", fmt.Sprintf("a %s run's token does not allow %s (its scope: %s)",
+			h.refuse(ctx, w, claims.WorkItem.String(), "", workitem.Refuse(workitem.RefusalStage, "a %s run's token does not allow %s (its scope: %s)",
 				claims.Stage, r.URL.Path, strings.Join(claims.Scope, ", ")))
 			return
 		}
@@ -177,7 +182,7 @@ func (h *Handler) callback(scope string, fn func(ctx context.Context, c wire.Run
 		var ref *workitem.Refusal
 		switch {
 		case errors.As(err, &ref):
-			h.refuse(ctx, w, claims.WorkItem, "", ref.Reason)
+			h.refuse(ctx, w, claims.WorkItem.String(), "", ref)
 		case errors.Is(err, errBadRequest):
 			writeError(w, http.StatusBadRequest, err.Error())
 		case err != nil:
