@@ -20,13 +20,13 @@ func TestExchangeGrants(t *testing.T) {
 	read := map[string]string{"contents": "read"}
 	reviewRead := map[string]string{"contents": "read", "pull_requests": "read", "checks": "read"}
 	cases := []struct {
-		stage         wire.Stage
-		policy        string
-		reach         func(e *env) *item
-		perms         map[string]string
-		approvals     int
-		branch        func(it *item) string
-		pull          bool
+		stage     wire.Stage
+		policy    string
+		reach     func(e *env) *item
+		perms     map[string]string
+		approvals int
+		branch    func(it *item) string
+		pull      bool
 	}{
 		{stage: workitem.StagePlan, policy: planPolicy, reach: func(e *env) *item { return e.planning() }, perms: read,
 			branch: func(it *item) string { return workitem.WorkBranchName(it.n, 1) }},
