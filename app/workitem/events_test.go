@@ -49,6 +49,18 @@ func TestEventsThatMoveNothing(t *testing.T) {
 			}
 			e.must(e.issueEvent(it.label))
 		}},
+		{name: "a label redelivered to a replica that never saw the item", reach: func(e *env) *item {
+			// The payload was made when the issue had no comment; the item's status
+			// comment was posted since. The other replica has no index entry for it.
+			it := &item{n: e.open("Make widgets 5", "Five.")}
+			ev := e.gh.Label(repoName, it.n, trigger, maintainer)
+			e.must(e.issueEvent(ev))
+			it.label = ev
+			return it
+		}, act: func(e *env, it *item) {
+			e.svc = e.replica()
+			e.must(e.issueEvent(it.label))
+		}},
 		{name: "an edit that changes only line endings", reach: func(e *env) *item {
 			n := e.open("Make widgets 4", "Four.\nThat is all.")
 			e.label(n, maintainer)

@@ -38,7 +38,14 @@ func (s *Service) HandleIssue(ctx context.Context, gh GitHub, ev IssueEvent) err
 		return nil
 	}
 	defer s.lock(ledger.ID(ev.Repo.FullName, ev.Issue.Number))()
-	it, err := s.loadIssue(ctx, gh, ev.Repo, ev.Issue)
+	is := ev.Issue
+	if ev.Action == "labeled" && strings.EqualFold(ev.Label, s.opts.TriggerLabel) {
+		// The one event that creates a work item looks for its status comment whatever
+		// the payload counts: a redelivered label event still says the issue had no
+		// comment, and a replica whose index never saw the item would make a second.
+		is.Comments = -1
+	}
+	it, err := s.loadIssue(ctx, gh, ev.Repo, is)
 	if errors.Is(err, errUntrusted) {
 		if ev.Action == "labeled" && strings.EqualFold(ev.Label, s.opts.TriggerLabel) {
 			// Re-labelling is how a human starts over from an untrusted record.
