@@ -31,6 +31,7 @@ const (
 	logKeyRound    = "round"
 	logKeyPull     = "pull_request"
 	logKeyDuration = "duration"
+	logKeyPaths    = "paths"
 	// A review run's verdict.
 	logKeyVerdict    = "verdict"
 	logKeyConfidence = "confidence"
