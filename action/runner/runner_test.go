@@ -366,8 +366,9 @@ func TestReasonsSayWhatTheAgentLeft(t *testing.T) {
 	}{
 		{"nothing left", sandbox.Result{}, ""},
 		{"a background job", sandbox.Result{Leftover: 3}, "the agent left 3 processes running; the VM ended them"},
-		{"a fork bomb", sandbox.Result{Leftover: sandbox.DefaultMaxProcs - 1},
-			"the agent left 511 processes running, at the VM's process limit of 512 per command; the VM ended them"},
+		{"a fork bomb", sandbox.Result{Leftover: sandbox.DefaultMaxProcs - 3},
+			"the agent left 509 processes running, at the VM's process limit of 512 per command; the VM ended them"},
+		{"many, below the limit", sandbox.Result{Leftover: 400}, "the agent left 400 processes running; the VM ended them"},
 		{"processes that would not die", sandbox.Result{Leftover: 512, KillError: "3 processes of uid 1000 still alive 10s after SIGKILL"},
 			"the agent left 512 processes running, at the VM's process limit of 512 per command, and the VM could not end them all (3 processes of uid 1000 still alive 10s after SIGKILL)"},
 	} {
