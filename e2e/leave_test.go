@@ -61,7 +61,7 @@ func TestWhatTheAgentLeaves(t *testing.T) {
 			t.Error("the agent's workflow commands became the job's own in its log")
 		}
 	})
-	t.Run("/out over its cap", func(t *testing.T) {
+	t.Run("an /out over its cap", func(t *testing.T) {
 		r := w.runIssue("Count to 4, with everything", "scenario: bigout", "failure")
 		if r.ev.Outcome != evidence.OutcomeFailure || !strings.Contains(r.ev.OutcomeReason, "/out") ||
 			!strings.Contains(r.ev.OutcomeReason, "more than the 256 MiB the VM may return") || strings.Contains(r.ev.OutcomeReason, "changed nothing") {
