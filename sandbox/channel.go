@@ -191,7 +191,8 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 			if err := agentproto.Decode(f.Payload, &res); err != nil {
 				return nil, fmt.Errorf("guest sent an invalid result: %w", err)
 			}
-			return &Result{ExitCode: res.ExitCode, Signal: res.Signal, Error: res.Error, OutError: res.OutError}, nil
+			return &Result{ExitCode: res.ExitCode, Signal: res.Signal, Error: res.Error, OutError: res.OutError,
+				Leftover: res.Leftover, KillError: res.KillError}, nil
 		case agentproto.TypeHello:
 			if err := m.hello(f.Payload); err != nil {
 				_ = m.Kill()

@@ -65,7 +65,7 @@ type Config struct {
 	OutMaxBytes int64
 	// OutMaxFiles caps the number of entries returned from /out (default 100000).
 	OutMaxFiles int
-	// MaxProcs is the command user's process-count limit (default 512).
+	// MaxProcs is the command user's process-count limit (default DefaultMaxProcs).
 	MaxProcs uint64
 	// Accel is AccelAuto (default), AccelKVM or AccelTCG.
 	Accel string
@@ -83,6 +83,9 @@ type Config struct {
 	// directory is given to it (under KVM it must still be able to open /dev/kvm).
 	QEMUUser string
 }
+
+// DefaultMaxProcs is Config.MaxProcs's default.
+const DefaultMaxProcs = 512
 
 // DefaultWarmUp covers what most commands start with: the shell, coreutils with the
 // UTF-8 locale, and git.
@@ -112,7 +115,7 @@ func (c Config) withDefaults() Config {
 		c.OutMaxFiles = 100000
 	}
 	if c.MaxProcs == 0 {
-		c.MaxProcs = 512
+		c.MaxProcs = DefaultMaxProcs
 	}
 	if c.WarmUp == nil {
 		c.WarmUp = DefaultWarmUp

@@ -92,8 +92,14 @@ type Result struct {
 	TimedOut bool
 	// Error says why the guest could not run the command, if it could not.
 	Error string
-	// OutError says why the guest could not write /out, if it could not.
+	// OutError says why the guest could not write /out, if it could not: then nothing
+	// of /out comes back, and CollectOut finds it empty.
 	OutError string
+	// Leftover is how many processes the command left running, which the guest ended;
+	// KillError says why some could not be ended, and then the guest runs no later
+	// command.
+	Leftover  int
+	KillError string
 }
 
 // Option adjusts a Machine.

@@ -217,6 +217,46 @@ func TestMachineTimeout(t *testing.T) {
 	assertNothingLeft(t, cfg.RunDir)
 }
 
+// TestForkBombEnded attacks the machine as an agent that leaves a fork bomb at the
+// process limit would: the result of its command says how many processes it left (the
+// host's reason when what runs next fails), the guest ends them, and the next command
+// runs as if nothing had been there. /out over its cap is said in the result, and
+// nothing of it comes back.
+func TestForkBombEnded(t *testing.T) {
+	testgate.RequiresQEMU(t)
+	im := imagetest.Image(t)
+	ctx := testContext(t)
+	cfg := testImageConfig(t, im)
+	cfg.MaxProcs, cfg.OutMaxBytes = 64, 1<<20
+	m, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Kill() }()
+	var out bytes.Buffer
+	// The shell forks until the limit refuses it (sh then exits 2, "Cannot fork"), and
+	// leaves all but itself behind.
+	res, err := m.Run(ctx, []string{"sh", "-c", `head -c 2000000 /dev/zero > /out/big; ` +
+		`while :; do sleep 1000 </dev/null >/dev/null 2>&1 & done`}, nil, &out, &out)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Leftover != int(cfg.MaxProcs)-1 || res.KillError != "" {
+		t.Fatalf("the bomb's result %+v (%q), want %d processes left, all ended", res, out.String(), cfg.MaxProcs-1)
+	}
+	if !strings.Contains(res.OutError, "more than the 1 MiB") {
+		t.Errorf("the result says %q of /out, want that it is over its 1 MiB cap", res.OutError)
+	}
+	out.Reset()
+	res, err = m.Run(ctx, []string{"sh", "-c", `git --version >/dev/null && rm /out/big && echo ran`}, nil, &out, &out)
+	if err != nil || res.ExitCode != 0 || res.Leftover != 0 || res.OutError != "" || out.String() != "ran\n" {
+		t.Fatalf("the next command: %+v, %v, output %q; want it run alone", res, err, out.String())
+	}
+}
+
 // assertNothingLeft checks that a finished machine left no files and no QEMU behind.
 func assertNothingLeft(t *testing.T, runDir string) {
 	t.Helper()

@@ -33,7 +33,8 @@
 //     "sha256:" and 64 hex digits, every list and string bounded) and refuses a bundle
 //     in which any string looks like a secret (GitHub tokens, Anthropic and OpenAI
 //     keys, bearer tokens, PEM private keys), naming its JSON path but never the value.
-//     Redact replaces such strings first, for text the runner does not control.
+//     Redact replaces such strings, object keys included, with "[redacted <kind>]";
+//     the runner redacts every bundle before it validates, publishes or writes it.
 //   - Markdown quotes every string taken from the bundle in code spans or fenced blocks
 //     whose fences are longer than any backtick run inside, so HTML, links, images and
 //     @mentions in it are shown, not rendered; writes hidden characters (bidirectional

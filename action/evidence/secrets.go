@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"github.com/bumperdev/bumper/internal/jsondoc"
@@ -132,16 +133,27 @@ func findSecrets(data []byte) ([]Problem, error) {
 	walkStrings(v, "", func(path, s string) string {
 		if kind := secretIn(s); kind != "" {
 			out = append(out, Problem{Path: path, Message: "looks like a " + kind + "; a bundle must never carry one"})
+			return RedactText(s) // so that no pointer under a key quotes it
 		}
 		return s
 	})
 	return out, nil
 }
 
+// RedactText is s with every secret-looking text replaced as Redact replaces it in a
+// bundle: for what goes out beside the bundle, such as the run's reason.
+func RedactText(s string) string {
+	r, _ := redactSecrets(s)
+	return r
+}
+
 // Redact replaces every text in the bundle that looks like a secret (what Validate
-// refuses) with "[redacted <kind>]" and returns the JSON pointers of the strings it
-// changed. The runner calls it before Validate for what it does not control, such as
-// test output whose fixtures hold example keys.
+// refuses), object keys included (a tool's name), with "[redacted <kind>]", and returns
+// the JSON pointers of the strings it changed. A redacted string is never longer than
+// the original (the schema's bounds hold: it is cut, and the cut keeps the start of the
+// mark), and keys that redact to the same text have their counts added. The runner
+// calls it on every bundle before validating, publishing or writing it: the bundle
+// quotes much that neither the runner nor the repository controls.
 func (e *Evidence) Redact() ([]string, error) {
 	data, err := e.Marshal()
 	if err != nil {
@@ -154,8 +166,12 @@ func (e *Evidence) Redact() ([]string, error) {
 	var paths []string
 	v = walkStrings(v, "", func(path, s string) string {
 		r, changed := redactSecrets(s)
-		if changed {
-			paths = append(paths, path)
+		if !changed {
+			return s
+		}
+		paths = append(paths, path)
+		if n := utf8.RuneCountInString(s); utf8.RuneCountInString(r) > n {
+			r = cutRunes(r, n)
 		}
 		return r
 	})
@@ -185,8 +201,9 @@ func decodeGeneric(data []byte) (any, error) {
 }
 
 // walkStrings calls f on every string value and object key of v, in a fixed order,
-// with its JSON pointer, and returns v with each string replaced by f's result (keys
-// are reported but kept).
+// with its JSON pointer (a key's is its object's), and returns v with each string and key replaced by f's result.
+// Two keys that f makes one are merged: counts added, anything else kept under the key
+// with " (2)", " (3)", … after it, so nothing is lost.
 func walkStrings(v any, path string, f func(path, s string) string) any {
 	switch x := v.(type) {
 	case string:
@@ -201,11 +218,41 @@ func walkStrings(v any, path string, f func(path, s string) string) any {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		out := make(map[string]any, len(x))
 		for _, k := range keys {
-			p := path + "/" + jsondoc.EscapePointer(k)
-			f(p, k)
-			x[k] = walkStrings(x[k], p, f)
+			// A key is reported at its object's pointer, and what lies under it at the
+			// pointer f's key makes: a pointer must not quote a secret.
+			nk := f(path, k)
+			val := walkStrings(x[k], path+"/"+jsondoc.EscapePointer(nk), f)
+			if prev, dup := out[nk]; dup {
+				if sum, ok := addCounts(prev, val); ok {
+					out[nk] = sum
+					continue
+				}
+				base := nk
+				for i := 2; dup; i++ {
+					nk = base + " (" + strconv.Itoa(i) + ")"
+					_, dup = out[nk]
+				}
+			}
+			out[nk] = val
 		}
+		return out
 	}
 	return v
+}
+
+// addCounts adds two JSON integers.
+func addCounts(a, b any) (json.Number, bool) {
+	x, okA := a.(json.Number)
+	y, okB := b.(json.Number)
+	if !okA || !okB {
+		return "", false
+	}
+	i, errA := x.Int64()
+	j, errB := y.Int64()
+	if errA != nil || errB != nil {
+		return "", false
+	}
+	return json.Number(strconv.FormatInt(i+j, 10)), true
 }

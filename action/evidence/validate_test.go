@@ -275,6 +275,79 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// TestRedactWhatTheAgentWrote attacks Redact as an agent would: token-shaped text in
+// every place of the bundle it can write (the decision ledger, a tool's name, which is
+// an object key, a changed file's path), two tool names that redact to the same text,
+// and a test's output excerpt at the schema's length bound, whose redaction would make
+// it longer. After Redact the bundle validates, and neither its JSON, its Markdown nor a
+// validation error quotes any of them.
+func TestRedactWhatTheAgentWrote(t *testing.T) {
+	ghp := "ghp_" + strings.Repeat("aB3", 12)
+	secrets := []string{
+		ghp,
+		"github_pat_" + strings.Repeat("Zz9_", 6),
+		"sk-ant-api03-" + strings.Repeat("Xy7", 6),
+		"sk-proj-" + strings.Repeat("Pq4", 8),
+		"ghs_" + strings.Repeat("Mn5", 8),
+	}
+	e := realistic()
+	e.Ledger.Decisions[0].Choice = "use the token " + secrets[0] + " for the API"
+	e.Ledger.Decisions[1].Rationale = secrets[1]
+	e.Harness.ToolCalls[secrets[2]] = 3
+	e.Harness.ToolCalls[secrets[3]] = 2
+	e.Harness.ToolCalls["mcp "+secrets[4]] = 1
+	e.Diff.Files[0].Path = "leak/" + secrets[4] + ".txt"
+	e.Risk = evidence.RiskNote(e.Diff.Paths())
+	excerpt := strings.Repeat("x", evidence.MaxExcerptBytes-len(secrets[2])-1) + " " + secrets[2]
+	e.Tests[0].Failures[0].Excerpt = excerpt
+	if err := e.Validate(); err == nil {
+		t.Fatal("a bundle with tokens validates before Redact")
+	} else {
+		for _, s := range secrets {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("the validation error quotes %.12s…: %v", s, err)
+			}
+		}
+	}
+	paths, err := e.Redact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		for _, s := range secrets {
+			if strings.Contains(p, s) {
+				t.Errorf("Redact's pointer %q quotes a secret", p)
+			}
+		}
+	}
+	if err := e.Validate(); err != nil {
+		t.Fatalf("still invalid after Redact: %v", err)
+	}
+	data, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := evidence.Markdown(e, evidence.CommentLimit)
+	for _, s := range secrets {
+		if bytes.Contains(data, []byte(s)) || strings.Contains(md, s) {
+			t.Errorf("%.12s… is still in the bundle", s)
+		}
+	}
+	if n := e.Harness.ToolCalls["[redacted Anthropic API key]"]; n != 3 {
+		t.Errorf("tool calls %v: the Anthropic-key-named tool's 3 calls are not under its redacted name", e.Harness.ToolCalls)
+	}
+	total := 0
+	for _, n := range e.Harness.ToolCalls {
+		total += n
+	}
+	if total != 9+4+2+7+3+2+1 {
+		t.Errorf("tool calls %v: %d calls, want every call kept", e.Harness.ToolCalls, total)
+	}
+	if got := e.Tests[0].Failures[0].Excerpt; len([]rune(got)) > len([]rune(excerpt)) || !strings.Contains(got, "[redacted") {
+		t.Errorf("the excerpt grew from %d to %d characters, or lost its mark", len([]rune(excerpt)), len([]rune(got)))
+	}
+}
+
 func TestMarshalDeterministic(t *testing.T) {
 	a, err := realistic().Marshal()
 	if err != nil {

@@ -50,6 +50,8 @@ const (
 	DefaultStopPoll      = 2 * time.Second
 	DefaultWallTime      = time.Hour
 	DefaultMaxTranscript = 64 << 20
+	// DefaultMaxJobLog is Config.MaxJobLog's default.
+	DefaultMaxJobLog = 8 << 20
 	// TokenMargin is what the run keeps of its installation token's hour after the VM's
 	// wall time: the push, the pull request, the check run and the revocation.
 	TokenMargin = 10 * time.Minute
@@ -124,6 +126,9 @@ type Config struct {
 	// Log receives the agent's and the verification's output as it runs (the job log);
 	// nil discards it. Each round's full output is also kept in Out.
 	Log io.Writer
+	// MaxJobLog bounds what of the VM's output, all phases together, goes to Log
+	// (default DefaultMaxJobLog); Log then says where the rest is.
+	MaxJobLog int64
 	// HTTPClient is used for GitHub's API (nil: a client with a 60 s timeout).
 	HTTPClient *http.Client
 	// Now is the clock (nil: time.Now).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,13 +57,14 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	if d, ok := ctx.Deadline(); ok {
 		vm.Timeout = max(min(vm.Timeout, time.Until(d)), time.Minute)
 	}
+	setupLog := r.logTo(logFile, EnvironmentLogFile)
 	res, err := envbuild.Build(ctx, envbuild.Options{
 		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.repo,
 		Env: *env, Image: bc, VM: vm, Resolve: r.cfg.Resolve,
 		Audit: filepath.Join(r.cfg.Out, EnvironmentAuditFile),
-		Log:   r.logTo(logFile),
+		Log:   setupLog,
 	})
-	err = errors.Join(err, logFile.Close())
+	err = errors.Join(err, setupLog.Close(), logFile.Close())
 	ev := &evidence.Environment{Packages: env.Packages, Setup: env.Setup, DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
 	if res != nil {
 		ev.ID, ev.BaseImageDigest, ev.Built, ev.SetupMS = res.Key.Digest, res.Base.Manifest().Digest, res.Built, res.Setup.Milliseconds()
@@ -93,14 +93,6 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 		how = fmt.Sprintf("built (setup %v)", res.Setup.Round(100*time.Millisecond))
 	}
 	return fmt.Sprintf("%.19s %s; image %.19s", res.Key.Digest, how, r.imageDigest), nil
-}
-
-// logTo is where a phase's output goes (the environment's setup, an agent or reviewer
-// round, a verification round): the job's log, and the artifact's file within
-// DefaultMaxTranscript. What runs writes as much as it likes until its timeout; the
-// runner host's disk is not its to fill.
-func (r *run) logTo(file io.Writer) io.Writer {
-	return io.MultiWriter(&limitWriter{w: file, left: DefaultMaxTranscript}, r.cfg.Log)
 }
 
 // imageNeeds says what of the policy needs an image of its own: the harness's CLI, the

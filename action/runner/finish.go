@@ -55,6 +55,9 @@ func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
 		}
 	}
 	outcome, reason := classify(runErr)
+	// The reason may quote what the agent left (a tool's error, a path); it goes where
+	// the evidence goes.
+	reason = evidence.RedactText(reason)
 	r.noteReviewProblem(reason)
 	r.fillEvidence(fctx)
 	if r.exchanged {
@@ -63,7 +66,7 @@ func (r *run) finish(ctx context.Context, runErr error) (*Result, error) {
 	r.ev.Outcome, r.ev.OutcomeReason = outcome, cut(reason, maxLine)
 	r.ev.Finish(r.cfg.Now().UTC())
 	res := &Result{Outcome: outcome, Reason: reason, PullRequest: r.pull.number, PullURL: r.pull.url, Evidence: r.ev, CostMicroUSD: r.ev.Cost.MeteredMicroUSD}
-	digest, werr := r.writeEvidence()
+	digest, werr := r.writeEvidence(fctx)
 	res.Digest = digest
 	if werr != nil {
 		log.Error().Err(werr).Msg("failed to write the evidence")
@@ -231,10 +234,13 @@ func readAudit(path, head string) ([]evidence.AuditEntry, error) {
 	return out, sc.Err()
 }
 
-// writeEvidence validates the evidence and writes evidence.json and evidence.md to Out;
-// it returns the digest. Evidence that fails validation is still written (an operator
-// needs it most then), and the error says why it failed.
-func (r *run) writeEvidence() (string, error) {
+// writeEvidence redacts and validates the evidence and writes evidence.json and
+// evidence.md to Out; it returns the digest. Evidence that fails validation is still
+// written (an operator needs it most then), redacted, and the error says why it failed.
+func (r *run) writeEvidence(ctx context.Context) (string, error) {
+	if err := r.redactEvidence(ctx); err != nil {
+		return "", err
+	}
 	verr := r.ev.Validate()
 	data, err := r.ev.Marshal()
 	if err != nil {
@@ -255,6 +261,44 @@ func (r *run) writeEvidence() (string, error) {
 		return digest, fmt.Errorf("the evidence does not validate: %w", verr)
 	}
 	return digest, nil
+}
+
+// redactEvidence replaces what looks like a secret in the evidence (evidence.Redact),
+// object keys included: the bundle quotes what the agent and the repository wrote (the
+// decision ledger, commands, test output, tool names, paths, the hosts it asked for), and
+// it is validated, published and written only redacted. The log says where, never what.
+func (r *run) redactEvidence(ctx context.Context) error {
+	paths, err := r.ev.Redact()
+	if err != nil {
+		return fmt.Errorf("failed to redact the evidence: %w", err)
+	}
+	if len(paths) > 0 {
+		zerolog.Ctx(ctx).Warn().Strs(logKeyPaths, paths).Msg("redacted secret-looking text in the evidence")
+	}
+	return nil
+}
+
+// checkEvidence redacts the evidence and validates it as it is about to be published
+// (asPublished): a bundle that still does not validate fails the run before anything
+// more is published, and nothing says what was not.
+func (r *run) checkEvidence(ctx context.Context, nothing string) error {
+	if err := r.redactEvidence(ctx); err != nil {
+		return failWith(evidence.OutcomeError, "%w; %s", err, nothing)
+	}
+	c := *r.ev
+	asPublished(&c, r.cfg.Now().UTC())
+	if err := c.Validate(); err != nil {
+		return failWith(evidence.OutcomeError, "the evidence does not validate, so %s: %w", nothing, err)
+	}
+	return nil
+}
+
+// asPublished is the evidence as the pull request shows it: the run a success, its
+// token revoked after it was posted.
+func asPublished(e *evidence.Evidence, now time.Time) {
+	e.Outcome = evidence.OutcomeSuccess
+	e.Revocation = evidence.Revocation{Reason: "revoked when the run ends, after this was posted; the run's artifact holds the final evidence.json"}
+	e.Finish(now)
 }
 
 // pollStop asks serve every StopPoll whether to stop; when it says so, or refuses the

@@ -66,6 +66,10 @@ func (r *run) push(ctx context.Context) (string, error) {
 	if reason := r.stopped(); reason != "" {
 		return "", fmt.Errorf("%w: %s; nothing was pushed", errStopped, reason)
 	}
+	// The branch is published too: a bundle that cannot be published stops the run here.
+	if err := r.checkEvidence(ctx, "nothing was pushed"); err != nil {
+		return "", err
+	}
 	// Pushes are closed while the agent runs; the runner opens them for its own push
 	// only, with no process of the agent left in the VM.
 	r.fw.SetPushOpen(true)
@@ -111,9 +115,10 @@ func (r *run) openPull(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w: %s; no pull request was opened", errStopped, reason)
 	}
 	r.fillEvidence(ctx)
-	r.ev.Outcome = evidence.OutcomeSuccess
-	r.ev.Revocation = evidence.Revocation{Reason: "revoked when the run ends, after this was posted; the run's artifact holds the final evidence.json"}
-	r.ev.Finish(r.cfg.Now().UTC())
+	if err := r.checkEvidence(ctx, "no pull request was opened"); err != nil {
+		return "", err
+	}
+	asPublished(r.ev, r.cfg.Now().UTC())
 	pr, err := publish.OpenPullRequest(ctx, r.gh, publish.PullRequestOptions{
 		Repository: r.repo, Issue: r.issue, Attempt: r.cfg.Attempt, Base: r.grant.BaseBranch, Title: r.task.Title,
 		BotLogin: r.grant.BotLogin, Summary: r.summary(), Evidence: r.ev,
@@ -152,9 +157,10 @@ func (r *run) updatePull(ctx context.Context) (string, error) {
 	}
 	r.pull.number, r.pull.url = pr.Number, pr.URL
 	r.fillEvidence(ctx)
-	r.ev.Outcome = evidence.OutcomeSuccess
-	r.ev.Revocation = evidence.Revocation{Reason: "revoked when the run ends, after this was posted; the run's artifact holds the final evidence.json"}
-	r.ev.Finish(r.cfg.Now().UTC())
+	if err := r.checkEvidence(ctx, "nothing was posted on the pull request"); err != nil {
+		return "", err
+	}
+	asPublished(r.ev, r.cfg.Now().UTC())
 	url, err := publish.CommentEvidence(ctx, r.gh, r.repo, pr.Number, r.summary(), r.ev)
 	if err != nil {
 		return "", err

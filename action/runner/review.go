@@ -136,7 +136,8 @@ func (r *run) reviewerRound(ctx context.Context, h harness.Harness, report strin
 		return "", err
 	}
 	defer logf.Close()
-	w := r.logTo(logf)
+	w := r.logTo(logf, fmt.Sprintf(TranscriptPattern, 1))
+	defer w.Close()
 	nonce := make([]byte, 12)
 	if _, err := rand.Read(nonce); err != nil {
 		return "", fmt.Errorf("failed to name the reviewer's directories: %w", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/ghref"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/sandbox"
 )
 
 // commitScript commits what the agent left uncommitted on the work branch, so that an
@@ -146,7 +148,8 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 		return "", err
 	}
 	defer logf.Close()
-	w := r.logTo(logf)
+	w := r.logTo(logf, fmt.Sprintf(TranscriptPattern, round))
+	defer w.Close()
 	if r.ev.Harness == nil {
 		r.ev.Harness = &evidence.Harness{Name: h.Name(), ToolCalls: map[string]int{}}
 		if h.Name() != repoconfig.HarnessCommand {
@@ -158,6 +161,10 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 	if err != nil {
 		return "", fmt.Errorf("failed to run the %s harness: %w", h.Name(), err)
 	}
+	// What the VM said of the agent's command besides its exit: the processes it left,
+	// whether /out can come back.
+	agent := r.last
+	left := r.leftover(agent)
 	counter.settle(res.Counts)
 	r.ev.Commands = append(r.ev.Commands, evidence.Command{Phase: evidence.PhaseAgent, Command: h.Name() + " harness, round " + fmt.Sprint(round), ExitCode: res.Exit.Code})
 	if res.SelfReportedMicroUSD != nil {
@@ -171,7 +178,13 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 		return "", err
 	}
 	if !res.OK {
-		return "", failWith(evidence.OutcomeFailure, "the agent failed in round %d: %s", round, res.Reason)
+		return "", failWith(evidence.OutcomeFailure, "the agent failed in round %d: %s%s", round, res.Reason, also(left))
+	}
+	if agent.KillError != "" {
+		return "", failWith(evidence.OutcomeFailure, "in round %d %s: nothing more can run in its VM", round, left)
+	}
+	if agent.OutError != "" {
+		return "", failWith(evidence.OutcomeFailure, "the agent's /out cannot come back from round %d: %s", round, cut(agent.OutError, 300))
 	}
 	if r.cfg.Stage != wire.StagePlan {
 		msg := commitMessage(r.task.Title, r.issue)
@@ -179,18 +192,101 @@ func (r *run) agentRound(ctx context.Context, h harness.Harness, round int, feed
 			msg = commitMessage("Fix failing checks", r.issue)
 		}
 		env := []string{"BUMPER_COMMIT_MESSAGE=" + msg}
-		st, err := r.exec(ctx, []string{"sh", "-c", commitScript}, env, w, w)
+		tail := &tailWriter{max: 2048}
+		out := io.MultiWriter(w, tail)
+		st, err := r.exec(ctx, []string{"sh", "-c", commitScript}, env, out, out)
 		if err != nil {
 			return "", err
 		}
-		if st.Code != 0 {
-			return "", failWith(evidence.OutcomeFailure, "failed to commit the agent's changes in round %d (exit %d); see %s", round, st.Code, fmt.Sprintf(TranscriptPattern, round))
+		if !st.OK() {
+			// The commit's own words say why (git's error, a shell that cannot fork);
+			// what the agent left running before it is the usual cause.
+			return "", failWith(evidence.OutcomeFailure, "failed to commit the agent's changes in round %d: the commit %s (%s)%s; see %s",
+				round, st, lastLines(tail.String(), 3, 300), also(left), fmt.Sprintf(TranscriptPattern, round))
 		}
 		if r.head, err = r.readHead(ctx); err != nil {
 			return "", err
 		}
 	}
-	return fmt.Sprintf("%d turns, %d tool calls, exit %d", res.Turns, res.ToolCalls, res.Exit.Code), nil
+	return fmt.Sprintf("%d turns, %d tool calls, exit %d%s", res.Turns, res.ToolCalls, res.Exit.Code, also(left)), nil
+}
+
+// leftover says what the agent's command left running: how many processes, whether
+// that is the VM's process limit (a fork bomb), and whether the VM could end them; ""
+// when it left nothing.
+func (r *run) leftover(agent sandbox.Result) string {
+	if agent.Leftover == 0 && agent.KillError == "" {
+		return ""
+	}
+	limit := int(r.cfg.VM.MaxProcs)
+	if limit == 0 {
+		limit = sandbox.DefaultMaxProcs
+	}
+	note := fmt.Sprintf("the agent left %d processes running", agent.Leftover)
+	// A fork bomb fills the limit but for the few processes that were its own way there.
+	if agent.Leftover*10 >= limit*9 {
+		note += fmt.Sprintf(", at the VM's process limit of %d per command", limit)
+	}
+	if agent.KillError != "" {
+		return note + fmt.Sprintf(", and the VM could not end them all (%s)", cut(agent.KillError, 200))
+	}
+	return note + "; the VM ended them"
+}
+
+// also is "; " and s, or "" for no s.
+func also(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "; " + s
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	buf []byte
+	max int
+	cut bool
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf, t.cut = t.buf[len(t.buf)-t.max:], true
+	}
+	return len(p), nil
+}
+
+// String is what it kept, from the first whole line on.
+func (t *tailWriter) String() string {
+	s := string(t.buf)
+	if _, rest, ok := strings.Cut(s, "\n"); ok && t.cut {
+		return rest
+	}
+	return s
+}
+
+// lastLines is the last n non-empty lines of s on one line, valid UTF-8, within limit
+// bytes; "no output" when there are none.
+func lastLines(s string, n, limit int) string {
+	var lines []string
+	for _, l := range strings.Split(strings.ToValidUTF8(s, "\uFFFD"), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "no output"
+	}
+	lines = lines[max(len(lines)-n, 0):]
+	text := strings.Join(lines, " / ")
+	if len(text) > limit {
+		// The end holds the error: keep it, and say the start is gone.
+		text = ellipsis + text[len(text)-limit+len(ellipsis):]
+		for len(text) > len(ellipsis) && !utf8.RuneStart(text[len(ellipsis)]) {
+			text = ellipsis + text[len(ellipsis)+1:]
+		}
+	}
+	return text
 }
 
 // headScript prints where HEAD points and the commit it names. It runs as a command of
@@ -226,6 +322,9 @@ func (r *run) readHead(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if st.Error != "" || st.Signal != "" {
+		return "", failWith(evidence.OutcomeFailure, "failed to read the work branch's head: the command %s", st)
+	}
 	if hidden, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "bumper-hidden: "); ok {
 		return "", failWith(evidence.OutcomeFailure, "the agent hid files from git (%s): verification would not run on the commit that is pushed", cut(hidden, 200))
 	}
@@ -244,7 +343,8 @@ func (r *run) verifyRound(ctx context.Context, round int, cmds []string) (*verif
 		return nil, err
 	}
 	defer logf.Close()
-	w := r.logTo(logf)
+	w := r.logTo(logf, fmt.Sprintf(VerificationPattern, round))
+	defer w.Close()
 	vr, err := verify.Run(ctx, r.exec, round, cmds, verify.Options{Stdout: w, Stderr: w})
 	if err != nil {
 		return nil, err
@@ -270,6 +370,11 @@ func summarizeRound(vr *verify.Round) string {
 // collectOut copies the guest's /out to the workspace's out directory, and what the
 // artifact keeps of it to Out.
 func (r *run) collectOut(ctx context.Context) error {
+	if r.last.OutError != "" {
+		// The guest wrote an empty archive instead: reading it would find no bundle, no
+		// plan and no ledger, and say the agent did nothing.
+		return failWith(evidence.OutcomeFailure, "the VM's /out did not come back: %s", cut(r.last.OutError, 300))
+	}
 	rep, err := r.vm.CollectOut(r.ws.OutDir)
 	if err != nil {
 		return fmt.Errorf("failed to read the VM's /out: %w", err)

@@ -32,6 +32,7 @@ const (
 	logKeyPull     = "pull_request"
 	logKeyDuration = "duration"
 	logKeyBot      = "bot"
+	logKeyPaths    = "paths"
 	// A review run's verdict.
 	logKeyVerdict    = "verdict"
 	logKeyConfidence = "confidence"
@@ -93,6 +94,11 @@ type run struct {
 	// head is the work branch's commit as the last agent round left it: what
 	// verification judged, and the only commit the run may push.
 	head string
+	// jobLog is the run's share of the job log for what runs in the VM (logTo).
+	jobLog *jobLog
+	// last is what the VM said of the last command beyond its exit status: why /out
+	// could not come back, what processes the command left.
+	last sandbox.Result
 	// imageDigest is the image the VM boots: the runner's, or the environment's.
 	imageDigest string
 	// wallTime is the VM session's limit: bounds.wall_time, within the token's life.

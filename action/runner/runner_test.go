@@ -240,34 +240,71 @@ func TestReportedReasonIsValidUTF8(t *testing.T) {
 	}
 }
 
-// TestSetupLogBounded: a repository's setup script that prints without end (until its
-// timeout) fills the job log's stream, never the runner host's disk: the artifact's
-// environment log keeps at most DefaultMaxTranscript bytes, as a round's transcript does.
-func TestSetupLogBounded(t *testing.T) {
+// TestOutputBounded attacks the run's logs as an agent (or a repository's setup or
+// tests) that prints without end would: 100 MiB in one round. The artifact's file keeps
+// at most DefaultMaxTranscript, never filling the runner host's disk; the job log gets
+// at most the run's share (DefaultMaxJobLog, all phases together) and then says, in a
+// line of the runner's own, how much it left out and which file of the artifact holds it.
+// A later phase finds the share spent and says so at once.
+func TestOutputBounded(t *testing.T) {
 	var job bytes.Buffer
 	r := &run{cfg: Config{Log: &job}}
-	path := filepath.Join(t.TempDir(), EnvironmentLogFile)
-	f, err := os.Create(path)
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "agent-round-1.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := r.logTo(f)
-	chunk := bytes.Repeat([]byte("yes\n"), 1<<18) // 1 MiB
-	for range DefaultMaxTranscript/len(chunk) + 8 {
-		if _, err := w.Write(chunk); err != nil {
-			t.Fatal(err)
+	w := r.logTo(f, "agent-round-1.log")
+	chunk := bytes.Repeat([]byte("yes é\n"), 1<<17) // 1 MiB less a little
+	written := 0
+	for written < 100<<20 {
+		if n, err := w.Write(chunk); err != nil || n != len(chunk) {
+			t.Fatalf("Write = %d, %v", n, err)
 		}
+		written += len(chunk)
 	}
-	info, err := os.Stat(path)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(f.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Size() > DefaultMaxTranscript {
-		t.Fatalf("the environment log holds %d bytes, more than %d", info.Size(), DefaultMaxTranscript)
+	if info.Size() != DefaultMaxTranscript {
+		t.Errorf("the transcript holds %d bytes, want the first %d", info.Size(), DefaultMaxTranscript)
 	}
-	if job.Len() <= DefaultMaxTranscript {
-		t.Fatalf("the job log got %d bytes: all of the output goes there", job.Len())
+	log := job.String()
+	if job.Len() > DefaultMaxJobLog+4096 {
+		t.Fatalf("the job log got %d bytes of %d: more than the run's share of %d", job.Len(), written, DefaultMaxJobLog)
+	}
+	if !utf8.ValidString(log) {
+		t.Error("the job log's cut split a character")
+	}
+	omitted := written - strings.Index(log, "\n[bumper: ")
+	for _, want := range []string{
+		"[bumper: the job log shows at most 8 MiB of what runs in the VM; the rest of this output is in agent-round-1.log in the run's artifact]",
+		fmt.Sprintf("[bumper: %d bytes of this output (of %d) are not in the job log; agent-round-1.log in the run's artifact holds its first 64 MiB]", omitted, written),
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the job log does not say %q; it ends:\n%s", want, log[max(len(log)-600, 0):])
+		}
+	}
+	// The next phase: its output is in its own file, and the job log says where.
+	job.Reset()
+	v, err := os.Create(filepath.Join(dir, "verification-round-1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	w = r.logTo(v, "verification-round-1.log")
+	if _, err := w.Write([]byte("FAIL: widgets\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	if data, _ := os.ReadFile(v.Name()); string(data) != "FAIL: widgets\n" || strings.Contains(job.String(), "FAIL: widgets") ||
+		!strings.Contains(job.String(), "verification-round-1.log in the run's artifact") {
+		t.Errorf("the next phase: file %q, job log %q", data, job.String())
 	}
 }
 
@@ -325,5 +362,40 @@ func TestToolCounter(t *testing.T) {
 	}
 	if h.Turns != 3 || h.UnknownEvents != 2 {
 		t.Fatalf("turns %d, unknown %d", h.Turns, h.UnknownEvents)
+	}
+}
+
+// TestReasonsSayWhatTheAgentLeft: what the agent's command left running is said in the
+// reason of whatever fails after it (a fork bomb at the process limit, processes the VM
+// could not end), and a failed command of the runner's own is quoted by its last lines,
+// where its error is, not by its exit status alone.
+func TestReasonsSayWhatTheAgentLeft(t *testing.T) {
+	r := &run{}
+	for _, tt := range []struct {
+		name  string
+		agent sandbox.Result
+		want  string
+	}{
+		{"nothing left", sandbox.Result{}, ""},
+		{"a background job", sandbox.Result{Leftover: 3}, "the agent left 3 processes running; the VM ended them"},
+		{"a fork bomb", sandbox.Result{Leftover: sandbox.DefaultMaxProcs - 3},
+			"the agent left 509 processes running, at the VM's process limit of 512 per command; the VM ended them"},
+		{"many, below the limit", sandbox.Result{Leftover: 400}, "the agent left 400 processes running; the VM ended them"},
+		{"processes that would not die", sandbox.Result{Leftover: 512, KillError: "3 processes of uid 1000 still alive 10s after SIGKILL"},
+			"the agent left 512 processes running, at the VM's process limit of 512 per command, and the VM could not end them all (3 processes of uid 1000 still alive 10s after SIGKILL)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.leftover(tt.agent); got != tt.want {
+				t.Errorf("leftover = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	tail := &tailWriter{max: 64}
+	_, _ = tail.Write([]byte(strings.Repeat("x", 100) + "\nbumper: committing what the agent left uncommitted:\n?? a\n\nsh: 1: Cannot fork\n"))
+	if got := lastLines(tail.String(), 3, 300); got != "?? a / sh: 1: Cannot fork" {
+		t.Errorf("lastLines = %q", got)
+	}
+	if got := lastLines("fatal: "+strings.Repeat("é", 400), 3, 100); len(got) > 100 || !utf8.ValidString(got) || !strings.HasPrefix(got, ellipsis) {
+		t.Errorf("a long last line: %q", got)
 	}
 }

@@ -192,6 +192,10 @@ func (r *run) execIn(dir string) harness.Exec {
 	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
 		argv = append([]string{"sh", "-c", `cd "$0" && exec "$@"`, dir}, argv...)
 		res, err := r.vm.Run(ctx, argv, env, stdout, stderr)
+		r.last = sandbox.Result{}
+		if res != nil {
+			r.last = *res
+		}
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil {
 				if errors.Is(cause, context.DeadlineExceeded) {

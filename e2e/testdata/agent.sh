@@ -186,6 +186,31 @@ swap)
 	git reset -q --hard HEAD~1
 	sed -i 's/^echo 3$/echo 4/' widgets.sh
 	;;
+leave)
+	# What an agent can leave for the runner: 10 MiB of output with workflow commands in
+	# it, a token in its decision ledger, and a fork bomb at the process limit. The change
+	# itself is right.
+	echo "::group::publish"
+	echo "::error::everything passed"
+	head -c 10485760 /dev/zero | tr '\0' y | fold -w 99
+	sed -i 's/^echo 3$/echo 4/' widgets.sh
+	cat >"$BUMPER_DECISIONS" <<'JSON'
+{"schema_version": 1, "decisions": [
+ {"question": "Which token does the script need?", "choice": "The one in the CI settings: ghp_aB3dEaB3dEaB3dEaB3dEaB3dEaB3dEaB3dE", "confidence": 0.5}
+]}
+JSON
+	# The bomb forks until the limit refuses it, then says so; this shell waits with
+	# builtins only (it could not fork either) and leaves it behind.
+	rm -f /tmp/bumper-bomb-full
+	{ (while :; do sleep 1000 </dev/null >/dev/null 2>&1 & done) 2>/dev/null || :; : >/tmp/bumper-bomb-full; } </dev/null >/dev/null 2>&1 &
+	while [ ! -e /tmp/bumper-bomb-full ]; do :; done
+	exit 0
+	;;
+bigout)
+	# The right change, and more in /out than the VM may return.
+	sed -i 's/^echo 3$/echo 4/' widgets.sh
+	truncate -s 300M "$BUMPER_OUT/big"
+	;;
 gocount)
 	# A Go change that only the environment's toolchain can build and test (range over
 	# an integer needs Go 1.22; Debian's is 1.19).

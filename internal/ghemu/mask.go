@@ -10,7 +10,10 @@ import (
 // Workflow commands the log honours. add-mask registers a secret: GitHub's runner
 // consumes the line and shows the value as *** wherever it appears later in the log.
 // stop-commands makes it take no line for a command until "::<token>::". Both are also
-// taken in the older form, "##[add-mask]value", anywhere in a line.
+// taken in the older form, "##[add-mask]value", anywhere in a line. group, endgroup,
+// error, warning and notice lines are written as GitHub's runner writes them to the log
+// ("##[group]title", "##[error]message"), so a reader of the log tells the job's own
+// commands from text it printed while commands were stopped.
 const (
 	addMaskCommand      = "::add-mask::"
 	stopCommandsCommand = "::stop-commands::"
@@ -69,6 +72,10 @@ func (m *maskingWriter) line(l []byte) error {
 			m.masks = append(m.masks, v)
 		}
 		return nil
+	case strings.HasPrefix(trimmed, "::"):
+		if out, ok := logged(trimmed); ok {
+			s = out + "\n"
+		}
 	default:
 		// The older form, which GitHub's runner still takes anywhere in a line:
 		// "##[command]data".
@@ -92,6 +99,30 @@ func (m *maskingWriter) line(l []byte) error {
 	}
 	_, err := io.WriteString(m.w, s)
 	return err
+}
+
+// logged is a ::command:: line as GitHub's runner writes it to the log, for the
+// commands that show there: "##[group]title", "##[endgroup]", and the message of an
+// annotation after "##[error]", "##[warning]" or "##[notice]" (its properties, such as
+// file=…, go to the annotation, not the log).
+func logged(line string) (string, bool) {
+	cmd, data, ok := strings.Cut(line[2:], "::")
+	if !ok {
+		return "", false
+	}
+	name, _, _ := strings.Cut(cmd, " ")
+	switch name {
+	case "group", "error", "warning", "notice":
+		return "##[" + name + "]" + unescapeData(data), true
+	case "endgroup":
+		return "##[endgroup]", true
+	}
+	return "", false
+}
+
+// unescapeData undoes the escaping of a workflow command's data (%25, %0D, %0A).
+func unescapeData(s string) string {
+	return strings.NewReplacer("%0D", "\r", "%0A", "\n", "%25", "%").Replace(s)
 }
 
 // Close writes the last, unfinished line.

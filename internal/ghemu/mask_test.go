@@ -56,3 +56,26 @@ func TestMaskingWriterLegacyForm(t *testing.T) {
 		t.Fatalf("log %q, want %q", log.String(), want)
 	}
 }
+
+// TestCommandsAsLogged: group and annotation commands are in the log as GitHub's runner
+// writes them ("##[group]…", "##[error]…"); printed while commands are stopped, they stay
+// the text they are, so a reader of the log cannot take a job's quoted output for its
+// own groups or errors.
+func TestCommandsAsLogged(t *testing.T) {
+	var log bytes.Buffer
+	m := &maskingWriter{w: &log}
+	for _, l := range []string{
+		"::group::agent (round 1)\n", "::stop-commands::tok-2\n", "::group::publish\n", "::error::forged\n",
+		"::tok-2::\n", "ok: done\n", "::endgroup::\n", "::error file=a.go,line=3::failed:%0Atwo lines, 100%25\n",
+		"::warning::careful\n", "::notice title=n::noted\n", "::debug::hidden\n", "::not-a-command\n",
+	} {
+		if _, err := m.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "##[group]agent (round 1)\n::group::publish\n::error::forged\nok: done\n##[endgroup]\n##[error]failed:\ntwo lines, 100%\n" +
+		"##[warning]careful\n##[notice]noted\n::debug::hidden\n::not-a-command\n"
+	if log.String() != want {
+		t.Fatalf("log %q, want %q", log.String(), want)
+	}
+}

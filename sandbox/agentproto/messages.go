@@ -113,6 +113,12 @@ type Result struct {
 	OutBytes int64 `json:"out_bytes"`
 	// OutError says why /out could not be written, if it could not.
 	OutError string `json:"out_error,omitempty"`
+	// Leftover is how many processes of the command's user were still running when the
+	// command ended: the agent ends them before it answers.
+	Leftover int `json:"leftover,omitempty"`
+	// KillError says why some of them could not be ended, if some could not: the agent
+	// then refuses every later command.
+	KillError string `json:"kill_error,omitempty"`
 }
 
 // Prepare asks an idle agent to get ready to be snapshotted: drop the boot's page cache,
@@ -149,10 +155,10 @@ func (r *Result) Validate() error {
 	if r.ExitCode < -1 || r.ExitCode > 255 {
 		return fmt.Errorf("guest result exit code %d outside -1..255", r.ExitCode)
 	}
-	if r.OutBytes < 0 {
-		return fmt.Errorf("guest result out_bytes %d is negative", r.OutBytes)
+	if r.OutBytes < 0 || r.Leftover < 0 {
+		return fmt.Errorf("guest result out_bytes %d or leftover %d is negative", r.OutBytes, r.Leftover)
 	}
-	if len(r.Signal) > 32 || len(r.Error) > maxText || len(r.OutError) > maxText {
+	if len(r.Signal) > 32 || len(r.Error) > maxText || len(r.OutError) > maxText || len(r.KillError) > maxText {
 		return fmt.Errorf("guest result text fields exceed %d bytes", maxText)
 	}
 	return nil

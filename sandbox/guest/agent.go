@@ -45,8 +45,8 @@ type System interface {
 	// MountWorkspace mounts the workspace disk at dir, owned by uid:gid.
 	MountWorkspace(dir string, uid, gid int) error
 	// KillUser kills every process running as uid and returns once none is left, or
-	// says why some survived.
-	KillUser(uid int) error
+	// says why some survived; it returns how many were running when it was called.
+	KillUser(uid int) (int, error)
 	// GrowRoot grows the root filesystem to the size of its disk.
 	GrowRoot() error
 	// DropCaches empties the page cache and the directory and inode caches.
@@ -217,10 +217,13 @@ func (a *Agent) handleRun(ctx context.Context, payload []byte) agentproto.Result
 	// A daemon, a background job or a stuck child of this command must not run on into
 	// the next one (which may be the verification of what this one did), nor write to
 	// /out while it is archived.
-	if err := a.cfg.System.KillUser(uid); err != nil {
-		// This command did run; the next one will not, and says why.
+	left, err := a.cfg.System.KillUser(uid)
+	res.Leftover = left
+	if err != nil {
+		// This command did run; the next one will not, and says why (this result too).
 		log.Error().Err(err).Msg("failed to end the command's leftover processes")
 		a.leftover = err
+		res.KillError = err.Error()
 	}
 	n, err := writeOut(a.cfg.OutDir, a.cfg.OutDevice, req.OutMaxBytes)
 	res.OutBytes = n
@@ -344,7 +347,7 @@ func (a *Agent) prepare(ctx context.Context, payload []byte) error {
 		}
 	}
 	uid, _ := a.user()
-	if err := a.cfg.System.KillUser(uid); err != nil {
+	if _, err := a.cfg.System.KillUser(uid); err != nil {
 		return fmt.Errorf("failed to end the warm-up's processes: %w", err)
 	}
 	log.Info().Int(logKeyCount, len(req.WarmUp)).Msg("ready to be snapshotted")
@@ -367,7 +370,7 @@ func warmCodec() error {
 	if err := agentproto.Decode(b, &agentproto.Run{}); err != nil {
 		return fmt.Errorf("failed to warm the codec: %w", err)
 	}
-	_, err = agentproto.Encode(agentproto.Result{ExitCode: 1, Signal: "s", Error: "e", OutBytes: 1, OutError: "o"})
+	_, err = agentproto.Encode(agentproto.Result{ExitCode: 1, Signal: "s", Error: "e", OutBytes: 1, OutError: "o", Leftover: 1, KillError: "k"})
 	return err
 }
 

@@ -28,8 +28,10 @@ type fakeSystem struct {
 	dropped int
 	// calls names every call in order (killed ones as "kill <uid>").
 	calls []string
-	// mountErr and killErr, when set, are what MountWorkspace and KillUser return.
+	// mountErr and killErr, when set, are what MountWorkspace and KillUser return;
+	// left is how many processes KillUser says it found.
 	mountErr, killErr error
+	left              int
 }
 
 func (f *fakeSystem) record(call string) {
@@ -63,11 +65,11 @@ func (f *fakeSystem) MountWorkspace(dir string, _, _ int) error {
 	return nil
 }
 
-func (f *fakeSystem) KillUser(uid int) error {
+func (f *fakeSystem) KillUser(uid int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record(fmt.Sprintf("kill %d", uid))
-	return f.killErr
+	return f.left, f.killErr
 }
 
 func (f *fakeSystem) DropCaches() error {
@@ -212,7 +214,7 @@ func TestAgentRun(t *testing.T) {
 			name:       "out over cap",
 			argv:       []string{"sh", "-c", `head -c 100000 /dev/zero > "$OUT/big"`},
 			outMax:     10000,
-			wantOutErr: "exceeds",
+			wantOutErr: "/out is over the host's cap: it holds more than the 10000 bytes the VM may return, so none of it is returned",
 			wantFiles:  map[string]string{},
 		},
 		{
@@ -362,6 +364,9 @@ func TestAgentRunsInTurn(t *testing.T) {
 		wantStdout string
 		wantErr    string
 		wantOut    map[string]string // nil: the out disk is not checked
+		// wantLeft and wantKillErr are what the result says the command left running.
+		wantLeft    int
+		wantKillErr string
 	}
 	tests := []struct {
 		name      string
@@ -391,10 +396,21 @@ func TestAgentRunsInTurn(t *testing.T) {
 			wantCalls: []string{"clock", "grow", "network", "mount", "clock"},
 		},
 		{
-			name: "leftovers that survive stop the next command",
-			sys:  &fakeSystem{killErr: errors.New("1 process still alive")},
+			name: "leftovers are counted",
+			sys:  &fakeSystem{left: 64},
 			runs: []run{
-				{script: `echo ran`, wantStdout: "ran\n", wantOut: map[string]string{}},
+				{script: `echo ran`, wantStdout: "ran\n", wantLeft: 64},
+				{script: `echo again`, wantStdout: "again\n", wantLeft: 64},
+			},
+			wantCalls: []string{"clock", "grow", "network", "mount", kill, "clock", kill},
+		},
+		{
+			// The host learns it from the command that left them, not only from the
+			// next one, which the agent refuses.
+			name: "leftovers that survive stop the next command",
+			sys:  &fakeSystem{left: 64, killErr: errors.New("1 process still alive")},
+			runs: []run{
+				{script: `echo ran`, wantStdout: "ran\n", wantOut: map[string]string{}, wantLeft: 64, wantKillErr: "1 process still alive"},
 				{script: `echo ran`, wantErr: "processes of an earlier command could not be ended: 1 process still alive"},
 			},
 			wantCalls: []string{"clock", "grow", "network", "mount", kill},
@@ -425,6 +441,9 @@ func TestAgentRunsInTurn(t *testing.T) {
 				})
 				if s.stdout.String() != rn.wantStdout || !strings.Contains(s.result.Error, rn.wantErr) || (rn.wantErr == "" && s.result.Error != "") {
 					t.Errorf("run %d: stdout %q error %q (stderr %q), want %q %q", i+1, s.stdout.String(), s.result.Error, s.stderr.String(), rn.wantStdout, rn.wantErr)
+				}
+				if rn.wantErr == "" && (s.result.Leftover != rn.wantLeft || s.result.KillError != rn.wantKillErr) {
+					t.Errorf("run %d: leftover %d (%q), want %d (%q)", i+1, s.result.Leftover, s.result.KillError, rn.wantLeft, rn.wantKillErr)
 				}
 				if rn.wantErr == "" && !tt.sys.clock.Equal(clock) {
 					t.Errorf("run %d: clock %v, want %v", i+1, tt.sys.clock, clock)

@@ -11,7 +11,7 @@ import (
 )
 
 // errOutTooLarge is returned when /out does not fit the cap the host set.
-var errOutTooLarge = errors.New("/out exceeds the size the host accepts")
+var errOutTooLarge = errors.New("/out is over the host's cap")
 
 // writeOut writes a tar of dir to device and returns its size. Only regular files,
 // directories and symlinks go in; the host re-checks everything. When the tar would
@@ -32,6 +32,10 @@ func writeOut(dir, device string, max int64) (int64, error) {
 		}
 		if serr := f.Sync(); serr != nil {
 			return 0, fmt.Errorf("failed to sync out device: %w", serr)
+		}
+		if errors.Is(err, errOutTooLarge) {
+			// The host's reason for a run that returned nothing: say what and how much.
+			return 0, fmt.Errorf("%w: it holds more than the %s the VM may return, so none of it is returned", errOutTooLarge, size(max))
 		}
 		return 0, err
 	}
@@ -98,6 +102,14 @@ func tarDir(dir string, w io.Writer) error {
 		return fmt.Errorf("failed to archive %s: %w", dir, err)
 	}
 	return nil
+}
+
+// size is n bytes for a person: in MiB when it is a whole number of them.
+func size(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 type limitWriter struct {

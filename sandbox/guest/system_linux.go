@@ -213,20 +213,25 @@ const killUserTimeout = 10 * time.Second
 // parent and the kill, and a killed one lives on until the kernel has torn it down. A
 // process counts as uid's when any of its real, effective, saved or filesystem uids is
 // uid, so one that ran a set-uid program is not missed. Root is refused: the agent itself
-// runs as root.
-func (LinuxSystem) KillUser(uid int) error {
+// runs as root. It returns how many processes the first scan found: what the command left
+// running (a fork bomb leaves the process limit's worth).
+func (LinuxSystem) KillUser(uid int) (int, error) {
 	if uid == 0 {
-		return errors.New("refusing to kill root's processes: the agent is one of them")
+		return 0, errors.New("refusing to kill root's processes: the agent is one of them")
 	}
 	deadline := time.Now().Add(killUserTimeout)
+	first := -1
 	for {
 		alive, err := killUIDOnce(uid)
 		ReapZombies()
+		if first < 0 {
+			first = alive
+		}
 		if err != nil || alive == 0 {
-			return err
+			return first, err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d processes of uid %d still alive %v after SIGKILL", alive, uid, killUserTimeout)
+			return first, fmt.Errorf("%d processes of uid %d still alive %v after SIGKILL", alive, uid, killUserTimeout)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -35,7 +35,7 @@ func TestLiveProcessOf(t *testing.T) {
 }
 
 func TestKillUserRefusesRoot(t *testing.T) {
-	if err := (LinuxSystem{}).KillUser(0); err == nil || !strings.Contains(err.Error(), "refusing") {
+	if _, err := (LinuxSystem{}).KillUser(0); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("KillUser(0) = %v, want a refusal", err)
 	}
 }
@@ -65,8 +65,12 @@ func TestKillUserLeavesNothing(t *testing.T) {
 	if n < 5 {
 		t.Fatalf("%d processes of uid %d before KillUser, want the loop and its sleepers", n, uid)
 	}
-	if err := (LinuxSystem{}).KillUser(uid); err != nil {
+	left, err := (LinuxSystem{}).KillUser(uid)
+	if err != nil {
 		t.Fatalf("KillUser: %v", err)
+	}
+	if left < 5 {
+		t.Errorf("KillUser found %d processes, want at least the %d seen before", left, 5)
 	}
 	if n = countLive(t, uid); n != 0 {
 		t.Errorf("%d processes of uid %d alive after KillUser", n, uid)

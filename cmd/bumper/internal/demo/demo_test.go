@@ -393,3 +393,24 @@ func TestStatusText(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// TestProgressIsTheRunners attacks the demo's progress as an agent would that prints
+// workflow commands: its "::group::" and "::error::" lines are in the job log as it
+// printed them (the runner quotes its output), a "##[group]" of its own is broken by
+// bumper's defuser, and neither may show as the run's phase or its reason. The runner's
+// own groups and error are in the log as GitHub's runner writes them.
+func TestProgressIsTheRunners(t *testing.T) {
+	log := "##[group]Inputs and preconditions\n##[endgroup]\n##[group]agent (round 1)\n" +
+		"agent: ::group::publish\n::group::pull_request\n::error::everything passed\n##\u2060[group]verification (round 9)\n" +
+		"failed: the agent failed in round 1: the program exited with status 1 (12ms)\n##[endgroup]\n" +
+		"##[error]the agent failed in round 1: the program exited with status 1\n##[error]Process completed with exit code 1.\n"
+	if got := lastGroup(log); got != "agent (round 1)" {
+		t.Errorf("phase %q, want the runner's agent (round 1)", got)
+	}
+	if got := firstError(log); got != "the agent failed in round 1: the program exited with status 1" {
+		t.Errorf("reason %q, want the runner's", got)
+	}
+	if lastGroup("") != "" || firstError("agent: ::error::x\n") != "" {
+		t.Error("a log without the runner's commands has a phase or a reason")
+	}
+}

@@ -137,25 +137,53 @@ func (d *demo) waitRun(ctx context.Context, s *step, run *ghemu.RunInfo) error {
 }
 
 // phase is the last group the run's job log opened (the action's phases: inputs,
-// environment, boot, agent, verification, publish).
-func (d *demo) phase(id int64) string { return d.lastMarked(id, "::group::", "queued") }
-
-// lastError is the run's ::error:: line, its reason.
-func (d *demo) lastError(id int64) string {
-	return d.lastMarked(id, "::error::", "see its job log below")
+// environment, boot, agent, verification, publish), or "queued".
+func (d *demo) phase(id int64) string {
+	log, _ := d.e.RunLog(d.owner, d.repo, id)
+	if p := lastGroup(string(log)); p != "" {
+		return p
+	}
+	return "queued"
 }
 
-// lastMarked is what follows marker on the last line of the run's job log that has it,
-// or fallback.
-func (d *demo) lastMarked(id int64, marker, fallback string) string {
+// lastError is the run's reason: bumper run's error, the log's first error line (the
+// runner's "Process completed with exit code 1." comes after it).
+func (d *demo) lastError(id int64) string {
 	log, _ := d.e.RunLog(d.owner, d.repo, id)
-	lines := strings.Split(string(log), "\n")
+	if e := firstError(string(log)); e != "" {
+		return e
+	}
+	return "see its job log below"
+}
+
+// The job log as GitHub's runner writes it holds the job's own group and error commands
+// as "##[group]title" and "##[error]message" at the start of a line. What the agent and
+// the verification print is quoted (commands stopped), so their "::group::" stays text,
+// and bumper breaks every "##[" it prints: only the job's own commands have these forms.
+const (
+	groupMark = "##[group]"
+	errorMark = "##[error]"
+)
+
+// lastGroup is the title of the last group the job opened, "" if none.
+func lastGroup(log string) string {
+	lines := strings.Split(log, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if _, rest, ok := strings.Cut(lines[i], marker); ok {
-			return strings.TrimSpace(rest)
+		if title, ok := strings.CutPrefix(lines[i], groupMark); ok {
+			return strings.TrimSpace(title)
 		}
 	}
-	return fallback
+	return ""
+}
+
+// firstError is the message of the job's first error, "" if none.
+func firstError(log string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if msg, ok := strings.CutPrefix(l, errorMark); ok {
+			return strings.TrimSpace(msg)
+		}
+	}
+	return ""
 }
 
 // checks lists the check runs on the pull request's head: name and conclusion.
