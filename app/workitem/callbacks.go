@@ -43,8 +43,10 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 		// The pull request is open. A review run judges it next; the run that wrote the
 		// change hands it to humans itself only where the repository turned its reviewer
 		// off, and otherwise only a review run's verdict does.
-		if pol, err = s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit); err != nil {
+		if pol, err = s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit); isInvalidPolicy(err) {
 			return refuse(RefusalPolicy, "%v", err)
+		} else if err != nil {
+			return err // a failed read: serve's 5xx, which the runner repeats
 		}
 		switch {
 		case to == ledger.Reviewing && !pol.ReviewerOn():

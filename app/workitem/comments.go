@@ -85,6 +85,9 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 		return nil
 	}
 	pol, err := s.policy(ctx, gh, repo)
+	if err != nil && !isInvalidPolicy(err) {
+		return err
+	}
 	if err != nil {
 		return s.reply(ctx, gh, repo, where, fmt.Sprintf("Bumper cannot act: the repository's configuration is invalid (%v).", err))
 	}

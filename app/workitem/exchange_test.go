@@ -83,7 +83,7 @@ func TestExchangeGrants(t *testing.T) {
 // TestExchangeGitHubFailures: GitHub failing under the exchange is the App's error, not
 // a refusal, and leaves the attempt usable until its nonce is claimed.
 func TestExchangeGitHubFailures(t *testing.T) {
-	for _, method := range []string{"BranchHead", "Issue", "Comment", "CreateRef"} {
+	for _, method := range []string{"BranchHead", "Issue", "File", "Comment", "CreateRef"} {
 		t.Run(method, func(t *testing.T) {
 			e := newEnv(t, "")
 			it := e.running()

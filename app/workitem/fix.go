@@ -167,8 +167,11 @@ func (s *Service) checkFailed(ctx context.Context, gh GitHub, ev CheckEvent, iss
 		return nil
 	}
 	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
-	if err != nil {
+	if isInvalidPolicy(err) {
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	before, reason := rec.State, rec.Reason
 	if err := s.maybeFix(ctx, gh, it, pol); err != nil {

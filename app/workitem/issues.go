@@ -100,8 +100,11 @@ func (s *Service) HandleIssue(ctx context.Context, gh GitHub, ev IssueEvent) err
 		// An issue's author may reopen it whatever their permission; that must not undo
 		// a maintainer's /stop.
 		pol, err := s.policy(ctx, gh, ev.Repo.FullName)
-		if err != nil {
+		if isInvalidPolicy(err) {
 			return nil
+		}
+		if err != nil {
+			return err
 		}
 		if no, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
 			return err
@@ -131,6 +134,9 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 		return fmt.Errorf("failed to read the head of %s: %w", ev.Repo.DefaultBranch, err)
 	}
 	pol, err := s.policyAt(ctx, gh, ev.Repo.FullName, head)
+	if err != nil && !isInvalidPolicy(err) {
+		return err
+	}
 	if err != nil {
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
 			fmt.Sprintf("Bumper cannot start: the repository's configuration is invalid (%v). Fix %s and label the issue again.", err, repoconfig.Path))

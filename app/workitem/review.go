@@ -321,8 +321,11 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 		return refuse(RefusalInvalidReport, "the review judged %.12s, but the pull request's head is %.12s", v.HeadCommit, rec.PullHead)
 	}
 	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
-	if err != nil {
+	if isInvalidPolicy(err) {
 		return refuse(RefusalPolicy, "%v", err)
+	}
+	if err != nil {
+		return err // a failed read: serve's 5xx, which the runner repeats
 	}
 	o, err := s.postVerdict(ctx, gh, it, pol, v)
 	if err != nil {
@@ -353,8 +356,11 @@ func (s *Service) reviewed(ctx context.Context, gh GitHub, it *item, pol repocon
 func (s *Service) reviewMissing(ctx context.Context, gh GitHub, it *item, why string) error {
 	rec := it.rec
 	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
-	if err != nil {
+	switch {
+	case isInvalidPolicy(err):
 		pol = repoconfig.Default()
+	case err != nil:
+		return err
 	}
 	o, err := s.postVerdict(ctx, gh, it, pol, wire.Verdict{Problem: why, HeadCommit: rec.PullHead})
 	if err != nil {

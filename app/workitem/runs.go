@@ -99,8 +99,11 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 		return s.reviewMissing(ctx, gh, it, why)
 	}
 	pol, err := s.policy(ctx, gh, it.repo.FullName)
-	if err != nil {
+	switch {
+	case isInvalidPolicy(err):
 		pol = repoconfig.Default()
+	case err != nil:
+		return err
 	}
 	if a != nil && a.Number == attempt && a.Stage == StageFix && rec.PullRequest != 0 {
 		// A fix round that did not deliver leaves its pull request as it was: humans get

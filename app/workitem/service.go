@@ -280,7 +280,26 @@ func (s *Service) readPolicy(ctx context.Context, gh GitHub, repo, ref string) (
 	if err != nil {
 		return repoconfig.Config{}, fmt.Errorf("failed to read %s of %s: %w", repoconfig.Path, repo, err)
 	}
-	return repoconfig.Parse(raw)
+	p, err := repoconfig.Parse(raw)
+	if err != nil {
+		return repoconfig.Config{}, invalidPolicy{err}
+	}
+	return p, nil
+}
+
+// invalidPolicy is a policy file that was read and does not parse. Only this voids an
+// approval or earns the "configuration is invalid" reply: a read GitHub failed (a 502,
+// a secondary rate limit) is an error of the moment, which fails the event or the
+// exchange so that it is tried again, and voids nothing.
+type invalidPolicy struct{ err error }
+
+func (e invalidPolicy) Error() string { return e.err.Error() }
+func (e invalidPolicy) Unwrap() error { return e.err }
+
+// isInvalidPolicy says err is a policy that does not parse, not a failed read.
+func isInvalidPolicy(err error) bool {
+	var ip invalidPolicy
+	return errors.As(err, &ip)
 }
 
 func newNonce() (string, error) {

@@ -164,8 +164,11 @@ func (s *Service) approvedTextHolds(ctx context.Context, gh GitHub, it *item) (s
 		}
 	}
 	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
-	if err != nil {
+	if isInvalidPolicy(err) {
 		return fmt.Sprintf("%s no longer parses (%v)", repoconfig.Path, err), nil
+	}
+	if err != nil {
+		return "", err
 	}
 	if pol.Revision != rec.PolicyVersion {
 		return fmt.Sprintf("the repository's %s changed after approval", repoconfig.Path), nil
