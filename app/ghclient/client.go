@@ -54,6 +54,16 @@ func unprocessable(err error) error {
 	return err
 }
 
+// refExists says a ref creation failed because the ref is there: GitHub's 422
+// "Reference already exists". Its other 422s (an object that does not exist, a name that
+// is not a valid ref) are errors: taken for "exists", they would make a replica stand
+// down from a dispatch nobody made, or refuse a nonce nobody used.
+func refExists(err error) bool {
+	var er *gogithub.ErrorResponse
+	return status(err) == http.StatusUnprocessableEntity && errors.As(err, &er) &&
+		strings.Contains(strings.ToLower(er.Message), "already exists")
+}
+
 func notFound(err error) error {
 	if status(err) == http.StatusNotFound {
 		return fmt.Errorf("%w: %w", workitem.ErrNotFound, err)
@@ -160,7 +170,7 @@ func (c *Client) Comments(ctx context.Context, repo string, issue int) ([]workit
 	for {
 		page, resp, err := c.gh.Issues.ListComments(ctx, owner, name, issue, opts)
 		if err != nil {
-			return nil, err
+			return nil, notFound(err)
 		}
 		for _, cm := range page {
 			out = append(out, commentOf(cm))
@@ -277,7 +287,7 @@ func (c *Client) CreateRef(ctx context.Context, repo, ref, sha string) (bool, er
 		return false, err
 	}
 	_, _, err = c.gh.Git.CreateRef(ctx, owner, name, &gogithub.Reference{Ref: &ref, Object: &gogithub.GitObject{SHA: &sha}})
-	if status(err) == http.StatusUnprocessableEntity {
+	if refExists(err) {
 		return false, nil
 	}
 	if err != nil {

@@ -100,6 +100,8 @@ func refusalCases() []refusalCase {
 				e.gh.CommentAs(repoName, n, reader, "me too")
 				return withRequest(func(r *wire.ExchangeRequest) { r.WorkItem = repoName + "#" + strconv.Itoa(n) })(e, it)
 			}},
+		{name: "an issue that does not exist", kind: workitem.RefusalUnknownItem, want: "has no work item", reach: running,
+			call: withRequest(func(r *wire.ExchangeRequest) { r.WorkItem = repoName + "#999" })},
 		{name: "another attempt", kind: workitem.RefusalAttempt, want: "attempt 2 is not the current attempt", reach: running,
 			call: withRequest(func(r *wire.ExchangeRequest) { r.Attempt = 2 })},
 		{name: "a wrong nonce", kind: workitem.RefusalNonce, want: "nonce does not match", reach: running,

@@ -157,6 +157,9 @@ func (s *Service) loadIssue(ctx context.Context, gh GitHub, repo Repo, is Issue)
 		return nil, err
 	}
 	comments, err := gh.Comments(ctx, repo.FullName, number)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil // no such issue: no work item
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to list the comments of %s: %w", id, err)
 	}

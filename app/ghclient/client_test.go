@@ -1,0 +1,68 @@
+package ghclient
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/bumperdev/bumper/app/workitem"
+	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+)
+
+// client is the adapter on an installation token of the emulator's default repository.
+func client(t *testing.T) (*Client, string) {
+	t.Helper()
+	e := emutest.New(t, ghemu.Options{}, emutest.AllowInvalidRequests())
+	tok := emutest.InstallationToken(t, e, ghemu.DefaultOrg, ghemu.DefaultRepo, map[string]string{"contents": "write", "issues": "write"})
+	gh := gogithub.NewClient(nil).WithAuthToken(tok)
+	base, err := url.Parse(strings.TrimRight(e.BaseURL(), "/") + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh.BaseURL = base
+	return &Client{gh: gh}, ghemu.DefaultOrg + "/" + ghemu.DefaultRepo
+}
+
+// TestCreateRefTellsExistsFromRefused: only GitHub's "Reference already exists" is a
+// ref that is there. Its other 422s are errors: taken for "exists", they would make a
+// replica stand down from a dispatch nobody made, or refuse a nonce nobody used.
+func TestCreateRefTellsExistsFromRefused(t *testing.T) {
+	c, repo := client(t)
+	ctx := context.Background()
+	head, err := c.BranchHead(ctx, repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ref = "refs/bumper/dispatch/1-abc-1"
+	if created, err := c.CreateRef(ctx, repo, ref, head); !created || err != nil {
+		t.Fatalf("first create: %v, %v; want created", created, err)
+	}
+	if created, err := c.CreateRef(ctx, repo, ref, head); created || err != nil {
+		t.Fatalf("second create: %v, %v; want it found there, without an error", created, err)
+	}
+	for _, tc := range []struct{ name, ref, sha string }{
+		{"an object that does not exist", "refs/bumper/dispatch/2-abc-1", strings.Repeat("a", 40)},
+		{"a name that is not a ref", "refs/bumper/dispatch/2..x", head},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			created, err := c.CreateRef(ctx, repo, tc.ref, tc.sha)
+			if created || err == nil {
+				t.Fatalf("create: %v, %v; want an error, not a ref that exists", created, err)
+			}
+		})
+	}
+}
+
+// TestCommentsOfMissingIssue: listing the comments of an issue that does not exist is
+// GitHub's 404, which the domain reads as "no work item".
+func TestCommentsOfMissingIssue(t *testing.T) {
+	c, repo := client(t)
+	if _, err := c.Comments(context.Background(), repo, 999); !errors.Is(err, workitem.ErrNotFound) {
+		t.Fatalf("comments of #999: %v; want workitem.ErrNotFound", err)
+	}
+}
