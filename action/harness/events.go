@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/internal/lines"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // EventKind says what an event reports.
@@ -182,17 +183,7 @@ func clean(s string, n int) string {
 		}
 		return r
 	}, s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n-1 {
-			return s[:j] + "…"
-		}
-		i++
-	}
-	return s
+	return textcut.FitRunes(s, n, textcut.Ellipsis)
 }
 
 // EventsFile is where a command harness's program may append events as JSON lines;

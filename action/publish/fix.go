@@ -11,6 +11,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // ErrNotTheRunsPull: the pull request a fix run was given is not one it may publish
@@ -96,7 +97,7 @@ func CommentEvidence(ctx context.Context, gh *github.Client, repository string, 
 	}
 	head := strings.TrimSpace(strings.ToValidUTF8(intro, "\uFFFD"))
 	if len(head) > MaxSummary {
-		head = evidence.CutBytes(head, MaxSummary)
+		head = textcut.Bytes(head, MaxSummary)
 	}
 	head += "\n\n"
 	md, _ := evidence.Markdown(ev, evidence.CommentLimit-len(head))

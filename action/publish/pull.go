@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/internal/ghref"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // GitHub's limits on a pull request.
@@ -161,11 +161,7 @@ func pullTitle(title string, issue int) string {
 	if t == "" {
 		t = "Fix #" + strconv.Itoa(issue)
 	}
-	if utf8.RuneCountInString(t) > TitleLimit {
-		r := []rune(t)
-		t = string(r[:TitleLimit-1]) + "…"
-	}
-	return t
+	return textcut.FitRunes(t, TitleLimit, textcut.Ellipsis)
 }
 
 // pullBody is "Fixes #N", the summary and the evidence, within BodyLimit; it says what
@@ -174,12 +170,9 @@ func pullBody(o PullRequestOptions) (string, []string) {
 	var cuts []string
 	summary := strings.TrimSpace(strings.ToValidUTF8(o.Summary, "\uFFFD"))
 	if len(summary) > MaxSummary {
-		cut := MaxSummary
-		for cut > 0 && !utf8.RuneStart(summary[cut]) {
-			cut--
-		}
-		cuts = append(cuts, fmt.Sprintf("summary: cut at %d of %d bytes", cut, len(summary)))
-		summary = summary[:cut] + "\n\n*(summary cut)*"
+		kept := textcut.Bytes(summary, MaxSummary)
+		cuts = append(cuts, fmt.Sprintf("summary: cut at %d of %d bytes", len(kept), len(summary)))
+		summary = kept + "\n\n*(summary cut)*"
 	}
 	head := "Fixes #" + strconv.Itoa(o.Issue) + "\n\n"
 	if summary != "" {
