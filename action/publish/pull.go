@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/internal/ghref"
 	"github.com/bumperdev/bumper/internal/textcut"
@@ -20,7 +21,7 @@ import (
 // GitHub's limits on a pull request.
 const (
 	// BodyLimit is the most characters of a pull request's body.
-	BodyLimit = evidence.CommentLimit
+	BodyLimit = evidencemd.CommentLimit
 	// TitleLimit is the most characters of its title.
 	TitleLimit = 256
 	// MaxSummary is the most bytes of the summary kept in the body.
@@ -49,7 +50,7 @@ type PullRequestOptions struct {
 	// Summary is the runner's own Markdown about the run (anything the agent wrote
 	// belongs in the evidence, which quotes it), at most MaxSummary bytes kept.
 	Summary string
-	// Evidence is rendered below the summary with evidence.Markdown.
+	// Evidence is rendered below the summary with evidencemd.Render.
 	Evidence *evidence.Evidence
 }
 
@@ -182,7 +183,7 @@ func pullBody(o PullRequestOptions) (string, []string) {
 		return strings.TrimSpace(head) + "\n", cuts
 	}
 	// Markdown counts bytes, which are never fewer than characters.
-	md, of := evidence.Markdown(o.Evidence, BodyLimit-len(head))
+	md, of := evidencemd.Render(o.Evidence, BodyLimit-len(head))
 	for _, c := range of.Cuts {
 		cuts = append(cuts, "evidence "+c.Section+": "+c.Detail)
 	}

@@ -149,8 +149,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	now := cfg.Now().UTC()
 	r := &run{cfg: cfg, repo: repo, issue: issue, imageDigest: cfg.ImageDigest, ev: &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion, WorkItem: evidence.WorkItem{Repository: repo, Issue: issue},
-		Trigger: cfg.Trigger, Stage: evidence.Stage(cfg.Stage), Attempt: cfg.Attempt, StartedAt: now,
-		Approvals: []evidence.Approval{}, Ledger: evidence.Ledger{Status: evidence.LedgerAbsent},
+		Trigger: cfg.Trigger, Stage: wire.Stage(cfg.Stage), Attempt: cfg.Attempt, StartedAt: now,
+		Approvals: []wire.Approval{}, Ledger: evidence.Ledger{Status: evidence.LedgerAbsent},
 	}}
 	log := zerolog.Ctx(ctx).With().Str(logKeyWorkItem, cfg.WorkItem).Int(logKeyAttempt, cfg.Attempt).Str(logKeyStage, cfg.Stage).Logger()
 	ctx = log.WithContext(ctx)
