@@ -18,6 +18,9 @@ type quoter struct {
 	mdcode.Quoter
 	redacted bool // redacted a secret-looking text
 	cuts     int  // texts cut to their bound
+	// read counts the bytes prepared for quoting: the rendering's work, which its
+	// bounds keep from growing with the bundle (TestMarkdownWorkBounded).
+	read int
 }
 
 // redactWindow is how far past what is shown a text is searched for secrets, so a
@@ -29,6 +32,7 @@ const redactWindow = 1024
 // "\n" line ends and secrets redacted.
 func (q *quoter) prepare(s string, maxBytes int) string {
 	s = textcut.Bytes(s, maxBytes)
+	q.read += len(s)
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
 	if r := evidence.RedactText(s); r != s {

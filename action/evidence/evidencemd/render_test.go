@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
@@ -242,11 +241,7 @@ func TestMarkdownWithinLimits(t *testing.T) {
 		for _, limit := range limits {
 			t.Run(fmt.Sprintf("%s/%d", name, limit), func(t *testing.T) {
 				t.Parallel()
-				start := time.Now()
 				md, of := evidencemd.Render(e, limit)
-				if d := time.Since(start); d > 30*time.Second {
-					t.Errorf("Render took %v", d)
-				}
 				if len(md) > limit {
 					t.Fatalf("%d bytes, limit %d", len(md), limit)
 				}
