@@ -10,6 +10,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/ghemu"
 	"github.com/bumperdev/bumper/internal/verdict"
 )
@@ -122,7 +123,7 @@ func TestReviewRuns(t *testing.T) {
 		if err != nil || rv == nil || rv.HeadCommit != head || rv.Verdict != verdict.RequestChanges || rv.Findings != 2 || rv.VerdictDigest != verdict.Digest(doc) {
 			t.Fatalf("review evidence %+v; verdict.json %s (%v)", rv, doc, err)
 		}
-		if err := r.reviewEv.Validate(); err != nil || r.reviewEv.Stage != evidence.StageReview || r.reviewEv.PullRequest != r.pr.GetNumber() {
+		if err := r.reviewEv.Validate(); err != nil || r.reviewEv.Stage != wire.StageReview || r.reviewEv.PullRequest != r.pr.GetNumber() {
 			t.Fatalf("the review run's evidence: stage %s, pull request %d: %v", r.reviewEv.Stage, r.reviewEv.PullRequest, err)
 		}
 		reviews, comments := w.reviews(t, r.pr.GetNumber())

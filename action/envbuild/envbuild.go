@@ -26,6 +26,7 @@ import (
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/textcut"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
@@ -327,7 +328,8 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// tailBuffer keeps the last max bytes written.
+// tailBuffer keeps the last max bytes written, and the few before them that a
+// character they start inside of began with.
 type tailBuffer struct {
 	max int
 	buf []byte
@@ -335,25 +337,17 @@ type tailBuffer struct {
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
+	if over := len(t.buf) - (t.max + utf8.UTFMax - 1); over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
 	return len(p), nil
 }
 
-// String is the tail as text for an error: it was cut by bytes, so a character it
-// starts inside of is dropped, and bytes that are not UTF-8 (the setup prints what it
-// likes) become U+FFFD. The error ends up as the run's reason, which serve takes only
-// as valid UTF-8.
+// String is the tail as text for an error: at most max bytes, from the first character
+// that starts within the last max written, and bytes that are not UTF-8 (the setup
+// prints what it likes) written as U+FFFD. The error ends up as the run's reason,
+// which serve takes only as valid UTF-8.
 func (t *tailBuffer) String() string {
-	b := t.buf
-	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-		b = b[1:]
-	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	for len(s) > t.max {
-		_, n := utf8.DecodeRuneInString(s)
-		s = s[n:]
-	}
-	return s
+	s := textcut.Tail(string(t.buf), t.max)
+	return textcut.Tail(strings.ToValidUTF8(s, "\uFFFD"), t.max)
 }

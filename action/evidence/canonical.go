@@ -8,13 +8,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bumperdev/bumper/internal/revision"
-
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/jsondoc"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
-// MaxBundleBytes bounds what Parse reads.
-const MaxBundleBytes = 64 << 20
+// maxBundleBytes bounds what Parse reads.
+const maxBundleBytes = 64 << 20
 
 // Marshal writes the bundle as canonical JSON: object keys sorted at every level, two
 // spaces of indentation, no HTML escaping, times in UTC, empty lists as [], and a
@@ -38,11 +38,11 @@ func (e *Evidence) Digest() (string, error) {
 	return revision.Of(b), nil
 }
 
-// Parse reads evidence.json strictly (bounded, valid UTF-8, no duplicate or unknown
-// keys) and validates it.
+// Parse reads evidence.json strictly (at most 64 MiB, valid UTF-8, no duplicate or
+// unknown keys) and validates it.
 func Parse(data []byte) (*Evidence, error) {
-	if len(data) > MaxBundleBytes {
-		return nil, fmt.Errorf("evidence is %d bytes; at most %d are read", len(data), MaxBundleBytes)
+	if len(data) > maxBundleBytes {
+		return nil, fmt.Errorf("evidence is %d bytes; at most %d are read", len(data), maxBundleBytes)
 	}
 	if !utf8.Valid(data) {
 		return nil, errors.New("evidence is not valid UTF-8")
@@ -88,7 +88,7 @@ func (e *Evidence) normalized() *Evidence {
 	n := *e
 	n.StartedAt = utc(e.StartedAt)
 	n.EndedAt = utc(e.EndedAt)
-	n.Approvals = make([]Approval, len(e.Approvals))
+	n.Approvals = make([]wire.Approval, len(e.Approvals))
 	for i, a := range e.Approvals {
 		a.At = utc(a.At)
 		n.Approvals[i] = a

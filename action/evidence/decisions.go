@@ -11,12 +11,8 @@ import (
 	"github.com/bumperdev/bumper/internal/jsondoc"
 )
 
-// DecisionsSchemaVersion is the version of decisions.json this package reads
-// (schema/decisions-v1.json).
-const DecisionsSchemaVersion = 1
-
-// MaxDecisionsBytes bounds the agent's decisions.json.
-const MaxDecisionsBytes = 256 << 10
+// maxDecisionsBytes bounds the agent's decisions.json.
+const maxDecisionsBytes = 256 << 10
 
 // Decision is one judgment call the agent made where the issue was silent.
 type Decision struct {
@@ -37,15 +33,10 @@ type decisionsFile struct {
 	Decisions     []Decision `json:"decisions"`
 }
 
-// ParseDecisions reads the decision ledger the agent wrote (decisions.json), which is
-// untrusted: at most MaxDecisionsBytes of valid UTF-8 holding one JSON object with no
-// duplicate keys, valid against schema/decisions-v1.json (version 1, no unknown
-// fields, at most 100 decisions, bounded strings, confidence a number from 0 to 1).
-// The error names what was wrong and where (a JSON pointer). The decisions come back
-// least confident first; equal confidences keep the file's order.
-func ParseDecisions(data []byte) ([]Decision, error) {
-	if len(data) > MaxDecisionsBytes {
-		return nil, fmt.Errorf("decisions.json is %d bytes; at most %d are read", len(data), MaxDecisionsBytes)
+// parseDecisions reads the decision ledger the agent wrote, as NewLedger says.
+func parseDecisions(data []byte) ([]Decision, error) {
+	if len(data) > maxDecisionsBytes {
+		return nil, fmt.Errorf("decisions.json is %d bytes; at most %d are read", len(data), maxDecisionsBytes)
 	}
 	if !utf8.Valid(data) {
 		return nil, errors.New("decisions.json is not valid UTF-8")
@@ -62,6 +53,14 @@ func ParseDecisions(data []byte) ([]Decision, error) {
 	}
 	sortDecisions(f.Decisions)
 	return f.Decisions, nil
+}
+
+// LeastConfidentFirst is a copy of the ledger's decisions, least confident first, as
+// NewLedger sorts them: a bundle read from elsewhere may not be sorted.
+func (l Ledger) LeastConfidentFirst() []Decision {
+	out := slices.Clone(l.Decisions)
+	sortDecisions(out)
+	return out
 }
 
 // sortDecisions puts the least confident first, keeping the order of equals.

@@ -3,6 +3,8 @@ package evidence
 import (
 	"slices"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // AuditEntry is what the egress summary needs of one firewall audit entry. The runner
@@ -37,7 +39,7 @@ type Egress struct {
 	AllowedRequests int64        `json:"allowed_requests"`
 	DeniedRequests  int64        `json:"denied_requests"`
 	// OmittedAllowedHosts and OmittedDeniedHosts count the destinations left out of the
-	// lists (the least requested, beyond MaxEgressHosts).
+	// lists (the least requested, beyond the 100 each list keeps).
 	OmittedAllowedHosts int `json:"omitted_allowed_hosts"`
 	OmittedDeniedHosts  int `json:"omitted_denied_hosts"`
 }
@@ -54,15 +56,17 @@ type EgressHost struct {
 }
 
 const (
-	maxHostLen    = 255
-	maxReasons    = 3
-	maxReasonLen  = 300
-	noTargetLabel = "(no target)"
+	// maxEgressHosts bounds each of SummarizeEgress's lists (the schema says the same).
+	maxEgressHosts = 100
+	maxHostLen     = 255
+	maxReasons     = 3
+	maxReasonLen   = 300
+	noTargetLabel  = "(no target)"
 )
 
 // SummarizeEgress groups audit entries by destination (host:port, lower-cased, for
 // connect and http; the gateway's name for gateways), allowed and denied apart, each
-// list most requested first (then by name) and cut at MaxEgressHosts with the rest
+// list most requested first (then by name) and cut at 100 destinations with the rest
 // counted. Targets come from the VM, so they are cut to 255 characters and made valid
 // UTF-8.
 func SummarizeEgress(entries []AuditEntry) Egress {
@@ -80,7 +84,7 @@ func SummarizeEgress(entries []AuditEntry) Egress {
 		default:
 			k.host = strings.ToLower(a.Target)
 		}
-		k.host = cutRunes(strings.ToValidUTF8(k.host, "\uFFFD"), maxHostLen)
+		k.host, _ = textcut.Runes(strings.ToValidUTF8(k.host, "\uFFFD"), maxHostLen)
 		if k.host == "" {
 			k.host = noTargetLabel
 		}
@@ -100,7 +104,7 @@ func SummarizeEgress(entries []AuditEntry) Egress {
 		h.BytesUp += max(a.BytesUp, 0)
 		h.BytesDown += max(a.BytesDown, 0)
 		if !a.Allowed && a.Reason != "" && len(h.Reasons) < maxReasons {
-			r := cutRunes(strings.ToValidUTF8(a.Reason, "\uFFFD"), maxReasonLen)
+			r, _ := textcut.Runes(strings.ToValidUTF8(a.Reason, "\uFFFD"), maxReasonLen)
 			if !slices.Contains(h.Reasons, r) {
 				h.Reasons = append(h.Reasons, r)
 			}
@@ -140,14 +144,8 @@ func topHosts[K comparable](m map[K]*EgressHost) ([]EgressHost, int) {
 		}
 		return strings.Compare(string(a.Via), string(b.Via))
 	})
-	if len(hosts) > MaxEgressHosts {
-		return hosts[:MaxEgressHosts], len(hosts) - MaxEgressHosts
+	if len(hosts) > maxEgressHosts {
+		return hosts[:maxEgressHosts], len(hosts) - maxEgressHosts
 	}
 	return hosts, 0
-}
-
-// cutRunes keeps at most n characters of s.
-func cutRunes(s string, n int) string {
-	kept, _ := truncateRunes(s, n)
-	return kept
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencetest"
 )
 
 func TestSummarizeEgress(t *testing.T) {
@@ -43,7 +44,8 @@ func TestSummarizeEgressHostile(t *testing.T) {
 	}
 	entries = append(entries, evidence.AuditEntry{Kind: "connect", Target: strings.Repeat("\xffa", 1000) + ":443"})
 	g := evidence.SummarizeEgress(entries)
-	if len(g.Denied) != evidence.MaxEgressHosts || g.OmittedDeniedHosts != 5002-evidence.MaxEgressHosts || g.DeniedRequests != 5011 {
+	const kept = 100 // destinations each list keeps
+	if len(g.Denied) != kept || g.OmittedDeniedHosts != 5002-kept || g.DeniedRequests != 5011 {
 		t.Fatalf("denied %d hosts, %d omitted, %d requests", len(g.Denied), g.OmittedDeniedHosts, g.DeniedRequests)
 	}
 	if g.Denied[0].Host != "zz.example:443" || g.Denied[0].Count != 10 || len(g.Denied[0].Reasons) != 3 {
@@ -54,7 +56,7 @@ func TestSummarizeEgressHostile(t *testing.T) {
 			t.Errorf("host %q is not cut or not valid UTF-8", h.Host)
 		}
 	}
-	e := realistic()
+	e := evidencetest.Realistic()
 	e.Egress = g
 	if err := e.Validate(); err != nil {
 		t.Errorf("a summary of hostile entries does not validate: %v", err)

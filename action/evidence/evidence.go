@@ -3,7 +3,9 @@ package evidence
 import (
 	"time"
 
+	"github.com/bumperdev/bumper/action/evidence/risk"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // SchemaVersion is the version of evidence.json this package writes and reads
@@ -18,22 +20,12 @@ const (
 	DecisionsFile = "/out/decisions.json"
 )
 
-// Limits of GitHub's Markdown fields, for Markdown's limit.
-const (
-	// CommentLimit is the most characters of an issue or pull request comment.
-	CommentLimit = 65536
-	// CheckRunSummaryLimit is the most characters of a check run's output summary.
-	CheckRunSummaryLimit = 65535
-)
-
 // Bounds of what a bundle holds (the schema says the same).
 const (
 	// MaxExcerptBytes bounds one failure's output excerpt; see Excerpt.
 	MaxExcerptBytes = 8192
 	// MaxFailures bounds the failures kept per test run.
 	MaxFailures = 1000
-	// MaxEgressHosts bounds each of SummarizeEgress's lists.
-	MaxEgressHosts = 100
 )
 
 // Evidence is the bundle of one run (evidence.json). Slices may be nil; Marshal writes
@@ -44,11 +36,13 @@ type Evidence struct {
 	Trigger       Trigger  `json:"trigger"`
 	// Revision is the approval revision the run was dispatched for ("sha256:…").
 	Revision string `json:"revision"`
-	// Approvals authorized the run; empty only for a plan run.
-	Approvals []Approval `json:"approvals"`
-	Stage     Stage      `json:"stage"`
-	Attempt   int        `json:"attempt"`
-	Outcome   Outcome    `json:"outcome"`
+	// Approvals authorized the run (the App's, whose JSON is what the schema's
+	// approval says); empty only for a plan run.
+	Approvals []wire.Approval `json:"approvals"`
+	// Stage is what the run was dispatched to do.
+	Stage   wire.Stage `json:"stage"`
+	Attempt int        `json:"attempt"`
+	Outcome Outcome    `json:"outcome"`
 	// OutcomeReason says why, in a line, when the outcome is not success.
 	OutcomeReason string `json:"outcome_reason,omitempty"`
 	// BaseCommit and HeadCommit are full git object ids; HeadCommit is what the run
@@ -74,17 +68,18 @@ type Evidence struct {
 	Commands []Command `json:"commands"`
 	Tests    []TestRun `json:"tests"`
 	// Harness is nil when no agent round ran.
-	Harness *Harness   `json:"harness,omitempty"`
-	Diff    DiffStat   `json:"diff"`
-	Egress  Egress     `json:"egress"`
-	Cost    Cost       `json:"cost"`
-	Ledger  Ledger     `json:"decision_ledger"`
-	Risk    []RiskFlag `json:"risk_flags"`
+	Harness *Harness `json:"harness,omitempty"`
+	Diff    DiffStat `json:"diff"`
+	Egress  Egress   `json:"egress"`
+	Cost    Cost     `json:"cost"`
+	Ledger  Ledger   `json:"decision_ledger"`
+	// Risk flags the changed files that govern the checks (risk.Note).
+	Risk []risk.Flag `json:"risk_flags"`
 	// Audit is nil when the firewall never started.
 	Audit      *Audit     `json:"audit,omitempty"`
 	Revocation Revocation `json:"token_revocation"`
-	// Artifact names where evidence.json was uploaded; Markdown points at it when it
-	// cuts something.
+	// Artifact names where evidence.json was uploaded; the Markdown (evidencemd)
+	// points at it when it cuts something.
 	Artifact *Artifact `json:"artifact,omitempty"`
 	// Review is a review run's judgement of the pull request; nil for other stages.
 	Review *Review `json:"review,omitempty"`
@@ -130,21 +125,6 @@ type Trigger struct {
 	Actor       string `json:"actor"`
 	Runner      string `json:"runner,omitempty"`
 }
-
-// Approval is one /approve that authorized the run: the App's wire.Approval, whose JSON
-// is what the schema's approval says.
-type Approval = wire.Approval
-
-// Stage is what the run was dispatched to do: the App's wire.Stage.
-type Stage = wire.Stage
-
-// The stages.
-const (
-	StagePlan      = wire.StagePlan
-	StageImplement = wire.StageImplement
-	StageFix       = wire.StageFix
-	StageReview    = wire.StageReview
-)
 
 // Outcome is how the run ended.
 type Outcome string
@@ -299,7 +279,7 @@ func NewDiffStat(files []FileStat) DiffStat {
 	return d
 }
 
-// Paths are the changed files' paths, for RiskNote.
+// Paths are the changed files' paths, for risk.Note.
 func (d DiffStat) Paths() []string {
 	out := make([]string, len(d.Files))
 	for i, f := range d.Files {
@@ -319,24 +299,24 @@ type Cost struct {
 	// SelfReportedMicroUSD is what the harness said it spent; nil when it said nothing.
 	SelfReportedMicroUSD *int64 `json:"self_reported_micro_usd,omitempty"`
 	// SelfReportedDisagrees says the harness's figure and the metered one differ by
-	// more than DisagreeRatio of the metered one (or the harness reported spend where
+	// more than 20 % of the metered one (Disagree) (or the harness reported spend where
 	// nothing was metered): the metered figure stands, a reviewer should know.
 	SelfReportedDisagrees bool  `json:"self_reported_disagrees,omitempty"`
 	BudgetMicroUSD        int64 `json:"budget_micro_usd,omitempty"`
 }
 
-// DisagreeRatio is how far a harness's own cost may be from the metered cost before
+// disagreeRatio is how far a harness's own cost may be from the metered cost before
 // the evidence flags it.
-const DisagreeRatio = 0.20
+const disagreeRatio = 0.20
 
-// Disagree says whether a self-reported cost is more than DisagreeRatio away from the
-// metered one.
+// Disagree says whether a self-reported cost is more than 20 % of the metered one away
+// from it.
 func Disagree(selfReported, metered int64) bool {
 	diff := selfReported - metered
 	if diff < 0 {
 		diff = -diff
 	}
-	return float64(diff) > DisagreeRatio*float64(metered)
+	return float64(diff) > disagreeRatio*float64(metered)
 }
 
 // Harness is the agent that ran: which CLI at which release, and what its event
@@ -369,15 +349,21 @@ type Ledger struct {
 	Decisions []Decision `json:"decisions"`
 }
 
-// NewLedger is the ledger read from the agent's file: data is nil when the file was
-// absent; an invalid file gives an invalid ledger that says why.
+// NewLedger is the ledger read from the agent's file (decisions.json), which is
+// untrusted: present says whether the file was there. The file must be at most 256 KiB
+// of valid UTF-8 holding one JSON object with no duplicate keys, valid against
+// schema/decisions-v1.json (version 1, no unknown fields, at most 100 decisions,
+// bounded strings, confidence a number from 0 to 1); an invalid file gives an invalid
+// ledger whose Error says what was wrong and where (a JSON pointer). The decisions come
+// least confident first; equal confidences keep the file's order.
 func NewLedger(data []byte, present bool) Ledger {
 	if !present {
 		return Ledger{Status: LedgerAbsent}
 	}
-	ds, err := ParseDecisions(data)
+	ds, err := parseDecisions(data)
 	if err != nil {
-		return Ledger{Status: LedgerInvalid, Error: cutRunes(err.Error(), 1000)}
+		kept, _ := textcut.Runes(err.Error(), 1000)
+		return Ledger{Status: LedgerInvalid, Error: kept}
 	}
 	return Ledger{Status: LedgerOK, Decisions: ds}
 }

@@ -16,9 +16,9 @@ const (
 	decisionsSchemaURL = schemaBase + "decisions-v1.json"
 )
 
-// SchemaFiles are the JSON Schemas (draft 2020-12) this package validates against, by
+// schemaFiles are the JSON Schemas (draft 2020-12) this package validates against, by
 // file name: evidence-v1.json and decisions-v1.json.
-func SchemaFiles() map[string][]byte {
+func schemaFiles() map[string][]byte {
 	out := map[string][]byte{}
 	for _, name := range []string{"evidence-v1.json", "decisions-v1.json"} {
 		b, err := schemaFS.ReadFile("schema/" + name)
@@ -31,15 +31,8 @@ func SchemaFiles() map[string][]byte {
 }
 
 var schemas = sync.OnceValues(func() (*jsondoc.Schemas, error) {
-	return jsondoc.Compile(schemaBase, SchemaFiles())
+	return jsondoc.Compile(schemaBase, schemaFiles())
 })
-
-// Problem is one reason a bundle is invalid: where (a JSON pointer, "" for the whole
-// document) and what.
-type Problem = jsondoc.Problem
-
-// ValidationError lists everything wrong with a bundle or a decisions file.
-type ValidationError = jsondoc.ValidationError
 
 // validateSchema validates the JSON document data against the schema at url.
 func validateSchema(url string, data []byte) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"github.com/bumperdev/bumper/internal/jsondoc"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // secretPattern is one kind of credential a bundle must never carry.
@@ -59,6 +60,16 @@ func secretIn(s string) string {
 		return matchSecret(stripHidden(s))
 	}
 	return ""
+}
+
+// stripHidden drops hidden runes (internal/hiddenchar), to find secrets split by them.
+func stripHidden(s string) string {
+	return strings.Map(func(r rune) rune {
+		if hiddenchar.Is(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // hasHidden reports whether s holds a hidden rune (internal/hiddenchar).
@@ -124,15 +135,15 @@ func isMixed(s string) bool {
 
 // findSecrets reports every string (and object key) of the JSON document data that
 // looks like a secret, by JSON pointer and kind.
-func findSecrets(data []byte) ([]Problem, error) {
+func findSecrets(data []byte) ([]jsondoc.Problem, error) {
 	v, err := decodeGeneric(data)
 	if err != nil {
 		return nil, err
 	}
-	var out []Problem
+	var out []jsondoc.Problem
 	walkStrings(v, "", func(path, s string) string {
 		if kind := secretIn(s); kind != "" {
-			out = append(out, Problem{Path: path, Message: "looks like a " + kind + "; a bundle must never carry one"})
+			out = append(out, jsondoc.Problem{Path: path, Message: "looks like a " + kind + "; a bundle must never carry one"})
 			return RedactText(s) // so that no pointer under a key quotes it
 		}
 		return s
@@ -171,7 +182,7 @@ func (e *Evidence) Redact() ([]string, error) {
 		}
 		paths = append(paths, path)
 		if n := utf8.RuneCountInString(s); utf8.RuneCountInString(r) > n {
-			r = cutRunes(r, n)
+			r, _ = textcut.Runes(r, n)
 		}
 		return r
 	})

@@ -3,22 +3,24 @@ package evidence
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bumperdev/bumper/internal/jsondoc"
 )
 
 // Validate checks the bundle as Marshal writes it against schema/evidence-v1.json and
 // then what a schema cannot say: no string anywhere looks like a secret (see Redact),
 // times run forwards and durations match them, the diff's totals add up, counts cover
 // the failures listed, the decision ledger is least confident first, and the cost's
-// estimated flag matches its count. A *ValidationError lists every problem with its
-// JSON path; a secret is named by kind, never quoted.
+// estimated flag matches its count. A *jsondoc.ValidationError lists every problem
+// with its JSON path; a secret is named by kind, never quoted.
 func (e *Evidence) Validate() error {
 	data, err := e.Marshal()
 	if err != nil {
 		return err
 	}
-	var problems []Problem
+	var problems []jsondoc.Problem
 	if err := validateSchema(evidenceSchemaURL, data); err != nil {
-		var ve *ValidationError
+		var ve *jsondoc.ValidationError
 		if !errors.As(err, &ve) {
 			return err
 		}
@@ -31,16 +33,16 @@ func (e *Evidence) Validate() error {
 	problems = append(problems, secrets...)
 	problems = append(problems, e.consistency()...)
 	if len(problems) > 0 {
-		return &ValidationError{Problems: problems}
+		return &jsondoc.ValidationError{Problems: problems}
 	}
 	return nil
 }
 
 // consistency is what the schema cannot check.
-func (e *Evidence) consistency() []Problem {
-	var out []Problem
+func (e *Evidence) consistency() []jsondoc.Problem {
+	var out []jsondoc.Problem
 	add := func(path, format string, args ...any) {
-		out = append(out, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+		out = append(out, jsondoc.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	if e.EndedAt.Before(e.StartedAt) {
 		add("/ended_at", "ends before the run started")

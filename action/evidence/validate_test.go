@@ -4,17 +4,40 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
+	"github.com/bumperdev/bumper/action/evidence/evidencetest"
+	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/jsondoc"
 )
 
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// schemaFiles are the schemas in schema/, by file name.
+func schemaFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, name := range []string{"evidence-v1.json", "decisions-v1.json"} {
+		b, err := os.ReadFile("schema/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	return files
+}
+
 func TestRealisticBundleIsValid(t *testing.T) {
-	e := realistic()
+	e := evidencetest.Realistic()
 	if err := e.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -22,7 +45,7 @@ func TestRealisticBundleIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "realistic.json", b)
+	evidencetest.Golden(t, "testdata/realistic.json", b, *update)
 
 	back, err := evidence.Parse(b)
 	if err != nil {
@@ -38,7 +61,7 @@ func TestRealisticBundleIsValid(t *testing.T) {
 }
 
 func TestFixturesAreValid(t *testing.T) {
-	e := failedRun()
+	e := evidencetest.Failed()
 	if err := e.Validate(); err != nil {
 		t.Fatalf("failed run: %v", err)
 	}
@@ -48,7 +71,7 @@ func TestFixturesAreValid(t *testing.T) {
 }
 
 func TestSchemaFiles(t *testing.T) {
-	files := evidence.SchemaFiles()
+	files := schemaFiles(t)
 	for _, name := range []string{"evidence-v1.json", "decisions-v1.json"} {
 		var doc map[string]any
 		if err := json.Unmarshal(files[name], &doc); err != nil {
@@ -65,7 +88,7 @@ func TestSchemaFiles(t *testing.T) {
 // set every optional one); the schema's additionalProperties: false checks the other
 // way, in TestFixturesAreValid.
 func TestSchemaMirrorsTypes(t *testing.T) {
-	files := evidence.SchemaFiles()
+	files := schemaFiles(t)
 	docs := map[string]map[string]any{}
 	for name, b := range files {
 		var doc map[string]any
@@ -75,7 +98,7 @@ func TestSchemaMirrorsTypes(t *testing.T) {
 		docs[name] = doc
 	}
 	var instances []any
-	for _, e := range []*evidence.Evidence{realistic(), failedRun()} {
+	for _, e := range []*evidence.Evidence{evidencetest.Realistic(), evidencetest.Failed()} {
 		b, err := e.Marshal()
 		if err != nil {
 			t.Fatal(err)
@@ -138,12 +161,12 @@ func TestSchemaMirrorsTypes(t *testing.T) {
 }
 
 func TestPlanRunNeedsNoApproval(t *testing.T) {
-	e := realistic()
-	e.Stage, e.Approvals = evidence.StagePlan, nil
+	e := evidencetest.Realistic()
+	e.Stage, e.Approvals = wire.StagePlan, nil
 	if err := e.Validate(); err != nil {
 		t.Fatalf("a plan run without approvals: %v", err)
 	}
-	e.Stage = evidence.StageFix
+	e.Stage = wire.StageFix
 	wantProblem(t, e.Validate(), "/approvals", "minItems")
 }
 
@@ -162,10 +185,10 @@ func TestValidateRejects(t *testing.T) {
 		{"missing base commit", func(e *evidence.Evidence) { e.BaseCommit = "" }, "/base_commit", "does not match pattern"},
 		{"short commit", func(e *evidence.Evidence) { e.HeadCommit = "e69de29" }, "/head_commit", "does not match pattern"},
 		{"missing revision", func(e *evidence.Evidence) { e.Revision = "" }, "/revision", "does not match pattern"},
-		{"short revision hash", func(e *evidence.Evidence) { e.Revision = "sha256:" + hash(1)[:16] }, "/revision", "does not match pattern"},
-		{"hash without its algorithm", func(e *evidence.Evidence) { e.Audit.Head = hash(3) }, "/audit/head", "does not match pattern"},
-		{"upper-case hash", func(e *evidence.Evidence) { e.Sandbox.ImageDigest = strings.ToUpper(sha(2)) }, "/sandbox/image_digest", "does not match pattern"},
-		{"sha1 digest", func(e *evidence.Evidence) { e.Approvals[0].Revision = "sha1:" + hash(1)[:40] }, "/approvals/0/revision", "does not match pattern"},
+		{"short revision hash", func(e *evidence.Evidence) { e.Revision = "sha256:" + evidencetest.Hash(1)[:16] }, "/revision", "does not match pattern"},
+		{"hash without its algorithm", func(e *evidence.Evidence) { e.Audit.Head = evidencetest.Hash(3) }, "/audit/head", "does not match pattern"},
+		{"upper-case hash", func(e *evidence.Evidence) { e.Sandbox.ImageDigest = strings.ToUpper(evidencetest.SHA(2)) }, "/sandbox/image_digest", "does not match pattern"},
+		{"sha1 digest", func(e *evidence.Evidence) { e.Approvals[0].Revision = "sha1:" + evidencetest.Hash(1)[:40] }, "/approvals/0/revision", "does not match pattern"},
 		{"approval without comment", func(e *evidence.Evidence) { e.Approvals[0].CommentID = 0 }, "/approvals/0/comment_id", "minimum"},
 		{"no approvals for implement", func(e *evidence.Evidence) { e.Approvals = nil }, "/approvals", "minItems"},
 		{"unknown stage", func(e *evidence.Evidence) { e.Stage = "deploy" }, "/stage", "value must be one of"},
@@ -222,7 +245,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := realistic()
+			e := evidencetest.Realistic()
 			tt.mutate(e)
 			wantProblem(t, e.Validate(), tt.path, tt.msg)
 		})
@@ -230,7 +253,7 @@ func TestValidateRejects(t *testing.T) {
 }
 
 func TestSecretNeverInError(t *testing.T) {
-	e := realistic()
+	e := evidencetest.Realistic()
 	secret := "ghp_" + strings.Repeat("Qw3", 12)
 	e.Commands[0].Command = "echo " + secret
 	err := e.Validate()
@@ -243,7 +266,7 @@ func TestSecretNeverInError(t *testing.T) {
 }
 
 func TestNotSecrets(t *testing.T) {
-	e := realistic()
+	e := evidencetest.Realistic()
 	e.OutcomeReason = "disk-image task-force sk-learn-compatibility-layer-for-models " +
 		"Bearer authentication is documented; ghs_ prefix; -----BEGIN PUBLIC KEY-----"
 	if err := e.Validate(); err != nil {
@@ -252,7 +275,7 @@ func TestNotSecrets(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	e := realistic()
+	e := evidencetest.Realistic()
 	token := "ghs_" + strings.Repeat("A1b2C3d4", 5)
 	e.Tests[0].Failures[0].Excerpt = "fixture key sk-ant-api03-" + strings.Repeat("Zq9_", 10) + " end"
 	e.Commands[4].Command = "git push https://x:" + token + "@github.com/acme/widgets"
@@ -270,7 +293,7 @@ func TestRedact(t *testing.T) {
 	if got := e.Tests[0].Failures[0].Excerpt; got != "fixture key [redacted Anthropic API key] end" {
 		t.Errorf("excerpt = %q", got)
 	}
-	if paths, err := realistic().Redact(); err != nil || paths != nil {
+	if paths, err := evidencetest.Realistic().Redact(); err != nil || paths != nil {
 		t.Errorf("Redact of a clean bundle = %v, %v", paths, err)
 	}
 }
@@ -290,14 +313,14 @@ func TestRedactWhatTheAgentWrote(t *testing.T) {
 		"sk-proj-" + strings.Repeat("Pq4", 8),
 		"ghs_" + strings.Repeat("Mn5", 8),
 	}
-	e := realistic()
+	e := evidencetest.Realistic()
 	e.Ledger.Decisions[0].Choice = "use the token " + secrets[0] + " for the API"
 	e.Ledger.Decisions[1].Rationale = secrets[1]
 	e.Harness.ToolCalls[secrets[2]] = 3
 	e.Harness.ToolCalls[secrets[3]] = 2
 	e.Harness.ToolCalls["mcp "+secrets[4]] = 1
 	e.Diff.Files[0].Path = "leak/" + secrets[4] + ".txt"
-	e.Risk = evidence.RiskNote(e.Diff.Paths())
+	e.Risk = risk.Note(e.Diff.Paths())
 	excerpt := strings.Repeat("x", evidence.MaxExcerptBytes-len(secrets[2])-1) + " " + secrets[2]
 	e.Tests[0].Failures[0].Excerpt = excerpt
 	if err := e.Validate(); err == nil {
@@ -327,7 +350,7 @@ func TestRedactWhatTheAgentWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, _ := evidence.Markdown(e, evidence.CommentLimit)
+	md, _ := evidencemd.Render(e, evidencemd.CommentLimit)
 	for _, s := range secrets {
 		if bytes.Contains(data, []byte(s)) || strings.Contains(md, s) {
 			t.Errorf("%.12s… is still in the bundle", s)
@@ -349,12 +372,12 @@ func TestRedactWhatTheAgentWrote(t *testing.T) {
 }
 
 func TestMarshalDeterministic(t *testing.T) {
-	a, err := realistic().Marshal()
+	a, err := evidencetest.Realistic().Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		b, _ := realistic().Marshal()
+		b, _ := evidencetest.Realistic().Marshal()
 		if !bytes.Equal(a, b) {
 			t.Fatal("Marshal differs between equal bundles")
 		}
@@ -364,7 +387,7 @@ func TestMarshalDeterministic(t *testing.T) {
 	}
 
 	// The same instants in another zone, nil lists instead of empty ones.
-	e := realistic()
+	e := evidencetest.Realistic()
 	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
 	e.StartedAt, e.EndedAt = e.StartedAt.In(zone), e.EndedAt.In(zone)
 	e.Approvals[0].At = e.Approvals[0].At.In(zone)
@@ -407,7 +430,7 @@ func TestMarshalDeterministic(t *testing.T) {
 	}
 
 	// No HTML escaping.
-	e = realistic()
+	e = evidencetest.Realistic()
 	e.OutcomeReason = "a <b> & c"
 	b, _ = e.Marshal()
 	if !bytes.Contains(b, []byte(`"a <b> & c"`)) {
@@ -422,7 +445,7 @@ func isKey(data []byte, off int64) bool {
 }
 
 func TestDigest(t *testing.T) {
-	e := realistic()
+	e := evidencetest.Realistic()
 	d, err := e.Digest()
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +453,7 @@ func TestDigest(t *testing.T) {
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}$`).MatchString(d) {
 		t.Fatalf("Digest = %q", d)
 	}
-	if d2, _ := realistic().Digest(); d2 != d {
+	if d2, _ := evidencetest.Realistic().Digest(); d2 != d {
 		t.Error("Digest differs between equal bundles")
 	}
 	e.Cost.MeteredCalls++
@@ -449,7 +472,7 @@ func nan() float64 {
 }
 
 func TestParseRefuses(t *testing.T) {
-	good, err := realistic().Marshal()
+	good, err := evidencetest.Realistic().Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +486,7 @@ func TestParseRefuses(t *testing.T) {
 		{"trailing data", append(append([]byte{}, good...), "{}"...), "trailing data"},
 		{"invalid UTF-8", bytes.Replace(good, []byte("Retry webhook"), []byte("Retry \xff webhook"), 1), "UTF-8"},
 		{"not JSON", []byte("evidence"), "not valid JSON"},
-		{"short hash", bytes.Replace(good, []byte(sha(3)), []byte("sha256:abc"), 1), "/audit/head"},
+		{"short hash", bytes.Replace(good, []byte(evidencetest.SHA(3)), []byte("sha256:abc"), 1), "/audit/head"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -475,11 +498,11 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-// wantProblem checks that err is a *ValidationError with a problem at path whose
-// message holds msg.
+// wantProblem checks that err is a *jsondoc.ValidationError with a problem at path
+// whose message holds msg.
 func wantProblem(t *testing.T, err error, path, msg string) {
 	t.Helper()
-	var ve *evidence.ValidationError
+	var ve *jsondoc.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("error = %v, want a *ValidationError", err)
 	}

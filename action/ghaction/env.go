@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/sethvargo/go-githubactions"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // MaxSummaryBytes is GitHub's limit on a step's summary: past it the summary is not
@@ -187,7 +189,7 @@ func (e *Env) AddSummary(markdown string) error {
 		if room <= int64(len(note)) {
 			return errors.New("the job summary is full (1 MiB); nothing more was added")
 		}
-		markdown = cutUTF8(markdown, int(room)-len(note)) + note
+		markdown = textcut.Bytes(markdown, int(room)-len(note)) + note
 	}
 	return fileCommand(func() { e.a.AddStepSummary(markdown) })
 }
@@ -235,14 +237,3 @@ func fileCommand(f func()) (err error) {
 }
 
 func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
-
-// cutUTF8 cuts s to at most n bytes without splitting a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}

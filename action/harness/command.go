@@ -11,6 +11,7 @@ import (
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // The environment of the command harness's program (docs/runner.md, "Harnesses").
@@ -121,7 +122,7 @@ func boundFeedback(feedback string) string {
 		return s
 	}
 	note := fmt.Sprintf("\n\n[Bumper cut this feedback: it was %d bytes; the first %d are above.]\n", len(s), MaxFeedbackBytes)
-	kept := evidence.CutBytes(s, MaxFeedbackBytes-len(note))
+	kept := textcut.Bytes(s, MaxFeedbackBytes-len(note))
 	note = fmt.Sprintf("\n\n[Bumper cut this feedback: it was %d bytes; the first %d are above.]\n", len(s), len(kept))
 	return kept + note
 }

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"github.com/bumperdev/bumper/internal/lines"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // EventKind says what an event reports.
@@ -173,26 +174,18 @@ func parseEvent(b []byte) Event {
 	return e
 }
 
-// clean makes s one line of at most n characters: line breaks and other control or
-// format characters become spaces.
+// clean makes s one line of at most n characters, cut with "…": line breaks, tabs and
+// every character a reader cannot see or that reorders the display (internal/hiddenchar:
+// controls, format, bidirectional and tag characters, default-ignorables, variation
+// selectors) become spaces, so that an event's text shows all it holds, on one line.
 func clean(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+		if r == '\n' || r == '\r' || r == '\t' || hiddenchar.Is(r) {
 			return ' '
 		}
 		return r
 	}, s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n-1 {
-			return s[:j] + "…"
-		}
-		i++
-	}
-	return s
+	return textcut.FitRunes(s, n, textcut.Ellipsis)
 }
 
 // EventsFile is where a command harness's program may append events as JSON lines;

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/internal/lines"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // MaxStreamLineBytes bounds one line of an agent CLI's JSON event stream. A tool call
@@ -99,7 +99,7 @@ func (t *tailWriter) withStderr(reason string) string {
 // spaces become one, and the end is cut with "…". s may be a whole tool output, so
 // only its start is looked at.
 func oneLine(s string, n int) string {
-	s = evidence.CutBytes(s, 4*n+4)
+	s = textcut.Bytes(s, 4*n+4)
 	return clean(strings.Join(strings.Fields(clean(s, len(s))), " "), n)
 }
 

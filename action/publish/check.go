@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/workspace"
 )
 
@@ -21,7 +22,7 @@ const EvidenceCheckName = "bumper/evidence"
 type CheckRunOptions struct {
 	// Repository is owner/name; Head the commit the run pushed (40 hex digits).
 	Repository, Head string
-	// Evidence gives the conclusion (its outcome) and the summary (evidence.Markdown).
+	// Evidence gives the conclusion (its outcome) and the summary (evidencemd.Render).
 	Evidence *evidence.Evidence
 	// DetailsURL points at the Actions run. Empty: ServerURL/<repository>/actions/runs/
 	// <Evidence.Trigger.RunID> when both are known (GITHUB_SERVER_URL), else none.
@@ -79,7 +80,7 @@ func EvidenceCheckRun(ctx context.Context, gh *github.Client, o CheckRunOptions)
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	e := o.Evidence
-	summary, of := evidence.Markdown(e, evidence.CheckRunSummaryLimit)
+	summary, of := evidencemd.Render(e, evidencemd.CheckRunSummaryLimit)
 	cr := &CheckRun{Conclusion: Conclusion(e.Outcome)}
 	for _, c := range of.Cuts {
 		cr.Cuts = append(cr.Cuts, c.Section+": "+c.Detail)

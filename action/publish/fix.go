@@ -10,7 +10,9 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // ErrNotTheRunsPull: the pull request a fix run was given is not one it may publish
@@ -85,7 +87,7 @@ func ExistingPull(ctx context.Context, gh *github.Client, o ExistingPullOptions)
 
 // CommentEvidence posts a fix round's evidence on the pull request as a comment (the
 // pull request's body keeps the run that opened it): a line of the runner's own, then
-// evidence.Markdown within GitHub's comment limit. It returns the comment's URL.
+// evidencemd.Render within GitHub's comment limit. It returns the comment's URL.
 func CommentEvidence(ctx context.Context, gh *github.Client, repository string, number int, intro string, ev *evidence.Evidence) (string, error) {
 	owner, name, err := splitRepo(repository)
 	if err != nil {
@@ -96,10 +98,10 @@ func CommentEvidence(ctx context.Context, gh *github.Client, repository string, 
 	}
 	head := strings.TrimSpace(strings.ToValidUTF8(intro, "\uFFFD"))
 	if len(head) > MaxSummary {
-		head = evidence.CutBytes(head, MaxSummary)
+		head = textcut.Bytes(head, MaxSummary)
 	}
 	head += "\n\n"
-	md, _ := evidence.Markdown(ev, evidence.CommentLimit-len(head))
+	md, _ := evidencemd.Render(ev, evidencemd.CommentLimit-len(head))
 	c, _, err := gh.Issues.CreateComment(ctx, owner, name, number, &github.IssueComment{Body: github.String(head + md)})
 	if err != nil {
 		return "", fmt.Errorf("failed to comment the evidence on pull request #%d: %w", number, err)

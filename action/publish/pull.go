@@ -8,19 +8,20 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/internal/ghref"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // GitHub's limits on a pull request.
 const (
 	// BodyLimit is the most characters of a pull request's body.
-	BodyLimit = evidence.CommentLimit
+	BodyLimit = evidencemd.CommentLimit
 	// TitleLimit is the most characters of its title.
 	TitleLimit = 256
 	// MaxSummary is the most bytes of the summary kept in the body.
@@ -49,7 +50,7 @@ type PullRequestOptions struct {
 	// Summary is the runner's own Markdown about the run (anything the agent wrote
 	// belongs in the evidence, which quotes it), at most MaxSummary bytes kept.
 	Summary string
-	// Evidence is rendered below the summary with evidence.Markdown.
+	// Evidence is rendered below the summary with evidencemd.Render.
 	Evidence *evidence.Evidence
 }
 
@@ -161,11 +162,7 @@ func pullTitle(title string, issue int) string {
 	if t == "" {
 		t = "Fix #" + strconv.Itoa(issue)
 	}
-	if utf8.RuneCountInString(t) > TitleLimit {
-		r := []rune(t)
-		t = string(r[:TitleLimit-1]) + "…"
-	}
-	return t
+	return textcut.FitRunes(t, TitleLimit, textcut.Ellipsis)
 }
 
 // pullBody is "Fixes #N", the summary and the evidence, within BodyLimit; it says what
@@ -174,12 +171,9 @@ func pullBody(o PullRequestOptions) (string, []string) {
 	var cuts []string
 	summary := strings.TrimSpace(strings.ToValidUTF8(o.Summary, "\uFFFD"))
 	if len(summary) > MaxSummary {
-		cut := MaxSummary
-		for cut > 0 && !utf8.RuneStart(summary[cut]) {
-			cut--
-		}
-		cuts = append(cuts, fmt.Sprintf("summary: cut at %d of %d bytes", cut, len(summary)))
-		summary = summary[:cut] + "\n\n*(summary cut)*"
+		kept := textcut.Bytes(summary, MaxSummary)
+		cuts = append(cuts, fmt.Sprintf("summary: cut at %d of %d bytes", len(kept), len(summary)))
+		summary = kept + "\n\n*(summary cut)*"
 	}
 	head := "Fixes #" + strconv.Itoa(o.Issue) + "\n\n"
 	if summary != "" {
@@ -189,7 +183,7 @@ func pullBody(o PullRequestOptions) (string, []string) {
 		return strings.TrimSpace(head) + "\n", cuts
 	}
 	// Markdown counts bytes, which are never fewer than characters.
-	md, of := evidence.Markdown(o.Evidence, BodyLimit-len(head))
+	md, of := evidencemd.Render(o.Evidence, BodyLimit-len(head))
 	for _, c := range of.Cuts {
 		cuts = append(cuts, "evidence "+c.Section+": "+c.Detail)
 	}

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/internal/ghref"
 	"github.com/bumperdev/bumper/internal/revision"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // VerifiedRef is where Rewrite keeps the head verification judged, as the agent made
@@ -280,11 +280,8 @@ func rewriteMessage(msg, claimed string, agent workspace.Identity) string {
 	msg = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(strings.ToValidUTF8(msg, "\uFFFD"))
 	msg = strings.TrimRight(msg, " \t\n")
 	if len(msg) > MaxMessageBytes {
-		cut := MaxMessageBytes
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + fmt.Sprintf("\n\n(message cut at %d of %d bytes)", cut, len(msg))
+		kept := textcut.Bytes(msg, MaxMessageBytes)
+		msg = kept + fmt.Sprintf("\n\n(message cut at %d of %d bytes)", len(kept), len(msg))
 	}
 	msg = coAuthorRE.ReplaceAllStringFunc(msg, func(m string) string {
 		k := strings.ToLower(strings.TrimRight(m, " \t:"))

@@ -78,7 +78,7 @@ func TestEvidenceRedactedBeforePublishing(t *testing.T) {
 			}
 			ev := realisticEvidence(t)
 			ev.WorkItem = evidence.WorkItem{Repository: owner + "/" + repo, Issue: 1, Title: "Count to 4"}
-			ev.Stage, ev.Attempt, ev.BaseCommit, ev.HeadCommit, ev.Branch = evidence.StageImplement, 1, base, head, branch
+			ev.Stage, ev.Attempt, ev.BaseCommit, ev.HeadCommit, ev.Branch = wire.StageImplement, 1, base, head, branch
 			ev.Outcome, ev.OutcomeReason, ev.PullRequest, ev.Audit = "", "", 0, nil
 			// As collectOut reads the agent's file, and the harness counts its tools.
 			ev.Ledger = evidence.NewLedger([]byte(ledger), true)

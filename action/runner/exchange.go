@@ -55,7 +55,7 @@ func (r *run) exchange(ctx context.Context) (string, error) {
 	r.tokenIssued, r.tokenExpires = r.cfg.Now(), grant.RunTokenExpiresAt
 	r.tokenMu.Unlock()
 	r.ev.Revision, r.ev.BaseCommit = grant.Revision, grant.BaseCommit
-	r.ev.Approvals = append(r.ev.Approvals, grant.Approvals...) // evidence.Approval is wire.Approval
+	r.ev.Approvals = append(r.ev.Approvals, grant.Approvals...)
 	if r.gh, err = r.github(grant.InstallationToken); err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/appclient"
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/firewall/audit"
@@ -249,7 +250,7 @@ func (r *run) writeEvidence(ctx context.Context) (string, error) {
 	if err := os.WriteFile(filepath.Join(r.cfg.Out, EvidenceFile), data, 0o640); err != nil {
 		return "", fmt.Errorf("failed to write %s: %w", EvidenceFile, err)
 	}
-	md, _ := evidence.Markdown(r.ev, evidence.CommentLimit)
+	md, _ := evidencemd.Render(r.ev, evidencemd.CommentLimit)
 	if err := os.WriteFile(filepath.Join(r.cfg.Out, EvidenceMarkdownFile), []byte(md), 0o640); err != nil {
 		return "", fmt.Errorf("failed to write %s: %w", EvidenceMarkdownFile, err)
 	}

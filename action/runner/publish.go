@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/risk"
 	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
@@ -58,7 +59,7 @@ func (r *run) push(ctx context.Context) (string, error) {
 		return "", err
 	}
 	r.ev.HeadCommit, r.ev.VerifiedCommit, r.ev.Branch, r.ev.Diff = rw.Head, rw.Verified, r.ws.Branch, res.Diff
-	r.ev.Risk = evidence.RiskNote(res.Diff.Paths())
+	r.ev.Risk = risk.Note(res.Diff.Paths())
 	// The pull request's whole diff: a fix round's is from the base too.
 	if diff, err := r.ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", r.grant.BaseCommit+"..."+rw.Head, "--"); err == nil {
 		_ = os.WriteFile(filepath.Join(r.cfg.Out, DiffFile), diff, 0o640)

@@ -18,6 +18,7 @@ import (
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/textcut"
 	"github.com/bumperdev/bumper/internal/verdict"
 )
 
@@ -84,7 +85,7 @@ func (r *run) reviewInputs(ctx context.Context) error {
 	if pr.GetHead().GetRef() != r.branch || !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), r.repo) {
 		return fmt.Errorf("pull request #%d is from %s:%s, not the run's %s", r.grant.PullRequest, pr.GetHead().GetRepo().GetFullName(), pr.GetHead().GetRef(), r.branch)
 	}
-	body := evidence.CutBytes(strings.ToValidUTF8(pr.GetBody(), "\uFFFD"), MaxReviewEvidence)
+	body := textcut.Bytes(strings.ToValidUTF8(pr.GetBody(), "\uFFFD"), MaxReviewEvidence)
 	return r.ws.AddTaskFile(ReviewEvidenceFile, []byte(body))
 }
 
@@ -116,7 +117,7 @@ func (r *run) review(ctx context.Context) error {
 		}
 	}
 	return r.phase(ctx, evidence.PhaseAgent, 1, func(ctx context.Context) (string, error) {
-		return r.reviewerRound(ctx, h, evidence.CutBytes(report, MaxVerificationEnv))
+		return r.reviewerRound(ctx, h, textcut.Bytes(report, MaxVerificationEnv))
 	})
 }
 

@@ -272,7 +272,7 @@ func TestReviewRunAlwaysSendsAVerdict(t *testing.T) {
 			r := &run{cfg: Config{Stage: "review", Out: t.TempDir(), APIURL: srv.URL}.withDefaults(), repo: "acme/widgets", issue: 7,
 				serve: client.WithRunToken("rt"), exchanged: true, cancel: cancel, verdictDoc: tt.doc,
 				grant: wire.ExchangeResponse{HeadCommit: headSHA, InstallationToken: "ghs_x"},
-				ev:    &evidence.Evidence{SchemaVersion: 1, Stage: evidence.StageReview, StartedAt: time.Now()}}
+				ev:    &evidence.Evidence{SchemaVersion: 1, Stage: wire.StageReview, StartedAt: time.Now()}}
 			if tt.doc != nil {
 				r.verification = &wire.Verification{Passed: false, Summary: "1 of 1 commands failed"}
 			}
@@ -344,7 +344,7 @@ func TestFixRunReports(t *testing.T) {
 				serve: client.WithRunToken("rt"), exchanged: true, cancel: cancel, policy: p, branch: "bumper/7-1",
 				grant: wire.ExchangeResponse{PullRequest: 9, HeadCommit: headSHA, BaseCommit: baseSHA, InstallationToken: "ghs_x"},
 				pull:  pullInfo{number: 9},
-				ev:    &evidence.Evidence{SchemaVersion: 1, Stage: evidence.StageFix, StartedAt: time.Now()}}
+				ev:    &evidence.Evidence{SchemaVersion: 1, Stage: wire.StageFix, StartedAt: time.Now()}}
 			if err := r.progress(ctx, "verifying", ""); err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/firewall"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/textcut"
 	"github.com/bumperdev/bumper/sandbox"
 )
 
@@ -148,8 +149,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	now := cfg.Now().UTC()
 	r := &run{cfg: cfg, repo: repo, issue: issue, imageDigest: cfg.ImageDigest, ev: &evidence.Evidence{
 		SchemaVersion: evidence.SchemaVersion, WorkItem: evidence.WorkItem{Repository: repo, Issue: issue},
-		Trigger: cfg.Trigger, Stage: evidence.Stage(cfg.Stage), Attempt: cfg.Attempt, StartedAt: now,
-		Approvals: []evidence.Approval{}, Ledger: evidence.Ledger{Status: evidence.LedgerAbsent},
+		Trigger: cfg.Trigger, Stage: wire.Stage(cfg.Stage), Attempt: cfg.Attempt, StartedAt: now,
+		Approvals: []wire.Approval{}, Ledger: evidence.Ledger{Status: evidence.LedgerAbsent},
 	}}
 	log := zerolog.Ctx(ctx).With().Str(logKeyWorkItem, cfg.WorkItem).Int(logKeyAttempt, cfg.Attempt).Str(logKeyStage, cfg.Stage).Logger()
 	ctx = log.WithContext(ctx)
@@ -258,17 +259,8 @@ func isTimeout(err error) bool {
 const maxLine = 1000
 
 // ellipsis ends a string cut short.
-const ellipsis = "…"
+const ellipsis = textcut.Ellipsis
 
-// cut shortens s to at most n bytes, ellipsis included, on a rune boundary: within the
-// evidence schema's limits, which count characters (never more than bytes).
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n = max(n-len(ellipsis), 0)
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + ellipsis
-}
+// cut shortens s to at most n bytes, ellipsis included, on a character boundary:
+// within the evidence schema's limits, which count characters (never more than bytes).
+func cut(s string, n int) string { return textcut.Fit(s, n, ellipsis) }

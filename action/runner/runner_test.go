@@ -191,35 +191,6 @@ func TestEnvironmentNeedsTheImageCache(t *testing.T) {
 	}
 }
 
-// TestCut: a line cut for the evidence fits the schema's bound, ellipsis included, and
-// never splits a character (the reason of TestRunInGoEnvironment's first failure: a
-// detail of 1001 characters that made the evidence invalid).
-func TestCut(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		n    int
-		want string
-	}{
-		{"short enough", "abc", 3, "abc"},
-		{"cut", "abcdef", 5, "ab…"},
-		{"a character kept whole", "aé€z", 6, "aé…"},
-		{"a character not split", "a€€z", 6, "a…"},
-		{"nothing left", "abcdef", 2, "…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := cut(tt.in, tt.n); got != tt.want || !utf8.ValidString(got) {
-				t.Fatalf("cut(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-			}
-		})
-	}
-	long := strings.Repeat("é", 2000)
-	if got := cut(long, maxLine); len(got) > maxLine || utf8.RuneCountInString(got) > maxLine {
-		t.Fatalf("a cut line is %d bytes", len(got))
-	}
-}
-
 // TestReportedReasonIsValidUTF8: serve refuses a report whose reason is not valid UTF-8
 // (or longer than wire.MaxReason), and then the work item never learns how its run
 // ended. A failed environment setup's reason quotes the end of the setup's output,

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/internal/mdcode"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // MaxFeedbackBytes bounds Round.Feedback: what the harness hands the agent whole.
@@ -82,7 +82,7 @@ func feedback(round int, results []commandResult) string {
 	}
 	b.WriteString(commands)
 	// The parts were fitted to the bound; this only guards it.
-	return evidence.CutBytes(b.String(), MaxFeedbackBytes)
+	return textcut.Bytes(b.String(), MaxFeedbackBytes)
 }
 
 // pickFailures takes at most n failures, from each command's in turn, and returns
@@ -143,15 +143,11 @@ func cutMiddle(s string, n int) string {
 	marker := fmt.Sprintf("\n[… %d bytes left out …]\n", len(s))
 	room := n - len(marker)
 	if room <= 0 {
-		return evidence.CutBytes(s, n)
+		return textcut.Bytes(s, n)
 	}
-	head := evidence.CutBytes(s, room/3)
-	tailStart := len(s) - (room - len(head))
-	for tailStart < len(s) && (s[tailStart]&0xC0) == 0x80 {
-		tailStart++
-	}
-	marker = fmt.Sprintf("\n[… %d bytes left out …]\n", tailStart-len(head))
-	return head + marker + s[tailStart:]
+	head := textcut.Bytes(s, room/3)
+	tail := textcut.Tail(s, room-len(head))
+	return head + fmt.Sprintf("\n[… %d bytes left out …]\n", len(s)-len(head)-len(tail)) + tail
 }
 
 func plural(n int, one, many string) string {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // testEvent is one line of `go test -json` (cmd/test2json's TestEvent, with the
@@ -271,5 +272,5 @@ func cutName(s string) string {
 	if len(s) <= maxName {
 		return s
 	}
-	return evidence.CutBytes(s, maxName-len("…")) + "…"
+	return textcut.Fit(s, maxName, textcut.Ellipsis)
 }

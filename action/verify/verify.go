@@ -36,6 +36,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Formats of a TestRun: where its counts come from.
@@ -159,7 +160,7 @@ func runCommand(ctx context.Context, exec harness.Exec, round int, command strin
 	res := commandResult{command: command, status: st}
 	t := evidence.TestRun{
 		Round:      round,
-		Command:    evidence.CutBytes(strings.ToValidUTF8(command, "\uFFFD"), maxCommandBytes),
+		Command:    textcut.Bytes(strings.ToValidUTF8(command, "\uFFFD"), maxCommandBytes),
 		ExitCode:   st.ExitCode(),
 		DurationMS: elapsed.Milliseconds(),
 	}
@@ -213,8 +214,5 @@ func newFailure(name, excerpt string) evidence.Failure {
 // oneLine shows s on one line of at most n characters.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return textcut.FitRunes(s, n, textcut.Ellipsis)
 }

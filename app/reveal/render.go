@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/internal/mdcode"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Bounds of Render's output. A GitHub comment holds at most 65536 characters and the
@@ -343,15 +344,7 @@ func moreNote(more int) string {
 // truncate keeps at most maxRunes characters and maxLines lines of s and says how many
 // characters it dropped.
 func truncate(s string, maxRunes, maxLines int) (string, int) {
-	runes, lines := 0, 1
-	for i, r := range s {
-		if runes == maxRunes || (r == '\n' && lines == maxLines) {
-			return s[:i], utf8.RuneCountInString(s[i:])
-		}
-		runes++
-		if r == '\n' {
-			lines++
-		}
-	}
-	return s, 0
+	kept, _ := textcut.Runes(s, maxRunes)
+	kept = textcut.Lines(kept, maxLines)
+	return kept, utf8.RuneCountInString(s[len(kept):])
 }

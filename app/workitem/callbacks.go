@@ -12,6 +12,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Progress moves the work item as its run reports steps.
@@ -135,16 +136,9 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 func cutReason(s string) string { return ledger.Cut(s, ledger.MaxDetail) }
 
 // cutBytes keeps at most n bytes of s (as valid UTF-8), on a character boundary, and
-// marks a cut with "…".
+// marks a cut with "…" after them.
 func cutBytes(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textcut.Clip(strings.ToValidUTF8(s, "\uFFFD"), n, textcut.Ellipsis)
 }
 
 // MaxRunLife bounds how long a run's token is refreshed: GitHub ends a job after six

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/appclient"
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/ghaction"
 	"github.com/bumperdev/bumper/action/preflight"
 	"github.com/bumperdev/bumper/action/runner"
@@ -228,7 +229,7 @@ func jobSummary(res *runner.Result, in ghaction.Inputs) string {
 		case ev.Review != nil:
 			fmt.Fprintf(&b, "Reviewed %s: no valid verdict (%s); the bumper/verdict check run fails.\n\n",
 				mdcode.Span(ev.Review.HeadCommit), mdcode.Span(strings.Join(strings.Fields(ev.Review.Problem), " ")))
-		case ev.Stage == evidence.StageFix && ev.HeadCommit != "" && res.Outcome == evidence.OutcomeSuccess:
+		case ev.Stage == wire.StageFix && ev.HeadCommit != "" && res.Outcome == evidence.OutcomeSuccess:
 			fmt.Fprintf(&b, "Fix round pushed %s to %s; its evidence is commented on the pull request.\n\n", mdcode.Span(ev.HeadCommit), mdcode.Span(ev.Branch))
 		}
 	}
@@ -237,7 +238,7 @@ func jobSummary(res *runner.Result, in ghaction.Inputs) string {
 		fmt.Fprintf(&b, "Why: %s\n\n", mdcode.Span(strings.Join(strings.Fields(res.Reason), " ")))
 	}
 	if res.Evidence != nil {
-		md, _ := evidence.Markdown(res.Evidence, ghaction.MaxSummaryBytes-b.Len()-1024)
+		md, _ := evidencemd.Render(res.Evidence, ghaction.MaxSummaryBytes-b.Len()-1024)
 		b.WriteString(md)
 	}
 	return b.String()

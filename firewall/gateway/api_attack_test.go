@@ -449,7 +449,9 @@ func TestAPISegments(t *testing.T) {
 // parameters, NUL, whitespace, an encoded '?' or '#', invisible and format characters,
 // invalid UTF-8) are refused with 400 on every GitHub API path, reads included, before
 // the refusal table or the rules see them. File paths below /contents/ may hold spaces,
-// '@', '#' or any visible Unicode, but never ';', control, invisible or format characters.
+// '@', '#' or any visible Unicode, but never ';', control, invisible or format
+// characters, nor any other character internal/hiddenchar calls hidden (U+FFFC, the
+// object replacement character, which many fonts draw as nothing, is printable).
 func TestAPIPathSpellingsRefused(t *testing.T) {
 	f := newFixture(t, 0, func(c *Config) { c.APIAllow = []string{"* /**"} })
 	for _, path := range []string{
@@ -475,6 +477,7 @@ func TestAPIPathSpellingsRefused(t *testing.T) {
 		"/repos/o/r/contents/x%E2%80%AEdm.exe",
 		"/repos/o/r/contents/%FF",
 		"/repos/o/r/contents/a%C2%ADb",
+		"/repos/o/r/contents/README%EF%BF%BC.md",
 	} {
 		t.Run(path, func(t *testing.T) {
 			resp, body := f.do(t, "GET", "/api/github"+path, nil, "")

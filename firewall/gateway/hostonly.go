@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
 
 // The agent's only write to GitHub is the push of its own branch through the git
@@ -322,7 +324,10 @@ func fileTail(segs []string) int {
 }
 
 // checkFileName says what a decoded file-name segment holds that no request should carry,
-// or "".
+// or "". Beside ';' and '%', it refuses every character a reader cannot see or that
+// reorders the display (internal/hiddenchar, the one rule for hidden text) and, since a
+// server may read them otherwise (fold, trim or drop them), every other character that
+// is not printable: spaces but U+0020, private-use and unassigned code points.
 func checkFileName(seg string) string {
 	if !utf8.ValidString(seg) {
 		return "a byte that is not a UTF-8 character"
@@ -334,7 +339,7 @@ func checkFileName(seg string) string {
 		case r == '%':
 			return "the character '%' (an encoding decoded twice)"
 		case r == ' ':
-		case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r), !unicode.IsPrint(r):
+		case hiddenchar.Is(r), !unicode.IsPrint(r):
 			return fmt.Sprintf("the control, invisible or format character %U", r)
 		}
 	}

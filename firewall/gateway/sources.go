@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // A model request can make the provider fetch a URL: an Anthropic image or document
@@ -191,9 +193,5 @@ func fetchable(key, s string, inMedia bool) bool {
 	return false
 }
 
-func clipURL(u string) string {
-	if len(u) > 100 {
-		return u[:100] + "…"
-	}
-	return u
-}
+// clipURL keeps a refusal short when the body names an enormous URL.
+func clipURL(u string) string { return textcut.Clip(u, 100, textcut.Ellipsis) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bumperdev/bumper/internal/hostpattern"
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Mode is how the client asked to reach a host; it selects the default port.
@@ -223,10 +224,4 @@ func (p *Policy) checkAddrLiteral(a netip.Addr, port uint16, mode Mode) (Target,
 }
 
 // clip keeps reasons short when a client sends an enormous host.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+func clip(s string) string { return textcut.Clip(s, 80, "...") }

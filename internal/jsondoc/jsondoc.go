@@ -11,11 +11,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // MaxDepth bounds the nesting of any document CheckShape accepts.
@@ -57,7 +58,8 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 			}
 			key, _ := kt.(string)
 			if seen[key] {
-				return fmt.Errorf("%s: duplicate key %q", Pointer(path), CutRunes(key, 64))
+				shown, _ := textcut.Runes(key, 64)
+				return fmt.Errorf("%s: duplicate key %q", Pointer(path), shown)
 			}
 			seen[key] = true
 			if err := walkValue(dec, path+"/"+EscapePointer(key), depth+1); err != nil {
@@ -88,14 +90,6 @@ func Pointer(p string) string {
 // EscapePointer escapes one JSON pointer reference token (RFC 6901).
 func EscapePointer(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
-}
-
-// CutRunes keeps at most n characters of s.
-func CutRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }
 
 // Problem is one reason a document is invalid: where (a JSON pointer, "" for the whole
@@ -195,7 +189,8 @@ func leafProblems(ve *jsonschema.ValidationError) []Problem {
 				path += "/" + EscapePointer(t)
 			}
 			// Messages may quote the input (unknown property names): keep them short.
-			out = append(out, Problem{Path: path, Message: CutRunes(v.ErrorKind.LocalizedString(printer), 300)})
+			msg, _ := textcut.Runes(v.ErrorKind.LocalizedString(printer), 300)
+			out = append(out, Problem{Path: path, Message: msg})
 			return
 		}
 		for _, c := range v.Causes {

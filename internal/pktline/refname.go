@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // ZeroOID reports whether oid is the all-zero object name git uses for "no object"
@@ -75,10 +77,4 @@ func CheckRefName(name string) error {
 }
 
 // truncate keeps error messages short when the input is hostile.
-func truncate(s string) string {
-	const max = 120
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
-}
+func truncate(s string) string { return textcut.Clip(s, 120, textcut.Ellipsis) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Script is the conversation the server plays, one Turn per model request that continues
@@ -289,8 +291,8 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // describe is the Bash tool's description of a command: its first line, shortened.
 func describe(cmd string) string {
 	line, _, _ := strings.Cut(cmd, "\n")
-	if r := []rune(line); len(r) > 60 {
-		line = string(r[:60]) + "…"
+	if kept, dropped := textcut.Runes(line, 60); dropped > 0 {
+		line = kept + textcut.Ellipsis
 	}
 	return "Run " + line
 }

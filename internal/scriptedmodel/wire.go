@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // field is one member of an obj.
@@ -139,15 +141,13 @@ func writeJSON(w http.ResponseWriter, status int, v any, truncate bool) {
 func chunks(s string, n int) []string {
 	var out []string
 	for len(s) > n {
-		i := n
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
+		c := textcut.Bytes(s, n)
+		if c == "" { // a character longer than n goes whole
+			_, size := utf8.DecodeRuneInString(s)
+			c = s[:size]
 		}
-		if i == 0 {
-			_, i = utf8.DecodeRuneInString(s)
-		}
-		out = append(out, s[:i])
-		s = s[i:]
+		out = append(out, c)
+		s = s[len(c):]
 	}
 	if s != "" {
 		out = append(out, s)

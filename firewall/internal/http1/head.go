@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Header is one header line; Name and Value point into Head.Raw and are valid until the
@@ -321,8 +323,6 @@ func containsToken(v []byte, tok string) bool {
 
 // Clip shortens client-sent bytes for an error message or a log line.
 func Clip(b []byte) string {
-	if len(b) > 64 {
-		return string(b[:64]) + "..."
-	}
-	return string(b)
+	// Only the bytes that may be kept are copied: b can be as long as a request head.
+	return textcut.Clip(string(b[:min(len(b), 65)]), 64, "...")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bumperdev/bumper/internal/browsertest"
 	"github.com/bumperdev/bumper/internal/testgate"
+	"github.com/bumperdev/bumper/internal/textcut"
 	"github.com/bumperdev/bumper/internal/verdict"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
@@ -101,7 +102,7 @@ func TestDemoInBrowser(t *testing.T) {
 		got, want any
 	}{
 		{"the page is the pull request's", strings.Contains(page.title, "Total skips the first box"), page.title, "the pull request's title"},
-		{"the description is the evidence of a successful run with the Go tests", strings.Contains(page.evidence, "Bumper evidence: success") && strings.Contains(page.evidence, "1 passed, 0 failed") && strings.Contains(page.evidence, "go test ./..."), cut(page.evidence, 300), "Bumper evidence: success … 1 passed, 0 failed … go test ./..."},
+		{"the description is the evidence of a successful run with the Go tests", strings.Contains(page.evidence, "Bumper evidence: success") && strings.Contains(page.evidence, "1 passed, 0 failed") && strings.Contains(page.evidence, "go test ./..."), textcut.FitRunes(page.evidence, 300, textcut.Ellipsis), "Bumper evidence: success … 1 passed, 0 failed … go test ./..."},
 		{"the evidence and verdict check runs", strings.Contains(strings.Join(page.checks, ","), "bumper/evidence success") && strings.Contains(strings.Join(page.checks, ","), "bumper/verdict"), page.checks, "bumper/evidence success, bumper/verdict …"},
 		{"the verdict check succeeded (approve, confidence 0.9 ≥ 0.8)", page.verdictConclusion == "success", page.verdictConclusion, "success"},
 		{"the reviewer's COMMENT review with its summary", page.reviewState == "COMMENTED" && strings.Contains(page.reviewBody, "first box"), page.reviewState + ": " + page.reviewBody, "COMMENTED: … first box …"},

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // progress shows the demo's steps: on a terminal, a spinner line per step that
@@ -51,7 +53,7 @@ func (p *progress) start(title string) *step {
 			s.mu.Unlock()
 			// \r and erase-line redraw the one line; the line is cut so that it never
 			// wraps, which would leave a trail of half lines behind.
-			fmt.Fprintf(p.w, "\r\033[K%s", cut(line, 110))
+			fmt.Fprintf(p.w, "\r\033[K%s", textcut.FitRunes(line, 110, textcut.Ellipsis))
 			select {
 			case <-s.stop:
 				fmt.Fprint(p.w, "\r\033[K")
@@ -105,15 +107,6 @@ func (p *progress) note(lines ...string) {
 	}
 }
 
-// cut shortens s to n runes, marking the cut.
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // excerpt is the first n non-empty lines of a Markdown text, each cut to a line's
 // width, for a note.
 func excerpt(md string, n int) []string {
@@ -124,7 +117,7 @@ func excerpt(md string, n int) []string {
 		if l == "" || strings.HasPrefix(l, "<") || strings.HasPrefix(l, "|") || strings.HasPrefix(l, "```") {
 			continue
 		}
-		out = append(out, cut(l, 100))
+		out = append(out, textcut.FitRunes(l, 100, textcut.Ellipsis))
 		if len(out) == n {
 			break
 		}

@@ -1,10 +1,11 @@
-package evidence
+package evidencemd
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/risk"
 	"github.com/bumperdev/bumper/internal/revision"
 )
 
@@ -111,9 +112,9 @@ func (r *renderer) testsSection() *section {
 			block, cut := q.block(f.Excerpt, mdExcerptBytes, mdExcerptLines)
 			full := lead + "\n\n" + block
 			if cut {
-				full += fmt.Sprintf("\n(cut from %s bytes: the whole excerpt is in %s)\n", commas(int64(len(f.Excerpt))), FileName)
+				full += fmt.Sprintf("\n(cut from %s bytes: the whole excerpt is in %s)\n", commas(int64(len(f.Excerpt))), evidence.FileName)
 			}
-			s.items = append(s.items, item{full: full, short: lead + " (output in " + FileName + ")\n", trimmed: q.cuts > before})
+			s.items = append(s.items, item{full: full, short: lead + " (output in " + evidence.FileName + ")\n", trimmed: q.cuts > before})
 		}
 	}
 	return s
@@ -128,7 +129,7 @@ func (r *renderer) filesSection() *section {
 		s.intro = "None.\n"
 		return s
 	}
-	flagged := map[string]RiskCategory{}
+	flagged := map[string]risk.Category{}
 	for _, f := range r.e.Risk {
 		flagged[f.Path] = f.Category
 	}
@@ -157,7 +158,7 @@ func (r *renderer) egressSection() *section {
 	g := r.e.Egress
 	s := r.newSection(section{name: "egress", weight: 1, noun: "destinations", trimNote: "names or reasons shortened",
 		title: fmt.Sprintf("Egress (%s allowed, %s denied)", commas(g.AllowedRequests), commas(g.DeniedRequests))})
-	list := func(label string, hosts []EgressHost, omitted int, denied bool) {
+	list := func(label string, hosts []evidence.EgressHost, omitted int, denied bool) {
 		// The blank line before the label ends the list above it.
 		head := fmt.Sprintf("**%s:** %s", label, plural(int64(len(hosts)+omitted), "destination"))
 		if omitted > 0 {
@@ -198,14 +199,14 @@ func (r *renderer) decisionsSection() *section {
 	s := r.newSection(section{name: "decisions", title: fmt.Sprintf("Decisions (%d, least confident first)", len(l.Decisions)), weight: 2,
 		noun: "decisions", shortNote: "shown without rationale and alternatives", trimNote: "decision texts shortened"})
 	switch {
-	case l.Status == LedgerInvalid:
+	case l.Status == evidence.LedgerInvalid:
 		s.intro = "The agent's decision ledger was invalid: " + q.inline(l.Error, mdText) + "\n"
-	case l.Status == LedgerAbsent:
+	case l.Status == evidence.LedgerAbsent:
 		s.intro = "The agent wrote no decision ledger.\n"
 	case len(l.Decisions) == 0:
 		s.intro = "None.\n"
 	}
-	for _, d := range sortedDecisions(l.Decisions) {
+	for _, d := range l.LeastConfidentFirst() {
 		if !s.more("") {
 			continue
 		}
@@ -261,7 +262,7 @@ func (r *renderer) sandboxSection() *section {
 }
 
 // environmentLines say which environment the VM booted and whether this run built it.
-func (r *renderer) environmentLines(env *Environment) string {
+func (r *renderer) environmentLines(env *evidence.Environment) string {
 	q := r.q
 	var b strings.Builder
 	fmt.Fprintf(&b, "- environment %s", q.inline(env.ID, 80))
@@ -350,12 +351,4 @@ func (r *renderer) revocationSection() *section {
 		s.intro += ". It expires within the hour it was minted for.\n"
 	}
 	return s
-}
-
-// sortedDecisions is a copy of ds, least confident first (a bundle read from elsewhere
-// may not be sorted).
-func sortedDecisions(ds []Decision) []Decision {
-	out := slices.Clone(ds)
-	sortDecisions(out)
-	return out
 }

@@ -1,10 +1,12 @@
-package evidence
+package evidencemd
 
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // confidence writes a decision's confidence with two decimals; one out of range (a
@@ -75,20 +77,5 @@ func size(n int64) string {
 	return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
 }
 
-// commas writes n with thousands separators.
-func commas(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// commas writes n with thousands separators ("12,345").
+func commas(n int64) string { return message.NewPrinter(language.English).Sprint(n) }

@@ -1,8 +1,10 @@
-package evidence
+package evidencemd
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/bumperdev/bumper/action/evidence"
 )
 
 // section is one collapsed part of the rendering.
@@ -81,7 +83,7 @@ func (s *section) moreNote(omitted map[string]int) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("\n…and %s not shown: see `%s`.\n", strings.Join(parts, " and "), FileName)
+	return fmt.Sprintf("\n…and %s not shown: see `%s`.\n", strings.Join(parts, " and "), evidence.FileName)
 }
 
 // totals counts the optional items by noun, built or not.

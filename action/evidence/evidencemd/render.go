@@ -1,4 +1,15 @@
-package evidence
+// Package evidencemd renders an evidence bundle (action/evidence) as Markdown, for the
+// pull request comment and the check run summary, within GitHub's limits.
+//
+// Much of a bundle comes from inside the VM, which is hostile. Render quotes every
+// string taken from it in code spans or fenced blocks whose fences are longer than any
+// backtick run inside (internal/mdcode's Quoter), so HTML, links, images and @mentions
+// in it are shown, not rendered; writes hidden characters (bidirectional controls,
+// zero-width and tag characters) as [U+XXXX]; breaks up "<!--" and "-->" so no data can
+// open or close an HTML comment; redacts secret-looking text (evidence.RedactText); and
+// stays within a byte limit, cutting the longest parts first and saying what it cut and
+// where the whole record is.
+package evidencemd
 
 import (
 	"fmt"
@@ -6,9 +17,20 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/risk"
 )
 
-// Overflow says what Markdown shortened or left out to stay within its limit (and its
+// Limits of GitHub's Markdown fields, for Render's limit.
+const (
+	// CommentLimit is the most characters of an issue or pull request comment.
+	CommentLimit = 65536
+	// CheckRunSummaryLimit is the most characters of a check run's output summary.
+	CheckRunSummaryLimit = 65535
+)
+
+// Overflow says what Render shortened or left out to stay within its limit (and its
 // fixed bounds on each part, such as an excerpt's lines). The whole record is always in
 // evidence.json.
 type Overflow struct {
@@ -16,7 +38,7 @@ type Overflow struct {
 	Cuts []Cut
 }
 
-// Cut is one part Markdown shortened: the section ("summary", "phases", "commands",
+// Cut is one part Render shortened: the section ("summary", "phases", "commands",
 // "tests", "files", "egress", "decisions", "sandbox", "approvals", "audit",
 // "revocation") and what was cut.
 type Cut struct {
@@ -45,7 +67,7 @@ const (
 	mdSummaryRound = 10  // verification rounds listed in the summary
 )
 
-// Markdown renders the bundle for the pull request comment and the check run summary,
+// Render renders the bundle for the pull request comment and the check run summary,
 // in at most limit bytes (never fewer than characters, so CommentLimit and
 // CheckRunSummaryLimit may be given as they are).
 //
@@ -66,11 +88,15 @@ const (
 // rest), item by item, with a line saying how many were left out and that the whole
 // record is evidence.json in the run's artifact. Overflow lists every cut. A bundle need
 // not be valid to be rendered safely.
-func Markdown(e *Evidence, limit int) (string, Overflow) {
+func Render(e *evidence.Evidence, limit int) (string, Overflow) {
 	if e == nil || limit <= 0 {
 		return "", Overflow{}
 	}
-	r := newRenderer(e, limit)
+	return newRenderer(e, limit).render(limit)
+}
+
+// render is Render's work, on a renderer made for the same limit.
+func (r *renderer) render(limit int) (string, Overflow) {
 	head := r.head(false)
 	secs := r.sections()
 	footMax := r.footer(append([]string{"summary"}, sectionNames(secs)...), true, true)
@@ -146,7 +172,7 @@ func fit(secs []*section, total int) ([]string, [][]string) {
 
 // renderer holds what every part of the rendering shares.
 type renderer struct {
-	e        *Evidence
+	e        *evidence.Evidence
 	maxItems int // items worth building per list: no more fit in the limit
 	q        *quoter
 	ref      string // where the whole record is, as Markdown
@@ -158,11 +184,11 @@ var (
 	artifactURL  = regexp.MustCompile(`^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._~/%-]*$`)
 )
 
-func newRenderer(e *Evidence, limit int) *renderer {
+func newRenderer(e *evidence.Evidence, limit int) *renderer {
 	// Every item is longer than 12 bytes, so no more than limit/12 of a list can show.
-	r := &renderer{e: e, maxItems: limit/12 + 1, q: &quoter{}, ref: "`" + FileName + "` in the run's artifacts"}
+	r := &renderer{e: e, maxItems: limit/12 + 1, q: &quoter{}, ref: "`" + evidence.FileName + "` in the run's artifacts"}
 	if a := e.Artifact; a != nil && artifactName.MatchString(a.Name) {
-		r.ref = "`" + FileName + "` in the run's artifact `" + a.Name + "`"
+		r.ref = "`" + evidence.FileName + "` in the run's artifact `" + a.Name + "`"
 		if len(a.URL) <= 2048 && artifactURL.MatchString(a.URL) {
 			r.ref += " ([download](" + a.URL + "))"
 		}
@@ -383,15 +409,6 @@ func (r *renderer) costLine() string {
 	return s
 }
 
-// knownReasons are RiskNote's own reasons, shown as text; anything else is quoted.
-var knownReasons = func() map[string]bool {
-	m := map[string]bool{}
-	for _, r := range riskRules {
-		m[r.reason] = true
-	}
-	return m
-}()
-
 func (r *renderer) riskLines() string {
 	q := r.q
 	flags := r.e.Risk
@@ -406,7 +423,7 @@ func (r *renderer) riskLines() string {
 			break
 		}
 		reason := q.inline(f.Reason, mdText)
-		if knownReasons[f.Reason] {
+		if risk.Known(f.Reason) { // risk.Note's own text; anything else is quoted
 			reason = f.Reason
 		}
 		fmt.Fprintf(&b, "  - %s (%s): %s\n", q.inline(f.Path, mdName), q.word(string(f.Category)), reason)
@@ -417,18 +434,18 @@ func (r *renderer) riskLines() string {
 func (r *renderer) decisionsLine() string {
 	l, q := r.e.Ledger, r.q
 	switch l.Status {
-	case LedgerAbsent:
+	case evidence.LedgerAbsent:
 		return "the agent wrote no decision ledger"
-	case LedgerInvalid:
+	case evidence.LedgerInvalid:
 		return "**the agent's decision ledger was invalid**: " + q.inline(l.Error, mdText)
-	case LedgerOK:
+	case evidence.LedgerOK:
 	default:
 		return "ledger status " + q.word(string(l.Status))
 	}
 	if len(l.Decisions) == 0 {
 		return "none: the agent reports no judgment call the issue left open"
 	}
-	least := sortedDecisions(l.Decisions)[0]
+	least := l.LeastConfidentFirst()[0]
 	return fmt.Sprintf("%s where the issue was silent; least confident (%s): %s",
 		plural(int64(len(l.Decisions)), "judgment call"), confidence(least.Confidence), q.inline(least.Question, mdText))
 }
@@ -463,7 +480,7 @@ func (r *renderer) tokenLine() string {
 func (r *renderer) footer(cutNames []string, cut, worst bool) string {
 	var b strings.Builder
 	if r.digest != "" {
-		fmt.Fprintf(&b, "Digest of `%s`: `%s`.\n", FileName, r.digest)
+		fmt.Fprintf(&b, "Digest of `%s`: `%s`.\n", evidence.FileName, r.digest)
 	}
 	q := r.q
 	var legend []string
@@ -505,8 +522,8 @@ func (r *renderer) minimal(limit int, secs []*section) (string, Overflow) {
 	text := ""
 	for _, t := range []string{
 		"### Bumper evidence\n\nToo long to show here: the whole record is " + r.ref + ".\n",
-		"Too long to show here: see `" + FileName + "`.\n",
-		"See " + FileName + ".\n",
+		"Too long to show here: see `" + evidence.FileName + "`.\n",
+		"See " + evidence.FileName + ".\n",
 	} {
 		if len(t) <= limit {
 			text = t

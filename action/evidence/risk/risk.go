@@ -1,4 +1,9 @@
-package evidence
+// Package risk flags the changed files of a run that govern the checks a reviewer
+// relies on (tests and their data, test runner and linter configuration, CI workflows
+// and scripts, build files, CODEOWNERS, repository settings, .github/bumper.yml), each
+// with why it matters: the evidence bundle's risk note (action/evidence), which
+// evidencemd shows in the summary.
+package risk
 
 import (
 	"path"
@@ -7,33 +12,34 @@ import (
 	"strings"
 )
 
-// RiskCategory is the kind of check a changed file governs.
-type RiskCategory string
+// Category is the kind of check a changed file governs (the evidence schema's
+// risk_flag category).
+type Category string
 
-// The risk categories.
+// The categories.
 const (
-	RiskTests        RiskCategory = "tests"
-	RiskTestConfig   RiskCategory = "test-config"
-	RiskCIWorkflow   RiskCategory = "ci-workflow"
-	RiskCIConfig     RiskCategory = "ci-config"
-	RiskBumperPolicy RiskCategory = "bumper-policy"
-	RiskCodeowners   RiskCategory = "codeowners"
-	RiskBuild        RiskCategory = "build"
-	RiskLintConfig   RiskCategory = "lint-config"
-	RiskRepoSettings RiskCategory = "repo-settings"
+	Tests        Category = "tests"
+	TestConfig   Category = "test-config"
+	CIWorkflow   Category = "ci-workflow"
+	CIConfig     Category = "ci-config"
+	BumperPolicy Category = "bumper-policy"
+	Codeowners   Category = "codeowners"
+	Build        Category = "build"
+	LintConfig   Category = "lint-config"
+	RepoSettings Category = "repo-settings"
 )
 
-// RiskFlag is a changed file that governs the checks a reviewer relies on, and why it
+// Flag is a changed file that governs the checks a reviewer relies on, and why it
 // matters.
-type RiskFlag struct {
-	Path     string       `json:"path"`
-	Category RiskCategory `json:"category"`
-	Reason   string       `json:"reason"`
+type Flag struct {
+	Path     string   `json:"path"`
+	Category Category `json:"category"`
+	Reason   string   `json:"reason"`
 }
 
-// riskRule flags a path when match says so; the first matching rule wins.
-type riskRule struct {
-	category RiskCategory
+// rule flags a path when match says so; the first matching rule wins.
+type rule struct {
+	category Category
 	reason   string
 	match    func(p pathParts) bool
 }
@@ -73,49 +79,49 @@ var (
 	ciScript   = regexp.MustCompile(`^ci[._-]|^cibuild`)
 )
 
-// riskRules are checked in order.
-var riskRules = []riskRule{
-	{RiskBumperPolicy, "Bumper's policy for this repository (allowlist, budget, verification commands, approvers): runs read it at their approved base, but once merged it governs every later run",
+// rules are checked in order.
+var rules = []rule{
+	{BumperPolicy, "Bumper's policy for this repository (allowlist, budget, verification commands, approvers): runs read it at their approved base, but once merged it governs every later run",
 		func(p pathParts) bool { return p.is(".github/bumper.yml", ".github/bumper.yaml") }},
-	{RiskCodeowners, "CODEOWNERS decides who must review changes",
+	{Codeowners, "CODEOWNERS decides who must review changes",
 		func(p pathParts) bool { return p.is("codeowners", ".github/codeowners", "docs/codeowners") }},
-	{RiskRepoSettings, "repository settings applied from the repository (branch protection, required checks)",
+	{RepoSettings, "repository settings applied from the repository (branch protection, required checks)",
 		func(p pathParts) bool {
 			return p.is(".github/settings.yml", ".github/settings.yaml") || p.under(".github/rulesets/")
 		}},
-	{RiskCIWorkflow, "a GitHub Actions workflow: decides which checks run and with what permissions",
+	{CIWorkflow, "a GitHub Actions workflow: decides which checks run and with what permissions",
 		func(p pathParts) bool { return p.under(".github/workflows/") }},
-	{RiskCIWorkflow, "a local action the workflows run",
+	{CIWorkflow, "a local action the workflows run",
 		func(p pathParts) bool { return p.under(".github/actions/") }},
-	{RiskCIConfig, "CI configuration: decides which checks run",
+	{CIConfig, "CI configuration: decides which checks run",
 		func(p pathParts) bool {
 			return p.is(".gitlab-ci.yml", ".travis.yml", "azure-pipelines.yml", "jenkinsfile", ".drone.yml",
 				"bitbucket-pipelines.yml", "appveyor.yml", ".woodpecker.yml", "cloudbuild.yaml") ||
 				p.under(".circleci/") || p.under(".buildkite/") || p.under(".woodpecker/") ||
 				p.under(".ci/") || p.under("ci/")
 		}},
-	{RiskCIConfig, "a CI script: the checks run through it",
+	{CIConfig, "a CI script: the checks run through it",
 		func(p pathParts) bool {
 			return (p.under("scripts/") || p.under("script/")) && ciScript.MatchString(p.base)
 		}},
-	{RiskLintConfig, "linter configuration: decides what the linters check", baseMatches(lintConfig)},
-	{RiskTestConfig, "test runner configuration: decides which tests run and how", baseMatches(testConfig)},
-	{RiskBuild, "a build file: the checks run through it", baseMatches(buildFile)},
-	{RiskTests, "a test file: changes what the tests check",
+	{LintConfig, "linter configuration: decides what the linters check", baseMatches(lintConfig)},
+	{TestConfig, "test runner configuration: decides which tests run and how", baseMatches(testConfig)},
+	{Build, "a build file: the checks run through it", baseMatches(buildFile)},
+	{Tests, "a test file: changes what the tests check",
 		func(p pathParts) bool { return testFileName.MatchString(p.base) || testClass.MatchString(p.name) }},
-	{RiskTests, "under a test directory: changes what the tests check or the data they check against",
+	{Tests, "under a test directory: changes what the tests check or the data they check against",
 		func(p pathParts) bool {
 			return p.inDir("test", "tests", "spec", "specs", "__tests__", "__snapshots__", "testdata", "e2e")
 		}},
 }
 
-// RiskNote flags the changed files that govern the checks a reviewer relies on: tests
+// Note flags the changed files that govern the checks a reviewer relies on: tests
 // and test data, test runner and linter configuration, CI workflows and scripts,
 // Makefiles and other build files, CODEOWNERS, repository settings and
 // .github/bumper.yml, each with the reason. Names are matched without regard to case;
 // each path is flagged once, and the flags are sorted by path.
-func RiskNote(changedFiles []string) []RiskFlag {
-	var out []RiskFlag
+func Note(changedFiles []string) []Flag {
+	var out []Flag
 	seen := map[string]bool{}
 	for _, f := range changedFiles {
 		clean := cleanPath(f)
@@ -125,15 +131,26 @@ func RiskNote(changedFiles []string) []RiskFlag {
 		seen[clean] = true
 		parts := splitPath(strings.ToLower(clean))
 		parts.name = path.Base(clean)
-		for _, r := range riskRules {
+		for _, r := range rules {
 			if r.match(parts) {
-				out = append(out, RiskFlag{Path: clean, Category: r.category, Reason: r.reason})
+				out = append(out, Flag{Path: clean, Category: r.category, Reason: r.reason})
 				break
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b RiskFlag) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b Flag) int { return strings.Compare(a.Path, b.Path) })
 	return out
+}
+
+// Known reports whether reason is one of Note's own reasons: text this package wrote,
+// which a rendering may show as it is (any other reason a bundle holds is quoted).
+func Known(reason string) bool {
+	for _, r := range rules {
+		if r.reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanPath is a repository path with forward slashes and no leading "/" or "./".

@@ -1,23 +1,24 @@
-package evidence_test
+// Package evidencetest holds the evidence bundles the tests of action/evidence and
+// its renderings share: a realistic run and a failed one, with every optional field
+// set between them, and their golden files (action/evidence/testdata).
+package evidencetest
 
 import (
-	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/app/wire"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
+// Golden compares got with the golden file at path (action/evidence/testdata/…, from
+// the test's package), or rewrites it when update is set (the test's -update flag).
+func Golden(t *testing.T, path string, got []byte, update bool) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
+	if update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -28,11 +29,12 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatalf("%v (run go test -update to write it)", err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, got)
+		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", path, got)
 	}
 }
 
-func hash(c byte) string {
+// Hash is 64 hex digits that c picks.
+func Hash(c byte) string {
 	b := make([]byte, 64)
 	for i := range b {
 		b[i] = "0123456789abcdef"[(int(c)+i*7)%16]
@@ -40,7 +42,8 @@ func hash(c byte) string {
 	return string(b)
 }
 
-func sha(c byte) string { return "sha256:" + hash(c) }
+// SHA is Hash(c) as a revision ("sha256:…").
+func SHA(c byte) string { return "sha256:" + Hash(c) }
 
 var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 
@@ -48,9 +51,9 @@ func at(seconds float64) time.Time { return t0.Add(time.Duration(seconds * float
 
 func int64p(n int64) *int64 { return &n }
 
-// realistic is a full bundle of a successful implement run that needed two
-// verification rounds, with every optional field set.
-func realistic() *evidence.Evidence {
+// Realistic is a full bundle of a successful implement run that needed two
+// verification rounds, with every optional field set: testdata/realistic.json.
+func Realistic() *evidence.Evidence {
 	files := []evidence.FileStat{
 		{Path: "internal/webhook/client.go", Insertions: 84, Deletions: 12},
 		{Path: "internal/webhook/client_test.go", Insertions: 121, Deletions: 3},
@@ -60,7 +63,7 @@ func realistic() *evidence.Evidence {
 		{Path: "assets/diagram.png", Binary: true},
 	}
 	diff := evidence.NewDiffStat(files)
-	decisions, err := evidence.ParseDecisions([]byte(`{"schema_version": 1, "decisions": [
+	ledger := evidence.NewLedger([]byte(`{"schema_version": 1, "decisions": [
 	  {"question": "Which errors should be retried?", "choice": "Network errors and 5xx responses; never 4xx",
 	   "rationale": "A 4xx means the request is wrong and retrying it cannot help.", "confidence": 0.85},
 	  {"question": "How many retries, and how long between them?", "choice": "Five attempts, exponential backoff from 200ms with full jitter, capped at 10s",
@@ -68,9 +71,9 @@ func realistic() *evidence.Evidence {
 	   "confidence": 0.4, "alternatives": ["Three attempts with fixed 1s delays", "Make the numbers configurable"]},
 	  {"question": "Should the CI workflow run the new tests with -race?", "choice": "Yes: added -race to the test step",
 	   "rationale": "The retry loop starts goroutines; the race detector is the only check that sees misuse.", "confidence": 0.55}
-	]}`))
-	if err != nil {
-		panic(err)
+	]}`), true)
+	if ledger.Status != evidence.LedgerOK {
+		panic(ledger.Error)
 	}
 	phases := []evidence.Phase{
 		evidence.NewPhase(evidence.PhaseExchange, at(0), at(0.412), evidence.PhaseOK),
@@ -96,9 +99,9 @@ func realistic() *evidence.Evidence {
 		WorkItem:      evidence.WorkItem{Repository: "acme/widgets", Issue: 42, Title: "Retry webhook deliveries with backoff"},
 		Trigger: evidence.Trigger{Event: "workflow_dispatch", WorkflowRef: "acme/widgets/.github/workflows/bumper-run.yml@refs/heads/main",
 			RunID: 9876543210, RunAttempt: 1, Actor: "bumper-app[bot]", Runner: "bumper-runner-03"},
-		Revision:   sha(1),
-		Approvals:  []evidence.Approval{{By: "maintainer-jo", At: at(-600), Revision: sha(1), CommentID: 2468013579}},
-		Stage:      evidence.StageImplement,
+		Revision:   SHA(1),
+		Approvals:  []wire.Approval{{By: "maintainer-jo", At: at(-600), Revision: SHA(1), CommentID: 2468013579}},
+		Stage:      wire.StageImplement,
 		Attempt:    2,
 		Outcome:    evidence.OutcomeSuccess,
 		BaseCommit: "9fceb02d0ae598e95dc970b74767f19372d61af8",
@@ -110,10 +113,10 @@ func realistic() *evidence.Evidence {
 		StartedAt:      at(0),
 		Harness: &evidence.Harness{Name: "claude-code", Version: "2.1.328", Turns: 14,
 			ToolCalls: map[string]int{"Bash": 9, "Read": 7, "Edit": 4, "Grep": 2}},
-		Environment: &evidence.Environment{ID: sha(5), BaseImageDigest: sha(6), ImageDigest: sha(2),
+		Environment: &evidence.Environment{ID: SHA(5), BaseImageDigest: SHA(6), ImageDigest: SHA(2),
 			Packages: []string{"golang-go", "ca-certificates"}, Setup: "scripts/env-setup.sh", DurationMS: 246},
 		Sandbox: &evidence.Sandbox{VMM: "qemu-microvm 9.2.0", Accel: "tcg",
-			AccelReason: "KVM canary did not finish booting within 5s (nested KVM hangs)", ImageDigest: sha(2),
+			AccelReason: "KVM canary did not finish booting within 5s (nested KVM hangs)", ImageDigest: SHA(2),
 			VCPUs: 2, MemoryMB: 2048, Boot: "warm", BootReason: "restoring snapshot 4f2a"},
 		Phases: phases,
 		Commands: []evidence.Command{
@@ -145,9 +148,9 @@ func realistic() *evidence.Evidence {
 		}),
 		Cost: evidence.Cost{MeteredMicroUSD: 1_842_310, MeteredCalls: 37, Estimated: true, EstimatedCalls: 1,
 			SelfReportedMicroUSD: int64p(1_790_000), BudgetMicroUSD: 5_000_000},
-		Ledger:     evidence.Ledger{Status: evidence.LedgerOK, Decisions: decisions},
-		Risk:       evidence.RiskNote(diff.Paths()),
-		Audit:      &evidence.Audit{Head: sha(3), Entries: 214},
+		Ledger:     ledger,
+		Risk:       risk.Note(diff.Paths()),
+		Audit:      &evidence.Audit{Head: SHA(3), Entries: 214},
 		Revocation: evidence.Revocation{Revoked: true, At: at(645.8)},
 		Artifact:   &evidence.Artifact{Name: "bumper-evidence-42-2", URL: "https://github.com/acme/widgets/actions/runs/9876543210/artifacts/1234567"},
 	}
@@ -155,10 +158,10 @@ func realistic() *evidence.Evidence {
 	return e
 }
 
-// failedRun is a run that ran out of verification rounds: the optional fields of a
+// Failed is a run that ran out of verification rounds: the optional fields of a
 // failure are set (outcome reason, an invalid decision ledger, a token not revoked).
-func failedRun() *evidence.Evidence {
-	e := realistic()
+func Failed() *evidence.Evidence {
+	e := Realistic()
 	e.Outcome = evidence.OutcomeFailure
 	e.OutcomeReason = "verification failed in every round (2 of 2)"
 	e.HeadCommit, e.VerifiedCommit, e.Branch, e.PullRequest = "", "", "", 0

@@ -1,4 +1,4 @@
-package evidence_test
+package evidencemd_test
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
+	"github.com/bumperdev/bumper/action/evidence/evidencetest"
 	"github.com/bumperdev/bumper/app/reveal"
 )
 
@@ -44,7 +46,7 @@ func TestHiddenCharactersAgreeWithReveal(t *testing.T) {
 	markRE := regexp.MustCompile(`\[U\+([0-9A-F]{4,6})\]`)
 	const perExcerpt, perBundle = 250, 400
 	for i := 0; i < len(all); i += perExcerpt * perBundle {
-		e := realistic()
+		e := evidencetest.Realistic()
 		e.Tests[0].Failures = nil
 		for j := i; j < min(i+perExcerpt*perBundle, len(all)); j += perExcerpt {
 			var b strings.Builder
@@ -53,7 +55,7 @@ func TestHiddenCharactersAgreeWithReveal(t *testing.T) {
 			}
 			e.Tests[0].Failures = append(e.Tests[0].Failures, evidence.Failure{Name: fmt.Sprint("chunk ", j), Excerpt: b.String()})
 		}
-		md, of := evidence.Markdown(e, 1<<30)
+		md, of := evidencemd.Render(e, 1<<30)
 		if of.Any() {
 			t.Fatalf("the bundle was cut, so not every character was shown: %v", of)
 		}
