@@ -28,10 +28,10 @@
 package ghref
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -40,7 +40,8 @@ import (
 // to change is written as the ASCII it folds to ('＃7' becomes "# 7"). Neutralize is
 // idempotent: neutralized text comes back unchanged. Invalid UTF-8 becomes U+FFFD.
 func Neutralize(s string) string {
-	rs := []rune(visible(strings.ToValidUTF8(s, "\uFFFD")))
+	marked, _ := hiddenchar.Mark(strings.ToValidUTF8(s, "\uFFFD"))
+	rs := []rune(marked)
 	// xs is the text as a grammar that folds Unicode could read it: each rune's
 	// compatibility decomposition; from[k] is the rune xs[k] comes from.
 	var xs []rune
@@ -142,34 +143,4 @@ func isASCIIAlnum(r rune) bool {
 // script included, leaves it a mention.
 func wordBefore(rs []rune, i int) bool {
 	return i > 0 && (isASCIIAlnum(rs[i-1]) || rs[i-1] == '_')
-}
-
-// visible writes the runes a reader cannot see as [U+XXXX].
-func visible(s string) string {
-	if strings.IndexFunc(s, Hidden) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if Hidden(r) {
-			fmt.Fprintf(&b, "[U+%04X]", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// Hidden reports runes a reader cannot see or that reorder the display: controls
-// (other than newline and tab), format characters (zero-width, bidirectional controls,
-// tag characters, soft hyphen), variation selectors, fillers and line separators.
-func Hidden(r rune) bool {
-	if r == '\n' || r == '\t' {
-		return false
-	}
-	switch r {
-	case 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2028, 0x2029, 0x3164, 0xFFA0, 0xFFFC:
-		return true
-	}
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -88,7 +89,7 @@ func FuzzNeutralize(f *testing.F) {
 		if l := liveIn(got); len(l) > 0 {
 			t.Fatalf("Neutralize(%q) = %q: live %q", s, got, l)
 		}
-		if strings.IndexFunc(got, Hidden) >= 0 {
+		if strings.IndexFunc(got, hiddenchar.Is) >= 0 {
 			t.Fatalf("Neutralize(%q) = %q: a hidden character", s, got)
 		}
 		if again := Neutralize(got); again != got {

@@ -32,7 +32,11 @@
 // points outside the default-ignorable ranges (a browser draws a box for them).
 package hiddenchar
 
-import "unicode"
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
 
 // Class says how a hidden character hides.
 type Class uint8
@@ -69,3 +73,21 @@ func Classify(r rune) Class {
 
 // Is reports whether r is hidden.
 func Is(r rune) bool { return Classify(r) != Shown }
+
+// Mark writes every hidden character of s as "[U+XXXX]", so that a reader sees it, and
+// says whether there was one. It is the one way hidden characters are shown, in quoted
+// text and in the messages Bumper publishes alike.
+func Mark(s string) (string, bool) {
+	if strings.IndexFunc(s, Is) < 0 {
+		return s, false
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if Is(r) {
+			fmt.Fprintf(&b, "[U+%04X]", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), true
+}

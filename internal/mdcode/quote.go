@@ -1,7 +1,6 @@
 package mdcode
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/bumperdev/bumper/internal/hiddenchar"
@@ -25,16 +24,9 @@ type Quoter struct {
 func (q *Quoter) Text(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
-	var b strings.Builder
-	for _, r := range s {
-		if hiddenchar.Is(r) {
-			q.Hidden = true
-			fmt.Fprintf(&b, "[U+%04X]", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	out, broke := BreakMarkers(b.String())
+	s, hidden := hiddenchar.Mark(s)
+	q.Hidden = q.Hidden || hidden
+	out, broke := BreakMarkers(s)
 	q.Marked = q.Marked || broke
 	return out
 }
