@@ -1,33 +1,39 @@
 // Package ghemu is Bumper's GitHub emulator: one in-process GitHub (REST API, App and
 // installation auth, a real git smart-HTTP server, webhooks with real signatures, an
-// Actions OIDC issuer) that every test, the demo and curious users share. Its routes and
-// bodies follow GitHub's OpenAPI description, and in test mode every exchange is checked
-// against it (package fidelity).
+// Actions OIDC issuer, a local Actions runner, a web view) that every test, the demo
+// and curious users share. Its routes and bodies follow GitHub's OpenAPI description,
+// and in test mode every exchange is checked against it (package fidelity).
+//
+// This package wires the rooms together and is the API tests and cmd/bumper use. The
+// rooms: state (the world and its lock), render (GitHub's JSON objects), rest (the REST
+// API and git's access rules), web (the web view and the manifest pages), actions
+// (workflow runs and the local runner), webhook (deliveries), oidc (the issuer),
+// gitserver (git over smart HTTP), fidelity (the checks against GitHub's
+// descriptions), emutest (the test harness). docs/emulator.md says what each lock
+// guards.
 package ghemu
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/ghemu/actions"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
-	"github.com/bumperdev/bumper/internal/fsutil"
+	"github.com/bumperdev/bumper/ghemu/oidc"
+	"github.com/bumperdev/bumper/ghemu/render"
+	"github.com/bumperdev/bumper/ghemu/rest"
+	"github.com/bumperdev/bumper/ghemu/state"
+	"github.com/bumperdev/bumper/ghemu/web"
+	"github.com/bumperdev/bumper/ghemu/webhook"
+	"github.com/bumperdev/bumper/internal/pktline"
 )
 
 // Options configure an Emulator.
@@ -52,78 +58,57 @@ type Options struct {
 	// checker validates them against GitHub's webhook schema).
 	WebhookCheck func(event string, body []byte)
 	// Runner, when set, makes the emulator execute dispatched workflow runs itself, as
-	// GitHub's Actions runner would (runner.go). Nil: runs stay queued until someone
-	// moves them through the control API.
+	// GitHub's Actions runner would (package actions). Nil: runs stay queued until
+	// someone moves them through the control API.
 	Runner *Runner
 }
+
+// Runner makes the emulator execute dispatched workflow runs (actions.Runner).
+type Runner = actions.Runner
+
+// RunUpdate moves a workflow run, as a runner picking it up and finishing it would
+// (actions.RunUpdate).
+type RunUpdate = actions.RunUpdate
+
+// RunInfo is what a runner learns about a dispatched run, and what became of it
+// (actions.RunInfo).
+type RunInfo = actions.RunInfo
+
+// OIDCClaims are the claims of an Actions ID token that Bumper checks (oidc.Claims).
+type OIDCClaims = oidc.Claims
+
+// WorkflowsDir is where GitHub keeps workflows; an installation token needs
+// `workflows: write` to push commits that touch a file below it.
+const WorkflowsDir = rest.WorkflowsDir
 
 // Emulator is a GitHub on loopback. Create it with New, serve Handler() and set the
 // address it is reachable at with SetBaseURL (Start does both).
 type Emulator struct {
-	mu      sync.Mutex
-	st      *state
-	appKey  *rsa.PrivateKey
-	oidc    *oidcIssuer
+	store   *state.Store
 	git     *gitserver.Server
-	routes  router
-	hooks   *webhookSender
-	limits  map[string]*rateWindow
-	baseURL string
+	hooks   *webhook.Sender
+	actions *actions.Actions
+	api     *rest.API
+	web     *web.View
+	oidc    *oidc.Issuer
+	commits *render.Commits
+	log     zerolog.Logger
 	dir     string
 	tempDir bool
-	now     func() time.Time
-	log     zerolog.Logger
-	limit   int
 	server  *http.Server
-
-	webhookCheck func(event string, body []byte)
-	// commits caches what git said of commits by repository and SHA: commits never
-	// change, and rendering a list of workflow runs or check runs would otherwise start
-	// one git process per item. Guarded by mu.
-	commits map[string]*gitserver.CommitInfo
-
-	// runner executes dispatched runs; nil without Options.Runner.
-	runner *localRunner
-	// runsChanged is closed, and replaced, whenever a workflow run moves (WaitRun).
-	// Guarded by mu.
-	runsChanged chan struct{}
-	// recovered is set once the local runner's unfinished runs of an earlier process
-	// were settled (recoverRunsLocked). Guarded by mu.
-	recovered bool
-	// logKey signs the job log download URLs.
-	logKey []byte
-	// drops counts, by event, the next deliveries to fail without reaching the
-	// webhook URL (DropDeliveries). Guarded by mu.
-	drops map[string]int
 }
 
 const (
-	stateFile   = "state.json"
-	appKeyFile  = "app-private-key.pem"
 	oidcKeyFile = "oidc-signing-key.pem"
 	gitDir      = "git"
 )
 
 // New creates an emulator, loading the state in opts.StateDir or seeding a new world.
 func New(opts Options) (*Emulator, error) {
-	e := &Emulator{
-		dir:     opts.StateDir,
-		now:     opts.Now,
-		log:     opts.Logger,
-		limit:   opts.RateLimit,
-		limits:  map[string]*rateWindow{},
-		commits: map[string]*gitserver.CommitInfo{},
-
-		webhookCheck: opts.WebhookCheck,
-		runsChanged:  make(chan struct{}),
-		logKey:       []byte(randomToken("")),
-		drops:        map[string]int{},
-	}
-	if e.now == nil {
-		e.now = time.Now
-	}
-	if e.limit == 0 {
-		e.limit = 5000
+	e := &Emulator{dir: opts.StateDir, log: opts.Logger}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
 	}
 	if e.dir == "" {
 		d, err := os.MkdirTemp("", "bumper-emulator-")
@@ -134,51 +119,84 @@ func New(opts Options) (*Emulator, error) {
 	} else if err := os.MkdirAll(e.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("failed to create state directory %s: %w", e.dir, err)
 	}
-	var err error
-	if e.appKey, err = loadOrCreateKey(filepath.Join(e.dir, appKeyFile)); err != nil {
+	if err := e.open(opts, now); err != nil {
+		if e.hooks != nil {
+			e.hooks.Close()
+		}
+		e.cleanupTemp()
 		return nil, err
 	}
-	oidcKey, err := loadOrCreateKey(filepath.Join(e.dir, oidcKeyFile))
+	return e, nil
+}
+
+// open builds the rooms; New cleans up after a failure.
+func (e *Emulator) open(opts Options, now func() time.Time) error {
+	oidcKey, err := state.LoadOrCreateKey(filepath.Join(e.dir, oidcKeyFile))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	e.oidc = newOIDCIssuer(oidcKey)
+	e.oidc = oidc.New(oidcKey, now)
+	// The git server's callbacks are GitHub's access rules over the world, and a new
+	// world is seeded with the git server: rules is set once the world is open, before
+	// anything is served.
+	var rules *rest.GitRules
 	e.git, err = gitserver.New(gitserver.Options{
-		Root:       filepath.Join(e.dir, gitDir),
-		Authorize:  e.authorizeGit,
-		CheckPush:  e.checkPush,
-		GuardPaths: e.guardPaths,
-		Pushed:     e.pushed,
+		Root: filepath.Join(e.dir, gitDir),
+		Authorize: func(r *http.Request, owner, name string, access gitserver.Access) error {
+			return rules.Authorize(r, owner, name, access)
+		},
+		CheckPush: func(r *http.Request, owner, name string, updates []pktline.RefUpdate) error {
+			return rules.CheckPush(r, owner, name, updates)
+		},
+		GuardPaths: func(r *http.Request, owner, name string, updates []pktline.RefUpdate) *gitserver.PathGuard {
+			return rules.GuardPaths(r, owner, name, updates)
+		},
+		Pushed: func(r *http.Request, owner, name string, updates []pktline.RefUpdate) {
+			rules.Pushed(r, owner, name, updates)
+		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed to start the git server: %w", err)
+		return fmt.Errorf("failed to start the git server: %w", err)
 	}
-	if err := e.loadOrSeed(opts.Seed); err != nil {
-		e.cleanupTemp()
-		return nil, err
-	}
-	if opts.WebhookURL != "" {
-		e.st.App.WebhookURL = opts.WebhookURL
-	}
-	if opts.WebhookSecret != "" {
-		e.st.App.WebhookSecret = opts.WebhookSecret
-	}
-	if e.st.App.WebhookSecret == "" {
-		e.st.App.WebhookSecret = randomToken("whsec_")
-	}
-	if err := e.save(); err != nil {
-		e.cleanupTemp()
-		return nil, err
-	}
-	if opts.Runner != nil {
-		if e.runner, err = newLocalRunner(*opts.Runner, e.dir); err != nil {
-			e.cleanupTemp()
-			return nil, err
+	seed := opts.Seed
+	e.store, err = state.Open(state.Options{Dir: e.dir, Now: now, Logger: e.log}, func(w *state.World) error {
+		if seed == nil {
+			seed = DefaultSeed()
 		}
+		if err := seed.Validate(); err != nil {
+			return fmt.Errorf("invalid seed: %w", err)
+		}
+		return applySeed(w, e.git, seed)
+	})
+	if err != nil {
+		return err
 	}
-	e.hooks = newWebhookSender(e)
-	e.registerRoutes()
-	return e, nil
+	e.hooks = webhook.NewSender(e.store, opts.WebhookCheck, e.log)
+	rules = rest.NewGitRules(e.store, e.hooks)
+	e.store.Do(func(w *state.World) {
+		if opts.WebhookURL != "" {
+			w.SetWebhookURL(opts.WebhookURL)
+		}
+		if opts.WebhookSecret != "" {
+			w.SetWebhookSecret(opts.WebhookSecret)
+		}
+		if w.App().WebhookSecret == "" {
+			w.SetWebhookSecret(state.RandomToken("whsec_"))
+		}
+	})
+	if err := e.store.Save(); err != nil {
+		return err
+	}
+	e.commits = render.NewCommits(e.git)
+	e.actions, err = actions.New(actions.Options{Store: e.store, Hooks: e.hooks, Commits: e.commits, OIDC: e.oidc,
+		Logger: e.log, Runner: opts.Runner, StateDir: e.dir})
+	if err != nil {
+		return err
+	}
+	e.api = rest.New(rest.Options{Store: e.store, Git: e.git, Hooks: e.hooks, Actions: e.actions,
+		Commits: e.commits, RateLimit: opts.RateLimit, Now: now, Logger: e.log})
+	e.web = web.New(e.store, e.git, e.log)
+	return nil
 }
 
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and sets the base URL
@@ -200,54 +218,33 @@ func (e *Emulator) Start(ctx context.Context, addr string) error {
 }
 
 // SetBaseURL tells the emulator where clients reach it ("http://127.0.0.1:8080"). Every
-// URL it renders, the OIDC issuer and the clone URLs derive from it.
+// URL it renders, the OIDC issuer and the clone URLs derive from it. The first time,
+// the seeded installations are announced and the runs an earlier process left
+// unfinished are settled.
 func (e *Emulator) SetBaseURL(u string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.baseURL = strings.TrimRight(u, "/")
-	if !e.st.Announced {
-		e.st.Announced = true
-		for _, in := range e.sortedInstallations() {
-			e.emitInstallation(in, "created")
+	e.store.Do(func(w *state.World) {
+		w.SetBaseURL(u)
+		if !w.Announced() {
+			w.SetAnnounced()
+			for _, in := range w.Installations() {
+				e.emitInstallation(w, in, "created")
+			}
 		}
-		e.saveLocked()
-	}
-	if !e.recovered {
-		e.recovered = true
-		e.recoverRunsLocked()
-	}
+		e.actions.RecoverOnce(w)
+	})
 }
 
 // emitInstallation sends an installation webhook, with the repositories it covers.
-func (e *Emulator) emitInstallation(in *installation, action string) {
-	repos := []obj{}
-	for _, rp := range e.sortedRepos(func(rp *repo) bool { return e.st.installationFor(rp) == in }) {
-		repos = append(repos, obj{"id": rp.ID, "node_id": nodeID("R", rp.ID), "name": rp.Name,
-			"full_name": rp.fullName(), "private": rp.Private})
+func (e *Emulator) emitInstallation(w *state.World, in *state.Installation, action string) {
+	repos := []render.Obj{}
+	for _, rp := range w.Repos() {
+		if w.InstallationFor(rp) == in {
+			repos = append(repos, render.Obj{"id": rp.ID, "node_id": render.NodeID("R", rp.ID), "name": rp.Name,
+				"full_name": rp.FullName(), "private": rp.Private})
+		}
 	}
-	e.emit("installation", action, nil, in.Account, obj{"installation": e.renderInstallation(in),
-		"repositories": repos})
-}
-
-// Ping sends the "ping" webhook GitHub sends when a webhook is configured.
-func (e *Emulator) Ping() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.emit("ping", "", nil, "", obj{"zen": "Keep it logically awesome.", "hook_id": e.st.App.ID,
-		"hook": obj{"type": "App", "id": e.st.App.ID, "name": "web", "active": true,
-			"events": e.st.App.Events, "app_id": e.st.App.ID,
-			"config":     obj{"content_type": "json", "insecure_ssl": "0", "url": e.st.App.WebhookURL},
-			"updated_at": ts(e.st.App.CreatedAt), "created_at": ts(e.st.App.CreatedAt),
-			"deliveries_url": e.baseURL + "/app/hook/deliveries",
-			"url":            e.baseURL + "/app/hook/config",
-			"ping_url":       e.baseURL + "/app/hook/pings"}})
-}
-
-// BaseURL is the address clients reach the emulator at.
-func (e *Emulator) BaseURL() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.baseURL
+	e.hooks.Emit(w, "installation", action, nil, in.Account, render.Obj{
+		"installation": render.New(w, nil).Installation(in), "repositories": repos})
 }
 
 // Close stops serving, cancels the local runner's runs (their processes are stopped
@@ -260,8 +257,8 @@ func (e *Emulator) Close() error {
 		err = e.server.Shutdown(ctx)
 		cancel()
 	}
-	e.shutdownRunner()
-	e.hooks.close()
+	e.actions.Shutdown()
+	e.hooks.Close()
 	e.cleanupTemp()
 	return err
 }
@@ -270,181 +267,4 @@ func (e *Emulator) cleanupTemp() {
 	if e.tempDir {
 		_ = os.RemoveAll(e.dir)
 	}
-}
-
-// AppID is the emulated App's ID.
-func (e *Emulator) AppID() int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.st.App.ID
-}
-
-// AppKeyPath is the PEM file holding the App's private key, as GitHub would let an admin
-// download it.
-func (e *Emulator) AppKeyPath() string { return filepath.Join(e.dir, appKeyFile) }
-
-// AppKeyPEM is the App's private key in PEM form.
-func (e *Emulator) AppKeyPEM() []byte { return keyPEM(e.appKey) }
-
-// keyPEM is an RSA private key in the PKCS #1 PEM form GitHub hands out App keys in.
-func keyPEM(k *rsa.PrivateKey) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-}
-
-// WebhookSecret is the secret the emulator signs deliveries with.
-func (e *Emulator) WebhookSecret() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.st.App.WebhookSecret
-}
-
-// SetWebhookURL changes where deliveries go (the App's webhook configuration).
-func (e *Emulator) SetWebhookURL(u string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.st.App.WebhookURL = u
-	e.saveLocked()
-}
-
-// UserToken is the personal access token of a seeded user, or "" if there is none.
-func (e *Emulator) UserToken(login string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if u := e.st.Users[key(login)]; u != nil {
-		return u.Token
-	}
-	return ""
-}
-
-// Users lists the people with personal tokens, sorted by login.
-func (e *Emulator) Users() []UserInfo {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []UserInfo
-	for _, u := range e.st.Users {
-		if u.Type == "User" && u.Token != "" {
-			out = append(out, UserInfo{Login: u.Login, Token: u.Token})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Login < out[j].Login })
-	return out
-}
-
-// UserInfo names a seeded person and their personal access token.
-type UserInfo struct {
-	Login string
-	Token string
-}
-
-// TokenInfo is an installation token the emulator minted, for tests that check what a
-// run did with its token (that it was revoked, say).
-type TokenInfo struct {
-	Value          string
-	InstallationID int64
-	// Repositories are the owner/name of the repositories it is scoped to; empty: all of
-	// the installation's.
-	Repositories []string
-	Permissions  map[string]string
-	ExpiresAt    time.Time
-	Revoked      bool
-}
-
-// InstallationTokens lists the installation tokens minted so far, oldest expiry first.
-func (e *Emulator) InstallationTokens() []TokenInfo {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []TokenInfo
-	for _, t := range e.st.Tokens {
-		ti := TokenInfo{Value: t.Value, InstallationID: t.InstallationID, Permissions: maps.Clone(t.Permissions), ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
-		for _, id := range t.RepoIDs {
-			for _, rp := range e.st.Repos {
-				if rp.ID == id {
-					ti.Repositories = append(ti.Repositories, rp.fullName())
-				}
-			}
-		}
-		out = append(out, ti)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ExpiresAt.Before(out[j].ExpiresAt) })
-	return out
-}
-
-// InstallationID returns the ID of the App's installation on account, or 0.
-func (e *Emulator) InstallationID(account string) int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, in := range e.st.Installations {
-		if strings.EqualFold(in.Account, account) {
-			return in.ID
-		}
-	}
-	return 0
-}
-
-// Git is the emulator's git server, for tests that create commits without a clone.
-func (e *Emulator) Git() *gitserver.Server { return e.git }
-
-func loadOrCreateKey(path string) (*rsa.PrivateKey, error) {
-	raw, err := os.ReadFile(path)
-	if err == nil {
-		block, _ := pem.Decode(raw)
-		if block == nil {
-			return nil, fmt.Errorf("failed to read %s: no PEM block; delete it to generate a new key", path)
-		}
-		k, err := x509.ParsePKCS1PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("failed to parse the RSA key in %s: %w", path, err)
-		}
-		return k, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("failed to read %s: %w", path, err)
-	}
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return nil, fmt.Errorf("failed to generate an RSA key: %w", err)
-	}
-	if err := fsutil.WriteFileAtomic(path, keyPEM(k), 0o600); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-func (e *Emulator) loadOrSeed(seed *Seed) error {
-	raw, err := os.ReadFile(filepath.Join(e.dir, stateFile))
-	switch {
-	case err == nil:
-		var st state
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return fmt.Errorf("failed to parse %s: %w; remove the state directory to start afresh",
-				filepath.Join(e.dir, stateFile), err)
-		}
-		e.st = &st
-		return nil
-	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("failed to read the emulator state: %w", err)
-	}
-	if seed == nil {
-		seed = DefaultSeed()
-	}
-	if err := seed.Validate(); err != nil {
-		return fmt.Errorf("invalid seed: %w", err)
-	}
-	return e.applySeed(seed)
-}
-
-// saveLocked writes the whole state atomically and logs a failure: a handler that
-// already changed the state has nobody to return the error to. Callers hold e.mu.
-func (e *Emulator) saveLocked() {
-	if err := e.save(); err != nil {
-		e.log.Error().Err(err).Msg("failed to save emulator state")
-	}
-}
-
-func (e *Emulator) save() error {
-	raw, err := json.Marshal(e.st)
-	if err != nil {
-		return fmt.Errorf("failed to encode the emulator state: %w", err)
-	}
-	return fsutil.WriteFileAtomic(filepath.Join(e.dir, stateFile), raw, 0o600)
 }

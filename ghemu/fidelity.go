@@ -8,32 +8,22 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bumperdev/bumper/ghemu/apierr"
 	"github.com/bumperdev/bumper/ghemu/fidelity"
+	"github.com/bumperdev/bumper/ghemu/rest"
+	"github.com/bumperdev/bumper/ghemu/web"
 )
 
 // SpecPaths are the emulated routes written as GitHub's OpenAPI description writes them,
 // for loading just those paths of the description.
-func SpecPaths() []string {
-	var e Emulator
-	e.registerRoutes()
-	seen := map[string]bool{}
-	var out []string
-	for _, r := range e.routes.routes {
-		p := strings.ReplaceAll(r.template, "...}", "}")
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func SpecPaths() []string { return rest.SpecPaths() }
 
 // IsNonREST reports whether a request is one of the emulator's non-REST surfaces (git
 // smart HTTP, the OIDC issuer, control routes, the web view, the App manifest pages), which GitHub's REST description does
 // not cover.
 func IsNonREST(r *http.Request) bool {
 	return isGitPath(r.URL.Path) || strings.HasPrefix(r.URL.Path, "/.well-known/") ||
-		strings.HasPrefix(r.URL.Path, controlPrefix) || isWebRequest(r) || isManifestPage(r)
+		strings.HasPrefix(r.URL.Path, controlPrefix) || isWebRequest(r) || web.IsManifestPage(r)
 }
 
 // Checker validates every exchange and webhook of an emulator against GitHub's
@@ -80,7 +70,7 @@ func (c *Checker) Wrap(h http.Handler) http.Handler {
 			c.checked++
 			c.mu.Unlock()
 			if err := normalizeBody(r); err != nil {
-				writeError(w, errBadJSON(err.Error()))
+				apierr.Write(w, apierr.BadJSON(err.Error()))
 				return
 			}
 		}
@@ -98,7 +88,7 @@ func normalizeBody(r *http.Request) error {
 	if r.Body == nil || r.ContentLength == 0 {
 		return nil
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	raw, err := io.ReadAll(io.LimitReader(r.Body, apierr.MaxBody+1))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bumperdev/bumper/ghemu/state"
 )
 
 // Seed is the starting world of an emulator: accounts, repositories and the App's
@@ -235,33 +237,33 @@ func (s *Seed) Validate() error {
 		if !loginRE.MatchString(name) || isBot != u.Bot {
 			return fmt.Errorf("user login %q is not a valid GitHub login (letters, digits, single hyphens; a bot's, and only a bot's, ends in [bot])", u.Login)
 		}
-		if accounts[key(u.Login)] {
+		if accounts[state.Key(u.Login)] {
 			return fmt.Errorf("account %q is listed twice", u.Login)
 		}
-		accounts[key(u.Login)] = true
+		accounts[state.Key(u.Login)] = true
 	}
 	for _, o := range s.Organizations {
 		if !loginRE.MatchString(o) {
 			return fmt.Errorf("organization %q is not a valid GitHub login", o)
 		}
-		if accounts[key(o)] {
+		if accounts[state.Key(o)] {
 			return fmt.Errorf("account %q is listed twice", o)
 		}
-		accounts[key(o)] = true
+		accounts[state.Key(o)] = true
 	}
 	repos := map[string]bool{}
 	for _, r := range s.Repositories {
-		if !accounts[key(r.Owner)] {
+		if !accounts[state.Key(r.Owner)] {
 			return fmt.Errorf("repository %s/%s: owner %q is not a listed user or organization", r.Owner, r.Name, r.Owner)
 		}
 		if !repoNameRE.MatchString(r.Name) || r.Name == "." || r.Name == ".." {
 			return fmt.Errorf("repository name %q is not valid (letters, digits, '.', '-', '_')", r.Name)
 		}
 		for login, perm := range r.Collaborators {
-			if !accounts[key(login)] {
+			if !accounts[state.Key(login)] {
 				return fmt.Errorf("repository %s/%s: collaborator %q is not a listed user", r.Owner, r.Name, login)
 			}
-			if _, ok := roleRank[perm]; !ok || perm == "" {
+			if !state.ValidRole(perm) {
 				return fmt.Errorf("repository %s/%s: collaborator %q has permission %q; use read, triage, write, maintain or admin", r.Owner, r.Name, login, perm)
 			}
 		}
@@ -281,14 +283,14 @@ func (s *Seed) Validate() error {
 				return fmt.Errorf("repository %s/%s: %w", r.Owner, r.Name, err)
 			}
 		}
-		repos[key(r.Owner+"/"+r.Name)] = true
+		repos[state.Key(r.Owner+"/"+r.Name)] = true
 	}
 	for _, in := range s.Installations {
-		if !accounts[key(in.Account)] {
+		if !accounts[state.Key(in.Account)] {
 			return fmt.Errorf("installation on %q: not a listed user or organization", in.Account)
 		}
 		for _, name := range in.Repositories {
-			if !repos[key(in.Account+"/"+name)] {
+			if !repos[state.Key(in.Account+"/"+name)] {
 				return fmt.Errorf("installation on %q: repository %q is not listed under that owner", in.Account, name)
 			}
 		}

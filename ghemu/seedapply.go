@@ -3,22 +3,20 @@ package ghemu
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/ghemu/gitserver"
+	"github.com/bumperdev/bumper/ghemu/state"
 )
 
-// applySeed builds a fresh state from a validated seed, creating the git repositories.
-func (e *Emulator) applySeed(s *Seed) error {
-	now := e.timestamp()
-	st := &state{
-		NextID:        1000,
-		Users:         map[string]*user{},
-		Installations: map[int64]*installation{},
-		Repos:         map[string]*repo{},
-		Tokens:        map[string]*installToken{},
-	}
+// defaultLabelColor is the color GitHub gives a label created without one.
+const defaultLabelColor = "ededed"
+
+// applySeed builds a fresh world from a validated seed, creating the git repositories.
+func applySeed(w *state.World, git *gitserver.Server, s *Seed) error {
+	now := w.Timestamp()
 	app := s.App
 	if app.ID == 0 {
 		app.ID = DefaultAppID
@@ -40,76 +38,66 @@ func (e *Emulator) applySeed(s *Seed) error {
 	if owner == "" && len(s.Organizations) > 0 {
 		owner = s.Organizations[0]
 	}
-	st.App = appInfo{ID: app.ID, Slug: app.Slug, Name: app.Name, Owner: owner,
+	w.SetApp(state.App{ID: app.ID, Slug: app.Slug, Name: app.Name, Owner: owner,
 		ClientID: fmt.Sprintf("Iv1.%016x", app.ID), Permissions: app.Permissions,
-		Events: app.Events, CreatedAt: now}
+		Events: app.Events, CreatedAt: now})
 	for _, u := range s.Users {
 		tok := u.Token
 		if tok == "" {
-			tok = randomToken("ghp_")
+			tok = state.RandomToken("ghp_")
 		}
 		typ := "User"
 		if u.Bot {
 			typ = "Bot"
 		}
-		st.Users[key(u.Login)] = &user{ID: st.nextID(), Login: u.Login, Type: typ,
-			Name: u.Name, Email: u.Email, Token: tok}
+		w.AddUser(&state.User{ID: w.NextID(), Login: u.Login, Type: typ, Name: u.Name, Email: u.Email, Token: tok})
 	}
 	for _, o := range s.Organizations {
-		st.Users[key(o)] = &user{ID: st.nextID(), Login: o, Type: "Organization"}
+		w.AddUser(&state.User{ID: w.NextID(), Login: o, Type: "Organization"})
 	}
 	bot := app.Slug + "[bot]"
-	st.Users[key(bot)] = &user{ID: st.nextID(), Login: bot, Type: "Bot"}
-	e.st = st
+	w.AddUser(&state.User{ID: w.NextID(), Login: bot, Type: "Bot"})
 	for _, sr := range s.Repositories {
-		if err := e.seedRepo(sr, now); err != nil {
+		if err := seedRepo(w, git, sr, now); err != nil {
 			return err
 		}
 	}
 	for _, si := range s.Installations {
-		in := &installation{ID: st.nextID(), Account: st.Users[key(si.Account)].Login,
+		in := &state.Installation{ID: w.NextID(), Account: w.User(si.Account).Login,
 			AllRepos: len(si.Repositories) == 0, Permissions: si.Permissions,
 			Events: app.Events, CreatedAt: now}
 		if in.Permissions == nil {
 			in.Permissions = app.Permissions
 		}
 		for _, name := range si.Repositories {
-			in.RepoIDs = append(in.RepoIDs, st.repoByName(si.Account, name).ID)
+			in.RepoIDs = append(in.RepoIDs, w.Repo(si.Account, name).ID)
 		}
-		st.Installations[in.ID] = in
+		w.AddInstallation(in)
 	}
 	return nil
 }
 
-func (e *Emulator) seedRepo(sr SeedRepository, now time.Time) error {
-	st := e.st
+func seedRepo(w *state.World, git *gitserver.Server, sr SeedRepository, now time.Time) error {
 	branch := sr.DefaultBranch
 	if branch == "" {
 		branch = "main"
 	}
-	ownerLogin := st.Users[key(sr.Owner)].Login
-	rp := &repo{
-		ID: st.nextID(), Owner: ownerLogin, Name: sr.Name, Private: sr.Private,
-		Description: sr.Description, DefaultBranch: branch,
-		CreatedAt: now, UpdatedAt: now, PushedAt: now,
-		Protected: map[string]*protection{}, Collaborators: map[string]string{},
-		Labels: map[string]*label{}, Issues: map[int]*issue{}, Comments: map[int64]*comment{},
-		Pulls: map[int]*pull{}, Reviews: map[int64]*review{}, CheckRuns: map[int64]*checkRun{},
-		Runs: map[int64]*workflowRun{}, NextNumber: 1, NextRunNumber: 1,
-	}
+	ownerLogin := w.User(sr.Owner).Login
+	rp := &state.Repo{ID: w.NextID(), Owner: ownerLogin, Name: sr.Name, Private: sr.Private,
+		Description: sr.Description, DefaultBranch: branch, CreatedAt: now, UpdatedAt: now, PushedAt: now}
+	w.AddRepo(rp)
 	for login, perm := range sr.Collaborators {
-		rp.Collaborators[key(login)] = perm
+		rp.AddCollaborator(login, perm)
 	}
 	for _, p := range sr.Protected {
-		rp.Protected[p.Branch] = e.newProtection(p)
+		rp.Protect(p.Branch, newProtection(w, p))
 	}
 	for _, l := range sr.Labels {
 		color := strings.TrimPrefix(l.Color, "#")
 		if color == "" {
 			color = defaultLabelColor
 		}
-		rp.Labels[key(l.Name)] = &label{ID: st.nextID(), Name: l.Name, Color: color,
-			Description: l.Description}
+		rp.AddLabel(&state.Label{ID: w.NextID(), Name: l.Name, Color: color, Description: l.Description})
 	}
 	files := map[string][]byte{}
 	for p, c := range sr.Files {
@@ -119,9 +107,23 @@ func (e *Emulator) seedRepo(sr SeedRepository, now time.Time) error {
 		files["README.md"] = []byte("# " + sr.Name + "\n")
 	}
 	sig := gitserver.Signature{Name: ownerLogin, Email: ownerLogin + "@users.noreply.example.test", When: now}
-	if _, err := e.git.CreateRepository(context.Background(), ownerLogin, sr.Name, branch, files, sig); err != nil {
+	if _, err := git.CreateRepository(context.Background(), ownerLogin, sr.Name, branch, files, sig); err != nil {
 		return fmt.Errorf("failed to create repository %s/%s: %w", ownerLogin, sr.Name, err)
 	}
-	st.Repos[key(rp.fullName())] = rp
 	return nil
+}
+
+// newProtection turns a validated seed's (or the control's) protection into the
+// world's. Pins are kept by App ID, as GitHub keeps them: the check runs an App
+// creates carry its ID, and the protection API renders it.
+func newProtection(w *state.World, p SeedProtection) *state.Protection {
+	prot := &state.Protection{RequiredChecks: slices.Clone(p.RequiredChecks), RequiredReviews: p.RequiredReviews,
+		EnforceAdmins: p.EnforceAdmins, BypassApps: slices.Clone(p.BypassApps)}
+	for check, slug := range p.RequiredCheckApps {
+		if prot.CheckApps == nil {
+			prot.CheckApps = map[string]int64{}
+		}
+		prot.CheckApps[check] = w.AppIDBySlug(slug)
+	}
+	return prot
 }

@@ -1,34 +1,23 @@
 package ghemu
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
+
+	"github.com/bumperdev/bumper/ghemu/actions"
+	"github.com/bumperdev/bumper/ghemu/apierr"
+	"github.com/bumperdev/bumper/ghemu/rest"
+	"github.com/bumperdev/bumper/ghemu/state"
+	"github.com/bumperdev/bumper/ghemu/web"
 )
 
-// maxBody bounds request bodies; GitHub refuses far smaller ones for most routes.
-const maxBody = 25 << 20
+// controlPrefix holds the emulator's own routes (actions.ControlPrefix).
+const controlPrefix = actions.ControlPrefix
 
-// call is one matched REST request.
-type call struct {
-	e      *Emulator
-	params map[string]string
-	who    *principal
-	repo   *repo
-	// mutated marks that the handler changed state, so the dispatcher saves it.
-	mutated bool
-}
-
-// Handler serves the REST API, the git smart-HTTP server, the OIDC issuer and the
-// emulator's control routes.
+// Handler serves the REST API, the git smart-HTTP server, the OIDC issuer, the web
+// view and the emulator's control routes, each at its part of the URL space.
 func (e *Emulator) Handler() http.Handler {
 	return http.HandlerFunc(e.serveHTTP)
 }
@@ -37,24 +26,24 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error().Interface("panic", v).Str("path", r.URL.Path).Msg("emulator handler panicked")
-			writeError(w, newError(http.StatusInternalServerError, "Server Error"))
+			apierr.Write(w, apierr.New(http.StatusInternalServerError, "Server Error"))
 		}
 	}()
-	w.Header().Set("X-GitHub-Request-Id", randomToken("")[:16])
+	w.Header().Set("X-GitHub-Request-Id", state.RandomToken("")[:16])
 	w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 	switch {
 	case isGitPath(r.URL.Path):
 		e.git.ServeHTTP(w, r)
 	case strings.HasPrefix(r.URL.Path, "/.well-known/"):
-		e.serveOIDC(w, r)
+		e.oidc.Serve(w, r, e.BaseURL())
 	case strings.HasPrefix(r.URL.Path, controlPrefix):
 		e.serveControl(w, r)
-	case isManifestPage(r):
-		e.serveManifestPage(w, r)
+	case web.IsManifestPage(r):
+		e.web.ServeManifest(w, r)
 	case isWebRequest(r):
-		e.serveWeb(w, r)
+		e.web.ServeHTTP(w, r)
 	default:
-		e.serveREST(w, r)
+		e.api.ServeHTTP(w, r)
 	}
 }
 
@@ -64,259 +53,101 @@ func isGitPath(p string) bool {
 	return len(parts) >= 2 && strings.HasSuffix(parts[1], ".git")
 }
 
-func (e *Emulator) serveREST(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	rt, params := e.routes.match(r.Method, r.URL.EscapedPath())
-	if rt == nil {
-		writeError(w, errNotFound())
+// restTops are the first path segments of the REST routes; isWebPath leaves those
+// paths to the REST API.
+var restTops = sync.OnceValue(rest.Tops)
+
+// isWebPath reports whether a GET of path is the web view's: anything but the REST
+// API's paths (/repos/…, /app/…, /installation/…, …), the git smart-HTTP paths
+// (/{owner}/{repo}.git/…), the OIDC issuer (/.well-known/…) and the control routes
+// (/_emulator/…). GitHub's logins and repository names cannot collide with these: no
+// account is called "repos" or "app", and a login never starts with "_" or ".".
+func isWebPath(p string) bool {
+	if isGitPath(p) || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, controlPrefix) {
+		return false
+	}
+	top, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	return !restTops()[top]
+}
+
+// isWebRequest is isWebPath for the methods the read-only view answers.
+func isWebRequest(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && isWebPath(r.URL.Path)
+}
+
+// serveControl serves the routes under controlPrefix: the runs' (package actions),
+// then what GitHub's UI does for a check run, a branch's protection and the App's
+// installation.
+func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, controlPrefix), "/"), "/")
+	if e.actions.ServeControl(w, r, parts) {
 		return
 	}
-	who, err := e.authenticate(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	c := &call{e: e, params: params, who: who}
-	if owner, ok := params["owner"]; ok {
-		c.repo = e.st.repoByName(owner, params["repo"])
-		if c.repo == nil {
-			if err := e.authorize(who, need{auth: rt.need.auth}, nil); err != nil {
-				writeError(w, err)
-				return
-			}
-			writeError(w, errNotFound())
+	switch {
+	// POST /_emulator/repos/{owner}/{repo}/check-runs/{id}/rerequest: "Re-run" in the UI.
+	case r.Method == http.MethodPost && len(parts) == 6 && parts[0] == "repos" && parts[3] == "check-runs" && parts[5] == "rerequest":
+		id, err := strconv.ParseInt(parts[4], 10, 64)
+		if err != nil {
+			apierr.Write(w, apierr.NotFound())
 			return
 		}
-	}
-	if err := e.authorize(who, rt.need, c.repo); err != nil {
-		writeError(w, err)
-		return
-	}
-	counted := rt.need.auth != authNone
-	if counted {
-		if win := e.window(who, r); win.used >= win.limit {
-			win.setHeaders(w.Header())
-			writeError(w, newError(http.StatusForbidden, "API rate limit exceeded for "+rateKeyLabel(who)+"."))
+		if err := e.RerequestCheckRun(parts[1], parts[2], id, r.URL.Query().Get("user")); err != nil {
+			apierr.Write(w, apierr.Unprocessable(err.Error()))
 			return
 		}
-	}
-	rw := &recorder{header: http.Header{}}
-	rt.handler(rw, r, c)
-	if rw.status == 0 {
-		rw.status = http.StatusOK
-	}
-	e.finish(w, r, rw, who, counted)
-	if c.mutated {
-		e.saveLocked()
+		w.WriteHeader(http.StatusNoContent)
+	// PUT|DELETE /_emulator/repos/{owner}/{repo}/branches/{branch...}/protection: what an
+	// admin does in the branch's settings (SetBranchProtection, RemoveBranchProtection).
+	case len(parts) >= 6 && parts[0] == "repos" && parts[3] == "branches" && parts[len(parts)-1] == "protection":
+		e.serveProtectionControl(w, r, parts[1], parts[2], strings.Join(parts[4:len(parts)-1], "/"))
+	// POST /_emulator/app/installations {"account","repositories"}: the App's "Install" page (InstallApp).
+	case r.Method == http.MethodPost && len(parts) == 2 && parts[0] == "app" && parts[1] == "installations":
+		e.serveInstallControl(w, r)
+	default:
+		apierr.Write(w, apierr.NotFound())
 	}
 }
 
-// finish applies GitHub's response conventions: rate-limit headers (a conditional GET
-// answered 304 does not count against the limit, as on GitHub) and ETags.
-func (e *Emulator) finish(w http.ResponseWriter, r *http.Request, rw *recorder, who *principal, counted bool) {
-	for k, v := range rw.header {
-		w.Header()[k] = v
-	}
-	isGet := r.Method == http.MethodGet || r.Method == http.MethodHead
-	notModified := false
-	if isGet && rw.status == http.StatusOK {
-		sum := sha256.Sum256(rw.body.Bytes())
-		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
-		w.Header().Set("ETag", etag)
-		if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag) {
-			notModified = true
+// serveProtectionControl serves PUT and DELETE
+// /_emulator/repos/{owner}/{repo}/branches/{branch...}/protection.
+func (e *Emulator) serveProtectionControl(w http.ResponseWriter, r *http.Request, owner, repoName, branch string) {
+	var err error
+	switch r.Method {
+	case http.MethodPut:
+		var p SeedProtection
+		if err := apierr.Decode(r, &p); err != nil {
+			apierr.Write(w, err)
+			return
 		}
-	}
-	if counted {
-		e.spend(who, r, notModified).setHeaders(w.Header())
-	}
-	if notModified {
-		w.Header().Del("Content-Type")
-		w.Header().Del("Content-Length")
-		w.WriteHeader(http.StatusNotModified)
+		p.Branch = branch
+		err = e.SetBranchProtection(owner, repoName, p)
+	case http.MethodDelete:
+		err = e.RemoveBranchProtection(owner, repoName, branch)
+	default:
+		apierr.Write(w, apierr.NotFound())
 		return
 	}
-	w.WriteHeader(rw.status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(rw.body.Bytes())
-	}
-}
-
-func etagMatch(header, etag string) bool {
-	strong := strings.TrimPrefix(etag, "W/")
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || t == etag || strings.TrimPrefix(t, "W/") == strong {
-			return true
-		}
-	}
-	return false
-}
-
-// recorder buffers a handler's response so ETags and rate limits can be applied after.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(s int) {
-	if r.status == 0 {
-		r.status = s
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(b)
-}
-
-// decode reads a JSON request body strictly enough to give GitHub's errors: 400 for
-// malformed JSON, 422 for a wrong type.
-func decode(r *http.Request, v any) error {
-	body, err := readBody(r)
 	if err != nil {
-		return err
-	}
-	return parseJSON(body, v)
-}
-
-// readBody reads up to one byte more than maxBody, so parseJSON can refuse a larger body.
-func readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		return nil, errBadJSON(err.Error())
-	}
-	return body, nil
-}
-
-// parseJSON is decode's work on a body already read.
-func parseJSON(body []byte, v any) error {
-	if len(body) > maxBody {
-		return newError(http.StatusRequestEntityTooLarge, "Request body too large")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return errBadJSON("the request body is empty")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) {
-			return errValidation("", te.Field, "invalid",
-				fmt.Sprintf("%s is not a %s", te.Field, te.Type.String()))
-		}
-		return errBadJSON(err.Error())
-	}
-	return nil
-}
-
-// decodeOptional is decode for routes whose body may be absent.
-func decodeOptional(r *http.Request, v any) error {
-	if r.ContentLength == 0 && r.Header.Get("Transfer-Encoding") == "" {
-		return nil
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	return parseJSON(body, v)
-}
-
-// page applies GitHub's pagination (page, per_page up to 100, default 30) to n items
-// and sets the Link header. It returns the half-open range to serve.
-func page(w http.ResponseWriter, r *http.Request, base string, n int) (int, int, error) {
-	q := r.URL.Query()
-	per := 30
-	if s := q.Get("per_page"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			return 0, 0, errValidation("", "per_page", "invalid", "per_page must be a positive integer")
-		}
-		per = min(v, 100)
-	}
-	pg := 1
-	if s := q.Get("page"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			return 0, 0, errValidation("", "page", "invalid", "page must be a positive integer")
-		}
-		pg = v
-	}
-	last := max(1, (n+per-1)/per)
-	var links []string
-	link := func(p int, rel string) {
-		q2 := r.URL.Query()
-		q2.Set("page", strconv.Itoa(p))
-		q2.Set("per_page", strconv.Itoa(per))
-		links = append(links, fmt.Sprintf(`<%s%s?%s>; rel="%s"`, base, r.URL.Path, q2.Encode(), rel))
-	}
-	if pg > 1 {
-		link(pg-1, "prev")
-	}
-	if pg < last {
-		link(pg+1, "next")
-		link(last, "last")
-	}
-	if pg > 1 {
-		link(1, "first")
-	}
-	if len(links) > 0 {
-		w.Header().Set("Link", strings.Join(links, ", "))
-	}
-	start := min((pg-1)*per, n)
-	return start, min(start+per, n), nil
-}
-
-func (e *Emulator) timestamp() time.Time { return e.now().UTC().Truncate(time.Second) }
-
-// pageOf renders one page of items (see page); the caller wraps or writes the result.
-func pageOf[T any](e *Emulator, w http.ResponseWriter, r *http.Request, items []T, render func(T) obj) ([]obj, error) {
-	lo, hi, err := page(w, r, e.baseURL, len(items))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]obj, 0, hi-lo)
-	for _, it := range items[lo:hi] {
-		out = append(out, render(it))
-	}
-	return out, nil
-}
-
-// writeList answers a list route with one page of items.
-func writeList[T any](e *Emulator, w http.ResponseWriter, r *http.Request, items []T, render func(T) obj) {
-	out, err := pageOf(e, w, r, items, render)
-	if err != nil {
-		writeError(w, err)
+		apierr.Write(w, apierr.Unprocessable(err.Error()))
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	w.WriteHeader(http.StatusNoContent)
 }
 
-// sinceFilter reads the since query parameter of list routes; zero when absent.
-func sinceFilter(r *http.Request, resource string) (time.Time, error) {
-	s := r.URL.Query().Get("since")
-	if s == "" {
-		return time.Time{}, nil
+// serveInstallControl is POST /_emulator/app/installations {"account", "repositories"}.
+func (e *Emulator) serveInstallControl(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Account      string   `json:"account"`
+		Repositories []string `json:"repositories"`
 	}
-	t, err := time.Parse(time.RFC3339, s)
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	id, err := e.InstallApp(req.Account, req.Repositories)
 	if err != nil {
-		return time.Time{}, errValidation(resource, "since", "invalid", "since must be an ISO 8601 timestamp")
+		apierr.Write(w, apierr.Unprocessable(err.Error()))
+		return
 	}
-	return t, nil
-}
-
-// stateFilter reads the state query parameter of issue and pull request lists.
-func stateFilter(r *http.Request, resource string) (string, error) {
-	state := r.URL.Query().Get("state")
-	switch state {
-	case "":
-		return "open", nil
-	case "open", "closed", "all":
-		return state, nil
-	}
-	return "", errValidation(resource, "state", "invalid", "state must be open, closed or all")
+	apierr.WriteJSON(w, http.StatusCreated, map[string]any{"id": id})
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
 )
 
 func TestStateSurvivesARestart(t *testing.T) {
 	dir := t.TempDir()
-	e1 := newEmulator(t, ghemu.Options{StateDir: dir})
-	ctx := ctxT(t)
-	c := userClient(t, e1, ghemu.DefaultMaintainer)
+	e1 := emutest.New(t, ghemu.Options{StateDir: dir})
+	ctx := emutest.Context(t)
+	c := emutest.UserClient(t, e1, ghemu.DefaultMaintainer)
 	if _, _, err := c.Issues.Create(ctx, org, repo, &github.IssueRequest{Title: github.String("remember me"),
 		Labels: &[]string{"agent:implement"}}); err != nil {
 		t.Fatal(err)
@@ -28,11 +29,11 @@ func TestStateSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e2 := newEmulator(t, ghemu.Options{StateDir: dir})
+	e2 := emutest.New(t, ghemu.Options{StateDir: dir})
 	if e2.UserToken(ghemu.DefaultMaintainer) != token || e2.AppID() != appID || string(e2.AppKeyPEM()) != key {
 		t.Fatal("tokens, App ID or App key changed across the restart")
 	}
-	c2 := userClient(t, e2, ghemu.DefaultMaintainer)
+	c2 := emutest.UserClient(t, e2, ghemu.DefaultMaintainer)
 	is, _, err := c2.Issues.Get(ctx, org, repo, 1)
 	if err != nil || is.GetTitle() != "remember me" || len(is.Labels) != 1 || is.GetComments() != 1 {
 		t.Fatalf("issue after restart = %+v, %v", is, err)
@@ -89,9 +90,9 @@ installations: [{account: o, repositories: [nope]}]
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := newEmulator(t, ghemu.Options{Seed: seed})
-			c := userClient(t, e, "alice")
-			f, _, _, err := c.Repositories.GetContents(ctxT(t), "org1", "r1", "a.txt", nil)
+			e := emutest.New(t, ghemu.Options{Seed: seed})
+			c := emutest.UserClient(t, e, "alice")
+			f, _, _, err := c.Repositories.GetContents(emutest.Context(t), "org1", "r1", "a.txt", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
