@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // callLog counts the requests `serve` makes, by route shape.

@@ -16,8 +16,8 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/gitserver"
 )
 
 // runnerToken fetches a run's OIDC token the way a runner does, from

@@ -19,8 +19,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
 )
 
 const (

@@ -11,8 +11,8 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/gitserver"
 )
 
 // inReview is a work item whose implement run opened its pull request and handed it to

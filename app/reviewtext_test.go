@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
 

@@ -12,7 +12,7 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // These tests play issue #22's reader, who makes the work item disappear: an issue whose

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // TestTinyTextShown: an issue's author wraps an instruction in twelve nested <sub>, which

@@ -11,7 +11,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/firewall/audit"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )

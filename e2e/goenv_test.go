@@ -10,7 +10,7 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // goModule is the Go module of action/envbuild's toolchain test: its go.mod asks for a

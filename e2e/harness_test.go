@@ -12,7 +12,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/internal/scriptedmodel"
 )
 

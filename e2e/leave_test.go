@@ -9,7 +9,7 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // TestWhatTheAgentLeaves: an agent that makes the right change but leaves the runner

@@ -11,7 +11,7 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // ciCheck is the repository's CI, as the test plays it: ci/test passes on a head whose

@@ -18,7 +18,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // TestRunToPullRequest walks the arc a maintainer sees: label, approve, and a run that

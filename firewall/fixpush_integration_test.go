@@ -17,7 +17,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/gateway"
 	"github.com/bumperdev/bumper/firewall/policy"
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
+	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/internal/pktline"
 	"github.com/bumperdev/bumper/internal/testgate"
 )

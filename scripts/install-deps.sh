@@ -10,7 +10,7 @@ export DEBIAN_FRONTEND=noninteractive
 # procps: pgrep, with which the sandbox tests check that no QEMU is left running.
 # kmod: depmod, against which the image builder's own modules.dep is checked.
 # chromium, fonts-dejavu-core: the headless browser the emulator's web-view test drives
-# (internal/ghemu, through chromedp), and a font for its screenshot.
+# (ghemu, through chromedp), and a font for its screenshot.
 packages="git ca-certificates make curl python3
   qemu-system-x86 qemu-utils busybox-static debootstrap e2fsprogs xz-utils file
   nftables iproute2 procps kmod chromium fonts-dejavu-core"

@@ -25,8 +25,8 @@ import (
 	"github.com/bumperdev/bumper/app"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
 )
 
 const webhookSecret = "whsec_appclient_tests"

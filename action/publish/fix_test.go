@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/workspace"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 // TestFixRound: a fix run starts at its pull request's head on the pull request's

@@ -17,9 +17,9 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/emutest"
-	"github.com/bumperdev/bumper/internal/ghemu/gitserver"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/internal/testgate"
 )
 

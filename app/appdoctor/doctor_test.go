@@ -12,9 +12,9 @@ import (
 	"github.com/bumperdev/bumper/app"
 	"github.com/bumperdev/bumper/app/appdoctor"
 	"github.com/bumperdev/bumper/app/setup"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
 	"github.com/bumperdev/bumper/internal/doctorreport"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/emutest"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 

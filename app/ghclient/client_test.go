@@ -10,8 +10,8 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/workitem"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
 )
 
 // client is the adapter on an installation token of the emulator's default repository.

@@ -23,8 +23,8 @@ import (
 	"github.com/bumperdev/bumper/app"
 	"github.com/bumperdev/bumper/app/handler"
 	"github.com/bumperdev/bumper/app/setup"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
 )
 
 // formRE finds a form's action and its hidden fields in the pages (html/template

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/action/harness"
+	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/emutest"
 	"github.com/bumperdev/bumper/internal/doctorreport"
-	"github.com/bumperdev/bumper/internal/ghemu"
-	"github.com/bumperdev/bumper/internal/ghemu/emutest"
 )
 
 // TestDoctorCommand checks the command's contract: the JSON shape, and the exit

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 )
 
 func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) error {

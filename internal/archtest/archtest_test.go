@@ -37,8 +37,11 @@ var rules = []rule{
 	{from: "action", not: []string{"app"}, allow: []string{"app/wire"}, why: "the runner talks to the App over HTTP, sharing at most the wire types"},
 	{from: "app/workitem", not: []string{"github.com/google/go-github", "net/http", "app/runnerapi", "app/handler", "app/ghclient"}, why: "the domain knows neither go-github nor the HTTP layer"},
 	{from: "app/ledger", not: []string{"github.com/google/go-github", "net/http", "app/workitem", "app/runnerapi"}, why: "the ledger is the domain's storage format, below workitem"},
-	{from: "internal/ghemu", not: []string{"app", "firewall", "sandbox", "action", "cmd"}, tests: true, why: "the GitHub emulator imports no product package"},
-	{from: "", except: []string{"cmd/bumper", "internal/ghemu"}, not: []string{"internal/ghemu"}, why: "no product package imports the emulator; only cmd/bumper and tests do"},
+	{from: "ghemu", not: []string{"app", "firewall", "sandbox", "action", "cmd"}, tests: true, why: "the GitHub emulator imports no product package"},
+	{from: "", except: []string{"cmd/bumper", "ghemu"}, not: []string{"ghemu"}, why: "no product package imports the emulator; only cmd/bumper and tests do"},
+	{from: "ghemu/state", not: []string{"ghemu"}, why: "the emulator's world stands below its rooms: they use its API, it knows none of them"},
+	{from: "ghemu/web", not: []string{"ghemu/rest"}, why: "the web view reads the world through its API, not through the REST layer"},
+	{from: "ghemu/actions", not: []string{"ghemu/rest", "ghemu/web"}, why: "the runner works on the world through its API; the REST routes call it, not the other way round"},
 	{from: "sandbox", except: []string{"sandbox/guest"}, not: []string{"sandbox/guest"}, why: "host-side sandbox code does not import the in-VM agent; they share sandbox/agentproto"},
 	{from: "", except: []string{"cmd/bumper"}, not: []string{"cmd"}, tests: true, why: "cmd/bumper wires; nothing imports it"},
 	{from: "internal", not: []string{"app", "firewall", "sandbox", "action", "cmd"}, why: "internal packages are shared by the App, the runner, the firewall and the sandbox (repoconfig, hostpattern, environment): they import none of them"},
@@ -149,11 +152,13 @@ func TestRulesBite(t *testing.T) {
 		{ImportPath: m("app/workitem"), Deps: []string{"fmt", m("app/ledger"), m("sandbox/netns")}},
 		{ImportPath: m("app/ledger"), Deps: []string{"net/http"}},
 		{ImportPath: m("firewall [" + m("firewall.test") + "]"), ForTest: m("firewall"), Deps: []string{m("app/ghclient")}},
-		{ImportPath: m("app [" + m("app.test") + "]"), ForTest: m("app"), Deps: []string{m("internal/ghemu")}},
+		{ImportPath: m("app [" + m("app.test") + "]"), ForTest: m("app"), Deps: []string{m("ghemu")}},
 		{ImportPath: m("action"), Deps: []string{m("app/wire"), m("app/workitem")}},
-		{ImportPath: m("cmd/bumper"), Deps: []string{m("internal/ghemu"), m("app")}},
+		{ImportPath: m("cmd/bumper"), Deps: []string{m("ghemu"), m("app")}},
 		{ImportPath: m("sandbox"), Deps: []string{m("sandbox/guest")}},
 		{ImportPath: m("sandbox/guest"), Deps: []string{m("sandbox/agentproto")}},
+		{ImportPath: m("ghemu/state"), Deps: []string{m("internal/fsutil"), m("ghemu/render")}},
+		{ImportPath: m("ghemu/rest"), Deps: []string{m("ghemu/state"), m("ghemu/actions")}},
 	}
 	got := violations(pkgs, rules)
 	want := []string{
@@ -161,6 +166,7 @@ func TestRulesBite(t *testing.T) {
 		m("app/ledger") + " depends on net/http",
 		m("app/workitem") + " depends on " + m("sandbox/netns"),
 		m("firewall [") + m("firewall.test") + "] depends on " + m("app/ghclient"),
+		m("ghemu/state") + " depends on " + m("ghemu/render"),
 		m("sandbox") + " depends on " + m("sandbox/guest"),
 	}
 	if len(got) != len(want) {

@@ -7,7 +7,7 @@
 // race is staged with Before.
 //
 // It is a fake of the interface the domain is written against, for fast tests of its
-// rules; the serve-level tests in app run against the HTTP emulator (internal/ghemu).
+// rules; the serve-level tests in app run against the HTTP emulator (ghemu).
 package workitemtest
 
 import (

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/app"
-	"github.com/bumperdev/bumper/internal/ghemu"
+	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/internal/scriptedmodel"
 )
 

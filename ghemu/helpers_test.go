@@ -1,0 +1,8 @@
+package ghemu_test
+
+import "github.com/bumperdev/bumper/ghemu"
+
+const (
+	org  = ghemu.DefaultOrg
+	repo = ghemu.DefaultRepo
+)

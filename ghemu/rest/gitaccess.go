@@ -1,0 +1,184 @@
+package rest
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/bumperdev/bumper/ghemu/apierr"
+	"github.com/bumperdev/bumper/ghemu/gitserver"
+	"github.com/bumperdev/bumper/ghemu/render"
+	"github.com/bumperdev/bumper/ghemu/state"
+	"github.com/bumperdev/bumper/ghemu/webhook"
+	"github.com/bumperdev/bumper/internal/pktline"
+)
+
+// GitRules applies GitHub's rules to git over smart HTTP, for the git server's
+// callbacks: who may fetch and push, protected branches, workflow files, and pull
+// requests that follow a pushed branch. Each callback is one transaction of the store;
+// the git server calls them without holding it, and runs git outside them.
+type GitRules struct {
+	store *state.Store
+	hooks *webhook.Sender
+}
+
+// NewGitRules applies the rules of store's world; pushes send their webhooks through
+// hooks.
+func NewGitRules(store *state.Store, hooks *webhook.Sender) *GitRules {
+	return &GitRules{store: store, hooks: hooks}
+}
+
+// Authorize is gitserver.Options.Authorize: an installation token needs contents read
+// to fetch and contents write to push, and must cover the repository; a user needs read
+// or write access. Anonymous access works only on public repositories, for fetching.
+func (g *GitRules) Authorize(r *http.Request, owner, name string, access gitserver.Access) error {
+	var out error
+	g.store.Do(func(st *state.World) {
+		rp := st.Repo(owner, name)
+		who, err := authenticate(st, r)
+		if err != nil {
+			out = &gitserver.AuthError{Status: http.StatusUnauthorized, Message: "Invalid username or token. Password authentication is not supported for Git operations."}
+			return
+		}
+		if rp == nil {
+			if who == nil {
+				out = &gitserver.AuthError{Status: http.StatusUnauthorized, Message: "Authentication required"}
+				return
+			}
+			out = &gitserver.AuthError{Status: http.StatusNotFound, Message: "Repository not found."}
+			return
+		}
+		n := need{auth: authRepo, perm: "contents", level: "read", userLevel: "read"}
+		if access == gitserver.Write {
+			// authorize refuses anonymous writes with a 401, even on public repositories.
+			n.level, n.userLevel = "write", "write"
+		}
+		if err := authorize(st, who, n, rp); err != nil {
+			status, msg := http.StatusForbidden, "Permission to "+rp.FullName()+".git denied."
+			switch apierr.StatusOf(err) {
+			case http.StatusUnauthorized:
+				status, msg = http.StatusUnauthorized, "Authentication required"
+			case http.StatusNotFound:
+				status, msg = http.StatusNotFound, "Repository not found."
+			}
+			out = &gitserver.AuthError{Status: status, Message: msg}
+		}
+	})
+	return out
+}
+
+// CheckPush is gitserver.Options.CheckPush: it refuses updates to protected branches,
+// as GitHub's GH006 hook does.
+func (g *GitRules) CheckPush(r *http.Request, owner, name string, updates []pktline.RefUpdate) error {
+	var out error
+	g.store.Do(func(st *state.World) {
+		rp := st.Repo(owner, name)
+		if rp == nil {
+			out = &gitserver.AuthError{Status: http.StatusNotFound, Message: "Repository not found."}
+			return
+		}
+		who, _ := authenticate(st, r)
+		for _, u := range updates {
+			if refIsProtected(who, rp, u.Ref) {
+				out = fmt.Errorf("GH006: Protected branch update failed for %s. Changes must be made through a pull request", u.Ref)
+				return
+			}
+		}
+	})
+	return out
+}
+
+// WorkflowsDir is where GitHub keeps workflows; an installation token needs
+// `workflows: write` to push commits that touch a file below it.
+const WorkflowsDir = ".github/workflows"
+
+// workflowRefusal is GitHub's reason for refusing a GitHub App's push that touches a
+// workflow without the workflows permission.
+func workflowRefusal(path string) error {
+	return fmt.Errorf("refusing to allow a GitHub App to create or update workflow `%s` without `workflows` permission", path)
+}
+
+// GuardPaths is gitserver.Options.GuardPaths: it guards .github/workflows/ against an
+// installation token without `workflows: write`, as GitHub does. Users' tokens are not
+// restricted (GitHub asks a classic token for the `workflow` scope, which the emulator
+// does not model).
+func (g *GitRules) GuardPaths(r *http.Request, _, _ string, _ []pktline.RefUpdate) *gitserver.PathGuard {
+	var out *gitserver.PathGuard
+	g.store.Do(func(st *state.World) {
+		who, err := authenticate(st, r)
+		if err != nil || who == nil || who.token == nil || state.LevelAtLeast(who.token.Permissions["workflows"], "write") {
+			return
+		}
+		out = &gitserver.PathGuard{Dirs: []string{WorkflowsDir}, Refuse: workflowRefusal}
+	})
+	return out
+}
+
+// Pushed is gitserver.Options.Pushed: pull requests whose branches moved follow, with
+// their webhooks.
+func (g *GitRules) Pushed(r *http.Request, owner, name string, updates []pktline.RefUpdate) {
+	g.store.Do(func(st *state.World) {
+		rp := st.Repo(owner, name)
+		if rp == nil {
+			return
+		}
+		actor := rp.Owner
+		if who, err := authenticate(st, r); err == nil && who != nil {
+			actor = who.actor()
+		}
+		for _, u := range updates {
+			if u.IsDelete() {
+				continue
+			}
+			branchMoved(st, g.hooks, rp, u.Ref, u.New, actor)
+		}
+		st.MarkChanged()
+	})
+}
+
+// refIsProtected reports whether branch protection refuses who a direct update of ref.
+// GitHub applies it alike to pushes and to API ref updates: only an admin's own
+// credential passes, and only while the protection does not enforce admins.
+func refIsProtected(who *principal, rp *state.Repo, ref string) bool {
+	branch, ok := cutBranch(ref)
+	if !ok || rp.Protection(branch) == nil {
+		return false
+	}
+	return !isAdmin(who, rp) || rp.Protection(branch).EnforceAdmins
+}
+
+// branchMoved moves the open pull requests whose head or base branch moved, and says
+// so with a pull_request synchronize webhook.
+func branchMoved(st *state.World, hooks *webhook.Sender, rp *state.Repo, ref, sha, actor string) {
+	branch, ok := cutBranch(ref)
+	if !ok {
+		return
+	}
+	rp.PushedAt = st.Timestamp()
+	st.MarkChanged()
+	rn := render.New(st, nil)
+	for _, p := range rp.Pulls() {
+		is := rp.Issue(p.Number)
+		if is.State != "open" {
+			continue
+		}
+		if p.Head == branch && p.HeadSHA != sha && sha != "" {
+			before := p.HeadSHA
+			p.HeadSHA = sha
+			is.UpdatedAt = st.Timestamp()
+			hooks.Emit(st, "pull_request", "synchronize", rp, actor, obj{"number": p.Number, "before": before, "after": sha,
+				"pull_request": rn.Pull(rp, is, p)})
+		}
+		if p.Base == branch && sha != "" {
+			p.BaseSHA = sha
+		}
+	}
+}
+
+// signature is the git identity of a login, for commits the emulator makes.
+func signature(st *state.World, login string) gitserver.Signature {
+	email := login + "@users.noreply.example.test"
+	if u := st.User(login); u != nil && u.Email != "" {
+		email = u.Email
+	}
+	return gitserver.Signature{Name: login, Email: email, When: st.Timestamp()}
+}

@@ -1,0 +1,29 @@
+package rest_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bumperdev/bumper/ghemu"
+)
+
+// TestDocsListEveryRoute keeps the route table of docs/emulator.md true.
+func TestDocsListEveryRoute(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/emulator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := ghemu.New(ghemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, r := range e.Routes() {
+		method, path, _ := strings.Cut(r, " ")
+		row := "| `" + method + "` | `" + strings.ReplaceAll(path, "...}", "}") + "` |"
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("docs/emulator.md lacks the route row %s", row)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package ghemu
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/bumperdev/bumper/ghemu/actions"
+	"github.com/bumperdev/bumper/ghemu/apierr"
+	"github.com/bumperdev/bumper/ghemu/rest"
+	"github.com/bumperdev/bumper/ghemu/state"
+	"github.com/bumperdev/bumper/ghemu/web"
+)
+
+// controlPrefix holds the emulator's own routes (actions.ControlPrefix).
+const controlPrefix = actions.ControlPrefix
+
+// Handler serves the REST API, the git smart-HTTP server, the OIDC issuer, the web
+// view and the emulator's control routes, each at its part of the URL space.
+func (e *Emulator) Handler() http.Handler {
+	return http.HandlerFunc(e.serveHTTP)
+}
+
+func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error().Interface("panic", v).Str("path", r.URL.Path).Msg("emulator handler panicked")
+			apierr.Write(w, apierr.New(http.StatusInternalServerError, "Server Error"))
+		}
+	}()
+	w.Header().Set("X-GitHub-Request-Id", state.RandomToken("")[:16])
+	w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
+	switch {
+	case isGitPath(r.URL.Path):
+		e.git.ServeHTTP(w, r)
+	case strings.HasPrefix(r.URL.Path, "/.well-known/"):
+		e.oidc.Serve(w, r, e.BaseURL())
+	case strings.HasPrefix(r.URL.Path, controlPrefix):
+		e.serveControl(w, r)
+	case web.IsManifestPage(r):
+		e.web.ServeManifest(w, r)
+	case isWebRequest(r):
+		e.web.ServeHTTP(w, r)
+	default:
+		e.api.ServeHTTP(w, r)
+	}
+}
+
+// isGitPath reports whether the path is a git smart-HTTP path "/{owner}/{repo}.git/...".
+func isGitPath(p string) bool {
+	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 3)
+	return len(parts) >= 2 && strings.HasSuffix(parts[1], ".git")
+}
+
+// restTops are the first path segments of the REST routes; isWebPath leaves those
+// paths to the REST API.
+var restTops = sync.OnceValue(rest.Tops)
+
+// isWebPath reports whether a GET of path is the web view's: anything but the REST
+// API's paths (/repos/…, /app/…, /installation/…, …), the git smart-HTTP paths
+// (/{owner}/{repo}.git/…), the OIDC issuer (/.well-known/…) and the control routes
+// (/_emulator/…). GitHub's logins and repository names cannot collide with these: no
+// account is called "repos" or "app", and a login never starts with "_" or ".".
+func isWebPath(p string) bool {
+	if isGitPath(p) || strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, controlPrefix) {
+		return false
+	}
+	top, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	return !restTops()[top]
+}
+
+// isWebRequest is isWebPath for the methods the read-only view answers.
+func isWebRequest(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && isWebPath(r.URL.Path)
+}
+
+// serveControl serves the routes under controlPrefix: the runs' (package actions),
+// then what GitHub's UI does for a check run, a branch's protection and the App's
+// installation.
+func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, controlPrefix), "/"), "/")
+	if e.actions.ServeControl(w, r, parts) {
+		return
+	}
+	switch {
+	// POST /_emulator/repos/{owner}/{repo}/check-runs/{id}/rerequest: "Re-run" in the UI.
+	case r.Method == http.MethodPost && len(parts) == 6 && parts[0] == "repos" && parts[3] == "check-runs" && parts[5] == "rerequest":
+		id, err := strconv.ParseInt(parts[4], 10, 64)
+		if err != nil {
+			apierr.Write(w, apierr.NotFound())
+			return
+		}
+		if err := e.RerequestCheckRun(parts[1], parts[2], id, r.URL.Query().Get("user")); err != nil {
+			apierr.Write(w, apierr.Unprocessable(err.Error()))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	// PUT|DELETE /_emulator/repos/{owner}/{repo}/branches/{branch...}/protection: what an
+	// admin does in the branch's settings (SetBranchProtection, RemoveBranchProtection).
+	case len(parts) >= 6 && parts[0] == "repos" && parts[3] == "branches" && parts[len(parts)-1] == "protection":
+		e.serveProtectionControl(w, r, parts[1], parts[2], strings.Join(parts[4:len(parts)-1], "/"))
+	// POST /_emulator/app/installations {"account","repositories"}: the App's "Install" page (InstallApp).
+	case r.Method == http.MethodPost && len(parts) == 2 && parts[0] == "app" && parts[1] == "installations":
+		e.serveInstallControl(w, r)
+	default:
+		apierr.Write(w, apierr.NotFound())
+	}
+}
+
+// serveProtectionControl serves PUT and DELETE
+// /_emulator/repos/{owner}/{repo}/branches/{branch...}/protection.
+func (e *Emulator) serveProtectionControl(w http.ResponseWriter, r *http.Request, owner, repoName, branch string) {
+	var err error
+	switch r.Method {
+	case http.MethodPut:
+		var p SeedProtection
+		if err := apierr.Decode(r, &p); err != nil {
+			apierr.Write(w, err)
+			return
+		}
+		p.Branch = branch
+		err = e.SetBranchProtection(owner, repoName, p)
+	case http.MethodDelete:
+		err = e.RemoveBranchProtection(owner, repoName, branch)
+	default:
+		apierr.Write(w, apierr.NotFound())
+		return
+	}
+	if err != nil {
+		apierr.Write(w, apierr.Unprocessable(err.Error()))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveInstallControl is POST /_emulator/app/installations {"account", "repositories"}.
+func (e *Emulator) serveInstallControl(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Account      string   `json:"account"`
+		Repositories []string `json:"repositories"`
+	}
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	id, err := e.InstallApp(req.Account, req.Repositories)
+	if err != nil {
+		apierr.Write(w, apierr.Unprocessable(err.Error()))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusCreated, map[string]any{"id": id})
+}

@@ -1,0 +1,8 @@
+package webhook_test
+
+import "github.com/bumperdev/bumper/ghemu"
+
+const (
+	org  = ghemu.DefaultOrg
+	repo = ghemu.DefaultRepo
+)
