@@ -8,6 +8,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/ghaction"
 	"github.com/bumperdev/bumper/action/runner"
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 // TestJobSummary checks the job summary (GITHUB_STEP_SUMMARY) shows what an admin
@@ -23,7 +24,7 @@ func TestJobSummary(t *testing.T) {
 		Cost: evidence.Cost{MeteredMicroUSD: 1_230_000, MeteredCalls: 3, BudgetMicroUSD: 5_000_000},
 	}
 	res := &runner.Result{Outcome: evidence.OutcomeSuccess, PullRequest: 7, Evidence: ev, CostMicroUSD: 1_230_000}
-	got := jobSummary(res, ghaction.Inputs{WorkItem: "acme/widgets#1", Attempt: 1})
+	got := jobSummary(res, ghaction.Inputs{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 1}, Attempt: 1})
 	for _, want := range []string{
 		"| phase | round | outcome | duration | started (UTC) | detail |",
 		"boot", "agent",
