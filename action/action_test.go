@@ -278,7 +278,7 @@ func TestRunStepReachesReadInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ghaction.Inputs{URL: "https://bumper.example.com", WorkItem: "acme/widgets#12", Attempt: 3, Nonce: "abc123",
+	want := ghaction.Inputs{URL: "https://bumper.example.com", WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 12}, Attempt: 3, Nonce: "abc123",
 		Stage: "fix", Image: "/srv/img", Cache: "/srv/cache", Accel: "tcg", AllowTCG: true, CPUs: 4, Memory: "3G",
 		Out: filepath.Join(temp, "bumper-run"), QEMUUser: "bumper-vm"}
 	if in != want {

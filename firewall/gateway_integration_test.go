@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,9 +229,18 @@ func TestGitAndModelThroughFirewall(t *testing.T) {
 		}
 	}
 
-	al.Flush()
-	data, _ := os.ReadFile(auditPath)
-	for _, want := range []string{`"kind":"git"`, "push allowed: refs/heads/bumper/12-1", "push refused: refs/heads/main", "stranger/fork is refused [other-repository]", `"kind":"anthropic"`} {
+	// The model call's audit line is written when its stream is settled, which may
+	// come just after the meter counted it.
+	wants := []string{`"kind":"git"`, "push allowed: refs/heads/bumper/12-1", "push refused: refs/heads/main", "stranger/fork is refused [other-repository]", `"kind":"anthropic"`}
+	var data []byte
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		al.Flush()
+		data, _ = os.ReadFile(auditPath)
+		if !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(string(data), w) }) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range wants {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("audit lacks %q", want)
 		}

@@ -161,7 +161,7 @@ func checkExchange(req wire.ExchangeRequest, r wire.ExchangeResponse) error {
 	var missing []string
 	for _, f := range []struct{ name, v string }{
 		{"installation_token", r.InstallationToken}, {"run_token", r.RunToken}, {"repository", r.Repository},
-		{"work_item", r.WorkItem.String()}, {"revision", r.Revision}, {"stage", r.Stage}, {"base_commit", r.BaseCommit},
+		{"work_item", r.WorkItem.String()}, {"revision", r.Revision}, {"stage", string(r.Stage)}, {"base_commit", r.BaseCommit},
 		{"base_branch", r.BaseBranch}, {"bot_login", r.BotLogin},
 	} {
 		if f.v == "" {

@@ -1,6 +1,8 @@
 package ghaction
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -123,6 +125,29 @@ func (e *Env) AddMask(secret string) {
 		if strings.TrimSpace(line) != "" {
 			e.command(func() { e.a.AddMask(line) })
 		}
+	}
+}
+
+// StopCommands has the runner take no line of what follows for a workflow command until
+// the returned resume is called: `::stop-commands::TOKEN`, then `::TOKEN::`, with a
+// fresh random token the quoted text cannot guess, so it cannot resume the commands
+// itself. For output Bumper quotes but did not write (the agent's, the repository's
+// tests'); its commands meanwhile are not honoured either (a mask, a group). Outside
+// Actions it writes nothing.
+func (e *Env) StopCommands() (resume func()) {
+	if !e.InActions() {
+		return func() {}
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token := "bumper-" + hex.EncodeToString(b)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.printf("::stop-commands::%s\n", token)
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		_ = e.printf("\n::%s::\n", token)
 	}
 }
 

@@ -20,14 +20,14 @@ import (
 // Inputs are the action's inputs as `bumper run` uses them, checked, with defaults
 // applied.
 type Inputs struct {
-	URL      string // `url`: serve's base URL
-	WorkItem string // `work_item`: owner/repo#N
-	Attempt  int    // `attempt`: 1 or more
-	Nonce    string // `nonce`: masked as soon as it is read
-	Stage    string // `stage`: plan, implement, fix or review
-	Image    string // `image`: an image directory; "" builds or reuses the default image in Cache
-	Cache    string // `cache`: image and snapshot cache
-	Accel    string // `accel`: auto, kvm or tcg
+	URL      string        // `url`: serve's base URL
+	WorkItem wire.WorkItem // `work_item`: owner/repo#N, parsed
+	Attempt  int           // `attempt`: 1 or more
+	Nonce    string        // `nonce`: masked as soon as it is read
+	Stage    wire.Stage    // `stage`: plan, implement, fix or review
+	Image    string        // `image`: an image directory; "" builds or reuses the default image in Cache
+	Cache    string        // `cache`: image and snapshot cache
+	Accel    string        // `accel`: auto, kvm or tcg
 	// AllowTCG (`allow-tcg`) lets the run go on under TCG (software emulation, slow) when
 	// KVM does not work.
 	AllowTCG bool
@@ -44,18 +44,6 @@ type Inputs struct {
 func (in Inputs) MemoryMB() int {
 	mb, _ := sandbox.ParseSize(in.Memory)
 	return mb
-}
-
-// Issue is the issue number of the work item. ReadInputs has checked that it parses.
-func (in Inputs) Issue() int {
-	w, _ := wire.ParseWorkItem(in.WorkItem)
-	return w.Issue
-}
-
-// Repository is the work item's owner/repo. ReadInputs has checked that it parses.
-func (in Inputs) Repository() string {
-	w, _ := wire.ParseWorkItem(in.WorkItem)
-	return w.Repository
 }
 
 var (
@@ -113,11 +101,12 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		}
 	}
 
-	in.WorkItem = get(InputWorkItem)
-	if in.WorkItem == "" {
+	if s := get(InputWorkItem); s == "" {
 		bad("input `%s` is empty: the App dispatches it as owner/repo#issue; the runner workflow passes ${{ inputs.%s }}", InputWorkItem, wire.DispatchInputWorkItem)
-	} else if _, err := wire.ParseWorkItem(in.WorkItem); err != nil {
+	} else if w, err := wire.ParseWorkItem(s); err != nil {
 		bad("input `%s`: %w", InputWorkItem, err)
+	} else {
+		in.WorkItem = w
 	}
 
 	if s := get(InputAttempt); s == "" {
@@ -128,11 +117,12 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		in.Attempt = n
 	}
 
-	in.Stage = get(InputStage)
-	if in.Stage == "" {
+	if s := wire.Stage(get(InputStage)); s == "" {
 		bad("input `%s` is empty: the App dispatches it; the runner workflow passes ${{ inputs.%s }}", InputStage, wire.DispatchInputStage)
-	} else if !slices.Contains(wire.Stages(), in.Stage) {
-		bad("input `%s` is %q: want one of %s", InputStage, in.Stage, strings.Join(wire.Stages(), ", "))
+	} else if !slices.Contains(wire.Stages(), s) {
+		bad("input `%s` is %q: want one of %s", InputStage, s, stageNames())
+	} else {
+		in.Stage = s
 	}
 
 	in.Image = get(InputImage)
@@ -193,6 +183,15 @@ func readBool(get func(string) string, name string, bad func(string, ...any)) bo
 		bad("input `%s` is %q: want true or false", name, v)
 		return false
 	}
+}
+
+// stageNames lists the stages for a person: "plan, implement, fix, review".
+func stageNames() string {
+	var names []string
+	for _, s := range wire.Stages() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }
 
 func defaultOf(name string) string {

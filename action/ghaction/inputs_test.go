@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/sethvargo/go-githubactions"
+
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 const testNonce = "n0nce-5ecret-abcdef0123456789"
@@ -36,14 +38,14 @@ func TestReadInputsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Inputs{URL: "https://bumper.example.com", WorkItem: "acme/widgets#12", Attempt: 2, Nonce: testNonce,
+	want := Inputs{URL: "https://bumper.example.com", WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 12}, Attempt: 2, Nonce: testNonce,
 		Stage: "implement", Cache: "/var/cache/bumper", Accel: "auto", CPUs: 2, Memory: "2G",
 		Out: "/runner/_work/_temp/bumper-run", QEMUUser: "nobody"}
 	if in != want {
 		t.Fatalf("ReadInputs =\n%+v\nwant\n%+v", in, want)
 	}
-	if in.MemoryMB() != 2048 || in.Issue() != 12 || in.Repository() != "acme/widgets" {
-		t.Errorf("MemoryMB %d, Issue %d, Repository %q", in.MemoryMB(), in.Issue(), in.Repository())
+	if in.MemoryMB() != 2048 {
+		t.Errorf("MemoryMB %d", in.MemoryMB())
 	}
 	if got := out.String(); got != "::add-mask::"+testNonce+"\n" {
 		t.Errorf("inside Actions the nonce must be masked at once, and nothing else said; stdout %q", got)
@@ -65,7 +67,7 @@ func TestReadInputsEveryInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Inputs{URL: "http://10.1.2.3:8080/bumper", WorkItem: "acme/widgets#12", Attempt: 2, Nonce: testNonce,
+	want := Inputs{URL: "http://10.1.2.3:8080/bumper", WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 12}, Attempt: 2, Nonce: testNonce,
 		Stage: "review", Image: "/var/cache/bumper/images/abc", Cache: "/srv/bumper", Accel: "tcg", AllowTCG: true,
 		CPUs: 4, Memory: "1536M", Out: "/tmp/o", QEMUUser: "bumper-vm", AllowInsecureHTTP: true}
 	if in != want {

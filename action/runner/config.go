@@ -20,6 +20,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
@@ -69,11 +70,12 @@ type Config struct {
 	// OIDCToken fetches the job's OIDC token with audience wire.OIDCAudience
 	// (appclient.OIDCTokenFromEnv in a workflow).
 	OIDCToken func(ctx context.Context) (string, error)
-	// WorkItem (owner/repo#N), Attempt, Nonce and Stage are the dispatch's inputs.
-	WorkItem string
+	// WorkItem (owner/repo#N), Attempt, Nonce and Stage are the dispatch's inputs,
+	// parsed where they came in (ghaction.ReadInputs).
+	WorkItem wire.WorkItem
 	Attempt  int
 	Nonce    string
-	Stage    string
+	Stage    wire.Stage
 
 	// ServerURL is GitHub's web and git host (GITHUB_SERVER_URL); APIURL its REST API
 	// (GITHUB_API_URL); RepositoryID the repository's numeric id (GITHUB_REPOSITORY_ID),
@@ -167,7 +169,8 @@ func (c Config) validate() error {
 	if c.OIDCToken == nil {
 		bad("no OIDC token source: the workflow needs permissions: id-token: write")
 	}
-	if _, err := wire.ParseWorkItem(c.WorkItem); err != nil {
+	// A WorkItem made by hand, not by ParseWorkItem, is held to the same rule.
+	if _, err := wire.ParseWorkItem(c.WorkItem.String()); err != nil {
 		bad("%w: set the dispatch's work_item input", err)
 	}
 	if c.Attempt < 1 {
@@ -176,9 +179,7 @@ func (c Config) validate() error {
 	if c.Nonce == "" {
 		bad("no nonce: the dispatch's nonce input is empty")
 	}
-	switch c.Stage {
-	case wire.StagePlan, wire.StageImplement, wire.StageFix, wire.StageReview:
-	default:
+	if !slices.Contains(wire.Stages(), c.Stage) {
 		bad("stage %q: want plan, implement, fix or review", c.Stage)
 	}
 	for _, u := range []struct{ name, v string }{{"server URL (GITHUB_SERVER_URL)", c.ServerURL}, {"API URL (GITHUB_API_URL)", c.APIURL}} {

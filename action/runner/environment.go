@@ -12,10 +12,10 @@ import (
 	"github.com/bumperdev/bumper/action/envbuild"
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
+	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/repoconfig"
-	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
 
@@ -28,8 +28,8 @@ import (
 // workspace, so it covers exactly what was approved, and scoped to the repository, so
 // no other repository's setup made the image; the setup runs on a copy of that
 // checkout. A setup that fails fails the run, and nothing is cached.
-func (r *run) buildEnvironment(ctx context.Context) (string, error) {
-	env := r.policy.Environment
+func (r *run) buildEnvironment(ctx context.Context, s *session, ws *workspace.Workspace) (string, error) {
+	env := r.grant.policy.Environment
 	if r.cfg.Environments.CacheDir == "" {
 		return "", fmt.Errorf("%s at the base commit declares %s, but this runner was given a prebuilt image (the action's image input), and such images are built from the image cache: leave the image input empty so the runner builds its images", repoconfig.Path, r.imageNeeds())
 	}
@@ -42,10 +42,17 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 		bc.Harness = &image.Harness{Name: cli.Harness, Version: r.harnessPolicy().Version}
 	}
 	if env == nil {
-		return r.harnessImage(ctx, bc)
+		return harnessImage(ctx, s, bc)
 	}
+	return r.environmentImage(ctx, s, ws, env, bc)
+}
+
+// environmentImage finds or builds the repository's environment env from the base image
+// bc (envbuild.Build) and makes it the image the session's VM boots; the evidence says
+// what it found or built, and where the setup's output and decisions are.
+func (r *run) environmentImage(ctx context.Context, s *session, ws *workspace.Workspace, env *repoconfig.Environment, bc image.BuildConfig) (string, error) {
 	start := r.cfg.Now()
-	logPath := filepath.Join(r.cfg.Out, EnvironmentLogFile)
+	logPath := filepath.Join(r.rec.out, EnvironmentLogFile)
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return "", fmt.Errorf("failed to create the environment's log: %w", err)
@@ -57,11 +64,11 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	if d, ok := ctx.Deadline(); ok {
 		vm.Timeout = max(min(vm.Timeout, time.Until(d)), time.Minute)
 	}
-	setupLog := r.logTo(logFile, EnvironmentLogFile)
+	setupLog := r.rec.logTo(logFile, EnvironmentLogFile)
 	res, err := envbuild.Build(ctx, envbuild.Options{
-		RepoDir: r.ws.RepoDir, Tree: environment.GitTree{Repo: r.ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.repo,
+		RepoDir: ws.RepoDir, Tree: environment.GitTree{Repo: ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.cfg.WorkItem.Repository,
 		Env: *env, Image: bc, VM: vm, Resolve: r.cfg.Resolve,
-		Audit: filepath.Join(r.cfg.Out, EnvironmentAuditFile),
+		Audit: filepath.Join(r.rec.out, EnvironmentAuditFile),
 		Log:   setupLog,
 	})
 	err = errors.Join(err, setupLog.Close(), logFile.Close())
@@ -72,7 +79,7 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 			ev.ImageDigest = res.Image.Manifest().Digest
 		}
 	}
-	if _, serr := os.Stat(filepath.Join(r.cfg.Out, EnvironmentAuditFile)); serr == nil {
+	if _, serr := os.Stat(filepath.Join(r.rec.out, EnvironmentAuditFile)); serr == nil {
 		// The setup ran (whatever came of it): its output and decisions are evidence.
 		ev.Log, ev.AuditLog = EnvironmentLogFile, EnvironmentAuditFile
 	} else {
@@ -80,19 +87,19 @@ func (r *run) buildEnvironment(ctx context.Context) (string, error) {
 	}
 	if err != nil {
 		if ev.ID != "" {
-			r.ev.Environment = ev
+			r.rec.ev.Environment = ev
 		}
 		return "", fmt.Errorf("failed to build the repository's environment: %w", err)
 	}
-	r.ev.Environment = ev
-	if err := r.useImage(res.Image); err != nil {
+	r.rec.ev.Environment = ev
+	if err := s.bootImage(res.Image); err != nil {
 		return "", err
 	}
 	how := "found in the cache"
 	if res.Built {
 		how = fmt.Sprintf("built (setup %v)", res.Setup.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("%.19s %s; image %.19s", res.Key.Digest, how, r.imageDigest), nil
+	return fmt.Sprintf("%.19s %s; image %.19s", res.Key.Digest, how, s.image), nil
 }
 
 // imageNeeds says what of the policy needs an image of its own: the harness's CLI, the
@@ -102,7 +109,7 @@ func (r *run) imageNeeds() string {
 	if cli, ok := harness.DefaultCLI(r.harnessPolicy().Name); ok {
 		needs = append(needs, "harness: "+cli.Harness)
 	}
-	if r.policy.Environment != nil {
+	if r.grant.policy.Environment != nil {
 		needs = append(needs, "environment:")
 	}
 	return strings.Join(needs, " and ")
@@ -113,31 +120,23 @@ func (r *run) imageNeeds() string {
 // run's agent.
 func (r *run) harnessPolicy() repoconfig.Harness {
 	if r.cfg.Stage == wire.StageReview {
-		return r.policy.ReviewerHarness()
+		return r.grant.policy.ReviewerHarness()
 	}
-	return r.policy.Harness
+	return r.grant.policy.Harness
 }
 
 // needsImage says the run cannot boot the runner's default image.
 func (r *run) needsImage() bool { return r.imageNeeds() != "" }
 
-// harnessImage finds or builds the image with the harness's CLI (no environment).
-func (r *run) harnessImage(ctx context.Context, bc image.BuildConfig) (string, error) {
+// harnessImage finds or builds the image with the harness's CLI (no environment), and
+// makes it the image the session's VM boots.
+func harnessImage(ctx context.Context, s *session, bc image.BuildConfig) (string, error) {
 	im, err := image.Build(ctx, bc)
 	if err != nil {
 		return "", fmt.Errorf("failed to build the image with the %s harness %s: %w", bc.Harness.Name, bc.Harness.Version, err)
 	}
-	if err := r.useImage(im); err != nil {
+	if err := s.bootImage(im); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("image %.19s with %s %s", r.imageDigest, bc.Harness.Name, bc.Harness.Version), nil
-}
-
-// useImage makes im the image the run's VM boots.
-func (r *run) useImage(im *image.Image) error {
-	if err := r.vm.UseImage(sandbox.BootImage{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline}); err != nil {
-		return err
-	}
-	r.imageDigest = im.Manifest().Digest
-	return nil
+	return fmt.Sprintf("image %.19s with %s %s", s.image, bc.Harness.Name, bc.Harness.Version), nil
 }

@@ -89,15 +89,20 @@ func TestEvidenceRedactedBeforePublishing(t *testing.T) {
 			if tt.spoil {
 				ev.Commands = append(ev.Commands, evidence.Command{Phase: evidence.PhaseAgent})
 			}
-			cctx, cancel := context.WithCancelCause(ctx)
-			defer cancel(nil)
 			out := t.TempDir()
-			r := &run{cfg: Config{Stage: wire.StageImplement, Attempt: 1, Out: out, APIURL: e.BaseURL(), ServerURL: e.BaseURL()}.withDefaults(),
-				repo: owner + "/" + repo, issue: 1, serve: client.WithRunToken("rt"), exchanged: true, cancel: cancel, branch: branch, gh: gh,
-				grant: wire.ExchangeResponse{BaseBranch: "main", BaseCommit: base, BotLogin: ghemu.DefaultAppSlug + "[bot]", InstallationToken: token},
-				task:  wire.Task{Title: "Count to 4"}, pull: pullInfo{head: head}, ev: ev}
-			runErr := r.phase(cctx, evidence.PhasePullRequest, 0, r.openPull)
-			res, err := r.finish(cctx, runErr)
+			g := &grant{ExchangeResponse: wire.ExchangeResponse{BaseBranch: "main", BaseCommit: base, BotLogin: ghemu.DefaultAppSlug + "[bot]", InstallationToken: token},
+				branch: branch, gh: gh, task: wire.Task{Title: "Count to 4"}}
+			r := testRun(Config{WorkItem: wire.WorkItem{Repository: owner + "/" + repo, Issue: 1}, Stage: wire.StageImplement, Attempt: 1, Out: out,
+				APIURL: e.BaseURL(), ServerURL: e.BaseURL()}, g)
+			r.link = newLink(client.WithRunToken("rt"), time.Now().Add(time.Hour), time.Now)
+			r.rec.ev = ev
+			// As execute hands it on: the push is done, the session down (none here).
+			p := produced{exchanged: exchanged{granted: &g.ExchangeResponse, link: r.link, grant: g}, pushed: head}
+			var runErr error
+			p.pull, runErr = step(ctx, r.rec, evidence.PhasePullRequest, func(ctx context.Context) (*pullRequest, string, error) {
+				return r.openPull(ctx, p.pushed)
+			})
+			res, err := finish(ctx, r.cfg, r.rec, &p, runErr)
 
 			// The run revoked its token: a maintainer reads what it published.
 			reader := github.NewClient(&http.Client{Timeout: 20 * time.Second}).WithAuthToken(e.UserToken(ghemu.DefaultMaintainer))

@@ -107,17 +107,29 @@ func mib(n int64) string {
 // DefaultMaxTranscript (what runs writes as much as it likes until its timeout; the
 // runner host's disk is not its to fill), and the job log within the run's share. Close
 // it when the phase's output ends.
-func (r *run) logTo(file io.Writer, name string) *phaseLog {
-	if r.jobLog == nil {
-		limit := r.cfg.MaxJobLog
-		if limit <= 0 {
-			limit = DefaultMaxJobLog
-		}
-		w := r.cfg.Log
-		if w == nil {
-			w = io.Discard
-		}
-		r.jobLog = &jobLog{w: w, left: limit, max: limit}
+func (rec *recorder) logTo(file io.Writer, name string) *phaseLog {
+	return &phaseLog{file: limitWriter{w: file, left: DefaultMaxTranscript}, log: rec.job, name: name}
+}
+
+// limitWriter keeps the first left bytes and drops the rest, never failing the writer
+// it is tied to (the live log goes on).
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.left <= 0 {
+		return len(p), nil
 	}
-	return &phaseLog{file: limitWriter{w: file, left: DefaultMaxTranscript}, log: r.jobLog, name: name}
+	q := p
+	if int64(len(q)) > l.left {
+		q = q[:l.left]
+	}
+	n, err := l.w.Write(q)
+	l.left -= int64(n)
+	if err != nil {
+		l.left = 0
+	}
+	return len(p), nil
 }

@@ -32,11 +32,12 @@ const (
 // a grant for another run) would send them.
 func TestCheckGrant(t *testing.T) {
 	tests := []struct {
-		name, stage string
-		attempt     int
-		grant       wire.ExchangeResponse
-		want        string // "" accepted, with wantBranch
-		wantBranch  string
+		name       string
+		stage      wire.Stage
+		attempt    int
+		grant      wire.ExchangeResponse
+		want       string // "" accepted, with wantBranch
+		wantBranch string
 	}{
 		{"implement, its own branch", "implement", 2, wire.ExchangeResponse{Branch: "bumper/7-2"}, "", "bumper/7-2"},
 		{"implement, a serve that names none", "implement", 2, wire.ExchangeResponse{}, "", "bumper/7-2"},
@@ -59,32 +60,32 @@ func TestCheckGrant(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := tt.grant
 			g.BaseCommit = baseSHA
-			r := &run{cfg: Config{Stage: tt.stage, Attempt: tt.attempt}, issue: 7, grant: g}
-			err := r.checkGrant()
+			cfg := Config{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 7}, Stage: tt.stage, Attempt: tt.attempt}
+			branch, err := checkGrant(cfg, g)
 			if tt.want == "" {
-				if err != nil || r.branch != tt.wantBranch {
-					t.Fatalf("checkGrant = %v, branch %q; want %q", err, r.branch, tt.wantBranch)
+				if err != nil || branch != tt.wantBranch {
+					t.Fatalf("checkGrant = %v, branch %q; want %q", err, branch, tt.wantBranch)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || r.branch != "" {
-				t.Fatalf("checkGrant = %v (branch %q); want a refusal saying %q", err, r.branch, tt.want)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || branch != "" {
+				t.Fatalf("checkGrant = %v (branch %q); want a refusal saying %q", err, branch, tt.want)
 			}
 		})
 	}
 	t.Run("a task that names another pull request", func(t *testing.T) {
-		r := &run{cfg: Config{Stage: "fix", Attempt: 2}, issue: 7, grant: wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA, BaseCommit: baseSHA}}
-		if err := r.checkGrant(); err != nil {
+		cfg := Config{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 7}, Stage: wire.StageFix, Attempt: 2}
+		g := wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA, BaseCommit: baseSHA}
+		branch, err := checkGrant(cfg, g)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for _, task := range []wire.Task{{PullRequest: 10}, {Branch: "bumper/7-3"}, {HeadCommit: baseSHA}} {
-			r.task = task
-			if err := r.checkTask(); err == nil {
+			if err := checkTask(task, g, branch); err == nil {
 				t.Errorf("task %+v taken", task)
 			}
 		}
-		r.task = wire.Task{PullRequest: 9, Branch: "bumper/7-1", HeadCommit: headSHA}
-		if err := r.checkTask(); err != nil {
+		if err := checkTask(wire.Task{PullRequest: 9, Branch: "bumper/7-1", HeadCommit: headSHA}, g, branch); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -95,16 +96,17 @@ func TestCheckGrant(t *testing.T) {
 // run nothing; pushes start closed.
 func TestPushRules(t *testing.T) {
 	for _, tt := range []struct {
-		stage, branch, head, wantRef, wantFrom string
+		stage                           wire.Stage
+		branch, head, wantRef, wantFrom string
 	}{
 		{"implement", "bumper/7-2", "", "refs/heads/bumper/7-2", ""},
 		{"fix", "bumper/7-1", headSHA, "refs/heads/bumper/7-1", headSHA},
 		{"review", "bumper/7-1", headSHA, "", ""},
 		{"plan", "bumper/7-1", "", "", ""},
 	} {
-		t.Run(tt.stage, func(t *testing.T) {
-			r := &run{cfg: Config{Stage: tt.stage, Out: t.TempDir()}, repo: "acme/widgets", issue: 7, branch: tt.branch,
-				grant: wire.ExchangeResponse{HeadCommit: tt.head}}
+		t.Run(string(tt.stage), func(t *testing.T) {
+			r := testRun(Config{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 7}, Stage: tt.stage, Out: t.TempDir()},
+				&grant{ExchangeResponse: wire.ExchangeResponse{HeadCommit: tt.head}, branch: tt.branch})
 			c := r.firewallConfig("127.0.0.1:0")
 			if c.Gateway.PushRef != tt.wantRef || c.Gateway.PushFrom != tt.wantFrom || (tt.wantRef != "") != c.Gateway.PushClosed {
 				t.Fatalf("push ref %q from %q closed %v; want %q from %q, closed", c.Gateway.PushRef, c.Gateway.PushFrom, c.Gateway.PushClosed, tt.wantRef, tt.wantFrom)
@@ -174,22 +176,21 @@ func TestReadVerdict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := t.TempDir()
 			tt.plant(t, out)
-			r := &run{cfg: Config{Stage: "review", Out: t.TempDir()}, ws: &workspace.Workspace{OutDir: out},
-				grant: wire.ExchangeResponse{HeadCommit: headSHA}, ev: &evidence.Evidence{}}
-			detail, err := r.readVerdict(context.Background())
+			r := testRun(Config{Stage: wire.StageReview, Out: t.TempDir()}, &grant{ExchangeResponse: wire.ExchangeResponse{HeadCommit: headSHA}})
+			doc, detail, err := r.readVerdict(context.Background(), out)
 			if tt.fail == "" && err != nil || tt.fail != "" && (err == nil || !strings.Contains(err.Error(), tt.fail)) {
 				t.Fatalf("readVerdict = %q, %v; want failure %q", detail, err, tt.fail)
 			}
-			if (r.verdictDoc != nil) != tt.doc {
-				t.Fatalf("document kept %v, want %v", r.verdictDoc != nil, tt.doc)
+			if (doc != nil) != tt.doc {
+				t.Fatalf("document kept %v, want %v", doc != nil, tt.doc)
 			}
 			kept, kerr := os.ReadFile(filepath.Join(r.cfg.Out, VerdictFile))
-			if tt.doc && (kerr != nil || string(kept) != string(r.verdictDoc)) || !tt.doc && kerr == nil {
+			if tt.doc && (kerr != nil || string(kept) != string(doc)) || !tt.doc && kerr == nil {
 				t.Fatalf("the artifact's verdict.json: %q, %v", kept, kerr)
 			}
 			if tt.doc {
-				rv := r.ev.Review
-				if rv == nil || rv.HeadCommit != headSHA || rv.VerdictDigest != verdict.Digest(r.verdictDoc) || rv.Verdict != tt.verdict {
+				rv := r.rec.ev.Review
+				if rv == nil || rv.HeadCommit != headSHA || rv.VerdictDigest != verdict.Digest(doc) || rv.Verdict != tt.verdict {
 					t.Fatalf("review evidence %+v", rv)
 				}
 				if tt.verdict != "" && (rv.Findings != 2 || *rv.Confidence != 0.9 || !strings.Contains(detail, "2 finding(s)")) {
@@ -267,16 +268,16 @@ func TestReviewRunAlwaysSendsAVerdict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancelCause(context.Background())
-			defer cancel(nil)
-			r := &run{cfg: Config{Stage: "review", Out: t.TempDir(), APIURL: srv.URL}.withDefaults(), repo: "acme/widgets", issue: 7,
-				serve: client.WithRunToken("rt"), exchanged: true, cancel: cancel, verdictDoc: tt.doc,
-				grant: wire.ExchangeResponse{HeadCommit: headSHA, InstallationToken: "ghs_x"},
-				ev:    &evidence.Evidence{SchemaVersion: 1, Stage: wire.StageReview, StartedAt: time.Now()}}
+			cfg := Config{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 7}, Stage: wire.StageReview, Out: t.TempDir(), APIURL: srv.URL}.withDefaults()
+			rec := newRecorder(cfg)
+			rec.ev = &evidence.Evidence{SchemaVersion: 1, Stage: wire.StageReview, StartedAt: time.Now()}
+			// Failed after the exchange, before or after the reviewer ran.
+			p := produced{exchanged: exchanged{granted: &wire.ExchangeResponse{HeadCommit: headSHA, InstallationToken: "ghs_x"},
+				link: newLink(client.WithRunToken("rt"), time.Now().Add(time.Hour), time.Now)}, review: reviewed{doc: tt.doc}}
 			if tt.doc != nil {
-				r.verification = &wire.Verification{Passed: false, Summary: "1 of 1 commands failed"}
+				p.review.verification = &wire.Verification{Passed: false, Summary: "1 of 1 commands failed"}
 			}
-			_, _ = r.finish(ctx, tt.runErr)
+			_, _ = finish(context.Background(), cfg, rec, &p, tt.runErr)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			ev, vd := -1, -1
@@ -291,8 +292,8 @@ func TestReviewRunAlwaysSendsAVerdict(t *testing.T) {
 			if ev < 0 || vd < ev || !tt.want(f.verdict) {
 				t.Fatalf("reports %v; verdict %+v", f.paths, f.verdict)
 			}
-			if tt.doc == nil && (r.ev.Review == nil || r.ev.Review.Problem == "") {
-				t.Fatalf("the evidence's review section does not say why there is no verdict: %+v", r.ev.Review)
+			if tt.doc == nil && (rec.ev.Review == nil || rec.ev.Review.Problem == "") {
+				t.Fatalf("the evidence's review section does not say why there is no verdict: %+v", rec.ev.Review)
 			}
 		})
 	}
@@ -305,8 +306,8 @@ func TestReviewerHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	review := &run{cfg: Config{Stage: "review"}, policy: p}
-	implement := &run{cfg: Config{Stage: "implement"}, policy: p}
+	review := testRun(Config{Stage: wire.StageReview}, &grant{policy: p})
+	implement := testRun(Config{Stage: wire.StageImplement}, &grant{policy: p})
 	if review.harnessPolicy().Name != "claude-code" || !review.needsImage() || !strings.Contains(review.imageNeeds(), "claude") {
 		t.Fatalf("review harness %+v, needs %q", review.harnessPolicy(), review.imageNeeds())
 	}
@@ -338,19 +339,20 @@ func TestFixRunReports(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancelCause(context.Background())
-			defer cancel(nil)
-			r := &run{cfg: Config{Stage: "fix", Attempt: 2, Out: t.TempDir(), APIURL: srv.URL}.withDefaults(), repo: "acme/widgets", issue: 7,
-				serve: client.WithRunToken("rt"), exchanged: true, cancel: cancel, policy: p, branch: "bumper/7-1",
-				grant: wire.ExchangeResponse{PullRequest: 9, HeadCommit: headSHA, BaseCommit: baseSHA, InstallationToken: "ghs_x"},
-				pull:  pullInfo{number: 9},
-				ev:    &evidence.Evidence{SchemaVersion: 1, Stage: wire.StageFix, StartedAt: time.Now()}}
-			if err := r.progress(ctx, "verifying", ""); err != nil {
+			ctx := context.Background()
+			cfg := Config{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 7}, Stage: wire.StageFix, Attempt: 2, Out: t.TempDir(), APIURL: srv.URL}.withDefaults()
+			r := testRun(cfg, &grant{ExchangeResponse: wire.ExchangeResponse{PullRequest: 9, HeadCommit: headSHA, BaseCommit: baseSHA, InstallationToken: "ghs_x"},
+				policy: p, branch: "bumper/7-1"})
+			r.link = newLink(client.WithRunToken("rt"), time.Now().Add(time.Hour), time.Now)
+			r.rec.ev = &evidence.Evidence{SchemaVersion: 1, Stage: wire.StageFix, StartedAt: time.Now()}
+			// The rounds report verifying; then the run pushes a new head and finishes
+			// (its pull request phase is not played: the pull request is the grant's).
+			if err := r.link.progress(ctx, "verifying", "", 0, ""); err != nil {
 				t.Fatal(err)
 			}
-			pushed := strings.Repeat("3", 40)
-			r.pull.head = pushed
-			_, _ = r.finish(ctx, nil)
+			made := produced{exchanged: exchanged{granted: &r.grant.ExchangeResponse, link: r.link, grant: r.grant}, pushed: strings.Repeat("3", 40)}
+			_, _ = finish(ctx, cfg, r.rec, &made, nil)
+			pushed := made.pushed
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if len(f.progress) != 2 || f.progress[0] != (wire.Progress{State: "verifying"}) ||

@@ -5,20 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 
-	"github.com/bumperdev/bumper/action/appclient"
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/firewall"
-	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/textcut"
-	"github.com/bumperdev/bumper/sandbox"
 )
 
 // Log keys.
@@ -55,66 +49,63 @@ type Result struct {
 	CostMicroUSD int64
 }
 
-// run is one run's state as it goes.
+// run is what every phase after the exchange works with, fixed once the exchange is
+// done: the run's configuration, what serve granted, the link to serve, and the
+// evidence's recorder. What a phase makes (the session, the workspace, the booted VM,
+// the verified head, the pushed head, the pull request) it returns; execute hands it on.
 type run struct {
 	cfg   Config
-	repo  string
-	issue int
-	ev    *evidence.Evidence
-
-	// serve is serve's client with the run token, once exchanged; the stop poller
-	// replaces it when it refreshes the token (tokenMu; read it with client()).
-	serve                     *appclient.Client
-	tokenMu                   sync.Mutex
-	tokenIssued, tokenExpires time.Time
-	grant                     wire.ExchangeResponse
-	task                      wire.Task
-	policy                    repoconfig.Config
-	gh                        *github.Client
-
-	fw *firewall.Firewall
-	vm *sandbox.Session // guarded by stopMu once the poller runs
-	ws *workspace.Workspace
-
-	// stopMu guards stopReason (set when serve said stop) and vm, which the stop
-	// poller reads.
-	stopMu     sync.Mutex
-	stopReason string
-	cancel     context.CancelCauseFunc
-	// branch is the run's work branch as checkGrant let it through: the only branch it
-	// may push (fix and implement runs).
-	branch string
-	// tokens exchanged: the installation token must be revoked at the end.
-	exchanged bool
-	// A review run's results: the verdict document as the reviewer wrote it (nil:
-	// none), the verification it ran first, and whether serve has the verdict.
-	verdictDoc   []byte
-	verification *wire.Verification
-	verdictSent  bool
-	pull         pullInfo
-	// head is the work branch's commit as the last agent round left it: what
-	// verification judged, and the only commit the run may push.
-	head string
-	// jobLog is the run's share of the job log for what runs in the VM (logTo).
-	jobLog *jobLog
-	// last is what the VM said of the last command beyond its exit status: why /out
-	// could not come back, what processes the command left.
-	last sandbox.Result
-	// imageDigest is the image the VM boots: the runner's, or the environment's.
-	imageDigest string
-	// wallTime is the VM session's limit: bounds.wall_time, within the token's life.
-	wallTime  time.Duration
-	closeOnce sync.Once
-	// vmStarted says the VM booted; collected that /out was read back from it;
-	// vmClosed that the VM and its firewall are down (the audit log is final); filled that
-	// the evidence was filled from them after that.
-	vmStarted, collected, vmClosed, filled bool
+	grant *grant
+	link  *link
+	rec   *recorder
 }
 
-type pullInfo struct {
-	number int
-	url    string
-	head   string
+// pullStage says the run starts from the work item's pull request (fix and review).
+func (r *run) pullStage() bool { return pullStage(r.cfg.Stage) }
+
+// start is the commit the run's work branch starts at: a fix or review run's pull
+// request head, else the approved base commit.
+func (r *run) start() string {
+	if r.pullStage() {
+		return r.grant.HeadCommit
+	}
+	return r.grant.BaseCommit
+}
+
+// produced is what the phases made, as far as the run got: finish ends the run with it.
+type produced struct {
+	exchanged
+	// session is the run's network namespace with its firewall, once opened.
+	session *session
+	// ws is the workspace on the host, once prepared.
+	ws *workspace.Workspace
+	// guest is the VM, once it booted on the workspace.
+	guest *guest
+	// review is what a review run's reviewer left: the verdict and the verification.
+	review reviewed
+	// pushed is the head the run pushed; pull the pull request it opened or updated.
+	pushed string
+	pull   *pullRequest
+}
+
+// pullNumber is the pull request the run names: the one it opened or pushed to, else
+// the grant's, for the fix and review runs that start from it.
+func (p *produced) pullNumber(stage wire.Stage) int {
+	switch {
+	case p.pull != nil:
+		return p.pull.number
+	case p.grant != nil && pullStage(stage):
+		return p.grant.PullRequest
+	}
+	return 0
+}
+
+// imageDigest is the image the VM boots: the environment's, once the session uses it.
+func (p *produced) imageDigest(cfg Config) string {
+	if p.session != nil {
+		return p.session.image
+	}
+	return cfg.ImageDigest
 }
 
 // errStopped is the cause of a run stopped through serve.
@@ -133,6 +124,12 @@ func failWith(outcome evidence.Outcome, format string, args ...any) error {
 	return &outcomeError{outcome: outcome, err: fmt.Errorf(format, args...)}
 }
 
+// isTimeout says the run's wall time ran out.
+func isTimeout(err error) bool {
+	var oe *outcomeError
+	return errors.As(err, &oe) && oe.outcome == evidence.OutcomeTimedOut
+}
+
 // Run performs one dispatched run. The error says why the run failed (its Result, when
 // not nil, holds the evidence written anyway); nil means the pull request is open (or,
 // for a plan run, the plan is posted).
@@ -144,65 +141,85 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.Out, 0o750); err != nil {
 		return nil, fmt.Errorf("failed to create the output directory: %w", err)
 	}
-	item, _ := wire.ParseWorkItem(cfg.WorkItem)
-	repo, issue := item.Repository, item.Issue
-	now := cfg.Now().UTC()
-	r := &run{cfg: cfg, repo: repo, issue: issue, imageDigest: cfg.ImageDigest, ev: &evidence.Evidence{
-		SchemaVersion: evidence.SchemaVersion, WorkItem: evidence.WorkItem{Repository: repo, Issue: issue},
-		Trigger: cfg.Trigger, Stage: wire.Stage(cfg.Stage), Attempt: cfg.Attempt, StartedAt: now,
-		Approvals: []wire.Approval{}, Ledger: evidence.Ledger{Status: evidence.LedgerAbsent},
-	}}
-	log := zerolog.Ctx(ctx).With().Str(logKeyWorkItem, cfg.WorkItem).Int(logKeyAttempt, cfg.Attempt).Str(logKeyStage, cfg.Stage).Logger()
-	ctx = log.WithContext(ctx)
-	ctx, r.cancel = context.WithCancelCause(ctx)
-	defer r.cancel(nil)
-	err := r.execute(ctx)
-	return r.finish(ctx, err)
+	rec := newRecorder(cfg)
+	log := zerolog.Ctx(ctx).With().Str(logKeyWorkItem, cfg.WorkItem.String()).Int(logKeyAttempt, cfg.Attempt).Str(logKeyStage, string(cfg.Stage)).Logger()
+	ctx, cancel := context.WithCancelCause(log.WithContext(ctx))
+	defer cancel(nil)
+	got, err := execute(ctx, cfg, rec, cancel)
+	if err != nil && context.Cause(ctx) != nil && !errors.Is(err, context.Cause(ctx)) {
+		err = fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+	}
+	// The stop poller ends: the run ends as it is, whatever serve says from now on.
+	cancel(nil)
+	return finish(ctx, cfg, rec, &got, err)
 }
 
-// execute runs the phases in order; the first failure ends the run.
-func (r *run) execute(ctx context.Context) error {
-	if err := r.phase(ctx, evidence.PhaseExchange, 0, r.exchange); err != nil {
-		return err
+// execute runs the phases in order; the first failure ends the run. It returns what they
+// made as far as they got.
+func execute(ctx context.Context, cfg Config, rec *recorder, cancel context.CancelCauseFunc) (p produced, err error) {
+	if p.exchanged, err = step(ctx, rec, evidence.PhaseExchange, func(ctx context.Context) (exchanged, string, error) {
+		return exchange(ctx, cfg, rec.ev)
+	}); err != nil {
+		return p, err
 	}
-	go r.pollStop(ctx)
-	if err := r.phase(ctx, evidence.PhaseFirewall, 0, r.startFirewall); err != nil {
-		return err
+	r := &run{cfg: cfg, grant: p.grant, link: p.link, rec: rec}
+	go r.link.pollStop(ctx, cfg.StopPoll, cancel)
+	if p.session, err = step(ctx, rec, evidence.PhaseFirewall, r.openSession); err != nil {
+		return p, err
 	}
-	if err := r.phase(ctx, evidence.PhaseWorkspace, 0, r.prepareWorkspace); err != nil {
-		return err
+	if p.ws, err = step(ctx, rec, evidence.PhaseWorkspace, func(ctx context.Context) (*workspace.Workspace, string, error) {
+		return r.prepareWorkspace(ctx, p.session)
+	}); err != nil {
+		return p, err
 	}
 	// The VM's own limit counts from its start; this one counts from now, so the fetch
 	// and a first snapshot cannot eat the margin the push and the pull request need.
-	vmCtx, cancel := context.WithDeadline(ctx, vmDeadline(r.grant.TokenExpiresAt, r.cfg.Now()))
-	defer cancel()
+	vmCtx, cancelVM := context.WithDeadline(ctx, vmDeadline(r.grant.TokenExpiresAt, cfg.Now()))
+	defer cancelVM()
 	if r.needsImage() {
-		if err := r.phase(vmCtx, evidence.PhaseEnvironment, 0, r.buildEnvironment); err != nil {
-			return err
+		if err := rec.phase(vmCtx, evidence.PhaseEnvironment, 0, func(ctx context.Context) (string, error) {
+			return r.buildEnvironment(ctx, p.session, p.ws)
+		}); err != nil {
+			return p, err
 		}
 	}
-	if err := r.phase(vmCtx, evidence.PhaseBoot, 0, r.boot); err != nil {
-		return err
+	if p.guest, err = step(vmCtx, rec, evidence.PhaseBoot, func(ctx context.Context) (*guest, string, error) {
+		return r.boot(ctx, p.session, p.ws)
+	}); err != nil {
+		return p, err
 	}
-	if r.cfg.Stage == wire.StageReview {
+	if cfg.Stage == wire.StageReview {
 		// A review run pushes and publishes nothing: its verdict goes to serve, which
 		// posts the review and the bumper/verdict check run itself.
-		return r.review(vmCtx)
+		p.review, err = r.review(vmCtx, p.guest)
+		return p, err
 	}
-	if err := r.rounds(vmCtx); err != nil {
-		return err
+	head, err := r.rounds(vmCtx, p.guest)
+	if err != nil {
+		return p, err
 	}
-	if r.cfg.Stage == wire.StagePlan {
-		return r.phase(ctx, evidence.PhaseReport, 0, r.reportPlan)
+	if cfg.Stage == wire.StagePlan {
+		return p, rec.phase(ctx, evidence.PhaseReport, 0, func(ctx context.Context) (string, error) {
+			return r.reportPlan(ctx, p.guest)
+		})
 	}
-	if err := r.phase(ctx, evidence.PhasePush, 0, r.push); err != nil {
-		return err
+	if p.pushed, err = step(ctx, rec, evidence.PhasePush, func(ctx context.Context) (string, string, error) {
+		return r.push(ctx, p.guest, head)
+	}); err != nil {
+		return p, err
 	}
-	r.closeVM(ctx)
-	if r.cfg.Stage == wire.StageFix {
-		return r.phase(ctx, evidence.PhasePullRequest, 0, r.updatePull)
+	// The VM and the firewall go down: the audit log is final, and the evidence the pull
+	// request shows has the firewall's account of the run (cost, egress, audit head).
+	p.session.shutDown(ctx)
+	p.session.settle(ctx, rec.ev, rec.out)
+	open := r.openPull
+	if cfg.Stage == wire.StageFix {
+		open = r.updatePull
 	}
-	return r.phase(ctx, evidence.PhasePullRequest, 0, r.openPull)
+	p.pull, err = step(ctx, rec, evidence.PhasePullRequest, func(ctx context.Context) (*pullRequest, string, error) {
+		return open(ctx, p.pushed)
+	})
+	return p, err
 }
 
 // vmDeadline is when the VM's work must end: TokenMargin before the installation token
@@ -212,46 +229,6 @@ func vmDeadline(tokenExpires, now time.Time) time.Time {
 		return now.Add(24 * time.Hour)
 	}
 	return tokenExpires.Add(-TokenMargin)
-}
-
-// phase runs fn as one phase of the evidence: its times, outcome and detail, a log
-// line, and the Phase call-back (log groups).
-func (r *run) phase(ctx context.Context, name evidence.PhaseName, round int, fn func(ctx context.Context) (string, error)) error {
-	start := r.cfg.Now().UTC()
-	r.cfg.Phase(name, false, evidence.Phase{Name: name, Round: round, StartedAt: start})
-	detail, err := fn(ctx)
-	if err == nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	outcome := evidence.PhaseOK
-	switch {
-	case err == nil:
-	case errors.Is(err, errStopped) || errors.Is(context.Cause(ctx), errStopped):
-		outcome = evidence.PhaseCancelled
-	case isTimeout(err):
-		outcome = evidence.PhaseTimedOut
-	default:
-		outcome = evidence.PhaseFailed
-	}
-	if err != nil && detail == "" {
-		detail = err.Error()
-	}
-	p := evidence.NewPhase(name, start, r.cfg.Now().UTC(), outcome)
-	p.Round, p.Detail = round, cut(detail, maxLine)
-	r.ev.Phases = append(r.ev.Phases, p)
-	ev := zerolog.Ctx(ctx).Info()
-	if err != nil {
-		ev = zerolog.Ctx(ctx).Warn().Err(err)
-	}
-	ev.Str(logKeyPhase, string(name)).Int(logKeyRound, round).Dur(logKeyDuration, time.Duration(p.DurationMS)*time.Millisecond).Msg("phase ended")
-	r.cfg.Phase(name, true, p)
-	return err
-}
-
-// isTimeout says the run's wall time ran out.
-func isTimeout(err error) bool {
-	var oe *outcomeError
-	return errors.As(err, &oe) && oe.outcome == evidence.OutcomeTimedOut
 }
 
 // maxLine is the evidence schema's bound on a line (a phase's detail, the outcome's

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
+	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -26,7 +27,7 @@ import (
 func TestConfigValidate(t *testing.T) {
 	good := Config{
 		ServeURL: "https://bumper.example", OIDCToken: func(context.Context) (string, error) { return "t", nil },
-		WorkItem: "acme/widgets#3", Attempt: 1, Nonce: "n", Stage: "implement",
+		WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 3}, Attempt: 1, Nonce: "n", Stage: wire.StageImplement,
 		ServerURL: "https://github.com", APIURL: "https://api.github.com", Out: t.TempDir(),
 		VM: sandbox.Config{Kernel: "vmlinux", Rootfs: "rootfs.ext4"},
 	}
@@ -46,7 +47,8 @@ func TestConfigValidate(t *testing.T) {
 			"no serve URL", "no OIDC token source", "work item \"\"", "attempt 0", "no nonce", "stage \"\"",
 			"server URL", "API URL", "no output directory", "no VM image"}},
 		{"a stage that is none", func(c *Config) { c.Stage = "deploy" }, []string{"want plan, implement, fix or review"}},
-		{"a work item that is not one", func(c *Config) { c.WorkItem = "acme/widgets#0" }, []string{"owner/repo#issue"}},
+		{"a work item that is not one", func(c *Config) { c.WorkItem = wire.WorkItem{Repository: "acme/widgets", Issue: 0} }, []string{"owner/repo#issue"}},
+		{"a work item made by hand", func(c *Config) { c.WorkItem = wire.WorkItem{Repository: "acme", Issue: 3} }, []string{"work item \"acme#3\": want owner/repo#issue"}},
 		{"a URL that is not one", func(c *Config) { c.APIURL = "ftp://x" }, []string{"API URL (GITHUB_API_URL) \"ftp://x\""}},
 	}
 	for _, tc := range tests {
@@ -182,12 +184,12 @@ func TestEnvironmentNeedsTheImageCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{cfg: Config{Out: t.TempDir(), Now: time.Now}, policy: p}
-	if _, err := r.buildEnvironment(context.Background()); err == nil || !strings.Contains(err.Error(), "prebuilt image") || !strings.Contains(err.Error(), "environment:") {
+	r := testRun(Config{Out: t.TempDir()}, &grant{policy: p})
+	if _, err := r.buildEnvironment(context.Background(), &session{}, &workspace.Workspace{}); err == nil || !strings.Contains(err.Error(), "prebuilt image") || !strings.Contains(err.Error(), "environment:") {
 		t.Fatalf("error %v", err)
 	}
-	if r.ev != nil && r.ev.Environment != nil {
-		t.Fatalf("evidence of an environment that was never looked for: %+v", r.ev.Environment)
+	if r.rec.ev.Environment != nil {
+		t.Fatalf("evidence of an environment that was never looked for: %+v", r.rec.ev.Environment)
 	}
 }
 
@@ -219,14 +221,14 @@ func TestReportedReasonIsValidUTF8(t *testing.T) {
 // A later phase finds the share spent and says so at once.
 func TestOutputBounded(t *testing.T) {
 	var job bytes.Buffer
-	r := &run{cfg: Config{Log: &job}}
+	rec := newRecorder(Config{Log: &job})
 	dir := t.TempDir()
 	f, err := os.Create(filepath.Join(dir, "agent-round-1.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := r.logTo(f, "agent-round-1.log")
+	w := rec.logTo(f, "agent-round-1.log")
 	chunk := bytes.Repeat([]byte("yes é\n"), 1<<17) // 1 MiB less a little
 	written := 0
 	for written < 100<<20 {
@@ -268,7 +270,7 @@ func TestOutputBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	w = r.logTo(v, "verification-round-1.log")
+	w = rec.logTo(v, "verification-round-1.log")
 	if _, err := w.Write([]byte("FAIL: widgets\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +343,6 @@ func TestToolCounter(t *testing.T) {
 // could not end), and a failed command of the runner's own is quoted by its last lines,
 // where its error is, not by its exit status alone.
 func TestReasonsSayWhatTheAgentLeft(t *testing.T) {
-	r := &run{}
 	for _, tt := range []struct {
 		name  string
 		agent sandbox.Result
@@ -356,7 +357,7 @@ func TestReasonsSayWhatTheAgentLeft(t *testing.T) {
 			"the agent left 512 processes running, at the VM's process limit of 512 per command, and the VM could not end them all (3 processes of uid 1000 still alive 10s after SIGKILL)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := r.leftover(tt.agent); got != tt.want {
+			if got := leftover(tt.agent, 0); got != tt.want {
 				t.Errorf("leftover = %q, want %q", got, tt.want)
 			}
 		})
@@ -369,4 +370,11 @@ func TestReasonsSayWhatTheAgentLeft(t *testing.T) {
 	if got := lastLines("fatal: "+strings.Repeat("é", 400), 3, 100); len(got) > 100 || !utf8.ValidString(got) || !strings.HasPrefix(got, ellipsis) {
 		t.Errorf("a long last line: %q", got)
 	}
+}
+
+// testRun is a run after its exchange, as execute makes it, with cfg's defaults and a
+// fresh recorder.
+func testRun(cfg Config, g *grant) *run {
+	cfg = cfg.withDefaults()
+	return &run{cfg: cfg, grant: g, rec: newRecorder(cfg)}
 }

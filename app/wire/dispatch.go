@@ -20,8 +20,8 @@ func DispatchInputs() []string {
 // the App and the runner.
 type Stage string
 
-// The stages. They are untyped constants so that a string holding a stage compares with
-// them too: the runner's Config.Stage and ExchangeResponse.Stage are strings still.
+// The stages. They are untyped constants so that a dispatch's inputs, a map of strings,
+// compare with them too.
 const (
 	StagePlan      = "plan"
 	StageImplement = "implement"
@@ -29,5 +29,5 @@ const (
 	StageReview    = "review"
 )
 
-// Stages lists every stage, as the strings the dispatch's stage input holds.
-func Stages() []string { return []string{StagePlan, StageImplement, StageFix, StageReview} }
+// Stages lists every stage, in the order a work item meets them.
+func Stages() []Stage { return []Stage{StagePlan, StageImplement, StageFix, StageReview} }

@@ -57,10 +57,8 @@ type ExchangeResponse struct {
 	WorkItem          WorkItem          `json:"work_item"`
 	Revision          string            `json:"revision"`
 	Attempt           int               `json:"attempt"`
-	// Stage is a string, not a Stage, while the runner compares it with its own
-	// Config.Stage, a string.
-	Stage      string `json:"stage"`
-	BaseCommit string `json:"base_commit"`
+	Stage             Stage             `json:"stage"`
+	BaseCommit        string            `json:"base_commit"`
 	// BaseBranch is the branch the pull request goes into.
 	BaseBranch string `json:"base_branch"`
 	// BotLogin is the App's own login ("slug[bot]"): the runner reuses only a pull

@@ -195,7 +195,7 @@ func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Att
 	}
 	resp := wire.ExchangeResponse{InstallationToken: tok, TokenExpiresAt: tokExp, Permissions: perms,
 		Repository: rec.Repository, RunToken: runTok, RunTokenExpiresAt: runExp, WorkItem: rec.WorkItem(),
-		Revision: att.Revision, Attempt: att.Number, Stage: string(att.Stage), BaseCommit: rec.BaseCommit,
+		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit,
 		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals, Branch: WorkBranchName(rec.Issue, att.Number)}
 	if att.Stage == StageFix || att.Stage == StageReview {
 		resp.Branch, resp.PullRequest, resp.HeadCommit = rec.WorkBranch, rec.PullRequest, rec.PullHead

@@ -62,7 +62,7 @@ func TestExchangeGrants(t *testing.T) {
 			if (tt.stage == workitem.StageReview) != slices.Contains(claims.Scope, wire.ScopeVerdict) {
 				t.Fatalf("scopes %v: only a review run posts a verdict", claims.Scope)
 			}
-			if resp.Stage != string(tt.stage) || resp.Attempt != att.Number || resp.BaseCommit != rec.BaseCommit || resp.BaseBranch != "main" ||
+			if resp.Stage != tt.stage || resp.Attempt != att.Number || resp.BaseCommit != rec.BaseCommit || resp.BaseBranch != "main" ||
 				resp.BotLogin != e.gh.Bot() || resp.Branch != tt.branch(it) || len(resp.Approvals) != tt.approvals {
 				t.Fatalf("response %+v", resp)
 			}

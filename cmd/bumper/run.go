@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,12 +13,10 @@ import (
 
 	"github.com/bumperdev/bumper/action/appclient"
 	"github.com/bumperdev/bumper/action/evidence"
-	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/ghaction"
 	"github.com/bumperdev/bumper/action/preflight"
 	"github.com/bumperdev/bumper/action/runner"
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
 )
@@ -53,7 +49,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w: run takes no arguments; its inputs are INPUT_* variables (docs/runner.md)", errUsage)
 	}
 	// Everything printed may quote the agent: no line of it may be a workflow command.
-	stdout, stderr = &defuser{w: stdout}, &defuser{w: stderr}
+	stdout, stderr = ghaction.Defuse(stdout), ghaction.Defuse(stderr)
 	env := ghaction.New(stdout, os.Getenv)
 	// The keys are read once and taken out of the environment, so no process this one
 	// starts (QEMU, git) inherits them.
@@ -86,7 +82,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return exitError{code: 1}
 	}
 
-	var resume string // the token that resumes workflow commands after the agent's output
 	cfg := runner.Config{
 		ServeURL: in.URL, AllowInsecureHTTP: in.AllowInsecureHTTP,
 		OIDCToken: func(ctx context.Context) (string, error) {
@@ -102,37 +97,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		},
 		ImageDigest: im.Manifest().Digest, VMM: qemuVersion,
 		Out: in.Out, WorkDir: actx.RunnerTemp,
-		Mask: env.AddMask,
-		Log:  stdout,
-		Phase: func(name evidence.PhaseName, end bool, p evidence.Phase) {
-			// The setup's, the agent's and the verification's output is the repository's
-			// text: the runner must not take a line of it for a workflow command (a mask that hides
-			// a failure, a forged annotation, a stop of the runner's own commands).
-			quoted := env.InActions() && (name == evidence.PhaseEnvironment || name == evidence.PhaseAgent || name == evidence.PhaseVerification)
-			if !end {
-				title := string(name)
-				if p.Round > 0 {
-					title += " (round " + strconv.Itoa(p.Round) + ")"
-				}
-				env.Group(title)
-				if quoted {
-					resume = newResumeToken()
-					fmt.Fprintf(stdout, "::stop-commands::%s\n", resume)
-				}
-				return
-			}
-			if quoted && resume != "" {
-				fmt.Fprintf(stdout, "\n::%s::\n", resume)
-				resume = ""
-			}
-			if p.Detail != "" {
-				// One line, starting with the outcome: a detail may quote what the agent
-				// left (git's errors name paths), and a line of it must not become a
-				// workflow command.
-				fmt.Fprintf(stdout, "%s: %s (%s)\n", p.Outcome, strings.Join(strings.Fields(p.Detail), " "), timeMS(p.DurationMS))
-			}
-			env.EndGroup()
-		},
+		Mask:  env.AddMask,
+		Log:   stdout,
+		Phase: runner.PhaseGroups(env, stdout),
 	}
 	if in.Image == "" {
 		// The runner builds its own images, so it can build a repository's environment.
@@ -161,7 +128,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			CostMicroUSD: res.CostMicroUSD, Outcome: string(res.Outcome)}); err != nil {
 			env.Warningf("failed to set the step's outputs: %v", err)
 		}
-		if err := env.AddSummary(jobSummary(res, in)); err != nil {
+		if err := env.AddSummary(runner.JobSummary(res, in.WorkItem, in.Attempt, ghaction.MaxSummaryBytes)); err != nil {
 			env.Warningf("failed to write the job summary: %v", err)
 		}
 	}
@@ -214,51 +181,9 @@ func caFiles() []string {
 	return nil
 }
 
-// jobSummary is the run's Markdown on the workflow run's page.
-func jobSummary(res *runner.Result, in ghaction.Inputs) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## Bumper: %s attempt %d — %s\n\n", in.WorkItem, in.Attempt, res.Outcome)
-	if res.PullRequest > 0 {
-		fmt.Fprintf(&b, "Pull request: #%d %s\n\n", res.PullRequest, res.PullURL)
-	}
-	if ev := res.Evidence; ev != nil {
-		switch {
-		case ev.Review != nil && ev.Review.Verdict != "":
-			fmt.Fprintf(&b, "Reviewed %s: verdict %s, %d finding(s); serve posts the review and the bumper/verdict check run.\n\n",
-				mdcode.Span(ev.Review.HeadCommit), mdcode.Span(ev.Review.Verdict), ev.Review.Findings)
-		case ev.Review != nil:
-			fmt.Fprintf(&b, "Reviewed %s: no valid verdict (%s); the bumper/verdict check run fails.\n\n",
-				mdcode.Span(ev.Review.HeadCommit), mdcode.Span(strings.Join(strings.Fields(ev.Review.Problem), " ")))
-		case ev.Stage == wire.StageFix && ev.HeadCommit != "" && res.Outcome == evidence.OutcomeSuccess:
-			fmt.Fprintf(&b, "Fix round pushed %s to %s; its evidence is commented on the pull request.\n\n", mdcode.Span(ev.HeadCommit), mdcode.Span(ev.Branch))
-		}
-	}
-	if res.Reason != "" {
-		// Shown as text: the reason may quote what the agent left (a ref name, say).
-		fmt.Fprintf(&b, "Why: %s\n\n", mdcode.Span(strings.Join(strings.Fields(res.Reason), " ")))
-	}
-	if res.Evidence != nil {
-		md, _ := evidencemd.Render(res.Evidence, ghaction.MaxSummaryBytes-b.Len()-1024)
-		b.WriteString(md)
-	}
-	return b.String()
-}
-
-// newResumeToken is a fresh ::stop-commands:: token: one the agent cannot guess, so it
-// cannot resume the commands itself.
-func newResumeToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return "bumper-" + hex.EncodeToString(b)
-}
-
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
 	}
 	return s
-}
-
-func timeMS(ms int64) string {
-	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + " s"
 }

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"strings"
@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
-	"github.com/bumperdev/bumper/action/ghaction"
-	"github.com/bumperdev/bumper/action/runner"
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 // TestJobSummary checks the job summary (GITHUB_STEP_SUMMARY) shows what an admin
@@ -22,9 +21,10 @@ func TestJobSummary(t *testing.T) {
 		},
 		Cost: evidence.Cost{MeteredMicroUSD: 1_230_000, MeteredCalls: 3, BudgetMicroUSD: 5_000_000},
 	}
-	res := &runner.Result{Outcome: evidence.OutcomeSuccess, PullRequest: 7, Evidence: ev, CostMicroUSD: 1_230_000}
-	got := jobSummary(res, ghaction.Inputs{WorkItem: "acme/widgets#1", Attempt: 1})
+	res := &Result{Outcome: evidence.OutcomeSuccess, PullRequest: 7, Evidence: ev, CostMicroUSD: 1_230_000}
+	got := JobSummary(res, wire.WorkItem{Repository: "acme/widgets", Issue: 1}, 1, 1<<20)
 	for _, want := range []string{
+		"## Bumper: acme/widgets#1 attempt 1 — success",
 		"| phase | round | outcome | duration | started (UTC) | detail |",
 		"boot", "agent",
 		"$1.23 metered over 3 model calls",

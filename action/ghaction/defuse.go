@@ -1,4 +1,4 @@
-package main
+package ghaction
 
 import (
 	"io"
@@ -8,11 +8,15 @@ import (
 // wordJoiner is an invisible character put between "##" and "[".
 const wordJoiner = "\u2060"
 
-// defuser passes output through with every "##[" broken by a word joiner, however the
-// bytes are split between writes. GitHub's runner takes "##[command]" anywhere in a line
-// of a step's output for a workflow command (the older form, still honoured), and bumper
-// run's output quotes the agent, the repository's tests and git's errors about paths the
-// agent made. Bumper's own commands use the "::" form, which this leaves alone.
+// Defuse returns w with every "##[" written through it broken by a word joiner, however
+// the bytes are split between writes. GitHub's runner takes "##[command]" anywhere in a
+// line of a step's output for a workflow command (the older form, still honoured), and
+// bumper run's output quotes the agent, the repository's tests and git's errors about
+// paths the agent made; ::stop-commands:: (Env.StopCommands) does not stop this form.
+// Bumper's own commands use the "::" form, which this leaves alone.
+func Defuse(w io.Writer) io.Writer { return &defuser{w: w} }
+
+// defuser is Defuse's writer.
 type defuser struct {
 	mu     sync.Mutex
 	w      io.Writer

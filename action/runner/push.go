@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/action/publish"
+	"github.com/bumperdev/bumper/action/workspace"
+)
+
+// push bundles the work branch in the VM, checks the bundle on the host, and pushes it
+// through the firewall's git gateway, which lets the run update its own branch only.
+// head is the commit verification judged; it returns the head it pushed.
+func (r *run) push(ctx context.Context, vm *guest, head string) (string, string, error) {
+	if head == r.start() {
+		return "", "", failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
+	}
+	ws := vm.ws
+	res, err := r.takeWork(ctx, vm, head)
+	if err != nil {
+		return "", "", err
+	}
+	rw, err := r.rewrite(ctx, ws, res.Head)
+	if err != nil {
+		return "", "", err
+	}
+	ev := r.rec.ev
+	ev.HeadCommit, ev.VerifiedCommit, ev.Branch, ev.Diff = rw.Head, rw.Verified, ws.Branch, res.Diff
+	ev.Risk = risk.Note(res.Diff.Paths())
+	// The pull request's whole diff: a fix round's is from the base too.
+	if diff, err := ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", r.grant.BaseCommit+"..."+rw.Head, "--"); err == nil {
+		r.rec.keep(DiffFile, diff)
+	}
+	if reason := r.link.stopped(); reason != "" {
+		return "", "", fmt.Errorf("%w: %s; nothing was pushed", errStopped, reason)
+	}
+	// The branch is published too: a bundle that cannot be published stops the run here.
+	if err := checkEvidence(ctx, ev, r.cfg.Now().UTC(), "nothing was pushed"); err != nil {
+		return "", "", err
+	}
+	// Pushes are closed while the agent runs; the runner opens them for its own push
+	// only, with no process of the agent left in the VM.
+	vm.s.fw.SetPushOpen(true)
+	defer vm.s.fw.SetPushOpen(false)
+	pushed, err := publish.Push(ctx, publish.Options{
+		Workspace: ws, GitURL: "http://" + vm.s.ProxyAddr() + "/git/" + r.cfg.WorkItem.Repository + ".git",
+		Issue: r.cfg.WorkItem.Issue, Attempt: r.cfg.Attempt, Branch: r.grant.branch, Head: rw.Head, Permissions: r.grant.Permissions,
+	})
+	if err != nil {
+		return "", "", failWith(evidence.OutcomeFailure, "%w", err)
+	}
+	return pushed.Head, fmt.Sprintf("%s at %.12s: %d commit(s), %d file(s) changed, +%d −%d", pushed.Branch, pushed.Head, res.Commits,
+		res.Diff.FilesChanged, res.Diff.Insertions, res.Diff.Deletions), nil
+}
+
+// takeWork brings the agent's work back to the host: the work branch bundled in the VM
+// and read back with /out, the VM killed, and the bundle checked: its head must be head,
+// the commit verification judged.
+func (r *run) takeWork(ctx context.Context, vm *guest, head string) (*workspace.Result, error) {
+	// Whatever the agent left in /out under the bundle's name goes first: the host reads
+	// only what this command wrote.
+	bundle := strings.Join(append([]string{"rm -f", workspace.GuestBundle, workspace.GuestBundle + ".lock", "&&"}, vm.ws.BundleCommand()...), " ")
+	var out strings.Builder
+	st, err := vm.exec(ctx, []string{"sh", "-c", bundle}, nil, &out, &out)
+	if err != nil {
+		return nil, err
+	}
+	if st.Code != 0 {
+		return nil, failWith(evidence.OutcomeError, "failed to bundle the work branch in the VM (exit %d): %s", st.Code, cut(out.String(), 500))
+	}
+	if err := vm.collectOut(ctx, r.rec); err != nil {
+		return nil, err
+	}
+	// The VM goes before pushes open: killing the agent's processes does not close its
+	// sockets, and data it left queued in the guest's kernel could otherwise reach the
+	// gateway while the runner's push is allowed. The firewall stays up for the push.
+	if err := vm.s.Kill(); err != nil {
+		return nil, fmt.Errorf("failed to stop the VM before the push: %w", err)
+	}
+	res, err := vm.ws.Result(ctx)
+	switch {
+	case errors.Is(err, workspace.ErrNoBundle):
+		return nil, failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
+	case err != nil:
+		return nil, failWith(evidence.OutcomeError, "failed to read the agent's work back: %w", err)
+	case res.Head != head:
+		// Verification runs the repository's own files, which the agent wrote: they may
+		// move the branch. What was verified is what is pushed, or nothing is.
+		return nil, failWith(evidence.OutcomeFailure, "the work branch moved after the agent's last round (from %.12s to %.12s): refusing to push a commit verification did not judge", head, res.Head)
+	}
+	return res, nil
+}
+
+// rewrite makes the agent's verified commits the App's before anything is pushed
+// (publish.Rewrite): the same trees, the App as author and committer, messages that
+// close, mention and cross-reference nothing. The App's noreply address carries its
+// bot user's ID, asked of GitHub; without it the address has the login alone.
+func (r *run) rewrite(ctx context.Context, ws *workspace.Workspace, head string) (*publish.Rewritten, error) {
+	g := r.grant
+	var botID int64
+	if u, _, err := g.gh.Users.Get(ctx, g.BotLogin); err == nil {
+		botID = u.GetID()
+	} else {
+		zerolog.Ctx(ctx).Warn().Err(err).Str(logKeyBot, g.BotLogin).Msg("failed to read the App's bot user; its commits carry its login without its ID")
+	}
+	id, err := publish.AppIdentity(g.BotLogin, botID, r.cfg.ServerURL)
+	if err != nil {
+		return nil, failWith(evidence.OutcomeError, "failed to name the App's commits: %w", err)
+	}
+	rw, err := publish.Rewrite(ctx, publish.RewriteOptions{Workspace: ws, Head: head, Identity: id, Now: r.cfg.Now()})
+	if err != nil {
+		return nil, failWith(evidence.OutcomeError, "failed to make the agent's commits the App's; nothing was pushed: %w", err)
+	}
+	return rw, nil
+}
