@@ -27,7 +27,23 @@ const (
 	StageImplement = "implement"
 	StageFix       = "fix"
 	StageReview    = "review"
+	// StageRevise answers writers' words on the pull request (a review, inline comments,
+	// /revise, or the reviewer's findings when the repository asks for that): a round
+	// on the pull request's branch, from exactly the head that was reviewed.
+	StageRevise = "revise"
+	// StageUpdate keeps the pull request mergeable: the base branch's new head merged
+	// into the pull request's branch (a merge commit, never a rebase), conflicts
+	// resolved by the agent.
+	StageUpdate = "update"
 )
 
 // Stages lists every stage, in the order a work item meets them.
-func Stages() []Stage { return []Stage{StagePlan, StageImplement, StageFix, StageReview} }
+func Stages() []Stage {
+	return []Stage{StagePlan, StageImplement, StageFix, StageReview, StageRevise, StageUpdate}
+}
+
+// PullStage says a stage starts from the work item's open pull request, on its branch,
+// at the head the App names (fix, review, revise and update runs).
+func PullStage(s Stage) bool {
+	return s == StageFix || s == StageReview || s == StageRevise || s == StageUpdate
+}

@@ -76,6 +76,9 @@ type ExchangeResponse struct {
 	// fast-forward from it; a review run judges exactly it).
 	PullRequest int    `json:"pull_request,omitempty"`
 	HeadCommit  string `json:"head_commit,omitempty"`
+	// UpdateTo is, for an update run, the base branch's head the run merges into the
+	// pull request's branch (Task.UpdateTo).
+	UpdateTo string `json:"update_to,omitempty"`
 }
 
 // Approval is one holding approval of the run's revision.
@@ -121,6 +124,9 @@ type Evidence struct {
 	// says so when the workflow run completes.
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Steers says what became of each steer the run was given (in ShouldStop or the
+	// task): serve keeps the undelivered ones for the next round.
+	Steers []SteerDelivery `json:"steers,omitempty"`
 }
 
 // Run outcomes a runner reports in Evidence.Outcome.
@@ -142,6 +148,19 @@ type Task struct {
 	// Checks are, for a fix run, the required checks that failed on HeadCommit, with
 	// their output: what the fix round is asked to make pass.
 	Checks []FailedCheck `json:"checks,omitempty"`
+	// Round is a revise or update run's round on the pull request, from 1.
+	Round int `json:"round,omitempty"`
+	// Review is, for a revise run, the writers' words the round answers (and, with
+	// reviewer.revise_on_findings, the reviewer's findings); LeftOut the comments of the
+	// same reviews that do not reach the agent, and why.
+	Review  []ReviewComment `json:"review,omitempty"`
+	LeftOut []LeftOut       `json:"left_out,omitempty"`
+	// UpdateTo is, for an update run, the base branch's head to merge into the pull
+	// request's branch.
+	UpdateTo string `json:"update_to,omitempty"`
+	// Steers are the writers' /steer words kept for this run (given while no run could
+	// take them), which the agent reads with the task.
+	Steers []Steer `json:"steers,omitempty"`
 	// SpecRevision is the full revision of Title and Body.
 	SpecRevision string `json:"spec_revision"`
 	Title        string `json:"title"`
@@ -214,6 +233,9 @@ type Refresh struct {
 type ShouldStop struct {
 	Stop   bool   `json:"stop"`
 	Reason string `json:"reason,omitempty"`
+	// Steers are the writers' /steer words for this run not yet reported delivered
+	// (Evidence.Steers), oldest first; a run delivers each once, by its ID.
+	Steers []Steer `json:"steers,omitempty"`
 }
 
 // Error is the body of every refusal.

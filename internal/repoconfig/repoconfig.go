@@ -45,6 +45,11 @@ type Config struct {
 		Attempts           int           `yaml:"attempts"`
 		VerificationRounds int           `yaml:"verification_rounds"`
 		FixRounds          int           `yaml:"fix_rounds"`
+		// ReviewRounds bounds the revise rounds on one pull request (a writer's review,
+		// /revise, or the reviewer's findings); UpdateRounds the update rounds (the base
+		// branch merged in to resolve conflicts).
+		ReviewRounds int `yaml:"review_rounds"`
+		UpdateRounds int `yaml:"update_rounds"`
 		WallTime           time.Duration `yaml:"wall_time"`
 		CostPerRunUSD      float64       `yaml:"cost_per_run_usd"`
 		CostPerItemUSD     float64       `yaml:"cost_per_item_usd"`
@@ -193,6 +198,8 @@ func Default() Config {
 	p.Bounds.Attempts = 3
 	p.Bounds.VerificationRounds = 2
 	p.Bounds.FixRounds = 2
+	p.Bounds.ReviewRounds = DefaultReviewRounds
+	p.Bounds.UpdateRounds = DefaultUpdateRounds
 	p.Reviewer.MinConfidence = DefaultMinConfidence
 	p.Revision = DefaultRevision
 	return p
@@ -224,7 +231,7 @@ func Parse(raw []byte) (Config, error) {
 	if p.Bounds.Attempts < 1 || p.Bounds.Attempts > 20 {
 		return Config{}, fmt.Errorf("%s: bounds.attempts is %d; use 1 to 20", Path, p.Bounds.Attempts)
 	}
-	if p.Bounds.VerificationRounds < 0 || p.Bounds.FixRounds < 0 || p.Bounds.WallTime < 0 ||
+	if p.Bounds.VerificationRounds < 0 || p.Bounds.FixRounds < 0 || p.Bounds.ReviewRounds < 0 || p.Bounds.UpdateRounds < 0 || p.Bounds.WallTime < 0 ||
 		p.Bounds.CostPerRunUSD < 0 || p.Bounds.CostPerItemUSD < 0 {
 		return Config{}, fmt.Errorf("%s: bounds must not be negative", Path)
 	}
@@ -251,6 +258,12 @@ func Parse(raw []byte) (Config, error) {
 	}
 	if p.Bounds.FixRounds > MaxFixRounds {
 		return Config{}, fmt.Errorf("%s: bounds.fix_rounds is %d; at most %d fix rounds are allowed", Path, p.Bounds.FixRounds, MaxFixRounds)
+	}
+	if p.Bounds.ReviewRounds > MaxReviewRounds {
+		return Config{}, fmt.Errorf("%s: bounds.review_rounds is %d; at most %d review rounds are allowed", Path, p.Bounds.ReviewRounds, MaxReviewRounds)
+	}
+	if p.Bounds.UpdateRounds > MaxUpdateRounds {
+		return Config{}, fmt.Errorf("%s: bounds.update_rounds is %d; at most %d update rounds are allowed", Path, p.Bounds.UpdateRounds, MaxUpdateRounds)
 	}
 	if p.Bounds.VerificationRounds > MaxVerificationRounds {
 		return Config{}, fmt.Errorf("%s: bounds.verification_rounds is %d; at most %d rounds are allowed", Path, p.Bounds.VerificationRounds, MaxVerificationRounds)

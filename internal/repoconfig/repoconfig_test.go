@@ -21,6 +21,20 @@ func TestParse(t *testing.T) {
 				t.Fatalf("parsed %+v", p)
 			}
 		}},
+		{"conversation defaults", "version: 1\n", "", func(t *testing.T, p Config) {
+			if p.Bounds.ReviewRounds != 3 || p.Bounds.UpdateRounds != 2 || p.Reviewer.ReviseOnFindings {
+				t.Fatalf("review_rounds %d, update_rounds %d, revise_on_findings %v; want 3, 2, false", p.Bounds.ReviewRounds, p.Bounds.UpdateRounds, p.Reviewer.ReviseOnFindings)
+			}
+		}},
+		{"conversation bounds", "version: 1\nbounds: {review_rounds: 0, update_rounds: 5}\nreviewer: {revise_on_findings: true}\n", "", func(t *testing.T, p Config) {
+			if p.Bounds.ReviewRounds != 0 || p.Bounds.UpdateRounds != 5 || !p.Reviewer.ReviseOnFindings {
+				t.Fatalf("parsed %+v, %+v", p.Bounds, p.Reviewer)
+			}
+		}},
+		{"too many review rounds", "version: 1\nbounds: {review_rounds: 21}\n", "at most 20 review rounds", nil},
+		{"too many update rounds", "version: 1\nbounds: {update_rounds: 11}\n", "at most 10 update rounds", nil},
+		{"negative review rounds", "version: 1\nbounds: {review_rounds: -1}\n", "must not be negative", nil},
+		{"revise on findings not a boolean", "version: 1\nreviewer: {revise_on_findings: often}\n", "reviewer", nil},
 		{"typo", "version: 1\naprovers: {}\n", "field aprovers not found", nil},
 		{"future version", "version: 2\n", "version 2 is not supported", nil},
 		{"bad level", "version: 1\napprovers: {min_permission: owner}\n", "min_permission", nil},

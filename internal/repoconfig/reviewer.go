@@ -16,6 +16,16 @@ const DefaultMinConfidence = 0.8
 // request, and a check that keeps failing should reach a human soon.
 const MaxFixRounds = 10
 
+// Rounds of the conversation on the pull request: bounds.review_rounds (revise rounds,
+// answering writers' reviews, /revise and, by choice, the reviewer's findings) and
+// bounds.update_rounds (the base branch merged in when the pull request conflicts).
+const (
+	DefaultReviewRounds = 3
+	MaxReviewRounds     = 20
+	DefaultUpdateRounds = 2
+	MaxUpdateRounds     = 10
+)
+
 // Reviewer is the `reviewer:` section. It is on unless the file says `reviewer: false`;
 // `reviewer: true` and a mapping turn it on:
 //
@@ -31,11 +41,15 @@ type Reviewer struct {
 	// MinConfidence is the confidence an approve verdict needs for the bumper/verdict
 	// check to succeed, from 0 to 1.
 	MinConfidence float64
+	// ReviseOnFindings makes a failing verdict with findings start a revise round with
+	// the findings as its task, within bounds.review_rounds (default false: the findings
+	// wait for a person).
+	ReviseOnFindings bool
 }
 
 // reviewerKeys are the keys of the mapping form; anything else is refused, as
 // everywhere in the file.
-var reviewerKeys = []string{"harness", "min_confidence"}
+var reviewerKeys = []string{"harness", "min_confidence", "revise_on_findings"}
 
 // UnmarshalYAML reads `reviewer: true|false` or the mapping, strictly.
 func (r *Reviewer) UnmarshalYAML(n *yaml.Node) error {
@@ -54,7 +68,7 @@ func (r *Reviewer) UnmarshalYAML(n *yaml.Node) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			switch k := n.Content[i].Value; {
 			case !slices.Contains(reviewerKeys, k):
-				return fmt.Errorf("%s: reviewer.%s is not a reviewer setting; use harness or min_confidence (or `reviewer: false`)", Path, k)
+				return fmt.Errorf("%s: reviewer.%s is not a reviewer setting; use harness, min_confidence or revise_on_findings (or `reviewer: false`)", Path, k)
 			case k == "harness":
 				if err := knownKeys(n.Content[i+1], "reviewer.harness", "name", "version", "command", "model"); err != nil {
 					return err
@@ -62,13 +76,14 @@ func (r *Reviewer) UnmarshalYAML(n *yaml.Node) error {
 			}
 		}
 		var m struct {
-			Harness       Harness  `yaml:"harness"`
-			MinConfidence *float64 `yaml:"min_confidence"`
+			Harness          Harness  `yaml:"harness"`
+			MinConfidence    *float64 `yaml:"min_confidence"`
+			ReviseOnFindings bool     `yaml:"revise_on_findings"`
 		}
 		if err := n.Decode(&m); err != nil {
 			return fmt.Errorf("failed to read %s reviewer: %w", Path, err)
 		}
-		r.Harness = m.Harness
+		r.Harness, r.ReviseOnFindings = m.Harness, m.ReviseOnFindings
 		if m.MinConfidence != nil {
 			r.MinConfidence = *m.MinConfidence
 		}

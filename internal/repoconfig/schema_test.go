@@ -50,7 +50,7 @@ func schemaMap(t testing.TB) map[string]any {
 // custom are the keys of the types that read their own YAML (UnmarshalYAML), which
 // their yaml tags do not show.
 var custom = map[reflect.Type]map[string]reflect.Type{
-	reflect.TypeFor[repoconfig.Reviewer](): {"harness": reflect.TypeFor[repoconfig.Harness](), "min_confidence": reflect.TypeFor[float64]()},
+	reflect.TypeFor[repoconfig.Reviewer](): {"harness": reflect.TypeFor[repoconfig.Harness](), "min_confidence": reflect.TypeFor[float64](), "revise_on_findings": reflect.TypeFor[bool]()},
 }
 
 var (
