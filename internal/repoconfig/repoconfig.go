@@ -42,17 +42,17 @@ type Config struct {
 	} `yaml:"approvers"`
 	AllowedBots []string `yaml:"allowed_bots"`
 	Bounds      struct {
-		Attempts           int           `yaml:"attempts"`
-		VerificationRounds int           `yaml:"verification_rounds"`
-		FixRounds          int           `yaml:"fix_rounds"`
+		Attempts           int `yaml:"attempts"`
+		VerificationRounds int `yaml:"verification_rounds"`
+		FixRounds          int `yaml:"fix_rounds"`
 		// ReviewRounds bounds the revise rounds on one pull request (a writer's review,
 		// /revise, or the reviewer's findings); UpdateRounds the update rounds (the base
 		// branch merged in to resolve conflicts).
-		ReviewRounds int `yaml:"review_rounds"`
-		UpdateRounds int `yaml:"update_rounds"`
-		WallTime           time.Duration `yaml:"wall_time"`
-		CostPerRunUSD      float64       `yaml:"cost_per_run_usd"`
-		CostPerItemUSD     float64       `yaml:"cost_per_item_usd"`
+		ReviewRounds   int           `yaml:"review_rounds"`
+		UpdateRounds   int           `yaml:"update_rounds"`
+		WallTime       time.Duration `yaml:"wall_time"`
+		CostPerRunUSD  float64       `yaml:"cost_per_run_usd"`
+		CostPerItemUSD float64       `yaml:"cost_per_item_usd"`
 	} `yaml:"bounds"`
 	Harness   Harness  `yaml:"harness"`
 	Allowlist []string `yaml:"allowlist"`
