@@ -35,113 +35,150 @@ func subcommand(ctx context.Context, args []string, stdout, stderr io.Writer, na
 	return run(ctx, args[1:], stdout, stderr)
 }
 
-func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// sandboxRunFlags are `bumper sandbox run`'s flags, parsed and checked.
+type sandboxRunFlags struct {
+	imageDir, envID, cache, ws, out, memory, disk, audit, accel, qemuUser string
+	caFiles, allow, resolve                                               stringList
+	timeout                                                               time.Duration
+	cpus                                                                  int
+	cold, verbose                                                         bool
+	argv                                                                  []string
+	memMB, diskMB                                                         int
+}
+
+// parseSandboxRun reads the flags and checks what can be checked before anything is
+// read from disk.
+func parseSandboxRun(args []string, stderr io.Writer) (*sandboxRunFlags, error) {
+	f := &sandboxRunFlags{}
 	fs := newFlagSet("sandbox run", "[--image DIR | --env ID] [--allow DOMAIN]... [--resolve HOST:IP]... [--ca-file FILE]... [--workspace DIR] [--out DIR] [--timeout D] [--cpus N] [--memory SIZE] [--audit FILE] [--cold] -- COMMAND [ARG]...", stderr)
-	imageDir := fs.String("image", "", "image directory (default: build or reuse the default image in --cache)")
-	envID := fs.String("env", "", "boot the image of an environment built by bumper env build DIR: the `ID` it printed (sha256:<64 hex>), or a unique prefix of at least 12 hex digits, looked up in --cache")
-	cache := fs.String("cache", image.DefaultCacheDir, "image cache: the default image (without --image), environments' images (--env), and warm-start snapshots")
-	var caFiles stringList
-	fs.Var(&caFiles, "ca-file", "PEM file of CA certificates the default image's guest trusts besides Debian's (repeatable): a network that inspects TLS")
-	var allow, resolve stringList
-	fs.Var(&allow, "allow", "let the command reach DOMAIN through the firewall proxy (repeatable); without any, the VM has no network")
-	fs.Var(&resolve, "resolve", "pin HOST to IP in the proxy's resolver (repeatable)")
-	ws := fs.String("workspace", "", "directory copied into the VM as /workspace")
-	out := fs.String("out", "", "directory that receives the VM's /out")
-	timeout := fs.Duration("timeout", 30*time.Minute, "wall-time limit; the VM is killed when it passes")
-	cpus := fs.Int("cpus", 2, "vCPUs")
-	memory := fs.String("memory", "1G", "guest memory (e.g. 512M, 2G)")
-	disk := fs.String("disk", "", "root disk size, at least the image's; the guest's root filesystem grows to it (default: the image's)")
-	audit := fs.String("audit", "", "firewall audit log (default: a file in the temp directory, printed at the end)")
-	cold := fs.Bool("cold", false, "boot cold instead of restoring a snapshot from CACHE/snapshots (the first warm run of an image makes the snapshot)")
-	accel := fs.String("accel", sandbox.AccelAuto, "accelerator: auto (KVM if a canary boot works, else TCG), kvm or tcg")
-	qemuUser := fs.String("qemu-user", defaultQEMUUser(), "user (name or uid[:gid]) QEMU drops to; a dedicated system user is best")
-	verbose := fs.Bool("v", false, "log boot steps to stderr")
+	fs.StringVar(&f.imageDir, "image", "", "image directory (default: build or reuse the default image in --cache)")
+	fs.StringVar(&f.envID, "env", "", "boot the image of an environment built by bumper env build DIR: the `ID` it printed (sha256:<64 hex>), or a unique prefix of at least 12 hex digits, looked up in --cache")
+	fs.StringVar(&f.cache, "cache", image.DefaultCacheDir, "image cache: the default image (without --image), environments' images (--env), and warm-start snapshots")
+	fs.Var(&f.caFiles, "ca-file", "PEM file of CA certificates the default image's guest trusts besides Debian's (repeatable): a network that inspects TLS")
+	fs.Var(&f.allow, "allow", "let the command reach DOMAIN through the firewall proxy (repeatable); without any, the VM has no network")
+	fs.Var(&f.resolve, "resolve", "pin HOST to IP in the proxy's resolver (repeatable)")
+	fs.StringVar(&f.ws, "workspace", "", "directory copied into the VM as /workspace")
+	fs.StringVar(&f.out, "out", "", "directory that receives the VM's /out")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "wall-time limit; the VM is killed when it passes")
+	fs.IntVar(&f.cpus, "cpus", 2, "vCPUs")
+	fs.StringVar(&f.memory, "memory", "1G", "guest memory (e.g. 512M, 2G)")
+	fs.StringVar(&f.disk, "disk", "", "root disk size, at least the image's; the guest's root filesystem grows to it (default: the image's)")
+	fs.StringVar(&f.audit, "audit", "", "firewall audit log (default: a file in the temp directory, printed at the end)")
+	fs.BoolVar(&f.cold, "cold", false, "boot cold instead of restoring a snapshot from CACHE/snapshots (the first warm run of an image makes the snapshot)")
+	fs.StringVar(&f.accel, "accel", sandbox.AccelAuto, "accelerator: auto (KVM if a canary boot works, else TCG), kvm or tcg")
+	fs.StringVar(&f.qemuUser, "qemu-user", defaultQEMUUser(), "user (name or uid[:gid]) QEMU drops to; a dedicated system user is best")
+	fs.BoolVar(&f.verbose, "v", false, "log boot steps to stderr")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if *envID != "" {
-		if *imageDir != "" {
-			return fmt.Errorf("%w: --env and --image both name the image to boot: give one", errUsage)
+	if f.envID != "" {
+		if f.imageDir != "" {
+			return nil, fmt.Errorf("%w: --env and --image both name the image to boot: give one", errUsage)
 		}
 		// Checked before anything is read: an ID that is not one (a path, say) goes no further.
-		if _, err := image.ParseKeyPrefix(*envID); err != nil {
-			return fmt.Errorf("%w: --env %q is not an environment id: want the sha256:<64 hex> bumper env build printed, or its first 12 or more hex digits", errUsage, *envID)
+		if _, err := image.ParseKeyPrefix(f.envID); err != nil {
+			return nil, fmt.Errorf("%w: --env %q is not an environment id: want the sha256:<64 hex> bumper env build printed, or its first 12 or more hex digits", errUsage, f.envID)
 		}
 	}
-	argv := fs.Args()
-	if len(argv) == 0 {
-		return fmt.Errorf("%w: no command: put it after --, e.g. bumper sandbox run -- git --version", errUsage)
+	if f.argv = fs.Args(); len(f.argv) == 0 {
+		return nil, fmt.Errorf("%w: no command: put it after --, e.g. bumper sandbox run -- git --version", errUsage)
 	}
-	memMB, err := sandbox.ParseSize(*memory)
-	if err != nil {
-		return fmt.Errorf("%w: --memory: %w", errUsage, err)
+	var err error
+	if f.memMB, err = sandbox.ParseSize(f.memory); err != nil {
+		return nil, fmt.Errorf("%w: --memory: %w", errUsage, err)
 	}
-	diskMB := 0
-	if *disk != "" {
-		if diskMB, err = sandbox.ParseSize(*disk); err != nil {
-			return fmt.Errorf("%w: --disk: %w", errUsage, err)
+	if f.disk != "" {
+		if f.diskMB, err = sandbox.ParseSize(f.disk); err != nil {
+			return nil, fmt.Errorf("%w: --disk: %w", errUsage, err)
 		}
 	}
-	if len(resolve) > 0 && len(allow) == 0 {
-		return fmt.Errorf("%w: --resolve without --allow does nothing: the VM has no network unless something is allowed", errUsage)
+	if len(f.resolve) > 0 && len(f.allow) == 0 {
+		return nil, fmt.Errorf("%w: --resolve without --allow does nothing: the VM has no network unless something is allowed", errUsage)
 	}
-	level := zerolog.WarnLevel
-	if *verbose {
-		level = zerolog.InfoLevel
-	}
-	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
+	return f, nil
+}
 
-	var im *image.Image
-	if *envID != "" {
-		im, err = environmentImage(*cache, *envID)
-	} else {
-		im, err = loadOrBuildImage(ctx, *imageDir, *cache, caFiles, stderr)
-	}
-	if err != nil {
-		return err
-	}
+// spec is the sandbox run the flags describe, on im; it names the audit log the
+// firewall writes when anything is allowed.
+func (f *sandboxRunFlags) spec(im *image.Image, stdout, stderr io.Writer) (sandbox.Spec, string) {
 	m := im.Manifest()
 	spec := sandbox.Spec{
 		Config: sandbox.Config{
 			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: m.Cmdline,
-			CPUs: *cpus, MemoryMB: memMB, DiskSizeMB: diskMB, Timeout: *timeout, WorkspaceDir: *ws, Accel: *accel,
-			QEMUUser: *qemuUser,
+			CPUs: f.cpus, MemoryMB: f.memMB, DiskSizeMB: f.diskMB, Timeout: f.timeout, WorkspaceDir: f.ws, Accel: f.accel,
+			QEMUUser: f.qemuUser,
 		},
-		Argv: argv, OutDir: *out, Stdout: stdout, Stderr: stderr,
+		Argv: f.argv, OutDir: f.out, Stdout: stdout, Stderr: stderr,
 	}
-	if !*cold {
-		spec.Config.SnapshotDir = sandbox.SnapshotsDir(*cache)
+	if !f.cold {
+		spec.Config.SnapshotDir = sandbox.SnapshotsDir(f.cache)
 	}
-	auditPath := *audit
-	if len(allow) > 0 {
+	auditPath := f.audit
+	if len(f.allow) > 0 {
 		if auditPath == "" {
 			auditPath = filepath.Join(os.TempDir(), fmt.Sprintf("bumper-sandbox-audit-%d.jsonl", time.Now().UnixNano()))
 		}
-		spec.StartProxy = firewallStarter(firewallFlags{Audit: auditPath, Allow: allow, Resolve: resolve})
+		spec.StartProxy = firewallStarter(firewallFlags{Audit: auditPath, Allow: f.allow, Resolve: f.resolve})
 	}
+	return spec, auditPath
+}
+
+func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseSandboxRun(args, stderr)
+	if err != nil {
+		return err
+	}
+	level := zerolog.WarnLevel
+	if f.verbose {
+		level = zerolog.InfoLevel
+	}
+	ctx = zerolog.New(stderr).Level(level).With().Timestamp().Logger().WithContext(ctx)
+	var im *image.Image
+	if f.envID != "" {
+		im, err = environmentImage(f.cache, f.envID)
+	} else {
+		im, err = loadOrBuildImage(ctx, f.imageDir, f.cache, f.caFiles, stderr)
+	}
+	if err != nil {
+		return err
+	}
+	spec, auditPath := f.spec(im, stdout, stderr)
 	rep, err := sandbox.Run(ctx, spec)
-	if rep != nil && *verbose {
+	f.reportBoot(rep, auditPath, stderr)
+	autoPrune(f.cache, stderr)
+	if err != nil {
+		return withColdHint(err)
+	}
+	return sandboxRunResult(rep, stderr)
+}
+
+// reportBoot says how the VM started (with -v), where the audit log is, and what became
+// of the warm start.
+func (f *sandboxRunFlags) reportBoot(rep *sandbox.Report, auditPath string, stderr io.Writer) {
+	if rep != nil && f.verbose {
 		fmt.Fprintf(stderr, "sandbox: accel %s (%s); %s boot (%s); command sent after %v, first output after %v; teardown %v\n",
 			rep.Accel.Accel, rep.Accel.Reason, rep.Boot.Mode, rep.Boot.Reason,
 			rep.Ready.Round(time.Millisecond), rep.FirstOutput.Round(time.Millisecond), rep.Teardown.Round(time.Millisecond))
 	}
-	if len(allow) > 0 {
+	if len(f.allow) > 0 {
 		fmt.Fprintf(stderr, "sandbox: firewall audit log: %s\n", auditPath)
 	}
-	if rep != nil && !*cold {
-		switch {
-		case rep.SnapshotBroken != "":
-			fmt.Fprintf(stderr, "sandbox: warm start failed, booted cold: %s\n", rep.SnapshotBroken)
-		case rep.SnapshotMade:
-			fmt.Fprintln(stderr, "sandbox: first run of this image and VM shape: made a snapshot, later runs start warm")
-		case rep.Boot.Mode == sandbox.BootCold:
-			fmt.Fprintf(stderr, "sandbox: booted cold: %s\n", rep.Boot.Reason)
-		}
+	if rep == nil || f.cold {
+		return
 	}
-	autoPrune(*cache, stderr)
-	if err != nil {
-		return withColdHint(err)
+	switch {
+	case rep.SnapshotBroken != "":
+		fmt.Fprintf(stderr, "sandbox: warm start failed, booted cold: %s\n", rep.SnapshotBroken)
+	case rep.SnapshotMade:
+		fmt.Fprintln(stderr, "sandbox: first run of this image and VM shape: made a snapshot, later runs start warm")
+	case rep.Boot.Mode == sandbox.BootCold:
+		fmt.Fprintf(stderr, "sandbox: booted cold: %s\n", rep.Boot.Reason)
 	}
+}
+
+// sandboxRunResult is the command's outcome as bumper's own: its exit status, 124 on a
+// timeout, 137 when a signal killed it.
+func sandboxRunResult(rep *sandbox.Report, stderr io.Writer) error {
 	if rep.Out != nil && len(rep.Out.Skipped) > 0 {
 		fmt.Fprintf(stderr, "sandbox: %d entries of /out refused:\n", len(rep.Out.Skipped))
 		for _, s := range rep.Out.Skipped {
