@@ -57,118 +57,138 @@ var (
 // whose name has a hyphen may also be given with an underscore (INPUT_ALLOW_TCG), which
 // a shell can export; the hyphen form wins.
 func ReadInputs(a *githubactions.Action) (Inputs, error) {
-	get := func(name string) string {
-		v := a.GetInput(name)
-		if v == "" && strings.Contains(name, "-") {
-			v = a.GetInput(strings.ReplaceAll(name, "-", "_"))
-		}
-		if v == "" {
-			for _, s := range InputSpecs() {
-				if s.Name == name {
-					v = s.Default
-				}
+	r := &inputReader{a: a}
+	var in Inputs
+	r.dispatch(&in)
+	r.serve(&in)
+	r.vm(&in)
+	if len(r.errs) > 0 {
+		return in, fmt.Errorf("the action's inputs are not usable:\n%w", errors.Join(r.errs...))
+	}
+	return in, nil
+}
+
+// inputReader reads the action's inputs and gathers every problem, so that one run of
+// the workflow shows them all.
+type inputReader struct {
+	a    *githubactions.Action
+	errs []error
+}
+
+// get is an input's value: under its name, or with underscores for dashes, or its
+// default.
+func (r *inputReader) get(name string) string {
+	v := r.a.GetInput(name)
+	if v == "" && strings.Contains(name, "-") {
+		v = r.a.GetInput(strings.ReplaceAll(name, "-", "_"))
+	}
+	if v == "" {
+		for _, s := range InputSpecs() {
+			if s.Name == name {
+				v = s.Default
 			}
 		}
-		return v
 	}
-	var in Inputs
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	return v
+}
 
-	in.Nonce = get(InputNonce)
-	if in.Nonce != "" && inActions(a) {
-		a.AddMask(in.Nonce)
+func (r *inputReader) bad(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+}
+
+// dispatch reads what the App dispatched the run with: the nonce, the work item, the
+// attempt and the stage.
+func (r *inputReader) dispatch(in *Inputs) {
+	in.Nonce = r.get(InputNonce)
+	if in.Nonce != "" && inActions(r.a) {
+		r.a.AddMask(in.Nonce)
 	}
 	switch {
 	case in.Nonce == "":
-		bad("input `%s` is empty: it is the single-use nonce the App dispatched the run with; the runner workflow passes ${{ inputs.%s }}", InputNonce, wire.DispatchInputNonce)
+		r.bad("input `%s` is empty: it is the single-use nonce the App dispatched the run with; the runner workflow passes ${{ inputs.%s }}", InputNonce, wire.DispatchInputNonce)
 	case !nonceRE.MatchString(in.Nonce):
 		// Never quoted: it is a secret, whatever it looks like.
-		bad("input `%s` is not a nonce the App makes (printable ASCII without spaces, at most 512 characters): pass the dispatch's nonce input unchanged", InputNonce)
+		r.bad("input `%s` is not a nonce the App makes (printable ASCII without spaces, at most 512 characters): pass the dispatch's nonce input unchanged", InputNonce)
 	}
-
-	in.AllowInsecureHTTP = readBool(get, InputAllowInsecureHTTP, bad)
-	in.URL = get(InputURL)
-	if in.URL == "" {
-		bad("input `%s` is empty: set it to serve's base URL (https://…); the runner workflow passes the repository or organisation variable BUMPER_URL (docs/install.md)", InputURL)
-	} else {
-		var opts []appclient.Option
-		if in.AllowInsecureHTTP {
-			opts = append(opts, appclient.AllowInsecureHTTP())
-		}
-		if _, err := appclient.New(in.URL, opts...); err != nil {
-			bad("input `%s`: %w (input `%s: true` allows plain http on a private network)", InputURL, err, InputAllowInsecureHTTP)
-		}
-	}
-
-	if s := get(InputWorkItem); s == "" {
-		bad("input `%s` is empty: the App dispatches it as owner/repo#issue; the runner workflow passes ${{ inputs.%s }}", InputWorkItem, wire.DispatchInputWorkItem)
+	if s := r.get(InputWorkItem); s == "" {
+		r.bad("input `%s` is empty: the App dispatches it as owner/repo#issue; the runner workflow passes ${{ inputs.%s }}", InputWorkItem, wire.DispatchInputWorkItem)
 	} else if w, err := wire.ParseWorkItem(s); err != nil {
-		bad("input `%s`: %w", InputWorkItem, err)
+		r.bad("input `%s`: %w", InputWorkItem, err)
 	} else {
 		in.WorkItem = w
 	}
-
-	if s := get(InputAttempt); s == "" {
-		bad("input `%s` is empty: the App dispatches the attempt number; the runner workflow passes ${{ inputs.%s }}", InputAttempt, wire.DispatchInputAttempt)
+	if s := r.get(InputAttempt); s == "" {
+		r.bad("input `%s` is empty: the App dispatches the attempt number; the runner workflow passes ${{ inputs.%s }}", InputAttempt, wire.DispatchInputAttempt)
 	} else if n, err := strconv.Atoi(s); err != nil || n < 1 {
-		bad("input `%s` is %q: want the attempt number the App dispatched, 1 or more", InputAttempt, s)
+		r.bad("input `%s` is %q: want the attempt number the App dispatched, 1 or more", InputAttempt, s)
 	} else {
 		in.Attempt = n
 	}
-
-	if s := wire.Stage(get(InputStage)); s == "" {
-		bad("input `%s` is empty: the App dispatches it; the runner workflow passes ${{ inputs.%s }}", InputStage, wire.DispatchInputStage)
+	if s := wire.Stage(r.get(InputStage)); s == "" {
+		r.bad("input `%s` is empty: the App dispatches it; the runner workflow passes ${{ inputs.%s }}", InputStage, wire.DispatchInputStage)
 	} else if !slices.Contains(wire.Stages(), s) {
-		bad("input `%s` is %q: want one of %s", InputStage, s, stageNames())
+		r.bad("input `%s` is %q: want one of %s", InputStage, s, stageNames())
 	} else {
 		in.Stage = s
 	}
+}
 
-	in.Image = get(InputImage)
+// serve reads where serve is and whether plain http may reach it.
+func (r *inputReader) serve(in *Inputs) {
+	in.AllowInsecureHTTP = readBool(r.get, InputAllowInsecureHTTP, r.bad)
+	in.URL = r.get(InputURL)
+	if in.URL == "" {
+		r.bad("input `%s` is empty: set it to serve's base URL (https://…); the runner workflow passes the repository or organisation variable BUMPER_URL (docs/install.md)", InputURL)
+		return
+	}
+	var opts []appclient.Option
+	if in.AllowInsecureHTTP {
+		opts = append(opts, appclient.AllowInsecureHTTP())
+	}
+	if _, err := appclient.New(in.URL, opts...); err != nil {
+		r.bad("input `%s`: %w (input `%s: true` allows plain http on a private network)", InputURL, err, InputAllowInsecureHTTP)
+	}
+}
+
+// vm reads the runner host's side: the image, its cache, the accelerator, the VM's
+// shape, the output directory and the user QEMU drops to.
+func (r *inputReader) vm(in *Inputs) {
+	in.Image = r.get(InputImage)
 	if in.Image != "" && !filepath.IsAbs(in.Image) {
-		bad("input `%s` is %q: give the image directory's absolute path (bumper image build prints it), or leave it empty for the default image", InputImage, in.Image)
+		r.bad("input `%s` is %q: give the image directory's absolute path (bumper image build prints it), or leave it empty for the default image", InputImage, in.Image)
 	}
-	in.Cache = get(InputCache)
+	in.Cache = r.get(InputCache)
 	if !filepath.IsAbs(in.Cache) {
-		bad("input `%s` is %q: give an absolute directory (default %s)", InputCache, in.Cache, defaultOf(InputCache))
+		r.bad("input `%s` is %q: give an absolute directory (default %s)", InputCache, in.Cache, defaultOf(InputCache))
 	}
-
-	in.Accel = get(InputAccel)
+	in.Accel = r.get(InputAccel)
 	if accels := []string{sandbox.AccelAuto, sandbox.AccelKVM, sandbox.AccelTCG}; !slices.Contains(accels, in.Accel) {
-		bad("input `%s` is %q: want %s", InputAccel, in.Accel, strings.Join(accels, ", "))
+		r.bad("input `%s` is %q: want %s", InputAccel, in.Accel, strings.Join(accels, ", "))
 	}
-	in.AllowTCG = readBool(get, InputAllowTCG, bad)
-
-	if s := get(InputCPUs); s != "" {
+	in.AllowTCG = readBool(r.get, InputAllowTCG, r.bad)
+	if s := r.get(InputCPUs); s != "" {
 		if n, err := strconv.Atoi(s); err != nil || n < 1 || n > 64 {
-			bad("input `%s` is %q: want a number of vCPUs from 1 to 64", InputCPUs, s)
+			r.bad("input `%s` is %q: want a number of vCPUs from 1 to 64", InputCPUs, s)
 		} else {
 			in.CPUs = n
 		}
 	}
-	in.Memory = get(InputMemory)
+	in.Memory = r.get(InputMemory)
 	if mb, err := sandbox.ParseSize(in.Memory); err != nil {
-		bad("input `%s`: %w", InputMemory, err)
+		r.bad("input `%s`: %w", InputMemory, err)
 	} else if mb < 128 {
-		bad("input `%s` is %q: the guest needs at least 128M", InputMemory, in.Memory)
+		r.bad("input `%s` is %q: the guest needs at least 128M", InputMemory, in.Memory)
 	}
-
-	in.Out = a.GetInput(InputOut)
+	in.Out = r.a.GetInput(InputOut)
 	if in.Out == "" {
-		in.Out = filepath.Join(runnerTemp(a), OutDirName)
+		in.Out = filepath.Join(runnerTemp(r.a), OutDirName)
 	} else if !filepath.IsAbs(in.Out) {
-		bad("input `%s` is %q: give an absolute directory, or leave it empty for $RUNNER_TEMP/%s", InputOut, in.Out, OutDirName)
+		r.bad("input `%s` is %q: give an absolute directory, or leave it empty for $RUNNER_TEMP/%s", InputOut, in.Out, OutDirName)
 	}
-
-	in.QEMUUser = get(InputQEMUUser)
+	in.QEMUUser = r.get(InputQEMUUser)
 	if !qemuUserRE.MatchString(in.QEMUUser) {
-		bad("input `%s` is %q: want a user name, a uid or uid:gid (default %s; a dedicated system user is best)", InputQEMUUser, in.QEMUUser, defaultOf(InputQEMUUser))
+		r.bad("input `%s` is %q: want a user name, a uid or uid:gid (default %s; a dedicated system user is best)", InputQEMUUser, in.QEMUUser, defaultOf(InputQEMUUser))
 	}
-	if len(errs) > 0 {
-		return in, fmt.Errorf("the action's inputs are not usable:\n%w", errors.Join(errs...))
-	}
-	return in, nil
 }
 
 // readBool reads a boolean input as @actions/core's getBooleanInput does: YAML 1.2's
