@@ -90,7 +90,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	in.AllowInsecureHTTP = readBool(get, InputAllowInsecureHTTP, bad)
 	in.URL = get(InputURL)
 	if in.URL == "" {
-		bad("input `%s` is empty: set it to serve's base URL (https://…); the runner workflow passes the repository or organisation variable BUMPER_URL (docs/install.md)", InputURL)
+		bad("input `%s` is empty: set it to serve's base URL (https://…); the runner workflow passes the repository or organisation variable BUMPER_URL (docs/action.md, \"The runner workflow\")", InputURL)
 	} else {
 		var opts []appclient.Option
 		if in.AllowInsecureHTTP {
