@@ -38,7 +38,7 @@ func commands() map[string]command {
 		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs), or prune the image cache", doc: "docs/images.md", run: runImage},
 		"doctor":      {summary: "check a runner host, the App and a repository's set-up; each finding with its fix (--repo OWNER/REPO --config FILE, --json)", doc: "docs/doctor.md", run: runDoctor},
 		"demo":        {summary: "the whole arc on this machine: an issue to a reviewed pull request, with the emulator, serve, the firewall and a microVM", doc: "docs/demo.md", run: runDemo},
-		"env":         {summary: "build (or find) a repository's environment image from a checkout: bumper env build DIR", doc: "docs/usage.md", run: runEnv},
+		"env":         {summary: "build (or find) a repository's environment image from a checkout: bumper env build DIR", doc: "docs/environments.md", run: runEnv},
 		"firewall":    {summary: "run the default-deny egress proxy with gateways and audit log", doc: "docs/firewall.md", run: runFirewall},
 		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", doc: "docs/firewall.md", run: runAudit},
 		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", doc: "docs/sandbox.md", run: runGuestAgent},
