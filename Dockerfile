@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Bumper's container images, one target each (docs/install.md, "Container images"):
+# Bumper's container images, one target each (docs/releases.md, "Container images"):
 #
 #   serve     the App (`bumper serve`): the static binary on distroless, non-root, no shell
 #   emulator  `bumper emulator` for demos and tests: its git smart-HTTP server runs git
@@ -66,7 +66,7 @@ CMD ["--listen", "0.0.0.0:8080", "--state", "/var/lib/bumper-emulator"]
 # from the release's image; installdependencies.sh adds the libraries it needs on Debian.
 FROM debian:bookworm AS runner
 ENV DEBIAN_FRONTEND=noninteractive
-# The packages a run and an image build need (scripts/install-deps.sh and docs/install.md
+# The packages a run and an image build need (scripts/install-deps.sh and docs/runner-host.md
 # list the same): QEMU and qemu-img for the microVM, e2fsprogs for its disks, nftables and
 # iproute2 for the run's network namespace, git for the workspace, debootstrap,
 # busybox-static, kmod and xz-utils for the image, curl for the action's download of

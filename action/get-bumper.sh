@@ -166,7 +166,7 @@ if from_release; then
 else
 	say "no release binary: $reason"
 	if ! from_source; then
-		fail "cannot get bumper: $reason. Use a version that has a release (uses: OWNER/bumper@vX.Y.Z, or the version input), or install Go on the runner (docs/install.md)"
+		fail "cannot get bumper: $reason. Use a version that has a release (uses: OWNER/bumper@vX.Y.Z, or the version input), or install Go on the runner (docs/runner-host.md, \"The bumper binary\")"
 	fi
 	output source source
 fi

@@ -1,4 +1,4 @@
-// Package appclient is the runner's client of `bumper serve` (docs/runner.md, "The
+// Package appclient is the runner's client of `bumper serve` (docs/runner-api.md, "The
 // runner's client of serve"): step 1 of `bumper run` and the run's call-backs.
 //
 // OIDCToken fetches the job's Actions OIDC token (audience wire.OIDCAudience) from

@@ -138,7 +138,7 @@ func (r *inputReader) serve(in *Inputs) {
 	in.AllowInsecureHTTP = readBool(r.get, InputAllowInsecureHTTP, r.bad)
 	in.URL = r.get(InputURL)
 	if in.URL == "" {
-		r.bad("input `%s` is empty: set it to serve's base URL (https://…); the runner workflow passes the repository or organisation variable BUMPER_URL (docs/install.md)", InputURL)
+		r.bad("input `%s` is empty: set it to serve's base URL (https://…); the runner workflow passes the repository or organisation variable BUMPER_URL (docs/action.md, \"The runner workflow\")", InputURL)
 		return
 	}
 	var opts []appclient.Option

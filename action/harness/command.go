@@ -14,7 +14,7 @@ import (
 	"github.com/bumperdev/bumper/internal/textcut"
 )
 
-// The environment of the command harness's program (docs/runner.md, "Harnesses").
+// The environment of the command harness's program (docs/harnesses.md).
 const (
 	EnvTask         = "BUMPER_TASK"          // the task as Markdown (TASK.md)
 	EnvTaskJSON     = "BUMPER_TASK_JSON"     // the task as JSON (task.json)

@@ -220,7 +220,7 @@ func rootCheck(euid int) Check {
 	}
 	return Check{Name: CheckRoot, Status: Failed,
 		Detail: fmt.Sprintf("running as uid %d, not root: each run's network namespace, TAP device and nftables rules need root", euid),
-		Fix:    "run the self-hosted runner as root (docs/install.md, \"The self-hosted runner\")"}
+		Fix:    "run the self-hosted runner as root (docs/runner-host.md, \"The self-hosted runner\")"}
 }
 
 func networkChecks(r netns.ProbeResult, root bool) (ns, nft Check) {

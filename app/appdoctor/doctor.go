@@ -306,7 +306,7 @@ func harnessFix(opts Options, branch string) string {
 	}
 	return fmt.Sprintf("commit %s to %s with at least `version: 1` and `harness: {name: claude-code, version: %s}` "+
 		"(or codex, or your own command: docs/usage.md), and give the runner workflow the model's key: "+
-		"the Actions secret ANTHROPIC_API_KEY (OPENAI_API_KEY for codex; none for command), docs/install.md, \"The runner workflow\"",
+		"the Actions secret ANTHROPIC_API_KEY (OPENAI_API_KEY for codex; none for command), docs/action.md, \"The runner workflow\"",
 		repoconfig.Path, branch, version)
 }
 

@@ -105,7 +105,7 @@ func CheckWorkflow(path string, raw []byte) []doctorreport.Finding {
 	sort.Strings(more)
 	if len(more) > 0 {
 		add(doctorreport.Warning, "its GITHUB_TOKEN gets permissions no step needs: "+strings.Join(more, ", "),
-			"remove them: `permissions:` should be `id-token: write` only (docs/install.md, \"The runner workflow\")")
+			"remove them: `permissions:` should be `id-token: write` only (docs/action.md, \"The runner workflow\")")
 	}
 	var labels, uses bool
 	var refs []string

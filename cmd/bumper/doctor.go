@@ -21,7 +21,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("doctor", "[--repo OWNER/REPO --config FILE] [--json] [--host=false]", stderr)
 	repo := fs.String("repo", "", "check this repository's set-up (needs --config)")
 	cfgPath := fs.String("config", "", "serve's configuration: the App's credentials and settings")
-	asJSON := fs.Bool("json", false, "print the report as JSON (schema bumper-doctor/v1, docs/install.md)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schema bumper-doctor/v1, docs/doctor.md)")
 	strict := fs.Bool("strict", false, "exit 1 on warnings too")
 	host := fs.Bool("host", true, "check this machine as a runner host (root, namespaces, nftables, QEMU, KVM canary or TCG, image, disk)")
 	var po preflight.Options

@@ -72,7 +72,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if pol.Environment == nil {
-		return fmt.Errorf("%s in %s has no environment: section: nothing to build (docs/usage.md, Environments)", repoconfig.Path, dir)
+		return fmt.Errorf("%s in %s has no environment: section: nothing to build (docs/environments.md)", repoconfig.Path, dir)
 	}
 	bc, err := defaultBuildConfig(*cache, caFiles, stderr)
 	if err != nil {

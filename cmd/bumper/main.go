@@ -35,16 +35,16 @@ func commands() map[string]command {
 		"version":     {summary: "print the version of this build", doc: "CONTRIBUTING.md", run: runVersion},
 		"serve":       {summary: "run the GitHub App: webhooks, dispatch, token exchange (--config FILE)", doc: "docs/install.md", run: runServe},
 		"emulator":    {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", doc: "docs/emulator.md", run: runEmulator},
-		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs), or prune the image cache", doc: "docs/runner.md", run: runImage},
-		"doctor":      {summary: "check a runner host, the App and a repository's set-up; each finding with its fix (--repo OWNER/REPO --config FILE, --json)", doc: "docs/install.md", run: runDoctor},
+		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs), or prune the image cache", doc: "docs/images.md", run: runImage},
+		"doctor":      {summary: "check a runner host, the App and a repository's set-up; each finding with its fix (--repo OWNER/REPO --config FILE, --json)", doc: "docs/doctor.md", run: runDoctor},
 		"demo":        {summary: "the whole arc on this machine: an issue to a reviewed pull request, with the emulator, serve, the firewall and a microVM", doc: "docs/demo.md", run: runDemo},
-		"env":         {summary: "build (or find) a repository's environment image from a checkout: bumper env build DIR", doc: "docs/usage.md", run: runEnv},
+		"env":         {summary: "build (or find) a repository's environment image from a checkout: bumper env build DIR", doc: "docs/environments.md", run: runEnv},
 		"firewall":    {summary: "run the default-deny egress proxy with gateways and audit log", doc: "docs/firewall.md", run: runFirewall},
 		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", doc: "docs/firewall.md", run: runAudit},
-		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", doc: "docs/runner.md", run: runGuestAgent},
-		"run":         {summary: "one dispatched run: token exchange, firewall, microVM, agent, verification, pull request (action.yml runs it)", doc: "docs/runner.md", run: runRun},
+		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", doc: "docs/sandbox.md", run: runGuestAgent},
+		"run":         {summary: "one dispatched run: token exchange, firewall, microVM, agent, verification, pull request (action.yml runs it)", doc: "docs/run.md", run: runRun},
 		"setup":       {summary: "create the GitHub App from its manifest and write serve's configuration (--url PUBLIC_URL [--org ORG])", doc: "docs/install.md", run: runSetup},
-		"sandbox":     {summary: "run a command in a microVM behind the firewall: bumper sandbox run -- CMD", doc: "docs/runner.md", run: runSandbox},
+		"sandbox":     {summary: "run a command in a microVM behind the firewall: bumper sandbox run -- CMD", doc: "docs/sandbox.md", run: runSandbox},
 	}
 }
 

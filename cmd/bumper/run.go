@@ -41,12 +41,12 @@ const (
 // runRun is `bumper run`: one dispatched run of the runner workflow, from its inputs
 // (INPUT_*) and the Actions environment, as action.yml starts it.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "(no flags: inputs come from INPUT_* as the action passes them; see docs/runner.md)", stderr)
+	fs := newFlagSet("run", "(no flags: inputs come from INPUT_* as the action passes them; see docs/action.md)", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: run takes no arguments; its inputs are INPUT_* variables (docs/runner.md)", errUsage)
+		return fmt.Errorf("%w: run takes no arguments; its inputs are INPUT_* variables (docs/action.md)", errUsage)
 	}
 	// Everything printed may quote the agent: no line of it may be a workflow command.
 	stdout, stderr = ghaction.Defuse(stdout), ghaction.Defuse(stderr)

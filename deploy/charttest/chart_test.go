@@ -27,7 +27,7 @@ const (
 	chartDir   = "testdata/gha-runner-scale-set"
 	valuesFile = "../arc/values.yaml"
 	repoRoot   = "../.."
-	// setFlags is what docs/install.md passes with --set.
+	// setFlags is what docs/kubernetes.md passes with --set.
 	setFlags = "githubConfigUrl=https://github.com/example-org"
 )
 

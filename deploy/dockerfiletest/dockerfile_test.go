@@ -152,7 +152,7 @@ func TestServeHasNoShell(t *testing.T) {
 }
 
 // TestRunnerPackages: the runner target has every program a run and an image build use
-// (docs/install.md, "The self-hosted runner"; scripts/install-deps.sh).
+// (docs/runner-host.md, "The self-hosted runner"; scripts/install-deps.sh).
 func TestRunnerPackages(t *testing.T) {
 	s := stage(t, parse(t), "runner")
 	var installed []string

@@ -16,7 +16,7 @@ import (
 
 // Runner makes the emulator execute dispatched workflow runs itself, standing in for
 // GitHub's Actions runner, which cannot run here: each run's job is one process started
-// with the environment GitHub's runner gives a step (docs/emulator.md lists it), and the
+// with the environment GitHub's runner gives a step (docs/emulator-actions.md lists it), and the
 // run moves queued → in_progress → completed with the webhooks GitHub sends.
 type Runner struct {
 	// Command is the argv started for each run; Command[0] is looked up in PATH. The

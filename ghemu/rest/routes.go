@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// register is the emulator's whole REST surface, one line a route. docs/emulator.md's
+// register is the emulator's whole REST surface, one line a route. docs/emulator-rest.md's
 // route table is this list; every route validates against GitHub's OpenAPI description.
 // Order matters only where templates overlap: literal segments are registered first.
 func (a *API) register() {

@@ -8,9 +8,9 @@ import (
 	"github.com/bumperdev/bumper/ghemu"
 )
 
-// TestDocsListEveryRoute keeps the route table of docs/emulator.md true.
+// TestDocsListEveryRoute keeps the route table of docs/emulator-rest.md true.
 func TestDocsListEveryRoute(t *testing.T) {
-	readme, err := os.ReadFile("../../docs/emulator.md")
+	readme, err := os.ReadFile("../../docs/emulator-rest.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestDocsListEveryRoute(t *testing.T) {
 		method, path, _ := strings.Cut(r, " ")
 		row := "| `" + method + "` | `" + strings.ReplaceAll(path, "...}", "}") + "` |"
 		if !strings.Contains(string(readme), row) {
-			t.Errorf("docs/emulator.md lacks the route row %s", row)
+			t.Errorf("docs/emulator-rest.md lacks the route row %s", row)
 		}
 	}
 }

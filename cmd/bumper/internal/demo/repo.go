@@ -35,7 +35,7 @@ harness:
   command: sh scripts/agent.sh      # or: name: claude-code, version: <release>
 verification:
   - make test                       # what must pass before a pull request opens
-environment:                        # the toolchain the VM needs (docs/usage.md)
+environment:                        # the toolchain the VM needs (docs/environments.md)
   packages: [golang-go]`
 
 // inspectRepo checks that dir is a checkout the demo can take as it is: committed, with
