@@ -31,12 +31,18 @@ func contains(sub string) func(string) bool {
 }
 
 // secretPatterns are checked in order; the first that matches names the kind.
+//
+// The prefixed tokens match wherever they start, not only after a word boundary: text a
+// run quotes writes them glued to what precedes (URL-encoded, "access_token%3Dghs_…";
+// escaped, "\\nghp_…"; in a name, "TOKEN_ghp_…"). Their prefixes are distinctive enough
+// that a match inside a longer word is still worth redacting. "sk-" alone is not (it
+// ends "task-", "disk-"): it needs a boundary, a URL-encoded byte or an escape before it.
 var secretPatterns = []secretPattern{
-	{kind: "GitHub token", re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), may: contains("_")},
-	{kind: "GitHub fine-grained token", re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), may: contains("github_pat_")},
-	{kind: "Anthropic API key", re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{16,}`), may: contains("sk-ant-")},
-	{kind: "OpenAI API key", re: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), may: contains("sk-"), mixed: true},
-	{kind: "bearer token", re: regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*`), may: containsBearer, mixed: true},
+	{kind: "GitHub token", re: regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{20,}`), may: contains("_")},
+	{kind: "GitHub fine-grained token", re: regexp.MustCompile(`github_pat_[A-Za-z0-9_]{20,}`), may: contains("github_pat_")},
+	{kind: "Anthropic API key", re: regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{16,}`), may: contains("sk-ant-")},
+	{kind: "OpenAI API key", re: regexp.MustCompile(`(?:\b|%[0-9A-Fa-f]{2}|\\[a-z])sk-[A-Za-z0-9_-]{20,}`), may: contains("sk-"), mixed: true},
+	{kind: "bearer token", re: regexp.MustCompile(`(?i)(?:\b|%[0-9a-f]{2})bearer(?:\s+|%20|\+)[A-Za-z0-9._~+/-]{16,}=*`), may: containsBearer, mixed: true},
 	{kind: "PEM private key", re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----`), may: contains("PRIVATE KEY")},
 }
 
