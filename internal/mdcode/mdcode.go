@@ -7,18 +7,25 @@
 // markers.
 package mdcode
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/bumperdev/bumper/internal/hiddenchar"
+)
 
 // Fence is a code fence of backticks longer than any run of backticks in s (at least
 // three), so s shown between two of them cannot end the block early.
 func Fence(s string) string { return strings.Repeat("`", max(3, LongestRun(s, '`')+1)) }
 
-// Span wraps s, which has no line break, in a code span that shows it as is; "(empty)"
-// for an empty s, which a code span cannot show.
+// Span wraps s, which has no line break, in a code span that shows it as is: its hidden
+// characters (internal/hiddenchar) written as [U+XXXX], which inside code is the only way
+// to show them, so that no caller can put a raw bidirectional override or zero-width
+// character in front of a reader; "(empty)" for an empty s, which a code span cannot show.
 func Span(s string) string {
 	if s == "" {
 		return "(empty)"
 	}
+	s, _ = hiddenchar.Mark(s)
 	d := strings.Repeat("`", LongestRun(s, '`')+1)
 	// A span whose text starts or ends with a backtick, or starts and ends with a space,
 	// needs a space inside each delimiter (CommonMark strips one).
