@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/internal/ghref"
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/internal/textcut"
 )
@@ -29,7 +31,10 @@ type quoter struct {
 const redactWindow = 1024
 
 // prepare takes at most maxBytes of s (on a character boundary), as valid UTF-8 with
-// "\n" line ends and secrets redacted.
+// "\n" line ends, secrets redacted and GitHub's references neutralized
+// (internal/ghref): the pull request's body is a commit message on the default branch
+// where a repository merges with "pull request title and description", and there code
+// quotes mean nothing, so nothing quoted may close, mention or cross-reference.
 func (q *quoter) prepare(s string, maxBytes int) string {
 	s = textcut.Bytes(s, maxBytes)
 	q.read += len(s)
@@ -39,7 +44,10 @@ func (q *quoter) prepare(s string, maxBytes int) string {
 		q.redacted = true
 		s = r
 	}
-	return s
+	if strings.IndexFunc(s, hiddenchar.Is) >= 0 {
+		q.Hidden = true // Neutralize writes them as [U+XXXX] first: the legend says so
+	}
+	return ghref.Neutralize(s)
 }
 
 // inline quotes s as one code span: line breaks and tabs shown as spaces, cut at limit

@@ -127,7 +127,7 @@ func TestMarkdownEscaping(t *testing.T) {
 	checkSafe(t, md, e)
 
 	// The agent's text is shown, not dropped: the attacks are there, as code.
-	for _, want := range []string{"onerror=alert(1)", "@acme/security-team", "<script>", "[U+202E]", "[U+E0041]", "<! -- hidden", "-- > closes"} {
+	for _, want := range []string{"onerror=alert(1)", "@ acme/security-team", "<script>", "[U+202E]", "[U+E0041]", "<! -- hidden", "-- > closes"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the output does not show %q", want)
 		}
