@@ -111,8 +111,8 @@ func (vm *guest) collectOut(ctx context.Context, rec *recorder) error {
 		return fmt.Errorf("failed to read the VM's /out: %w", err)
 	}
 	vm.collected = true
-	if len(rep.Skipped) > 0 {
-		zerolog.Ctx(ctx).Warn().Strs(logKeyReason, rep.Skipped).Msg("entries of the VM's /out refused")
+	if rep.SkippedCount > 0 {
+		zerolog.Ctx(ctx).Warn().Int(logKeyCount, rep.SkippedCount).Strs(logKeyReason, rep.Skipped).Msg("entries of the VM's /out refused (the first ones listed)")
 	}
 	data, err := readSmall(filepath.Join(vm.ws.OutDir, filepath.Base(evidence.DecisionsFile)), 1<<20)
 	present := err == nil

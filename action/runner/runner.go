@@ -18,6 +18,7 @@ import (
 // Log keys.
 const (
 	logKeyPhase    = "phase"
+	logKeyCount    = "count"
 	logKeyWorkItem = "work_item"
 	logKeyAttempt  = "attempt"
 	logKeyStage    = "stage"

@@ -179,10 +179,13 @@ func (f *sandboxRunFlags) reportBoot(rep *sandbox.Report, auditPath string, stde
 // sandboxRunResult is the command's outcome as bumper's own: its exit status, 124 on a
 // timeout, 137 when a signal killed it.
 func sandboxRunResult(rep *sandbox.Report, stderr io.Writer) error {
-	if rep.Out != nil && len(rep.Out.Skipped) > 0 {
-		fmt.Fprintf(stderr, "sandbox: %d entries of /out refused:\n", len(rep.Out.Skipped))
+	if rep.Out != nil && rep.Out.SkippedCount > 0 {
+		fmt.Fprintf(stderr, "sandbox: %d entries of /out refused:\n", rep.Out.SkippedCount)
 		for _, s := range rep.Out.Skipped {
 			fmt.Fprintf(stderr, "  %s\n", s)
+		}
+		if more := rep.Out.SkippedCount - len(rep.Out.Skipped); more > 0 {
+			fmt.Fprintf(stderr, "  … and %d more\n", more)
 		}
 	}
 	switch {

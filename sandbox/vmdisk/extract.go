@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Limits bound what Extract accepts from a guest.
@@ -21,9 +23,27 @@ type Limits struct {
 
 // Report says what Extract did with an archive.
 type Report struct {
-	Files   int
-	Bytes   int64
-	Skipped []string // entries refused, with the reason
+	Files int
+	Bytes int64
+	// Skipped lists the first MaxSkippedListed entries refused, each with the reason
+	// (names cut to MaxSkippedName bytes); SkippedCount counts them all. The archive is the
+	// guest's: a report of every refusal at full length would be as large as it wants.
+	Skipped      []string
+	SkippedCount int
+}
+
+// Bounds of a Report's list of refused entries.
+const (
+	MaxSkippedListed = 20
+	MaxSkippedName   = 256
+)
+
+// skip records a refused entry.
+func (r *Report) skip(name, reason string) {
+	r.SkippedCount++
+	if len(r.Skipped) < MaxSkippedListed {
+		r.Skipped = append(r.Skipped, fmt.Sprintf("%q: %s", textcut.Fit(name, MaxSkippedName, textcut.Ellipsis), reason))
+	}
 }
 
 // ErrLimit is returned when the archive exceeds Limits.
@@ -61,12 +81,12 @@ func Extract(diskPath, dest string, lim Limits) (*Report, error) {
 		}
 		name, reason := cleanName(hdr.Name)
 		if reason != "" {
-			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%q: %s", hdr.Name, reason))
+			rep.skip(hdr.Name, reason)
 			continue
 		}
 		target := filepath.Join(dest, filepath.FromSlash(name))
 		if err := checkParents(dest, name); err != nil {
-			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%q: %v", hdr.Name, err))
+			rep.skip(hdr.Name, err.Error())
 			continue
 		}
 		switch hdr.Typeflag {
@@ -84,14 +104,14 @@ func Extract(diskPath, dest string, lim Limits) (*Report, error) {
 			rep.Bytes += hdr.Size
 		case tar.TypeSymlink:
 			if reason := checkLink(hdr.Linkname); reason != "" {
-				rep.Skipped = append(rep.Skipped, fmt.Sprintf("%q: %s", hdr.Name, reason))
+				rep.skip(hdr.Name, reason)
 				continue
 			}
 			if err := os.Symlink(hdr.Linkname, target); err != nil {
 				return rep, fmt.Errorf("failed to create symlink %s: %w", target, err)
 			}
 		default:
-			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%q: type %q is not a file, directory or symlink", hdr.Name, hdr.Typeflag))
+			rep.skip(hdr.Name, fmt.Sprintf("type %q is not a file, directory or symlink", hdr.Typeflag))
 		}
 	}
 }
