@@ -71,8 +71,10 @@ func (r *run) takeWork(ctx context.Context, vm *guest, head string) (*workspace.
 	if err != nil {
 		return nil, err
 	}
-	if st.Code != 0 {
-		return nil, failWith(evidence.OutcomeError, "failed to bundle the work branch in the VM (exit %d): %s", st.Code, cut(out.String(), 500))
+	if !st.OK() {
+		// The status says why when the guest refused the command (processes it could
+		// not end, say), not only an exit code.
+		return nil, failWith(evidence.OutcomeError, "failed to bundle the work branch in the VM (it %s): %s", st, cut(out.String(), 500))
 	}
 	if err := vm.collectOut(ctx, r.rec); err != nil {
 		return nil, err

@@ -133,7 +133,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if runErr != nil {
-		env.Errorf("%s", runErr)
+		// An annotation is posted beside the job log, where the run's reason (which may
+		// quote what the agent left) is redacted as everywhere the run publishes.
+		env.Errorf("%s", evidence.RedactText(runErr.Error()))
 		return exitError{code: 1}
 	}
 	return nil
