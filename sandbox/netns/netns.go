@@ -232,8 +232,12 @@ func (n *Net) Close() error {
 		errs = append(errs, err)
 	}
 	if n.lease != "" {
+		// Forget the lease once it is gone: another run may take the same number at once,
+		// and a second Close must not release that run's lease.
 		if err := os.Remove(n.lease); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("failed to release the address lease: %w", err))
+		} else {
+			n.lease = ""
 		}
 	}
 	return errors.Join(errs...)
@@ -243,12 +247,12 @@ func (n *Net) Close() error {
 // The reaper uses it for runs whose owner died.
 func Remove(name, hostVeth string) error {
 	var errs []error
-	if l, err := netlink.LinkByName(hostVeth); err == nil {
+	if l, err := netlink.LinkByName(hostVeth); hostVeth != "" && err == nil {
 		if err := netlink.LinkDel(l); err != nil {
 			errs = append(errs, fmt.Errorf("failed to delete veth %s: %w", hostVeth, err))
 		}
 	}
-	if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
+	if _, err := os.Stat(filepath.Join("/run/netns", name)); name != "" && err == nil {
 		if err := netns.DeleteNamed(name); err != nil {
 			errs = append(errs, fmt.Errorf("failed to delete namespace %s: %w", name, err))
 		}
