@@ -29,6 +29,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/state"
 )
@@ -92,16 +93,20 @@ var templates = sync.OnceValue(func() map[string]*template.Template {
 	return out
 })
 
-// View serves the pages.
+// View serves the pages and their forms.
 type View struct {
 	store *state.Store
 	git   *gitserver.Server
+	conv  *conversation.Service
 	log   zerolog.Logger
+	// sessions are the browsers signed in as local users (or about to sign in).
+	sessions *sessions
 }
 
-// New is the web view of store's world, with diffs and commits from git.
-func New(store *state.Store, git *gitserver.Server, log zerolog.Logger) *View {
-	return &View{store: store, git: git, log: log}
+// New is the web view of store's world, with diffs and commits from git; its forms act
+// through conv, as the REST API does.
+func New(store *state.Store, git *gitserver.Server, conv *conversation.Service, log zerolog.Logger) *View {
+	return &View{store: store, git: git, conv: conv, log: log, sessions: newSessions()}
 }
 
 // pageError is a page that could not be shown: its status and what to say.
