@@ -78,4 +78,3 @@ func (s *Service) Opened(ctx context.Context, w *state.World, rp *state.Repo, is
 	s.emit(w, "pull_request", "opened", rp, login, obj{"number": p.Number, "pull_request": s.renderer(w).PullComputing(rp, is, p)})
 	s.Refresh(ctx, w, rp, p)
 }
-

@@ -81,7 +81,9 @@ type Protection struct {
 
 // RequiresUpToDate reports whether the protection holds pull requests to an up-to-date
 // head: strict, with at least one required check (GitHub ignores strict without one).
-func (p *Protection) RequiresUpToDate() bool { return p != nil && p.Strict && len(p.RequiredChecks) > 0 }
+func (p *Protection) RequiresUpToDate() bool {
+	return p != nil && p.Strict && len(p.RequiredChecks) > 0
+}
 
 // Label is a repository label.
 type Label struct {
