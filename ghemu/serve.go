@@ -40,6 +40,8 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveControl(w, r)
 	case web.IsManifestPage(r):
 		e.web.ServeManifest(w, r)
+	case isWebForm(r):
+		e.web.ServeForm(w, r)
 	case isWebRequest(r):
 		e.web.ServeHTTP(w, r)
 	default:
@@ -70,9 +72,16 @@ func isWebPath(p string) bool {
 	return !restTops()[top]
 }
 
-// isWebRequest is isWebPath for the methods the read-only view answers.
+// isWebRequest is isWebPath for the methods the view's pages answer.
 func isWebRequest(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && isWebPath(r.URL.Path)
+}
+
+// isWebForm reports whether a request posts one of the web view's forms (signing in
+// and out, comments, reviews, threads, merges): a POST to a web path the view's forms
+// own. The REST API's own paths are never the view's.
+func isWebForm(r *http.Request) bool {
+	return r.Method == http.MethodPost && isWebPath(r.URL.Path) && web.IsFormPath(r.URL.Path)
 }
 
 // serveControl serves the routes under controlPrefix: the runs' (package actions),

@@ -176,7 +176,8 @@ func (a *API) checkMerged(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if !p.Merged {
-		apierr.Write(w, apierr.NotFound())
+		// GitHub's description gives this 404 no body.
+		w.WriteHeader(http.StatusNotFound)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
