@@ -1,17 +1,20 @@
 // Package web is the emulator's web view: GitHub's pages for what the emulator holds,
-// read-only, at the paths its html_url fields name (BASE/{owner}/{repo}/pull/{n},
-// …/issues/{n}, …/runs/{id}, …/actions/runs/{id}, …/commit/{sha}), so a link in an API
-// object or a webhook payload opens in a browser; and the pages of GitHub's App
-// manifest flow. Pages are server-rendered with html/template (which escapes every
-// value by context) and carry no JavaScript; Markdown goes through renderMarkdown,
-// which keeps of raw HTML what GitHub's sanitizer keeps. There is no login: the
-// emulator is a test and demo tool bound to loopback, so the view shows everything,
-// private repositories included, and every page says so in its banner.
+// at the paths its html_url fields name (BASE/{owner}/{repo}/pull/{n}, …/issues/{n},
+// …/runs/{id}, …/actions/runs/{id}, …/commit/{sha}), so a link in an API object or a
+// webhook payload opens in a browser; forms on them for the emulator's local users
+// (forms.go: comment, review with inline comments, reply, resolve, merge), from this
+// machine only (session.go); and the pages of GitHub's App manifest flow. Pages are
+// server-rendered with html/template (which escapes every value by context) and carry
+// no JavaScript; Markdown goes through renderMarkdown, which keeps of raw HTML what
+// GitHub's sanitizer keeps. Reading needs no login: the emulator is a test and demo
+// tool bound to loopback, so the view shows everything, private repositories included,
+// and every page says so in its banner.
 //
 // Concurrency: a page copies what it shows out of the world inside one
 // state.Store.Do, through the world's methods, into view models; git runs (diffs,
 // commits) and the page is written after the lock is let go, so a slow browser never
-// holds up the API.
+// holds up the API. A form makes its change in one Do, through package conversation,
+// as a REST request does. The sessions' lock is a leaf, never held across a Do.
 package web
 
 import (
