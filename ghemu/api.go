@@ -6,8 +6,10 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/render"
 	"github.com/bumperdev/bumper/ghemu/rest"
@@ -324,4 +326,67 @@ func (e *Emulator) InstallApp(account string, repos []string) (int64, error) {
 		id = in.ID
 	})
 	return id, err
+}
+
+// ResolveThread resolves (or, with resolved false, unresolves) the review thread whose
+// first comment is commentID, as the person by does with the thread's "Resolve
+// conversation" button (GitHub's GraphQL resolveReviewThread; its REST API has none),
+// and sends pull_request_review_thread resolved or unresolved. by needs write access
+// or to be the pull request's author. Resolving a resolved thread changes nothing.
+func (e *Emulator) ResolveThread(owner, repoName string, commentID int64, by string, resolved bool) error {
+	var err error
+	e.store.Do(func(w *state.World) {
+		rp := w.Repo(owner, repoName)
+		u := w.User(by)
+		if rp == nil || u == nil {
+			err = fmt.Errorf("no repository %s/%s or no user %q", owner, repoName, by)
+			return
+		}
+		rc := rp.ReviewComment(commentID)
+		if rc == nil {
+			err = fmt.Errorf("no review comment %d in %s", commentID, rp.FullName())
+			return
+		}
+		is, p := rp.Issue(rc.PullNumber), rp.Pull(rc.PullNumber)
+		who := conversation.Actor{Login: u.Login, Role: rp.Role(u)}
+		if u.Type == "Bot" {
+			who.App = strings.TrimSuffix(u.Login, "[bot]")
+		}
+		err = e.conv.ResolveThread(w, rp, is, p, rc.Root(), who, resolved)
+	})
+	return err
+}
+
+// PushCommit commits files (nil content deletes a path) on the tip of branch as the
+// person by, and moves the branch there as their push would: the push webhook, the
+// pull requests on the branch following it (pull_request synchronize for those whose
+// head it is), their mergeability computed again. It stands for a push past branch
+// protection, an administrator's, so a test can move a protected main ("a busy day on
+// main"); the commit's author and committer are by's git identity. It returns the new
+// commit.
+func (e *Emulator) PushCommit(ctx context.Context, owner, repoName, branch string, files map[string][]byte, message, by string) (string, error) {
+	var sha string
+	var err error
+	e.store.Do(func(w *state.World) {
+		rp := w.Repo(owner, repoName)
+		if rp == nil || w.User(by) == nil {
+			err = fmt.Errorf("no repository %s/%s or no user %q", owner, repoName, by)
+			return
+		}
+		refs, rerr := e.git.Refs(ctx, rp.Owner, rp.Name)
+		if rerr != nil {
+			err = rerr
+			return
+		}
+		before, ok := refs["refs/heads/"+branch]
+		if !ok {
+			err = fmt.Errorf("no branch %s in %s", branch, rp.FullName())
+			return
+		}
+		if sha, err = e.git.CommitFiles(ctx, rp.Owner, rp.Name, branch, before, files, message, conversation.Signature(w, by)); err != nil {
+			return
+		}
+		e.conv.RefMoved(ctx, w, rp, "refs/heads/"+branch, before, sha, w.User(by).Login)
+	})
+	return sha, err
 }

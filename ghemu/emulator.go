@@ -6,7 +6,9 @@
 //
 // This package wires the rooms together and is the API tests and cmd/bumper use. The
 // rooms: state (the world and its lock), render (GitHub's JSON objects), rest (the REST
-// API and git's access rules), web (the web view and the manifest pages), actions
+// API and git's access rules), conversation (comments, reviews, threads, merges, branch
+// updates and moved refs, for the REST API and the web view's forms alike), web (the
+// web view, its forms and the manifest pages), actions
 // (workflow runs and the local runner), webhook (deliveries), oidc (the issuer),
 // gitserver (git over smart HTTP), fidelity (the checks against GitHub's
 // descriptions), emutest (the test harness). docs/emulator.md says what each lock
@@ -26,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/ghemu/actions"
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/oidc"
 	"github.com/bumperdev/bumper/ghemu/render"
@@ -92,6 +95,7 @@ type Emulator struct {
 	web     *web.View
 	oidc    *oidc.Issuer
 	commits *render.Commits
+	conv    *conversation.Service
 	log     zerolog.Logger
 	dir     string
 	tempDir bool
@@ -172,7 +176,9 @@ func (e *Emulator) open(opts Options, now func() time.Time) error {
 		return err
 	}
 	e.hooks = webhook.NewSender(e.store, opts.WebhookCheck, e.log)
-	rules = rest.NewGitRules(e.store, e.hooks)
+	e.commits = render.NewCommits(e.git)
+	e.conv = conversation.New(e.git, e.hooks, e.commits, e.log)
+	rules = rest.NewGitRules(e.store, e.conv)
 	e.store.Do(func(w *state.World) {
 		if opts.WebhookURL != "" {
 			w.SetWebhookURL(opts.WebhookURL)
@@ -187,15 +193,14 @@ func (e *Emulator) open(opts Options, now func() time.Time) error {
 	if err := e.store.Save(); err != nil {
 		return err
 	}
-	e.commits = render.NewCommits(e.git)
 	e.actions, err = actions.New(actions.Options{Store: e.store, Hooks: e.hooks, Commits: e.commits, OIDC: e.oidc,
 		Logger: e.log, Runner: opts.Runner, StateDir: e.dir})
 	if err != nil {
 		return err
 	}
 	e.api = rest.New(rest.Options{Store: e.store, Git: e.git, Hooks: e.hooks, Actions: e.actions,
-		Commits: e.commits, RateLimit: opts.RateLimit, Now: now, Logger: e.log})
-	e.web = web.New(e.store, e.git, e.log)
+		Commits: e.commits, Conversation: e.conv, RateLimit: opts.RateLimit, Now: now, Logger: e.log})
+	e.web = web.New(e.store, e.git, e.conv, e.log)
 	return nil
 }
 

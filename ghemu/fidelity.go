@@ -19,11 +19,11 @@ import (
 func SpecPaths() []string { return rest.SpecPaths() }
 
 // IsNonREST reports whether a request is one of the emulator's non-REST surfaces (git
-// smart HTTP, the OIDC issuer, control routes, the web view, the App manifest pages), which GitHub's REST description does
-// not cover.
+// smart HTTP, the OIDC issuer, control routes, the web view and its forms, the App
+// manifest pages), which GitHub's REST description does not cover.
 func IsNonREST(r *http.Request) bool {
 	return isGitPath(r.URL.Path) || strings.HasPrefix(r.URL.Path, "/.well-known/") ||
-		strings.HasPrefix(r.URL.Path, controlPrefix) || isWebRequest(r) || web.IsManifestPage(r)
+		strings.HasPrefix(r.URL.Path, controlPrefix) || isWebRequest(r) || isWebForm(r) || web.IsManifestPage(r)
 }
 
 // Checker validates every exchange and webhook of an emulator against GitHub's

@@ -78,6 +78,11 @@ type SeedProtection struct {
 	// RequiredChecks and each App the emulator's App or another App whose bot user the
 	// seed lists, as for BypassApps.
 	RequiredCheckApps map[string]string `yaml:"required_check_apps" json:"required_check_apps"`
+	// Strict is "Require branches to be up to date before merging"
+	// (required_status_checks.strict): a pull request whose head lacks commits of the
+	// branch is "behind" and cannot merge until updated. As on GitHub it binds only
+	// with at least one required check.
+	Strict bool `yaml:"strict" json:"strict"`
 }
 
 // maxRequiredReviews is GitHub's upper bound on required_approving_review_count.

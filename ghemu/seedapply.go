@@ -32,7 +32,7 @@ func applySeed(w *state.World, git *gitserver.Server, s *Seed) error {
 	}
 	if app.Events == nil {
 		app.Events = []string{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
-			"check_run", "workflow_run", "workflow_job"}
+			"pull_request_review_thread", "push", "check_run", "workflow_run", "workflow_job"}
 	}
 	owner := app.Owner
 	if owner == "" && len(s.Organizations) > 0 {
@@ -118,7 +118,7 @@ func seedRepo(w *state.World, git *gitserver.Server, sr SeedRepository, now time
 // creates carry its ID, and the protection API renders it.
 func newProtection(w *state.World, p SeedProtection) *state.Protection {
 	prot := &state.Protection{RequiredChecks: slices.Clone(p.RequiredChecks), RequiredReviews: p.RequiredReviews,
-		EnforceAdmins: p.EnforceAdmins, BypassApps: slices.Clone(p.BypassApps)}
+		EnforceAdmins: p.EnforceAdmins, BypassApps: slices.Clone(p.BypassApps), Strict: p.Strict}
 	for check, slug := range p.RequiredCheckApps {
 		if prot.CheckApps == nil {
 			prot.CheckApps = map[string]int64{}

@@ -40,6 +40,8 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveControl(w, r)
 	case web.IsManifestPage(r):
 		e.web.ServeManifest(w, r)
+	case isWebForm(r):
+		e.web.ServeForm(w, r)
 	case isWebRequest(r):
 		e.web.ServeHTTP(w, r)
 	default:
@@ -70,9 +72,16 @@ func isWebPath(p string) bool {
 	return !restTops()[top]
 }
 
-// isWebRequest is isWebPath for the methods the read-only view answers.
+// isWebRequest is isWebPath for the methods the view's pages answer.
 func isWebRequest(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && isWebPath(r.URL.Path)
+}
+
+// isWebForm reports whether a request posts one of the web view's forms (signing in
+// and out, comments, reviews, threads, merges): a POST to a web path the view's forms
+// own. The REST API's own paths are never the view's.
+func isWebForm(r *http.Request) bool {
+	return r.Method == http.MethodPost && isWebPath(r.URL.Path) && web.IsFormPath(r.URL.Path)
 }
 
 // serveControl serves the routes under controlPrefix: the runs' (package actions),
@@ -100,6 +109,11 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	// admin does in the branch's settings (SetBranchProtection, RemoveBranchProtection).
 	case len(parts) >= 6 && parts[0] == "repos" && parts[3] == "branches" && parts[len(parts)-1] == "protection":
 		e.serveProtectionControl(w, r, parts[1], parts[2], strings.Join(parts[4:len(parts)-1], "/"))
+	// POST /_emulator/repos/{owner}/{repo}/pulls/comments/{id}/resolution
+	// {"user","resolved"}: a thread's "Resolve conversation" (ResolveThread).
+	case r.Method == http.MethodPost && len(parts) == 7 && parts[0] == "repos" && parts[3] == "pulls" &&
+		parts[4] == "comments" && parts[6] == "resolution":
+		e.serveResolveControl(w, r, parts[1], parts[2], parts[5])
 	// POST /_emulator/app/installations {"account","repositories"}: the App's "Install" page (InstallApp).
 	case r.Method == http.MethodPost && len(parts) == 2 && parts[0] == "app" && parts[1] == "installations":
 		e.serveInstallControl(w, r)
@@ -150,4 +164,31 @@ func (e *Emulator) serveInstallControl(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	apierr.WriteJSON(w, http.StatusCreated, map[string]any{"id": id})
+}
+
+// serveResolveControl is POST
+// /_emulator/repos/{owner}/{repo}/pulls/comments/{id}/resolution {"user", "resolved"}.
+func (e *Emulator) serveResolveControl(w http.ResponseWriter, r *http.Request, owner, repoName, idText string) {
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil {
+		apierr.Write(w, apierr.NotFound())
+		return
+	}
+	var req struct {
+		User     string `json:"user"`
+		Resolved *bool  `json:"resolved"`
+	}
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	if req.Resolved == nil {
+		apierr.Write(w, apierr.Validation("", "resolved", "missing_field", "resolved (true or false) is required"))
+		return
+	}
+	if err := e.ResolveThread(owner, repoName, id, req.User, *req.Resolved); err != nil {
+		apierr.Write(w, apierr.Unprocessable(err.Error()))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

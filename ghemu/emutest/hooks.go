@@ -34,6 +34,8 @@ type Received struct {
 	Event, Delivery, Agent string
 	// Payload is the event as go-github parses it.
 	Payload any
+	// Body is the payload as sent, for what go-github does not parse.
+	Body []byte
 }
 
 // NewReceiver starts a Receiver for the test and returns it with its URL.
@@ -63,7 +65,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc.events = append(rc.events, Received{Event: github.WebHookType(r), Delivery: github.DeliveryID(r),
-		Agent: r.UserAgent(), Payload: ev})
+		Agent: r.UserAgent(), Payload: ev, Body: body})
 }
 
 // Got is what the receiver accepted so far, in order.

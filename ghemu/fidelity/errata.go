@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -11,7 +12,40 @@ import (
 // here fails the load, so that updating the embedded description makes someone look at
 // it again (GitHub may have fixed it, or changed it differently).
 func applyErrata(doc *openapi3.T) error {
-	return installationsAccountAnyOf(doc)
+	if err := installationsAccountAnyOf(doc); err != nil {
+		return err
+	}
+	return replyWithoutPath(doc)
+}
+
+// replyWithoutPath: POST /repos/{owner}/{repo}/pulls/{pull_number}/comments requires
+// body, commit_id and path, yet its in_reply_to says that "all parameters other than
+// body in the request body are ignored" when it is given, and GitHub takes a reply of
+// {body, in_reply_to} alone (go-github's CreateCommentInReplyTo sends that). The
+// erratum accepts either the described body or a reply: anyOf [described, {body,
+// in_reply_to}].
+func replyWithoutPath(doc *openapi3.T) error {
+	const where = "POST /repos/{owner}/{repo}/pulls/{pull_number}/comments request body"
+	item := doc.Paths.Value("/repos/{owner}/{repo}/pulls/{pull_number}/comments")
+	if item == nil || item.Post == nil {
+		return nil // not loaded
+	}
+	rb := item.Post.RequestBody
+	if rb == nil || rb.Value == nil || rb.Value.Content.Get("application/json") == nil {
+		return fmt.Errorf("failed to apply the erratum to %s: it is no longer described; revisit errata.go", where)
+	}
+	media := rb.Value.Content.Get("application/json")
+	described := media.Schema
+	if described == nil || described.Value == nil || described.Value.Properties["in_reply_to"] == nil ||
+		!slices.Contains(described.Value.Required, "commit_id") || !slices.Contains(described.Value.Required, "path") {
+		return fmt.Errorf("failed to apply the erratum to %s: it no longer requires commit_id and path beside in_reply_to; revisit errata.go", where)
+	}
+	reply := openapi3.NewObjectSchema().
+		WithProperty("body", openapi3.NewStringSchema()).
+		WithProperty("in_reply_to", openapi3.NewIntegerSchema())
+	reply.Required = []string{"body", "in_reply_to"}
+	media.Schema = openapi3.NewSchemaRef("", &openapi3.Schema{AnyOf: openapi3.SchemaRefs{described, openapi3.NewSchemaRef("", reply)}})
+	return nil
 }
 
 // installationsAccountAnyOf: GET /app/installations describes each installation's

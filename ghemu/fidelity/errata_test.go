@@ -66,3 +66,37 @@ func TestErrataInstallationsAccount(t *testing.T) {
 		})
 	}
 }
+
+// TestErrataReplyWithoutPath posts review comments to a handler that answers 201: a
+// reply of {body, in_reply_to} alone passes (GitHub takes it), a comment with commit_id
+// and path passes, and one with neither an in_reply_to nor a path still fails.
+func TestErrataReplyWithoutPath(t *testing.T) {
+	api := loadFullOpenAPI(t)
+	tests := []struct {
+		name string
+		body string
+		bad  bool
+	}{
+		{"a reply names only its thread", `{"body":"Thanks","in_reply_to":42}`, false},
+		{"a comment on a line", `{"body":"Why?","commit_id":"6dcb09b5b57875f334f61aebed695e2e4193db5e","path":"a.go","line":3}`, false},
+		{"neither a reply nor a line", `{"body":"Why?"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Mismatch
+			h := api.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNoContent)
+			}), func(m Mismatch) {
+				if m.Phase == PhaseRequest {
+					got = append(got, m)
+				}
+			})
+			req := httptest.NewRequest("POST", "/repos/o/r/pulls/1/comments", strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			h.ServeHTTP(httptest.NewRecorder(), req)
+			if (len(got) > 0) != tt.bad {
+				t.Errorf("request mismatches = %s; want some: %v", mismatchList(got), tt.bad)
+			}
+		})
+	}
+}

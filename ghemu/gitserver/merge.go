@@ -15,35 +15,70 @@ var ErrConflict = errors.New("merge conflict")
 // (`git merge-tree --write-tree`, git 2.38 or later); conflicts give ErrConflict and
 // leave the branch where it was. author is also the committer.
 func (s *Server) Merge(ctx context.Context, owner, repo, branch, head, message string, author Signature) (string, error) {
+	return s.MergeInto(ctx, owner, repo, MergeSpec{Branch: branch, Head: head, Message: message, Author: author})
+}
+
+// MergeSpec is a merge commit to make on a branch: Head merged into Branch's tip.
+type MergeSpec struct {
+	// Branch is moved to the merge commit, whose first parent is its tip.
+	Branch string
+	// Expect, when set, is the commit Branch must be at (ErrRefMismatch otherwise): the
+	// merge is made on the tip its caller saw, or not at all.
+	Expect string
+	// Head is the commit merged in, the second parent.
+	Head    string
+	Message string
+	// Author is who merged; Committer who made the commit (GitHub's own identity for
+	// the merges its web flow makes). A zero Committer is the author.
+	Author, Committer Signature
+}
+
+// MergeInto makes the merge commit m describes and moves m.Branch to it, under the
+// repository's ref lock. Conflicts give ErrConflict and leave the branch where it was.
+func (s *Server) MergeInto(ctx context.Context, owner, repo string, m MergeSpec) (string, error) {
 	dir, err := s.openRepo(owner, repo)
 	if err != nil {
 		return "", err
 	}
-	if err := checkBranch(branch); err != nil {
+	if err := checkBranch(m.Branch); err != nil {
 		return "", err
 	}
-	if err := checkOID("head", head); err != nil {
+	if err := checkOID("head", m.Head); err != nil {
 		return "", err
 	}
-	if err := author.check("author"); err != nil {
+	if m.Expect != "" {
+		if err := checkOID("expected tip", m.Expect); err != nil {
+			return "", err
+		}
+	}
+	if err := m.Author.check("author"); err != nil {
+		return "", err
+	}
+	committer := m.Committer
+	if committer.Name == "" && committer.Email == "" {
+		committer = m.Author
+	}
+	if err := committer.check("committer"); err != nil {
 		return "", err
 	}
 	unlock := s.lock(owner, repo)
 	defer unlock()
-	ref := "refs/heads/" + branch
+	ref := "refs/heads/" + m.Branch
 	base, err := s.existingRef(ctx, dir, ref)
 	if err != nil {
 		return "", err
 	}
-	out, err := s.run(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", base, head)
-	if err != nil {
-		if exitCode(err) == 1 {
-			return "", fmt.Errorf("%w: %s into %s", ErrConflict, head, branch)
-		}
-		return "", fmt.Errorf("failed to merge %s into %s: %w", head, branch, err)
+	if m.Expect != "" && base != m.Expect {
+		return "", fmt.Errorf("%w: %s is at %s, not %s", ErrRefMismatch, ref, base, m.Expect)
 	}
-	tree := string(bytes.TrimSpace(bytes.SplitN(out, []byte("\n"), 2)[0]))
-	sha, err := s.commitTree(ctx, dir, tree, message, author, base, head)
+	tree, conflict, err := s.mergeTree(ctx, dir, base, m.Head)
+	if err != nil {
+		return "", err
+	}
+	if conflict {
+		return "", fmt.Errorf("%w: %s into %s", ErrConflict, m.Head, m.Branch)
+	}
+	sha, err := s.commitTreeAs(ctx, dir, tree, m.Message, m.Author, committer, base, m.Head)
 	if err != nil {
 		return "", fmt.Errorf("failed to create the merge commit: %w", err)
 	}
@@ -51,4 +86,48 @@ func (s *Server) Merge(ctx context.Context, owner, repo, branch, head, message s
 		return "", err
 	}
 	return sha, nil
+}
+
+// mergeTree merges two commits without a work tree: the merged tree, or conflict.
+func (s *Server) mergeTree(ctx context.Context, dir, ours, theirs string) (string, bool, error) {
+	out, err := s.run(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", ours, theirs)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", true, nil
+		}
+		return "", false, fmt.Errorf("failed to merge %s and %s: %w", theirs, ours, err)
+	}
+	return string(bytes.TrimSpace(bytes.SplitN(out, []byte("\n"), 2)[0])), false, nil
+}
+
+// Mergeability is what a real merge of a pull request's two commits says.
+type Mergeability struct {
+	// Conflict: head does not merge into base cleanly.
+	Conflict bool
+	// Behind: base has commits that head lacks.
+	Behind bool
+}
+
+// CheckMerge merges head into base as a merge of the pull request would, without
+// moving anything (the merged tree's objects stay in the repository, as GitHub keeps
+// its test merge), and says whether it conflicts and whether base has commits head
+// lacks. Both are revisions as Commit takes them; ErrNoMergeBase when the histories
+// are unrelated.
+func (s *Server) CheckMerge(ctx context.Context, owner, repo, base, head string) (Mergeability, error) {
+	dir, shas, err := s.openCommits(ctx, owner, repo, base, head)
+	if err != nil {
+		return Mergeability{}, err
+	}
+	if _, err := s.mergeBase(ctx, dir, shas[0], shas[1], base, head); err != nil {
+		return Mergeability{}, err
+	}
+	contained, err := s.isAncestor(ctx, dir, shas[0], shas[1])
+	if err != nil {
+		return Mergeability{}, err
+	}
+	_, conflict, err := s.mergeTree(ctx, dir, shas[0], shas[1])
+	if err != nil {
+		return Mergeability{}, err
+	}
+	return Mergeability{Conflict: conflict, Behind: !contained}, nil
 }

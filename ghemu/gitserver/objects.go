@@ -287,15 +287,24 @@ func (s *Server) commitFiles(ctx context.Context, dir, branch, parent string, fi
 // commitTree writes a commit of tree with the parents, author as both author and
 // committer, and returns its object name.
 func (s *Server) commitTree(ctx context.Context, dir, tree, message string, author Signature, parents ...string) (string, error) {
+	return s.commitTreeAs(ctx, dir, tree, message, author, author, parents...)
+}
+
+// commitTreeAs is commitTree with a committer of its own.
+func (s *Server) commitTreeAs(ctx context.Context, dir, tree, message string, author, committer Signature, parents ...string) (string, error) {
 	args := []string{"commit-tree", tree}
 	for _, p := range parents {
 		args = append(args, "-p", p)
 	}
 	// One clock reading for both, so that "now" cannot differ between them.
+	now := time.Now()
 	if author.When.IsZero() {
-		author.When = time.Now()
+		author.When = now
 	}
-	env := append(author.env("AUTHOR"), author.env("COMMITTER")...)
+	if committer.When.IsZero() {
+		committer.When = author.When
+	}
+	env := append(author.env("AUTHOR"), committer.env("COMMITTER")...)
 	out, err := s.run(ctx, dir, []byte(message), env, args...)
 	if err != nil {
 		return "", err

@@ -14,20 +14,36 @@ func pullRef(rp *state.Repo, repoObj Obj, branch, sha string) Obj {
 		"user": repoObj["owner"], "repo": repoObj}
 }
 
-// Pull renders a pull request as the pulls API and pull_request events carry it.
+// Pull renders a pull request as the pulls API and pull_request events carry it, with
+// the mergeability last computed.
 func (r *Renderer) Pull(rp *state.Repo, is *state.Issue, p *state.Pull) Obj {
+	return r.pull(rp, is, p, false)
+}
+
+// PullComputing is Pull while GitHub's background job computes the mergeability:
+// mergeable and rebaseable null, mergeable_state unknown. GitHub answers a new pull
+// request so, and sends the pull_request opened, reopened and synchronize webhooks so,
+// since it starts that job when the head or the state changes.
+func (r *Renderer) PullComputing(rp *state.Repo, is *state.Issue, p *state.Pull) Obj {
+	return r.pull(rp, is, p, true)
+}
+
+func (r *Renderer) pull(rp *state.Repo, is *state.Issue, p *state.Pull, computing bool) Obj {
 	num := strconv.Itoa(p.Number)
 	api := r.base + "/repos/" + rp.FullName() + "/pulls/" + num
 	issueAPI := r.base + "/repos/" + rp.FullName() + "/issues/" + num
 	html := r.base + "/" + rp.FullName() + "/pull/" + num
 	href := func(u string) Obj { return Obj{"href": u} }
 	mstate := rp.MergeState(is, p)
-	var mergeable any = true
-	if mstate == "unknown" {
-		mergeable = nil
+	var mergeable any
+	if m := rp.Mergeable(is, p); m != nil {
+		mergeable = *m
+	}
+	if computing {
+		mstate, mergeable = state.MergeUnknown, nil
 	}
 	repoObj := r.Repo(rp)
-	reviewComments := len(rp.VisibleReviewComments(p.Number, 0))
+	reviewComments := len(rp.VisibleReviewComments(p.Number, 0, ""))
 	o := r.Issue(rp, is)
 	for _, k := range []string{"pull_request", "reactions", "timeline_url", "performed_via_github_app",
 		"state_reason", "repository_url", "labels_url", "events_url", "closed_by"} {
@@ -92,10 +108,14 @@ func (r *Renderer) Review(rp *state.Repo, rv *state.Review) Obj {
 	return o
 }
 
-// HookReview is the review as pull_request_review webhooks carry it.
+// HookReview is the review as pull_request_review webhooks carry it: the state in
+// lower case, and a review without a body (one reply, say) with body null.
 func (r *Renderer) HookReview(rp *state.Repo, rv *state.Review) Obj {
 	o := r.Review(rp, rv)
 	o["state"] = strings.ToLower(rv.State)
+	if rv.Body == "" {
+		o["body"] = nil
+	}
 	return o
 }
 
@@ -111,15 +131,33 @@ func (r *Renderer) ReviewComment(rp *state.Repo, rc *state.ReviewComment) Obj {
 	if rc.StartLine != 0 {
 		startLine, startSide = rc.StartLine, rc.StartSide
 	}
-	return Obj{
+	o := Obj{
 		"url": api, "id": rc.ID, "node_id": NodeID("PRRC", rc.ID), "pull_request_review_id": rc.ReviewID,
 		"diff_hunk": rc.DiffHunk, "path": rc.Path, "position": rc.Position, "original_position": rc.Position,
 		"commit_id": rc.CommitID, "original_commit_id": rc.CommitID, "user": r.User(rc.User),
-		"body": rc.Body, "created_at": TS(rc.CreatedAt), "updated_at": TS(rc.CreatedAt),
+		"body": rc.Body, "created_at": TS(rc.CreatedAt), "updated_at": TS(rc.Updated()),
 		"html_url": html, "pull_request_url": pullAPI, "author_association": AuthorAssociation(rp, rc.User),
 		"_links":     Obj{"self": Obj{"href": api}, "html": Obj{"href": html}, "pull_request": Obj{"href": pullAPI}},
 		"start_line": startLine, "original_start_line": startLine, "start_side": startSide,
 		"line": rc.Line, "original_line": rc.Line, "side": rc.Side, "subject_type": "line",
 		"reactions": r.Reactions(api),
 	}
+	if rc.InReplyTo != 0 {
+		o["in_reply_to_id"] = rc.InReplyTo
+	}
+	return o
+}
+
+// Thread renders a review thread as pull_request_review_thread webhooks carry it: its
+// node ID and its comments, oldest first.
+func (r *Renderer) Thread(rp *state.Repo, comments []*state.ReviewComment) Obj {
+	list := make([]Obj, 0, len(comments))
+	for _, c := range comments {
+		list = append(list, r.ReviewComment(rp, c))
+	}
+	var root int64
+	if len(comments) > 0 {
+		root = comments[0].ID
+	}
+	return Obj{"node_id": NodeID("PRRT", root), "comments": list}
 }

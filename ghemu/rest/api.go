@@ -25,6 +25,7 @@ import (
 
 	"github.com/bumperdev/bumper/ghemu/actions"
 	"github.com/bumperdev/bumper/ghemu/apierr"
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/render"
 	"github.com/bumperdev/bumper/ghemu/state"
@@ -41,6 +42,7 @@ type API struct {
 	hooks   *webhook.Sender
 	actions *actions.Actions
 	commits *render.Commits
+	conv    *conversation.Service
 	log     zerolog.Logger
 	routes  router
 	limits  *limiter
@@ -53,6 +55,9 @@ type Options struct {
 	Hooks   *webhook.Sender
 	Actions *actions.Actions
 	Commits *render.Commits
+	// Conversation does what the routes of comments, reviews, threads, merges and ref
+	// moves ask, as it does for the web view.
+	Conversation *conversation.Service
 	// RateLimit is the hourly request budget of each credential; 0: GitHub's 5000.
 	RateLimit int
 	// Now is the rate limiter's clock; nil: time.Now.
@@ -63,7 +68,7 @@ type Options struct {
 // New is the REST API over opts.Store.
 func New(opts Options) *API {
 	a := &API{store: opts.Store, git: opts.Git, hooks: opts.Hooks, actions: opts.Actions,
-		commits: opts.Commits, log: opts.Logger, limits: newLimiter(opts.RateLimit, opts.Now)}
+		commits: opts.Commits, conv: opts.Conversation, log: opts.Logger, limits: newLimiter(opts.RateLimit, opts.Now)}
 	a.register()
 	return a
 }

@@ -71,20 +71,12 @@ func (a *API) createComment(w http.ResponseWriter, r *http.Request, c *call) {
 		apierr.Write(w, err)
 		return
 	}
-	if is.Locked && c.who.token == nil && !state.RoleAtLeast(c.repo.Role(c.who.user), "write") {
-		apierr.Write(w, apierr.New(http.StatusForbidden, "Unable to create comment because issue is locked."))
+	cm, err := a.conv.Comment(c.st, c.repo, is, c.actorOf(), body)
+	if err != nil {
+		apierr.Write(w, err)
 		return
 	}
-	now := c.st.Timestamp()
-	cm := &state.Comment{ID: c.st.NextID(), IssueNumber: is.Number, User: c.who.actor(), Body: body,
-		CreatedAt: now, UpdatedAt: now, ViaApp: c.who.token != nil}
-	c.repo.AddComment(cm)
-	is.Comments++
-	is.UpdatedAt = now
-	rendered := c.rn.Comment(c.repo, cm)
-	c.emit("issue_comment", "created", c.repo, c.who.actor(),
-		obj{"issue": c.rn.Issue(c.repo, is), "comment": rendered})
-	apierr.WriteJSON(w, http.StatusCreated, rendered)
+	apierr.WriteJSON(w, http.StatusCreated, c.rn.Comment(c.repo, cm))
 }
 
 func (a *API) getComment(w http.ResponseWriter, r *http.Request, c *call) {

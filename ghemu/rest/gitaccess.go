@@ -5,10 +5,9 @@ import (
 	"net/http"
 
 	"github.com/bumperdev/bumper/ghemu/apierr"
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
-	"github.com/bumperdev/bumper/ghemu/render"
 	"github.com/bumperdev/bumper/ghemu/state"
-	"github.com/bumperdev/bumper/ghemu/webhook"
 	"github.com/bumperdev/bumper/internal/pktline"
 )
 
@@ -18,13 +17,13 @@ import (
 // the git server calls them without holding it, and runs git outside them.
 type GitRules struct {
 	store *state.Store
-	hooks *webhook.Sender
+	conv  *conversation.Service
 }
 
-// NewGitRules applies the rules of store's world; pushes send their webhooks through
-// hooks.
-func NewGitRules(store *state.Store, hooks *webhook.Sender) *GitRules {
-	return &GitRules{store: store, hooks: hooks}
+// NewGitRules applies the rules of store's world; what a push moved follows through
+// conv (the push webhook, the pull requests, their mergeability).
+func NewGitRules(store *state.Store, conv *conversation.Service) *GitRules {
+	return &GitRules{store: store, conv: conv}
 }
 
 // Authorize is gitserver.Options.Authorize: an installation token needs contents read
@@ -113,8 +112,8 @@ func (g *GitRules) GuardPaths(r *http.Request, _, _ string, _ []pktline.RefUpdat
 	return out
 }
 
-// Pushed is gitserver.Options.Pushed: pull requests whose branches moved follow, with
-// their webhooks.
+// Pushed is gitserver.Options.Pushed: each ref the push moved sends its push webhook,
+// and pull requests whose branches moved follow (conversation.RefMoved).
 func (g *GitRules) Pushed(r *http.Request, owner, name string, updates []pktline.RefUpdate) {
 	g.store.Do(func(st *state.World) {
 		rp := st.Repo(owner, name)
@@ -126,10 +125,14 @@ func (g *GitRules) Pushed(r *http.Request, owner, name string, updates []pktline
 			actor = who.actor()
 		}
 		for _, u := range updates {
-			if u.IsDelete() {
-				continue
+			before, after := u.Old, u.New
+			if u.IsCreate() {
+				before = ""
 			}
-			branchMoved(st, g.hooks, rp, u.Ref, u.New, actor)
+			if u.IsDelete() {
+				after = ""
+			}
+			g.conv.RefMoved(r.Context(), st, rp, u.Ref, before, after, actor)
 		}
 		st.MarkChanged()
 	})
@@ -144,41 +147,4 @@ func refIsProtected(who *principal, rp *state.Repo, ref string) bool {
 		return false
 	}
 	return !isAdmin(who, rp) || rp.Protection(branch).EnforceAdmins
-}
-
-// branchMoved moves the open pull requests whose head or base branch moved, and says
-// so with a pull_request synchronize webhook.
-func branchMoved(st *state.World, hooks *webhook.Sender, rp *state.Repo, ref, sha, actor string) {
-	branch, ok := cutBranch(ref)
-	if !ok {
-		return
-	}
-	rp.PushedAt = st.Timestamp()
-	st.MarkChanged()
-	rn := render.New(st, nil)
-	for _, p := range rp.Pulls() {
-		is := rp.Issue(p.Number)
-		if is.State != "open" {
-			continue
-		}
-		if p.Head == branch && p.HeadSHA != sha && sha != "" {
-			before := p.HeadSHA
-			p.HeadSHA = sha
-			is.UpdatedAt = st.Timestamp()
-			hooks.Emit(st, "pull_request", "synchronize", rp, actor, obj{"number": p.Number, "before": before, "after": sha,
-				"pull_request": rn.Pull(rp, is, p)})
-		}
-		if p.Base == branch && sha != "" {
-			p.BaseSHA = sha
-		}
-	}
-}
-
-// signature is the git identity of a login, for commits the emulator makes.
-func signature(st *state.World, login string) gitserver.Signature {
-	email := login + "@users.noreply.example.test"
-	if u := st.User(login); u != nil && u.Email != "" {
-		email = u.Email
-	}
-	return gitserver.Signature{Name: login, Email: email, When: st.Timestamp()}
 }

@@ -38,7 +38,7 @@ func (a *API) getBranchProtection(w http.ResponseWriter, r *http.Request, c *cal
 	contexts, checks := requiredStatusChecks(p)
 	o := obj{
 		"url": api,
-		"required_status_checks": obj{"url": api + "/required_status_checks", "strict": false,
+		"required_status_checks": obj{"url": api + "/required_status_checks", "strict": p.Strict,
 			"contexts": contexts, "checks": checks,
 			"contexts_url": api + "/required_status_checks/contexts"},
 		"enforce_admins":                   obj{"url": api + "/enforce_admins", "enabled": p.EnforceAdmins},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bumperdev/bumper/ghemu/apierr"
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/state"
 )
 
@@ -49,6 +50,9 @@ func (a *API) listPulls(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if q.Get("direction") != "asc" {
 		slices.Reverse(list)
+	}
+	for _, p := range list {
+		a.conv.Refresh(r.Context(), c.st, c.repo, p)
 	}
 	writeList(c, w, r, list, func(p *state.Pull) obj { return c.rn.Pull(c.repo, c.repo.Issue(p.Number), p) })
 }
@@ -111,8 +115,11 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, c *call) {
 	p := &state.Pull{Number: is.Number, Head: head, Base: req.Base, HeadSHA: headSHA, BaseSHA: baseSHA,
 		Draft: req.Draft, MaintainerMod: req.MaintainerCanModify == nil || *req.MaintainerCanModify}
 	c.repo.AddPull(p)
-	rendered := c.rn.Pull(c.repo, is, p)
-	c.emit("pull_request", "opened", c.repo, c.who.actor(), obj{"number": p.Number, "pull_request": rendered})
+	// GitHub answers, and announces, a new pull request before its background job
+	// computed the mergeability: null, "unknown". The emulator computes it at once
+	// after, so the next GET has it.
+	rendered := c.rn.PullComputing(c.repo, is, p)
+	a.conv.Opened(r.Context(), c.st, c.repo, is, p, c.who.actor())
 	apierr.WriteJSON(w, http.StatusCreated, rendered)
 }
 
@@ -122,6 +129,7 @@ func (a *API) getPull(w http.ResponseWriter, r *http.Request, c *call) {
 		apierr.Write(w, err)
 		return
 	}
+	a.conv.Refresh(r.Context(), c.st, c.repo, p)
 	apierr.WriteJSON(w, http.StatusOK, c.rn.Pull(c.repo, is, p))
 }
 
@@ -150,7 +158,12 @@ func (a *API) editPull(w http.ResponseWriter, r *http.Request, c *call) {
 	if len(changes) > 0 {
 		c.emit("pull_request", "edited", c.repo, c.who.actor(), obj{"number": p.Number, "pull_request": rendered, "changes": changes})
 	}
-	if action != "" {
+	if action == "reopened" {
+		// Reopening starts GitHub's mergeability job again: the webhook goes without it.
+		c.emit("pull_request", action, c.repo, c.who.actor(), obj{"number": p.Number, "pull_request": c.rn.PullComputing(c.repo, is, p)})
+		a.conv.Refresh(r.Context(), c.st, c.repo, p)
+		rendered = c.rn.Pull(c.repo, is, p)
+	} else if action != "" {
 		c.emit("pull_request", action, c.repo, c.who.actor(), obj{"number": p.Number, "pull_request": rendered})
 	}
 	apierr.WriteJSON(w, http.StatusOK, rendered)
@@ -163,14 +176,15 @@ func (a *API) checkMerged(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if !p.Merged {
-		apierr.Write(w, apierr.NotFound())
+		// GitHub's description gives this 404 no body.
+		w.WriteHeader(http.StatusNotFound)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// mergePull merges with a real merge commit on the base branch, after checking branch
-// protection (required checks on the head commit, approving reviews).
+// mergePull serves PUT …/pulls/{n}/merge: a real merge commit on the base branch,
+// after branch protection (conversation.Merge).
 func (a *API) mergePull(w http.ResponseWriter, r *http.Request, c *call) {
 	is, p, err := c.pull()
 	if err != nil {
@@ -187,49 +201,40 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, c *call) {
 		apierr.Write(w, err)
 		return
 	}
-	if p.Merged || is.State != "open" {
-		apierr.Write(w, apierr.New(http.StatusMethodNotAllowed, "Pull Request is not mergeable"))
-		return
-	}
-	if req.MergeMethod != "" && req.MergeMethod != "merge" {
-		apierr.Write(w, apierr.Validation("PullRequest", "merge_method", "invalid", "only the merge method is emulated"))
-		return
-	}
-	if req.SHA != "" && req.SHA != p.HeadSHA {
-		apierr.Write(w, apierr.New(http.StatusConflict, "Head branch was modified. Review and try the merge again."))
-		return
-	}
-	// An admin's own credential overrides protection unless it enforces admins, as on
-	// GitHub; an installation token is never an admin.
-	prot := c.repo.Protection(p.Base)
-	adminOverride := isAdmin(c.who, c.repo) && (prot == nil || !prot.EnforceAdmins)
-	if why := c.repo.ProtectionUnmet(p, appSlugOf(c.st, c.who)); why != "" && !adminOverride {
-		apierr.Write(w, apierr.New(http.StatusMethodNotAllowed, why))
-		return
-	}
-	title := req.CommitTitle
-	if title == "" {
-		title = "Merge pull request #" + strconv.Itoa(p.Number) + " from " + c.repo.Owner + "/" + p.Head
-	}
-	msg := title
-	if req.CommitMessage != "" {
-		msg += "\n\n" + req.CommitMessage
-	}
-	actor := c.who.actor()
-	sha, err := a.git.Merge(r.Context(), c.repo.Owner, c.repo.Name, p.Base, p.HeadSHA, msg, signature(c.st, actor))
+	sha, err := a.conv.Merge(r.Context(), c.st, c.repo, is, p, c.actorOf(), conversation.MergeRequest{
+		Title: req.CommitTitle, Message: req.CommitMessage, SHA: req.SHA, Method: req.MergeMethod})
 	if err != nil {
-		apierr.Write(w, apierr.New(http.StatusMethodNotAllowed, "Pull Request is not mergeable: "+err.Error()))
+		apierr.Write(w, err)
 		return
-	}
-	now := c.st.Timestamp()
-	p.Merged, p.MergedAt, p.MergedBy, p.MergeCommitSHA = true, &now, actor, sha
-	is.State, is.ClosedAt, is.UpdatedAt = "closed", &now, now
-	c.repo.PushedAt = now
-	c.st.MarkChanged()
-	c.emit("pull_request", "closed", c.repo, actor, obj{"number": p.Number, "pull_request": c.rn.Pull(c.repo, is, p)})
-	if err := a.closeReferencedIssues(r.Context(), c, is, p, actor, sha); err != nil {
-		// The merge stands, as GitHub's would; only the closing of issues is lost.
-		a.log.Error().Err(err).Int("pull", p.Number).Msg("failed to read the merge's closing keywords")
 	}
 	apierr.WriteJSON(w, http.StatusOK, obj{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// updateBranch serves PUT …/pulls/{n}/update-branch {expected_head_sha}: the base
+// merged into the head branch (conversation.UpdateBranch), answered 202 as GitHub
+// answers, once the commit is made. An App needs contents write besides pull requests
+// write, as GitHub's description says.
+func (a *API) updateBranch(w http.ResponseWriter, r *http.Request, c *call) {
+	is, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	if c.who.token != nil && !state.LevelAtLeast(c.who.token.Permissions["contents"], "write") {
+		apierr.Write(w, apierr.NotAccessible())
+		return
+	}
+	var req struct {
+		ExpectedHeadSHA string `json:"expected_head_sha"`
+	}
+	if err := apierr.DecodeOptional(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	if _, err := a.conv.UpdateBranch(r.Context(), c.st, c.repo, is, p, c.actorOf(), req.ExpectedHeadSHA); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusAccepted, obj{"message": "Updating pull request branch.",
+		"url": c.st.BaseURL() + "/repos/" + c.repo.FullName() + "/pulls/" + strconv.Itoa(p.Number)})
 }

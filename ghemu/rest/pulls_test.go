@@ -21,8 +21,12 @@ func TestPullRequestReviewChecksAndMerge(t *testing.T) {
 		Title: github.String("Add frob"), Head: github.String("bumper/1-1"), Base: github.String("main"),
 		Body: github.String("Evidence below.")})
 	emutest.WantStatus(t, resp, err, http.StatusCreated)
-	if pr.GetHead().GetSHA() != head || pr.GetMergeableState() != "blocked" {
-		t.Fatalf("PR head %s state %s; want %s blocked", pr.GetHead().GetSHA(), pr.GetMergeableState(), head)
+	// GitHub answers a new pull request before computing its mergeability; a GET has it.
+	if pr.GetHead().GetSHA() != head || pr.GetMergeableState() != "unknown" || pr.Mergeable != nil {
+		t.Fatalf("PR head %s state %s; want %s unknown", pr.GetHead().GetSHA(), pr.GetMergeableState(), head)
+	}
+	if got, _, err := maint.PullRequests.Get(ctx, org, repo, pr.GetNumber()); err != nil || got.GetMergeableState() != "blocked" {
+		t.Fatalf("PR state %s, %v; want blocked", got.GetMergeableState(), err)
 	}
 	_, resp, err = bot.PullRequests.Create(ctx, org, repo, &github.NewPullRequest{
 		Title: github.String("again"), Head: github.String("bumper/1-1"), Base: github.String("main")})

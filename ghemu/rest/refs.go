@@ -75,7 +75,7 @@ func (a *API) createRef(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	c.st.MarkChanged()
-	branchMoved(c.st, a.hooks, c.repo, req.Ref, req.SHA, c.who.actor())
+	a.conv.RefMoved(r.Context(), c.st, c.repo, req.Ref, "", req.SHA, c.who.actor())
 	apierr.WriteJSON(w, http.StatusCreated, renderRef(c.st.BaseURL(), c.repo, req.Ref, req.SHA))
 }
 
@@ -97,12 +97,13 @@ func (a *API) updateRef(w http.ResponseWriter, r *http.Request, c *call) {
 		apierr.Write(w, apierr.Unprocessable("Protected branch update failed for "+full+"."))
 		return
 	}
+	before := a.refNow(r, c, full)
 	if err := a.git.MoveRef(r.Context(), c.repo.Owner, c.repo.Name, full, req.SHA, req.Force); err != nil {
 		apierr.Write(w, refError(err))
 		return
 	}
 	c.st.MarkChanged()
-	branchMoved(c.st, a.hooks, c.repo, full, req.SHA, c.who.actor())
+	a.conv.RefMoved(r.Context(), c.st, c.repo, full, before, req.SHA, c.who.actor())
 	apierr.WriteJSON(w, http.StatusOK, renderRef(c.st.BaseURL(), c.repo, full, req.SHA))
 }
 
@@ -112,6 +113,7 @@ func (a *API) deleteRef(w http.ResponseWriter, r *http.Request, c *call) {
 		apierr.Write(w, apierr.Unprocessable("Protected branch update failed for "+full+"."))
 		return
 	}
+	before := a.refNow(r, c, full)
 	if err := a.git.DeleteRef(r.Context(), c.repo.Owner, c.repo.Name, full); err != nil {
 		if apierr.StatusOf(refError(err)) == http.StatusUnprocessableEntity {
 			// GitHub's description gives this 422 no body.
@@ -122,7 +124,20 @@ func (a *API) deleteRef(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	c.st.MarkChanged()
+	a.conv.RefMoved(r.Context(), c.st, c.repo, full, before, "", c.who.actor())
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// refNow is where ref points before a route moves it ("" when it does not exist), for
+// the push webhook's before. Only the refs API moves refs inside the state lock, but a
+// git push may move the same ref under its own lock meanwhile; the move's own
+// compare-and-swap still decides, and the webhook then names the value read here.
+func (a *API) refNow(r *http.Request, c *call, ref string) string {
+	refs, err := a.git.Refs(r.Context(), c.repo.Owner, c.repo.Name)
+	if err != nil {
+		return ""
+	}
+	return refs[ref]
 }
 
 // refError maps the git server's errors to GitHub's 422 messages.

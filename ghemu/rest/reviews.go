@@ -4,12 +4,55 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/bumperdev/bumper/ghemu/apierr"
-	"github.com/bumperdev/bumper/ghemu/gitserver"
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/state"
 )
+
+// Pull request reviews, their inline comments and threads: the routes decode and
+// render; package conversation does what they ask, as it does for the web view.
+
+// who is the caller as the conversation's operations name actors.
+func (c *call) actorOf() conversation.Actor {
+	a := conversation.Actor{Login: c.who.actor(), App: appSlugOf(c.st, c.who)}
+	if c.who != nil && c.who.token != nil {
+		a.ViaApp = true
+	} else if c.who != nil && c.repo != nil {
+		a.Role = c.repo.Role(c.who.user)
+	}
+	return a
+}
+
+// review is the route's {review_id} of the route's pull request, as the caller sees it:
+// someone else's pending review is not found.
+func (c *call) review(p *state.Pull) (*state.Review, error) {
+	id, err := strconv.ParseInt(c.params["review_id"], 10, 64)
+	if err != nil {
+		return nil, apierr.NotFound()
+	}
+	rv := c.repo.Review(id)
+	if rv == nil || rv.PullNumber != p.Number || (rv.State == "PENDING" && state.Key(rv.User) != state.Key(c.who.actor())) {
+		return nil, apierr.NotFound()
+	}
+	return rv, nil
+}
+
+// reviewComment is the route's {comment_id}, an inline comment the caller sees.
+func (c *call) reviewComment() (*state.ReviewComment, error) {
+	id, err := strconv.ParseInt(c.params["comment_id"], 10, 64)
+	if err != nil {
+		return nil, apierr.NotFound()
+	}
+	rc := c.repo.ReviewComment(id)
+	if rc == nil {
+		return nil, apierr.NotFound()
+	}
+	if rv := c.repo.Review(rc.ReviewID); rv == nil || (rv.State == "PENDING" && state.Key(rv.User) != state.Key(c.who.actor())) {
+		return nil, apierr.NotFound()
+	}
+	return rc, nil
+}
 
 func (a *API) listReviews(w http.ResponseWriter, r *http.Request, c *call) {
 	_, p, err := c.pull()
@@ -17,10 +60,8 @@ func (a *API) listReviews(w http.ResponseWriter, r *http.Request, c *call) {
 		apierr.Write(w, err)
 		return
 	}
-	writeList(c, w, r, c.repo.Reviews(p.Number), func(rv *state.Review) obj { return c.rn.Review(c.repo, rv) })
+	writeList(c, w, r, c.repo.VisibleReviews(p.Number, c.who.actor()), func(rv *state.Review) obj { return c.rn.Review(c.repo, rv) })
 }
-
-var reviewStates = map[string]string{"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED", "": "PENDING"}
 
 func (a *API) createReview(w http.ResponseWriter, r *http.Request, c *call) {
 	is, p, err := c.pull()
@@ -29,174 +70,145 @@ func (a *API) createReview(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	var req struct {
-		Body     string             `json:"body"`
-		Event    string             `json:"event"`
-		CommitID string             `json:"commit_id"`
-		Comments []reviewCommentReq `json:"comments"`
+		Body     string                     `json:"body"`
+		Event    string                     `json:"event"`
+		CommitID string                     `json:"commit_id"`
+		Comments []conversation.CommentSpec `json:"comments"`
 	}
 	if err := apierr.Decode(r, &req); err != nil {
 		apierr.Write(w, err)
 		return
 	}
-	st, ok := reviewStates[req.Event]
-	if !ok {
-		apierr.Write(w, apierr.Validation("PullRequestReview", "event", "invalid", "event must be APPROVE, REQUEST_CHANGES or COMMENT"))
+	rv, err := a.conv.CreateReview(r.Context(), c.st, c.repo, is, p, c.actorOf(), conversation.ReviewRequest{
+		Body: req.Body, Event: req.Event, CommitID: req.CommitID, Comments: req.Comments})
+	if err != nil {
+		apierr.Write(w, err)
 		return
 	}
-	if is.State != "open" {
-		apierr.Write(w, apierr.Unprocessable("Unprocessable Entity: the pull request is closed"))
+	apierr.WriteJSON(w, http.StatusOK, c.rn.Review(c.repo, rv))
+}
+
+// getReview serves GET …/pulls/{n}/reviews/{review_id}.
+func (a *API) getReview(w http.ResponseWriter, r *http.Request, c *call) {
+	_, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
 		return
 	}
-	actor := c.who.actor()
-	if state.Key(actor) == state.Key(is.User) && (st == "APPROVED" || st == "CHANGES_REQUESTED") {
-		verb := "approve"
-		if st == "CHANGES_REQUESTED" {
-			verb = "request changes on"
-		}
-		apierr.Write(w, apierr.Unprocessable("Unprocessable Entity: Can not "+verb+" your own pull request"))
+	rv, err := c.review(p)
+	if err != nil {
+		apierr.Write(w, err)
 		return
 	}
-	if (st == "CHANGES_REQUESTED" || st == "COMMENTED") && strings.TrimSpace(req.Body) == "" && len(req.Comments) == 0 {
-		apierr.Write(w, apierr.Unprocessable("Unprocessable Entity: Review body is required for "+req.Event))
+	apierr.WriteJSON(w, http.StatusOK, c.rn.Review(c.repo, rv))
+}
+
+// updateReview serves PUT …/pulls/{n}/reviews/{review_id} {body}.
+func (a *API) updateReview(w http.ResponseWriter, r *http.Request, c *call) {
+	is, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
 		return
 	}
-	commit := req.CommitID
-	if commit == "" {
-		commit = p.HeadSHA
-	} else if !a.commitExists(r.Context(), c.repo, commit) {
-		apierr.Write(w, apierr.Unprocessable("No commit found for SHA: "+commit))
+	rv, err := c.review(p)
+	if err != nil {
+		apierr.Write(w, err)
 		return
 	}
-	// Every comment is resolved before anything is stored: GitHub creates a review with
-	// its comments whole or refuses it whole.
-	var comments []*state.ReviewComment
-	if len(req.Comments) > 0 {
-		files, err := a.pullDiff(r.Context(), c.repo, p.Number, p.BaseSHA, commit)
-		if err != nil {
-			apierr.Write(w, err)
-			return
-		}
-		for _, cr := range req.Comments {
-			rc, err := resolveReviewComment(files, cr)
-			if err != nil {
-				apierr.Write(w, err)
-				return
-			}
-			comments = append(comments, rc)
-		}
+	var req struct {
+		Body *string `json:"body"`
 	}
-	now := c.st.Timestamp()
-	rv := &state.Review{ID: c.st.NextID(), PullNumber: p.Number, User: actor, Body: req.Body, State: st,
-		CommitID: commit, SubmittedAt: now, ViaApp: c.who.token != nil}
-	c.repo.AddReview(rv)
-	for _, rc := range comments {
-		rc.ID, rc.ReviewID, rc.PullNumber, rc.User, rc.CommitID, rc.CreatedAt = c.st.NextID(), rv.ID, p.Number, actor, commit, now
-		c.repo.AddReviewComment(rc)
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	if req.Body == nil {
+		apierr.Write(w, apierr.Validation("PullRequestReview", "body", "missing_field", "body is required"))
+		return
+	}
+	if err := a.conv.UpdateReview(c.st, c.repo, is, p, rv, c.actorOf(), *req.Body); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, c.rn.Review(c.repo, rv))
+}
+
+// deletePendingReview serves DELETE …/pulls/{n}/reviews/{review_id}.
+func (a *API) deletePendingReview(w http.ResponseWriter, r *http.Request, c *call) {
+	_, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	rv, err := c.review(p)
+	if err != nil {
+		apierr.Write(w, err)
+		return
 	}
 	rendered := c.rn.Review(c.repo, rv)
-	if st != "PENDING" {
-		simple := c.rn.SimplePull(c.repo, is, p)
-		c.emit("pull_request_review", "submitted", c.repo, actor, obj{"review": c.rn.HookReview(c.repo, rv), "pull_request": simple})
-		// GitHub also announces each comment of a submitted review on its own.
-		for _, rc := range comments {
-			c.emit("pull_request_review_comment", "created", c.repo, actor, obj{
-				"comment": c.rn.ReviewComment(c.repo, rc), "pull_request": simple})
-		}
+	if err := a.conv.DeletePendingReview(c.st, c.repo, rv, c.actorOf()); err != nil {
+		apierr.Write(w, err)
+		return
 	}
 	apierr.WriteJSON(w, http.StatusOK, rendered)
 }
 
-// reviewCommentReq is one entry of a review's "comments": a line (with side, and
-// start_line/start_side for a range) or the older diff "position".
-type reviewCommentReq struct {
-	Path      string `json:"path"`
-	Body      string `json:"body"`
-	Line      *int   `json:"line"`
-	Side      string `json:"side"`
-	StartLine *int   `json:"start_line"`
-	StartSide string `json:"start_side"`
-	Position  *int   `json:"position"`
+// submitReview serves POST …/pulls/{n}/reviews/{review_id}/events {event, body}.
+func (a *API) submitReview(w http.ResponseWriter, r *http.Request, c *call) {
+	is, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	rv, err := c.review(p)
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	var req struct {
+		Body  string `json:"body"`
+		Event string `json:"event"`
+	}
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	if err := a.conv.SubmitReview(c.st, c.repo, is, p, rv, c.actorOf(), req.Event, req.Body); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, c.rn.Review(c.repo, rv))
 }
 
-// GitHub's refusals of a review comment that does not land in the diff. The first two
-// are what api.github.com answers today (2026, as quoted in warpdotdev/oz-for-oss#310
-// and max-sixty/tend#252); the range and position ones are its older "Pull request
-// review thread …" wording (ubuntu/WSL#244, parkerbxyz/suggest-changes#28,
-// github/github-mcp-server#133), the only one on record for those cases.
-const (
-	msgPathUnresolved  = "Path could not be resolved"
-	msgLineUnresolved  = "Line could not be resolved"
-	msgStartPrecedes   = "Pull request review thread start line must precede the end line."
-	msgStartSameHunk   = "Pull request review thread start line must be part of the same hunk as the line."
-	msgPositionInvalid = "Pull request review thread position is invalid"
-	msgSideInvalid     = "Pull request review thread side is invalid"
-	reviewSideRight    = "RIGHT"
-	reviewSideLeft     = "LEFT"
-)
-
-// resolveReviewComment anchors one requested comment on a line of the diff, or says
-// why it cannot be, in GitHub's words.
-func resolveReviewComment(files []gitserver.FileDiff, cr reviewCommentReq) (*state.ReviewComment, error) {
-	var lines []gitserver.PatchLine
-	found := false
-	for _, f := range files {
-		if f.Path == cr.Path {
-			lines, found = gitserver.ParsePatch(f.Patch), true
-			break
-		}
+// dismissReview serves PUT …/pulls/{n}/reviews/{review_id}/dismissals {message}.
+func (a *API) dismissReview(w http.ResponseWriter, r *http.Request, c *call) {
+	is, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
+		return
 	}
-	if !found || cr.Path == "" {
-		return nil, apierr.UnprocessableList(msgPathUnresolved)
+	rv, err := c.review(p)
+	if err != nil {
+		apierr.Write(w, err)
+		return
 	}
-	rc := &state.ReviewComment{Path: cr.Path, Body: cr.Body}
-	var idx int
-	switch {
-	case cr.Line == nil && cr.Position != nil:
-		// The position form names a line of the diff itself; hunk headers and git's
-		// "\ No newline" markers are not lines one can comment on.
-		idx = *cr.Position
-		if idx < 1 || idx >= len(lines) || lines[idx].Kind == '@' || lines[idx].Kind == '\\' {
-			return nil, apierr.UnprocessableList(msgPositionInvalid)
-		}
-		rc.Side, rc.Line = reviewSideRight, lines[idx].New
-		if lines[idx].Kind == '-' {
-			rc.Side, rc.Line = reviewSideLeft, lines[idx].Old
-		}
-	case cr.Line == nil:
-		return nil, apierr.UnprocessableList(msgLineUnresolved)
-	default:
-		rc.Side = cr.Side
-		if rc.Side == "" {
-			rc.Side = reviewSideRight
-		}
-		if rc.Side != reviewSideRight && rc.Side != reviewSideLeft {
-			return nil, apierr.UnprocessableList(msgSideInvalid)
-		}
-		rc.Line = *cr.Line
-		if idx = findLine(lines, rc.Side, rc.Line); idx < 0 {
-			return nil, apierr.UnprocessableList(msgLineUnresolved)
-		}
+	var req struct {
+		Message string `json:"message"`
+		Event   string `json:"event"`
 	}
-	if cr.StartLine != nil {
-		rc.StartLine, rc.StartSide = *cr.StartLine, cr.StartSide
-		if rc.StartSide == "" {
-			rc.StartSide = rc.Side
-		}
-		if rc.StartSide != reviewSideRight && rc.StartSide != reviewSideLeft {
-			return nil, apierr.UnprocessableList(msgSideInvalid)
-		}
-		start := findLine(lines, rc.StartSide, rc.StartLine)
-		switch {
-		case start < 0:
-			return nil, apierr.UnprocessableList(msgLineUnresolved)
-		case start >= idx:
-			return nil, apierr.UnprocessableList(msgStartPrecedes)
-		case lines[start].Hunk != lines[idx].Hunk:
-			return nil, apierr.UnprocessableList(msgStartSameHunk)
-		}
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
 	}
-	rc.Position, rc.DiffHunk = idx, diffHunk(lines, idx)
-	return rc, nil
+	if req.Event != "" && req.Event != "DISMISS" {
+		apierr.Write(w, apierr.Validation("PullRequestReview", "event", "invalid", "event must be DISMISS"))
+		return
+	}
+	if err := a.conv.DismissReview(c.st, c.repo, is, p, rv, c.actorOf(), req.Message); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, c.rn.Review(c.repo, rv))
 }
 
 // listPullComments serves GET /repos/{o}/{r}/pulls/{n}/comments.
@@ -206,15 +218,32 @@ func (a *API) listPullComments(w http.ResponseWriter, r *http.Request, c *call) 
 		apierr.Write(w, err)
 		return
 	}
+	a.writeReviewComments(w, r, c, c.repo.VisibleReviewComments(p.Number, 0, c.who.actor()))
+}
+
+// listRepoReviewComments serves GET /repos/{o}/{r}/pulls/comments: every pull
+// request's inline comments.
+func (a *API) listRepoReviewComments(w http.ResponseWriter, r *http.Request, c *call) {
+	var list []*state.ReviewComment
+	for _, rc := range c.repo.AllReviewComments() {
+		if rv := c.repo.Review(rc.ReviewID); rv != nil && (rv.State != "PENDING" || state.Key(rv.User) == state.Key(c.who.actor())) {
+			list = append(list, rc)
+		}
+	}
+	a.writeReviewComments(w, r, c, list)
+}
+
+// writeReviewComments answers a list of inline comments with GitHub's since and
+// direction filters (created, oldest first by default).
+func (a *API) writeReviewComments(w http.ResponseWriter, r *http.Request, c *call, list []*state.ReviewComment) {
 	since, err := sinceFilter(r, "PullRequestReviewComment")
 	if err != nil {
 		apierr.Write(w, err)
 		return
 	}
-	list := c.repo.VisibleReviewComments(p.Number, 0)
 	kept := list[:0]
 	for _, rc := range list {
-		if !rc.CreatedAt.Before(since) {
+		if !rc.Updated().Before(since) {
 			kept = append(kept, rc)
 		}
 	}
@@ -231,12 +260,132 @@ func (a *API) listReviewComments(w http.ResponseWriter, r *http.Request, c *call
 		apierr.Write(w, err)
 		return
 	}
-	id, err := strconv.ParseInt(c.params["review_id"], 10, 64)
-	rv := c.repo.Review(id)
-	if err != nil || rv == nil || rv.PullNumber != p.Number {
-		apierr.Write(w, apierr.NotFound())
+	rv, err := c.review(p)
+	if err != nil {
+		apierr.Write(w, err)
 		return
 	}
-	writeList(c, w, r, c.repo.VisibleReviewComments(p.Number, id),
+	writeList(c, w, r, c.repo.VisibleReviewComments(p.Number, rv.ID, c.who.actor()),
 		func(rc *state.ReviewComment) obj { return c.rn.ReviewComment(c.repo, rc) })
+}
+
+// createPullComment serves POST …/pulls/{n}/comments: one inline comment on its own,
+// or, with in_reply_to, a reply (every other field is then ignored, as on GitHub).
+func (a *API) createPullComment(w http.ResponseWriter, r *http.Request, c *call) {
+	is, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	var req struct {
+		conversation.CommentSpec
+		CommitID  string `json:"commit_id"`
+		InReplyTo int64  `json:"in_reply_to"`
+	}
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	var rc *state.ReviewComment
+	if req.InReplyTo != 0 {
+		to := c.repo.ReviewComment(req.InReplyTo)
+		if to == nil || to.PullNumber != p.Number {
+			apierr.Write(w, apierr.NotFound())
+			return
+		}
+		rc, err = a.conv.Reply(c.st, c.repo, is, p, to, c.actorOf(), req.Body)
+	} else {
+		rc, err = a.conv.SingleComment(r.Context(), c.st, c.repo, is, p, c.actorOf(), req.CommitID, req.CommentSpec)
+	}
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	a.writeCreatedComment(w, c, rc)
+}
+
+// createReply serves POST …/pulls/{n}/comments/{comment_id}/replies {body}.
+func (a *API) createReply(w http.ResponseWriter, r *http.Request, c *call) {
+	is, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	to, err := c.reviewComment()
+	if err == nil && to.PullNumber != p.Number {
+		err = apierr.NotFound()
+	}
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	body := ""
+	if req.Body != nil {
+		body = *req.Body
+	}
+	rc, err := a.conv.Reply(c.st, c.repo, is, p, to, c.actorOf(), body)
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	a.writeCreatedComment(w, c, rc)
+}
+
+// writeCreatedComment answers 201 with the comment and its Location, as GitHub does.
+func (a *API) writeCreatedComment(w http.ResponseWriter, c *call, rc *state.ReviewComment) {
+	rendered := c.rn.ReviewComment(c.repo, rc)
+	w.Header().Set("Location", rendered["url"].(string))
+	apierr.WriteJSON(w, http.StatusCreated, rendered)
+}
+
+// getReviewComment serves GET /repos/{o}/{r}/pulls/comments/{comment_id}.
+func (a *API) getReviewComment(w http.ResponseWriter, r *http.Request, c *call) {
+	rc, err := c.reviewComment()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, c.rn.ReviewComment(c.repo, rc))
+}
+
+// editReviewComment serves PATCH /repos/{o}/{r}/pulls/comments/{comment_id} {body}.
+func (a *API) editReviewComment(w http.ResponseWriter, r *http.Request, c *call) {
+	rc, err := c.reviewComment()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	var req struct {
+		Body string `json:"body"`
+	}
+	if err := apierr.Decode(r, &req); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	if err := a.conv.EditReviewComment(c.st, c.repo, rc, c.actorOf(), req.Body); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, c.rn.ReviewComment(c.repo, rc))
+}
+
+// deleteReviewComment serves DELETE /repos/{o}/{r}/pulls/comments/{comment_id}.
+func (a *API) deleteReviewComment(w http.ResponseWriter, r *http.Request, c *call) {
+	rc, err := c.reviewComment()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	if err := a.conv.DeleteReviewComment(c.st, c.repo, rc, c.actorOf()); err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -26,6 +26,11 @@ func (a *API) register() {
 	pullsR := need{auth: authRepo, perm: "pull_requests", level: "read", userLevel: "read"}
 	pullsW := need{auth: authRepo, perm: "pull_requests", level: "write", userLevel: "read"}
 	pullsMerge := need{auth: authRepo, perm: "contents", level: "write", userLevel: "write"}
+	// Updating a branch writes to it: pull requests write, and (checked in the route)
+	// contents write for an App; a person needs write access.
+	pullsUpdate := need{auth: authRepo, perm: "pull_requests", level: "write", userLevel: "write"}
+	// Dismissing a review is a writer's (or the App's) decision.
+	pullsDismiss := need{auth: authRepo, perm: "pull_requests", level: "write", userLevel: "write"}
 	checksR := need{auth: authRepo, perm: "checks", level: "read", userLevel: "read"}
 	// Check runs are Apps' alone: a person's token is refused whatever their role.
 	checksW := need{auth: authRepo, perm: "checks", level: "write", userLevel: "write", appOnly: true}
@@ -81,17 +86,30 @@ func (a *API) register() {
 	rt.add(post, "/repos/{owner}/{repo}/labels", issuesTriage, a.createLabel)
 	rt.add(get, "/repos/{owner}/{repo}/labels/{name}", issuesR, a.getLabel)
 
-	// Pull requests and reviews.
+	// Pull requests, reviews, review comments and threads. The literal
+	// /pulls/comments routes come before /pulls/{pull_number}.
+	rt.add(get, "/repos/{owner}/{repo}/pulls/comments", pullsR, a.listRepoReviewComments)
+	rt.add(get, "/repos/{owner}/{repo}/pulls/comments/{comment_id}", pullsR, a.getReviewComment)
+	rt.add(patch, "/repos/{owner}/{repo}/pulls/comments/{comment_id}", pullsW, a.editReviewComment)
+	rt.add(del, "/repos/{owner}/{repo}/pulls/comments/{comment_id}", pullsW, a.deleteReviewComment)
 	rt.add(get, "/repos/{owner}/{repo}/pulls", pullsR, a.listPulls)
 	rt.add(post, "/repos/{owner}/{repo}/pulls", pullsW, a.createPull)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}", pullsR, a.getPull)
 	rt.add(patch, "/repos/{owner}/{repo}/pulls/{pull_number}", pullsW, a.editPull)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/merge", pullsR, a.checkMerged)
 	rt.add(put, "/repos/{owner}/{repo}/pulls/{pull_number}/merge", pullsMerge, a.mergePull)
+	rt.add(put, "/repos/{owner}/{repo}/pulls/{pull_number}/update-branch", pullsUpdate, a.updateBranch)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", pullsR, a.listReviews)
 	rt.add(post, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", pullsW, a.createReview)
+	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}", pullsR, a.getReview)
+	rt.add(put, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}", pullsW, a.updateReview)
+	rt.add(del, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}", pullsW, a.deletePendingReview)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments", pullsR, a.listReviewComments)
+	rt.add(post, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/events", pullsW, a.submitReview)
+	rt.add(put, "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals", pullsDismiss, a.dismissReview)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/comments", pullsR, a.listPullComments)
+	rt.add(post, "/repos/{owner}/{repo}/pulls/{pull_number}/comments", pullsW, a.createPullComment)
+	rt.add(post, "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", pullsW, a.createReply)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/files", pullsR, a.listPullFiles)
 
 	// Check runs.

@@ -28,14 +28,17 @@
 //     and nothing takes the state lock while holding it. They are the webhook sender's
 //     (its queue and the deliveries to drop), the Actions runner's (which runs it holds,
 //     whether each started, the channel that wakes WaitRun), the REST API's rate
-//     limiter, the git commit cache's (render.Commits), and the git server's
-//     per-repository ref locks, which REST routes that move refs or merge take inside
-//     Do and which the git server never holds while it calls the emulator back. The
+//     limiter, the git commit cache's (render.Commits), the web view's sessions, and
+//     the git server's per-repository ref locks, which REST routes that move refs or
+//     merge take inside Do and which the git server never holds while it calls the
+//     emulator back. The
 //     order is therefore always: the state lock, then one of those.
 //   - What runs with the state lock held, as it did before the emulator was split:
 //     a whole REST request, from authentication to its webhooks, including the git
 //     commands some routes need (reading refs and files, merging, creating and moving
-//     refs, the diff a review comment is checked against, a commit cache miss); the
+//     refs, the diff a review comment is checked against, the merge a pull request's
+//     mergeability comes from, the commits a push webhook lists, a commit cache miss);
+//     a web view form's change (package conversation, as the REST route does it); the
 //     git server's callbacks (who may fetch or push, protected branches, the pull
 //     requests a push moves); a job's directory and event file; the manifest flow's
 //     key file. What never does: sending a webhook over HTTP, a job's process, the web

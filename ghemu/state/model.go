@@ -73,6 +73,16 @@ type Protection struct {
 	// pinned check. A check without an entry is satisfied by any check run or commit
 	// status of its name.
 	CheckApps map[string]int64 `json:"check_apps,omitempty"`
+	// Strict is required_status_checks.strict, "Require branches to be up to date before
+	// merging": a pull request whose head lacks commits of the base cannot merge. As on
+	// GitHub it binds only alongside a required check.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// RequiresUpToDate reports whether the protection holds pull requests to an up-to-date
+// head: strict, with at least one required check (GitHub ignores strict without one).
+func (p *Protection) RequiresUpToDate() bool {
+	return p != nil && p.Strict && len(p.RequiredChecks) > 0
 }
 
 // Label is a repository label.
@@ -133,6 +143,27 @@ type Pull struct {
 	MergedBy       string     `json:"merged_by,omitempty"`
 	MergeCommitSHA string     `json:"merge_commit_sha,omitempty"`
 	MaintainerMod  bool       `json:"maintainer_can_modify"`
+	// Check is the last real merge of the two commits: the pull request's mergeability.
+	// Nil, or made for other commits than BaseSHA and HeadSHA, until it is computed
+	// again: mergeable is then unknown, as on GitHub while its background job runs.
+	Check *MergeCheck `json:"merge_check,omitempty"`
+}
+
+// MergeCheck is what merging a pull request's head into its base said.
+type MergeCheck struct {
+	Base, Head string
+	// Conflict: the head does not merge cleanly (mergeable false, "dirty").
+	Conflict bool `json:"conflict,omitempty"`
+	// Behind: the base has commits the head lacks.
+	Behind bool `json:"behind,omitempty"`
+}
+
+// Current reports whether the check was made for the pull request's commits now.
+func (p *Pull) Current() *MergeCheck {
+	if p.Check == nil || p.Check.Base != p.BaseSHA || p.Check.Head != p.HeadSHA {
+		return nil
+	}
+	return p.Check
 }
 
 // Review is a pull request review.
@@ -145,6 +176,9 @@ type Review struct {
 	CommitID    string    `json:"commit_id"`
 	SubmittedAt time.Time `json:"submitted_at"`
 	ViaApp      bool      `json:"via_app"`
+	// DismissedBy and DismissMessage say who dismissed the review and why.
+	DismissedBy    string `json:"dismissed_by,omitempty"`
+	DismissMessage string `json:"dismiss_message,omitempty"`
 }
 
 // ReviewComment is an inline comment of a pull request review, anchored on a line of
@@ -164,6 +198,31 @@ type ReviewComment struct {
 	DiffHunk   string    `json:"diff_hunk"`
 	CommitID   string    `json:"commit_id"`
 	CreatedAt  time.Time `json:"created_at"`
+	// UpdatedAt is when the body was last edited; zero (states saved before edits
+	// existed) reads as CreatedAt.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	// InReplyTo is, on a reply, the thread's first comment: a thread is a first comment
+	// and the replies that name it.
+	InReplyTo int64 `json:"in_reply_to,omitempty"`
+	// Resolved and ResolvedBy are the thread's state, kept on its first comment.
+	Resolved   bool   `json:"resolved,omitempty"`
+	ResolvedBy string `json:"resolved_by,omitempty"`
+}
+
+// Updated is when the comment was last written.
+func (c *ReviewComment) Updated() time.Time {
+	if c.UpdatedAt.IsZero() {
+		return c.CreatedAt
+	}
+	return c.UpdatedAt
+}
+
+// Root is the ID of the first comment of the comment's thread.
+func (c *ReviewComment) Root() int64 {
+	if c.InReplyTo != 0 {
+		return c.InReplyTo
+	}
+	return c.ID
 }
 
 // CheckRun is a check run on a commit.

@@ -203,6 +203,54 @@ func (r *Repo) AddReview(rv *Review) {
 	r.world.changed = true
 }
 
+// DeleteReview removes a review and its inline comments (a pending review deleted by
+// its author).
+func (r *Repo) DeleteReview(id int64) {
+	for cid, c := range r.reviewComments {
+		if c.ReviewID == id {
+			delete(r.reviewComments, cid)
+		}
+	}
+	delete(r.reviews, id)
+	r.world.changed = true
+}
+
+// PendingReview is login's pending review of pull request n, or nil: GitHub gives a
+// person at most one.
+func (r *Repo) PendingReview(n int, login string) *Review {
+	for _, rv := range r.Reviews(n) {
+		if rv.State == "PENDING" && Key(rv.User) == Key(login) {
+			return rv
+		}
+	}
+	return nil
+}
+
+// ReviewComment is the inline comment with id, or nil.
+func (r *Repo) ReviewComment(id int64) *ReviewComment { return r.reviewComments[id] }
+
+// DeleteReviewComment removes an inline comment.
+func (r *Repo) DeleteReviewComment(id int64) {
+	delete(r.reviewComments, id)
+	r.world.changed = true
+}
+
+// Thread is the review thread whose first comment is root: it, then its replies,
+// oldest first; nil when root is no thread's first comment.
+func (r *Repo) Thread(root int64) []*ReviewComment {
+	first := r.reviewComments[root]
+	if first == nil || first.InReplyTo != 0 {
+		return nil
+	}
+	return sorted(r.reviewComments, func(c *ReviewComment) bool { return c.Root() == root },
+		func(a, b *ReviewComment) bool { return a.ID < b.ID })
+}
+
+// AllReviewComments are every pull request's inline comments, oldest first.
+func (r *Repo) AllReviewComments() []*ReviewComment {
+	return sorted(r.reviewComments, nil, func(a, b *ReviewComment) bool { return a.ID < b.ID })
+}
+
 // ReviewComments are pull request n's inline comments, those of pending reviews
 // included, oldest first.
 func (r *Repo) ReviewComments(n int) []*ReviewComment {

@@ -53,16 +53,78 @@ func (p *Protection) BypassedBy(slug string) bool {
 	return slug != "" && slices.ContainsFunc(p.BypassApps, func(s string) bool { return strings.EqualFold(s, slug) })
 }
 
-// MergeState is what GitHub reports as mergeable_state: "unknown" once merged or
-// closed, "blocked" while branch protection is not satisfied, "clean" otherwise.
+// Merge states GitHub reports as mergeable_state (the GraphQL MergeStateStatus,
+// lower-cased); the emulator never reports has_hooks (pre-receive hooks of GitHub
+// Enterprise).
+const (
+	MergeUnknown  = "unknown"  // not computed yet, or the pull request is closed
+	MergeDirty    = "dirty"    // the merge commit cannot be cleanly created
+	MergeDraft    = "draft"    // a draft pull request
+	MergeBlocked  = "blocked"  // branch protection is not satisfied (reviews, required checks)
+	MergeBehind   = "behind"   // the head is out of date and protection requires it not to be
+	MergeUnstable = "unstable" // mergeable, with a check or status that did not pass
+	MergeClean    = "clean"    // mergeable, everything passing
+)
+
+// MergeState is what GitHub reports as mergeable_state, from the last real merge of
+// the two commits (Pull.Check): unknown when closed or not computed for the current
+// commits; dirty on a conflict; draft for a draft; blocked while branch protection is
+// not satisfied; behind when the base has commits the head lacks and protection
+// requires an up-to-date head; unstable when a check run or commit status on the head
+// did not pass; clean otherwise. Blocked wins over behind, as on GitHub, which reports
+// a pull request waiting for its review as blocked however far behind it is.
 func (r *Repo) MergeState(is *Issue, p *Pull) string {
-	if p.Merged || is.State == "closed" {
-		return "unknown"
+	mc := p.Current()
+	switch {
+	case p.Merged || is.State == "closed" || mc == nil:
+		return MergeUnknown
+	case mc.Conflict:
+		return MergeDirty
+	case p.Draft:
+		return MergeDraft
+	case r.ProtectionUnmet(p, "") != "":
+		return MergeBlocked
+	case mc.Behind && r.protected[p.Base].RequiresUpToDate():
+		return MergeBehind
+	case r.headUnstable(p.HeadSHA):
+		return MergeUnstable
 	}
-	if r.ProtectionUnmet(p, "") != "" {
-		return "blocked"
+	return MergeClean
+}
+
+// Mergeable is GitHub's mergeable: nil (null) while unknown, false on a conflict.
+func (r *Repo) Mergeable(is *Issue, p *Pull) *bool {
+	if p.Merged || is.State == "closed" || p.Current() == nil {
+		return nil
 	}
-	return "clean"
+	ok := !p.Current().Conflict
+	return &ok
+}
+
+// headUnstable reports whether the latest check run of some name, or the latest commit
+// status of some context, on sha has not passed (still running counts).
+func (r *Repo) headUnstable(sha string) bool {
+	latest := map[string]*CheckRun{}
+	for _, cr := range r.CheckRunsOn(sha) {
+		latest[cr.Name+"\x00"+strconv.FormatInt(cr.AppID, 10)] = cr
+	}
+	for _, cr := range latest {
+		if !checkRunPassed(cr) {
+			return true
+		}
+	}
+	for _, st := range r.LatestStatuses(sha) {
+		if st.State != "success" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRunPassed is what a required check asks of a check run: completed with success,
+// neutral or skipped.
+func checkRunPassed(cr *CheckRun) bool {
+	return cr.Status == "completed" && (cr.Conclusion == "success" || cr.Conclusion == "neutral" || cr.Conclusion == "skipped")
 }
 
 // ProtectionUnmet says why branch protection on the pull request's base forbids the
@@ -117,8 +179,7 @@ func (r *Repo) CheckPassed(prot *Protection, sha, name string) bool {
 		best = cr // the newest so far: CheckRunsOn is oldest first
 	}
 	if best != nil {
-		return best.Status == "completed" &&
-			(best.Conclusion == "success" || best.Conclusion == "neutral" || best.Conclusion == "skipped")
+		return checkRunPassed(best)
 	}
 	if pinned {
 		return false
@@ -127,14 +188,29 @@ func (r *Repo) CheckPassed(prot *Protection, sha, name string) bool {
 	return st != nil && st.State == "success"
 }
 
-// VisibleReviewComments are pull request n's inline comments in creation order, those
-// of pending reviews left out (GitHub shows them to their author only), and only
-// review's when review is not 0 (its pending comments included).
-func (r *Repo) VisibleReviewComments(n int, review int64) []*ReviewComment {
+// VisibleReviews are pull request n's reviews as viewer sees them, oldest first: a
+// pending review only to its author, as GitHub shows it ("" sees none).
+func (r *Repo) VisibleReviews(n int, viewer string) []*Review {
+	var out []*Review
+	for _, rv := range r.Reviews(n) {
+		if rv.State == "PENDING" && (viewer == "" || Key(rv.User) != Key(viewer)) {
+			continue
+		}
+		out = append(out, rv)
+	}
+	return out
+}
+
+// VisibleReviewComments are pull request n's inline comments in creation order as
+// viewer sees them, and only review's when review is not 0. A pending review's
+// comments are listed only under their review, to its author: GitHub lists a pull
+// request's comments without them, and shows them to no one else.
+func (r *Repo) VisibleReviewComments(n int, review int64, viewer string) []*ReviewComment {
 	var out []*ReviewComment
 	for _, rc := range r.ReviewComments(n) {
 		rv := r.reviews[rc.ReviewID]
-		if rv == nil || (review != 0 && rc.ReviewID != review) || (review == 0 && rv.State == "PENDING") {
+		if rv == nil || (review != 0 && rc.ReviewID != review) ||
+			(rv.State == "PENDING" && (review == 0 || viewer == "" || Key(rv.User) != Key(viewer))) {
 			continue
 		}
 		out = append(out, rc)

@@ -54,6 +54,43 @@ type diffLine struct {
 	Kind     string
 	Old, New int
 	Text     string
+	// Target names the line for an inline comment ("FILE:R:LINE", the file's index in
+	// the diff, the side, the line on that side), "" where none can be made; Open marks
+	// the line whose comment form is shown.
+	Target string
+	Open   bool
+}
+
+// Side and Line are where an inline comment on the line lands: a removed line on the
+// old file's side, any other on the new file's, as GitHub's diff view places them.
+func (l diffLine) Side() string {
+	if l.Kind == "del" {
+		return "LEFT"
+	}
+	return "RIGHT"
+}
+
+// Line is the line's number on its Side.
+func (l diffLine) Line() int {
+	if l.Kind == "del" {
+		return l.Old
+	}
+	return l.New
+}
+
+// commentable gives every line a comment can be made on its Target, and opens the
+// form under the line open names.
+func (d *diff) commentable(open string) {
+	for i, f := range d.Files {
+		for j := range f.Lines {
+			l := &f.Lines[j]
+			if l.Kind != "add" && l.Kind != "del" && l.Kind != "ctx" {
+				continue
+			}
+			l.Target = strconv.Itoa(i) + ":" + l.Side()[:1] + ":" + strconv.Itoa(l.Line())
+			l.Open = l.Target == open
+		}
+	}
 }
 
 // lineKinds names each kind of patchLine as the page's CSS does.

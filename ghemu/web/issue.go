@@ -149,6 +149,6 @@ func (v *View) issue(w http.ResponseWriter, r *http.Request, owner, name, num st
 		http.Redirect(w, r, redirect, http.StatusFound)
 		return nil
 	}
-	v.writePage(w, http.StatusOK, "issue", pg)
+	v.writePage(w, r, http.StatusOK, "issue", pg)
 	return nil
 }

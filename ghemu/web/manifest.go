@@ -76,19 +76,19 @@ func (v *View) ServeManifest(w http.ResponseWriter, r *http.Request) {
 	m := manifestPathRE.FindStringSubmatch(r.URL.Path)
 	org, confirm := m[1], m[2] != ""
 	if err := r.ParseForm(); err != nil {
-		v.manifestError(w, http.StatusBadRequest, "The form could not be read: "+err.Error())
+		v.manifestError(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 		return
 	}
 	var man appManifest
 	if err := json.Unmarshal([]byte(r.PostForm.Get("manifest")), &man); err != nil {
-		v.manifestError(w, http.StatusUnprocessableEntity, "The manifest is not valid JSON: "+err.Error())
+		v.manifestError(w, r, http.StatusUnprocessableEntity, "The manifest is not valid JSON: "+err.Error())
 		return
 	}
 	if name := strings.TrimSpace(r.PostForm.Get("name")); confirm && name != "" {
 		man.Name = name
 	}
 	if msg := validateManifest(man); msg != "" {
-		v.manifestError(w, http.StatusUnprocessableEntity, msg)
+		v.manifestError(w, r, http.StatusUnprocessableEntity, msg)
 		return
 	}
 	flowState := r.URL.Query().Get("state")
@@ -128,7 +128,7 @@ func (v *View) ServeManifest(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	if status != 0 {
-		v.manifestError(w, status, msg)
+		v.manifestError(w, r, status, msg)
 		return
 	}
 	if !confirm {
@@ -164,12 +164,12 @@ func (v *View) showManifest(w http.ResponseWriter, r *http.Request, man appManif
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' "+
 		redirect.Scheme+"://"+redirect.Host+"; base-uri 'none'; frame-ancestors 'none'")
 	w.Header().Set("Cache-Control", "no-store")
-	v.writePage(w, http.StatusOK, "manifest", page{Title: title, Owner: org, Data: mv})
+	v.writePage(w, r, http.StatusOK, "manifest", page{Title: title, Owner: org, Data: mv})
 }
 
-func (v *View) manifestError(w http.ResponseWriter, status int, msg string) {
+func (v *View) manifestError(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	w.Header().Set("Content-Security-Policy", csp)
-	v.writePage(w, status, "error", page{Title: http.StatusText(status), Data: msg})
+	v.writePage(w, r, status, "error", page{Title: http.StatusText(status), Data: msg})
 }
 
 // validateManifest checks what GitHub requires of a manifest; "" when it is fine.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/state"
 )
 
@@ -49,12 +50,28 @@ type review struct {
 
 // reviewComment is an inline comment of a review, on a line of a file.
 type reviewComment struct {
-	ID   int64
-	User string
-	Path string
-	Line int
-	Side string
-	Body template.HTML
+	ID      int64
+	User    string
+	Bot     bool
+	Path    string
+	Line    int
+	Side    string
+	Body    template.HTML
+	Created time.Time
+	Edited  bool
+}
+
+// thread is a review thread: its first comment's place, the lines of the diff it was
+// made on, and its comments, first comment first.
+type thread struct {
+	ID         int64
+	Path       string
+	Line       int
+	Side       string
+	Hunk       []diffLine
+	Resolved   bool
+	ResolvedBy string
+	Comments   []reviewComment
 }
 
 type pullView struct {
@@ -65,9 +82,16 @@ type pullView struct {
 	MergedBy         string
 	MergedAt         *time.Time
 	// Blocked says why branch protection refuses the merge; "" when it does not.
-	Blocked  string
-	Checks   []check
-	Reviews  []review
+	Blocked string
+	// MergeState is mergeable_state; Conflict and Behind what the last merge of the two
+	// commits said.
+	MergeState       string
+	Conflict, Behind bool
+	Checks           []check
+	Reviews          []review
+	Threads          []thread
+	// Pending are the signed-in user's inline comments of their pending review.
+	Pending  []reviewComment
 	Diff     *diff
 	DiffNote string
 }
@@ -96,6 +120,10 @@ func (v *View) pull(w http.ResponseWriter, r *http.Request, owner, name, num str
 	var pg page
 	var redirect string
 	var err error
+	viewer := ""
+	if ss, ok := v.sessionOf(r); ok {
+		viewer = ss.login
+	}
 	v.store.Do(func(st *state.World) {
 		var rp *state.Repo
 		var is *state.Issue
@@ -111,14 +139,23 @@ func (v *View) pull(w http.ResponseWriter, r *http.Request, owner, name, num str
 		pv = pullView{issueView: issueViewOf(st, rp, is), Head: p.Head, Base: p.Base,
 			HeadSHA: p.HeadSHA, BaseSHA: p.BaseSHA, Draft: p.Draft, Merged: p.Merged, MergedBy: p.MergedBy,
 			MergedAt: p.MergedAt}
-		if rp.MergeState(is, p) == "blocked" {
-			pv.Blocked = "branch protection on " + p.Base + " is not satisfied"
-			if prot := rp.Protection(p.Base); prot != nil {
-				pv.Blocked += " (" + describeProtection(prot) + ")"
-			}
+		// The page computes the mergeability GitHub's background job would have by now.
+		v.conv.Refresh(r.Context(), st, rp, p)
+		pv.MergeState = rp.MergeState(is, p)
+		if mc := p.Current(); mc != nil {
+			pv.Conflict, pv.Behind = mc.Conflict, mc.Behind
+		}
+		if why := rp.ProtectionUnmet(p, ""); why != "" && is.State == "open" {
+			pv.Blocked = why + " Branch protection on " + p.Base + ": " + describeProtection(rp.Protection(p.Base)) + "."
 		}
 		pv.Checks = latestChecks(rp, p.HeadSHA)
 		pv.Reviews = reviewsOf(st, rp, p.Number)
+		pv.Threads = threadsOf(st, rp, p.Number)
+		if viewer != "" {
+			if rv := rp.PendingReview(p.Number, viewer); rv != nil {
+				pv.Pending = reviewCommentsOf(st, rp, rv)
+			}
+		}
 		pg = page{Title: fmt.Sprintf("%s · Pull Request #%d · %s", is.Title, p.Number, rp.FullName()),
 			Owner: rp.Owner, Repo: rp.Name, Private: rp.Private}
 	})
@@ -134,9 +171,12 @@ func (v *View) pull(w http.ResponseWriter, r *http.Request, owner, name, num str
 		pv.DiffNote = "The diff could not be computed: " + err.Error()
 	} else {
 		pv.Diff = parseDiff(raw)
+		if viewer != "" && pv.State == "open" {
+			pv.Diff.commentable(r.URL.Query().Get("comment"))
+		}
 	}
 	pg.Data = pv
-	v.writePage(w, http.StatusOK, "pull", pg)
+	v.writePage(w, r, http.StatusOK, "pull", pg)
 	return nil
 }
 
@@ -204,27 +244,74 @@ func reviewsOf(st *state.World, rp *state.Repo, n int) []review {
 		if rv.State == "PENDING" {
 			continue
 		}
+		comments := reviewCommentsOf(st, rp, rv)
+		if rv.Body == "" && len(comments) > 0 && allReplies(rp, rv) {
+			// A reply is a review of its own on GitHub; it shows in its thread.
+			continue
+		}
 		out = append(out, review{ID: rv.ID, User: rv.User, Bot: isBot(st, rv.User) || rv.ViaApp,
 			State: rv.State, Body: renderMarkdown(rv.Body), CommitID: rv.CommitID, Submitted: rv.SubmittedAt,
-			Comments: reviewCommentsOf(rp, rv)})
+			Comments: comments})
 	}
 	return out
+}
+
+// allReplies reports whether every inline comment of a review answers a thread.
+func allReplies(rp *state.Repo, rv *state.Review) bool {
+	for _, c := range rp.ReviewComments(rv.PullNumber) {
+		if c.ReviewID == rv.ID && c.InReplyTo == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // reviewCommentsOf are a review's inline comments, in the order they were made.
-func reviewCommentsOf(rp *state.Repo, rv *state.Review) []reviewComment {
+func reviewCommentsOf(st *state.World, rp *state.Repo, rv *state.Review) []reviewComment {
 	var out []reviewComment
 	for _, c := range rp.ReviewComments(rv.PullNumber) {
-		if c.ReviewID != rv.ID {
-			continue
+		if c.ReviewID == rv.ID {
+			out = append(out, reviewCommentOf(st, rp, c))
 		}
-		out = append(out, reviewComment{ID: c.ID, User: c.User, Path: c.Path, Line: c.Line, Side: c.Side,
-			Body: renderMarkdown(c.Body)})
 	}
 	return out
 }
 
-func (v *View) checkRun(w http.ResponseWriter, owner, name, idText string) error {
+func reviewCommentOf(st *state.World, rp *state.Repo, c *state.ReviewComment) reviewComment {
+	bot := isBot(st, c.User)
+	if rv := rp.Review(c.ReviewID); rv != nil && rv.ViaApp {
+		bot = true
+	}
+	return reviewComment{ID: c.ID, User: c.User, Bot: bot, Path: c.Path, Line: c.Line, Side: c.Side,
+		Body: renderMarkdown(c.Body), Created: c.CreatedAt, Edited: c.Updated().After(c.CreatedAt)}
+}
+
+// threadsOf are pull request n's review threads, submitted ones, by their first
+// comment: what the page's conversations list, each with its replies.
+func threadsOf(st *state.World, rp *state.Repo, n int) []thread {
+	var out []thread
+	byRoot := map[int64]int{}
+	for _, c := range rp.VisibleReviewComments(n, 0, "") {
+		if i, ok := byRoot[c.Root()]; ok {
+			out[i].Comments = append(out[i].Comments, reviewCommentOf(st, rp, c))
+			continue
+		}
+		root := rp.ReviewComment(c.Root())
+		if root == nil {
+			root = c // its first comment was deleted: the reply stands for it
+		}
+		t := thread{ID: c.Root(), Path: root.Path, Line: root.Line, Side: root.Side, Resolved: root.Resolved,
+			ResolvedBy: root.ResolvedBy, Comments: []reviewComment{reviewCommentOf(st, rp, c)}}
+		for _, pl := range gitserver.ParseHunks(strings.Split(root.DiffHunk, "\n")) {
+			t.Hunk = append(t.Hunk, toLine(pl))
+		}
+		byRoot[t.ID] = len(out)
+		out = append(out, t)
+	}
+	return out
+}
+
+func (v *View) checkRun(w http.ResponseWriter, r *http.Request, owner, name, idText string) error {
 	id, perr := strconv.ParseInt(idText, 10, 64)
 	var pg page
 	var err error
@@ -254,6 +341,6 @@ func (v *View) checkRun(w http.ResponseWriter, owner, name, idText string) error
 	if err != nil {
 		return err
 	}
-	v.writePage(w, http.StatusOK, "check", pg)
+	v.writePage(w, r, http.StatusOK, "check", pg)
 	return nil
 }

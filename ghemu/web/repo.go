@@ -54,7 +54,7 @@ type account struct {
 
 // ---- pages ----
 
-func (v *View) index(w http.ResponseWriter) error {
+func (v *View) index(w http.ResponseWriter, r *http.Request) error {
 	var repos []repoSummary
 	var accounts []account
 	v.store.Do(func(st *state.World) {
@@ -65,13 +65,13 @@ func (v *View) index(w http.ResponseWriter) error {
 			accounts = append(accounts, account{Login: u.Login, Type: u.Type, Name: u.Name})
 		}
 	})
-	v.writePage(w, http.StatusOK, "index", page{Title: "GitHub emulator", Data: map[string]any{
+	v.writePage(w, r, http.StatusOK, "index", page{Title: "GitHub emulator", Data: map[string]any{
 		"Repos": repos, "Accounts": accounts,
 	}})
 	return nil
 }
 
-func (v *View) owner(w http.ResponseWriter, login string) error {
+func (v *View) owner(w http.ResponseWriter, r *http.Request, login string) error {
 	var repos []repoSummary
 	var acct *account
 	v.store.Do(func(st *state.World) {
@@ -89,7 +89,7 @@ func (v *View) owner(w http.ResponseWriter, login string) error {
 	if acct == nil {
 		return notFound("Account " + login)
 	}
-	v.writePage(w, http.StatusOK, "owner", page{Title: acct.Login, Owner: acct.Login, Data: map[string]any{
+	v.writePage(w, r, http.StatusOK, "owner", page{Title: acct.Login, Owner: acct.Login, Data: map[string]any{
 		"Account": *acct, "Repos": repos,
 	}})
 	return nil
@@ -157,7 +157,7 @@ func (v *View) repo(w http.ResponseWriter, r *http.Request, owner, name string) 
 		rv.HeadSubject, _, _ = strings.Cut(ci.Message, "\n")
 	}
 	pg.Data = rv
-	v.writePage(w, http.StatusOK, "repo", pg)
+	v.writePage(w, r, http.StatusOK, "repo", pg)
 	return nil
 }
 
@@ -171,6 +171,9 @@ func labelKeys(rp *state.Repo) []string {
 }
 
 func describeProtection(p *state.Protection) string {
+	if p == nil {
+		return "none"
+	}
 	var parts []string
 	parts = append(parts, "no direct pushes")
 	if len(p.RequiredChecks) > 0 {
@@ -185,6 +188,9 @@ func describeProtection(p *state.Protection) string {
 	}
 	if p.RequiredReviews > 0 {
 		parts = append(parts, plural(p.RequiredReviews, "approving review")+" to merge")
+	}
+	if p.RequiresUpToDate() {
+		parts = append(parts, "branches up to date before merging")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -57,7 +57,7 @@ func sortedKV(m map[string]string) []kv {
 }
 
 // run is a workflow run's page (jobText empty) or its job's page with the log.
-func (v *View) run(w http.ResponseWriter, owner, name, idText, jobText string) error {
+func (v *View) run(w http.ResponseWriter, r *http.Request, owner, name, idText, jobText string) error {
 	id, perr := strconv.ParseInt(idText, 10, 64)
 	var rv runView
 	var pg page
@@ -97,7 +97,7 @@ func (v *View) run(w http.ResponseWriter, owner, name, idText, jobText string) e
 		}
 	}
 	pg.Data = data
-	v.writePage(w, http.StatusOK, "run", pg)
+	v.writePage(w, r, http.StatusOK, "run", pg)
 	return nil
 }
 
@@ -128,6 +128,6 @@ func (v *View) commit(w http.ResponseWriter, r *http.Request, owner, name, rev s
 	subject, _, _ := strings.Cut(ci.Message, "\n")
 	pg.Title = subject + " · " + owner + "/" + name + "@" + shortSHA(ci.SHA)
 	pg.Data = map[string]any{"Commit": ci, "Diff": parseDiff(raw)}
-	v.writePage(w, http.StatusOK, "commit", pg)
+	v.writePage(w, r, http.StatusOK, "commit", pg)
 	return nil
 }

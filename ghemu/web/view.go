@@ -1,17 +1,20 @@
 // Package web is the emulator's web view: GitHub's pages for what the emulator holds,
-// read-only, at the paths its html_url fields name (BASE/{owner}/{repo}/pull/{n},
-// …/issues/{n}, …/runs/{id}, …/actions/runs/{id}, …/commit/{sha}), so a link in an API
-// object or a webhook payload opens in a browser; and the pages of GitHub's App
-// manifest flow. Pages are server-rendered with html/template (which escapes every
-// value by context) and carry no JavaScript; Markdown goes through renderMarkdown,
-// which keeps of raw HTML what GitHub's sanitizer keeps. There is no login: the
-// emulator is a test and demo tool bound to loopback, so the view shows everything,
-// private repositories included, and every page says so in its banner.
+// at the paths its html_url fields name (BASE/{owner}/{repo}/pull/{n}, …/issues/{n},
+// …/runs/{id}, …/actions/runs/{id}, …/commit/{sha}), so a link in an API object or a
+// webhook payload opens in a browser; forms on them for the emulator's local users
+// (forms.go: comment, review with inline comments, reply, resolve, merge), from this
+// machine only (session.go); and the pages of GitHub's App manifest flow. Pages are
+// server-rendered with html/template (which escapes every value by context) and carry
+// no JavaScript; Markdown goes through renderMarkdown, which keeps of raw HTML what
+// GitHub's sanitizer keeps. Reading needs no login: the emulator is a test and demo
+// tool bound to loopback, so the view shows everything, private repositories included,
+// and every page says so in its banner.
 //
 // Concurrency: a page copies what it shows out of the world inside one
 // state.Store.Do, through the world's methods, into view models; git runs (diffs,
 // commits) and the page is written after the lock is let go, so a slow browser never
-// holds up the API.
+// holds up the API. A form makes its change in one Do, through package conversation,
+// as a REST request does. The sessions' lock is a leaf, never held across a Do.
 package web
 
 import (
@@ -29,6 +32,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/ghemu/conversation"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/state"
 )
@@ -38,9 +42,20 @@ var files embed.FS
 
 // csp forbids every script, so that even an escaping mistake could not run one, and
 // anything loaded from elsewhere. Styles are inline (the one stylesheet, and label
-// colours in style attributes).
+// colours in style attributes). Forms post only to the emulator itself.
 const csp = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; " +
-	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// setPageHeaders sets what every page and form answer carries: the CSP, no sniffing,
+// no caching, and a referrer policy under which the browser names this origin on a
+// form post to it (its Origin header, which the forms check) and nothing to others.
+func setPageHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
 
 // templates holds one template set per page: the layout, the shared partials and the
 // page's own "content".
@@ -92,16 +107,20 @@ var templates = sync.OnceValue(func() map[string]*template.Template {
 	return out
 })
 
-// View serves the pages.
+// View serves the pages and their forms.
 type View struct {
 	store *state.Store
 	git   *gitserver.Server
+	conv  *conversation.Service
 	log   zerolog.Logger
+	// sessions are the browsers signed in as local users (or about to sign in).
+	sessions *sessions
 }
 
-// New is the web view of store's world, with diffs and commits from git.
-func New(store *state.Store, git *gitserver.Server, log zerolog.Logger) *View {
-	return &View{store: store, git: git, log: log}
+// New is the web view of store's world, with diffs and commits from git; its forms act
+// through conv, as the REST API does.
+func New(store *state.Store, git *gitserver.Server, conv *conversation.Service, log zerolog.Logger) *View {
+	return &View{store: store, git: git, conv: conv, log: log, sessions: newSessions()}
 }
 
 // pageError is a page that could not be shown: its status and what to say.
@@ -118,11 +137,7 @@ func notFound(what string) error {
 
 // ServeHTTP answers one GET or HEAD of the web view; the caller routes only those here.
 func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Security-Policy", csp)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
+	setPageHeaders(w)
 	seg := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(seg) == 1 && seg[0] == "" {
 		seg = nil
@@ -130,9 +145,12 @@ func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch {
 	case len(seg) == 0:
-		err = v.index(w)
+		err = v.index(w, r)
+	case len(seg) == 1 && "/"+seg[0] == loginPath:
+		v.login(w, r)
+		return
 	case len(seg) == 1:
-		err = v.owner(w, seg[0])
+		err = v.owner(w, r, seg[0])
 	case len(seg) == 2:
 		err = v.repo(w, r, seg[0], seg[1])
 	case len(seg) == 4 && seg[2] == "issues":
@@ -142,13 +160,13 @@ func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(seg) == 4 && seg[2] == "pull":
 		err = v.pull(w, r, seg[0], seg[1], seg[3])
 	case len(seg) == 4 && seg[2] == "runs":
-		err = v.checkRun(w, seg[0], seg[1], seg[3])
+		err = v.checkRun(w, r, seg[0], seg[1], seg[3])
 	case len(seg) == 4 && seg[2] == "commit":
 		err = v.commit(w, r, seg[0], seg[1], seg[3])
 	case len(seg) == 5 && seg[2] == "actions" && seg[3] == "runs":
-		err = v.run(w, seg[0], seg[1], seg[4], "")
+		err = v.run(w, r, seg[0], seg[1], seg[4], "")
 	case len(seg) == 7 && seg[2] == "actions" && seg[3] == "runs" && seg[5] == "job":
-		err = v.run(w, seg[0], seg[1], seg[4], seg[6])
+		err = v.run(w, r, seg[0], seg[1], seg[4], seg[6])
 	default:
 		err = notFound("page")
 	}
@@ -162,7 +180,7 @@ func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		v.log.Error().Err(err).Str("path", r.URL.Path).Msg("web view failed")
 	}
-	v.writePage(w, status, "error", page{Title: http.StatusText(status), Data: msg})
+	v.writePage(w, r, status, "error", page{Title: http.StatusText(status), Data: msg})
 }
 
 // page is what every page template gets: its title, the repository it belongs to
@@ -174,11 +192,21 @@ type page struct {
 	// Private marks a private repository in the header.
 	Private bool
 	Data    any
+	// Viewer is the local user signed in, "" for none; CSRF the token their forms carry.
+	Viewer, CSRF string
+	// Here is the page's path, where signing in comes back to.
+	Here string
+	// Back is where an error page leads back to ("" the index).
+	Back string
 }
 
 // writePage renders a page completely before sending it, so a template error gives a
 // 500 rather than half a page.
-func (v *View) writePage(w http.ResponseWriter, status int, name string, p page) {
+func (v *View) writePage(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	if ss, ok := v.sessionOf(r); ok && ss.login != "" {
+		p.Viewer, p.CSRF = ss.login, ss.csrf
+	}
+	p.Here = r.URL.Path
 	t := templates()[name]
 	var buf bytes.Buffer
 	if t == nil {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -218,4 +219,56 @@ func FuzzRenderMarkdown(f *testing.F) {
 			check(n)
 		}
 	})
+}
+
+// TestCheckLocal: a form post is taken only from loopback, to a loopback host, from a
+// page of that very host; each way out is tried as an attacker would.
+func TestCheckLocal(t *testing.T) {
+	tests := []struct {
+		name                        string
+		remote, host, origin, refer string
+		site                        string
+		ok                          bool
+	}{
+		{"the emulator's own page", "127.0.0.1:5000", "127.0.0.1:8080", "http://127.0.0.1:8080", "", "same-origin", true},
+		{"IPv6 loopback", "[::1]:5000", "[::1]:8080", "http://[::1]:8080", "", "", true},
+		{"localhost, no Origin but a Referer", "127.0.0.1:5000", "localhost:8080", "", "http://localhost:8080/acme/widgets/pull/1", "", true},
+		{"from another machine", "192.0.2.7:5000", "127.0.0.1:8080", "http://127.0.0.1:8080", "", "", false},
+		{"a rebound name", "127.0.0.1:5000", "evil.example:8080", "http://evil.example:8080", "", "same-origin", false},
+		{"a name that only looks local", "127.0.0.1:5000", "127.0.0.1.evil.example:8080", "http://127.0.0.1.evil.example:8080", "", "", false},
+		{"another site", "127.0.0.1:5000", "127.0.0.1:8080", "http://evil.example", "", "cross-site", false},
+		{"another port of this machine", "127.0.0.1:5000", "127.0.0.1:8080", "http://127.0.0.1:9999", "", "same-site", false},
+		{"an opaque origin", "127.0.0.1:5000", "127.0.0.1:8080", "null", "", "", false},
+		{"no Origin, no Referer", "127.0.0.1:5000", "127.0.0.1:8080", "", "", "", false},
+		{"a Referer from elsewhere", "127.0.0.1:5000", "127.0.0.1:8080", "", "http://evil.example/x", "", false},
+		{"the right origin, the browser says cross-site", "127.0.0.1:5000", "127.0.0.1:8080", "http://127.0.0.1:8080", "", "cross-site", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/acme/widgets/pull/1/comments", nil)
+			r.RemoteAddr, r.Host = tt.remote, tt.host
+			for k, v := range map[string]string{"Origin": tt.origin, "Referer": tt.refer, "Sec-Fetch-Site": tt.site} {
+				if v != "" {
+					r.Header.Set(k, v)
+				}
+			}
+			why, err := checkLocal(r)
+			if (err == nil) != tt.ok || (err != nil && why == "") {
+				t.Errorf("checkLocal = %q, %v; want ok %v", why, err, tt.ok)
+			}
+		})
+	}
+}
+
+// TestLocalPath: after signing in, the browser goes back only to a path of the
+// emulator.
+func TestLocalPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/acme/widgets/pull/1": "/acme/widgets/pull/1", "": "/", "https://evil.example/": "/",
+		"//evil.example/x": "/", "/\\evil.example": "/", "javascript:alert(1)": "/",
+	} {
+		if got := localPath(in); got != want {
+			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

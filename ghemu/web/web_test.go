@@ -69,7 +69,7 @@ func TestWebViewPages(t *testing.T) {
 		want   []string
 		absent []string
 	}{
-		{"index", "/", []string{`href="/acme/widgets"`, "Read-only view", `href="/maintainer"`}, nil},
+		{"index", "/", []string{`href="/acme/widgets"`, "It shows everything, private repositories included, without a login", `href="/maintainer"`}, nil},
 		{"owner", "/acme", []string{`href="/acme/widgets"`, "Organization"}, nil},
 		{"repository", "/acme/widgets", []string{"Open pull requests", `href="` + pullPath + `"`, `href="` + issuePath + `"`,
 			"Title &lt;script&gt;", "required 1 check: bumper/verdict", "git clone " + e.BaseURL() + "/acme/widgets.git"}, []string{"<script"}},

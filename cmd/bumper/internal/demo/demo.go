@@ -146,6 +146,19 @@ func (d *demo) report(files []string) {
 	fmt.Fprintf(w, "  logs/    the emulator's, serve's and the runs' job logs\n")
 }
 
+// keepNote says, with --keep, where the emulator stays up and who can carry on the
+// conversation there: the local users and their tokens, for the web view's sign-in,
+// the REST API and git.
+func keepNote(w io.Writer, base string, users []ghemu.UserInfo) {
+	fmt.Fprintf(w, "\nThe emulator and serve stay up (--keep): %s; Ctrl-C stops them.\n", base)
+	fmt.Fprintf(w, "Carry on the conversation in a browser: sign in at %s/login as one of the emulator's users, with\n", base)
+	fmt.Fprintf(w, "their token as the password, to comment, review with inline comments and merge (from this machine only).\n")
+	for _, u := range users {
+		fmt.Fprintf(w, "  user %-12s token %s\n", u.Login, u.Token)
+	}
+	fmt.Fprintf(w, "The same tokens work with the REST API (Authorization: token TOKEN, at %s/) and git (x-access-token:TOKEN).\n", base)
+}
+
 // randomHex is n random bytes in hex: secrets that live as long as the demo.
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -222,7 +235,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Ready(*res)
 	}
 	if cfg.Keep {
-		fmt.Fprintf(cfg.Stdout, "\nThe emulator and serve stay up (--keep): %s; Ctrl-C stops them.\n", d.e.BaseURL())
+		keepNote(cfg.Stdout, d.e.BaseURL(), d.e.Users())
 		<-ctx.Done()
 	}
 	return res, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/repoconfig/repoconfigtest"
 	"github.com/bumperdev/bumper/internal/testgate"
@@ -412,5 +413,18 @@ func TestProgressIsTheRunners(t *testing.T) {
 	}
 	if lastGroup("") != "" || firstError("agent: ::error::x\n") != "" {
 		t.Error("a log without the runner's commands has a phase or a reason")
+	}
+}
+
+// TestKeepNote: with --keep the demo says where to sign in to the web view and gives
+// each local user's token.
+func TestKeepNote(t *testing.T) {
+	var b strings.Builder
+	keepNote(&b, "http://127.0.0.1:8080", []ghemu.UserInfo{{Login: "maintainer", Token: "ghp_m"}, {Login: "reader", Token: "ghp_r"}})
+	for _, want := range []string{"stay up (--keep): http://127.0.0.1:8080;", "sign in at http://127.0.0.1:8080/login",
+		"user maintainer   token ghp_m", "user reader       token ghp_r", "x-access-token:TOKEN"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the note lacks %q:\n%s", want, b.String())
+		}
 	}
 }

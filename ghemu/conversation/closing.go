@@ -1,4 +1,4 @@
-package rest
+package conversation
 
 import (
 	"context"
@@ -90,33 +90,33 @@ func proseOf(body string) string {
 // commits and the merge commit, mergeSHA). State reason completed, closed by the merger,
 // an issues "closed" webhook each. Pull requests named that way are left alone (GitHub
 // links only issues).
-func (a *API) closeReferencedIssues(ctx context.Context, c *call, pr *state.Issue, p *state.Pull, merger, mergeSHA string) error {
-	rp := c.repo
+func (s *Service) closeReferencedIssues(ctx context.Context, w *state.World, rp *state.Repo, pr *state.Issue, p *state.Pull, merger, mergeSHA string) error {
 	if p.Base != rp.DefaultBranch {
 		return nil
 	}
 	texts := []string{proseOf(pr.Body)}
-	mc, err := a.git.Commit(ctx, rp.Owner, rp.Name, mergeSHA)
+	mc, err := s.git.Commit(ctx, rp.Owner, rp.Name, mergeSHA)
 	if err != nil {
 		return err
 	}
 	if len(mc.Parents) > 0 {
-		msgs, err := a.git.Messages(ctx, rp.Owner, rp.Name, mc.Parents[0], mergeSHA, maxClosingCommits)
+		msgs, err := s.git.Messages(ctx, rp.Owner, rp.Name, mc.Parents[0], mergeSHA, maxClosingCommits)
 		if err != nil {
 			return err
 		}
 		texts = append(texts, msgs...)
 	}
+	rn := s.renderer(w)
 	for _, t := range texts {
 		for _, n := range closingReferences(rp, t) {
 			is := rp.Issue(n)
 			if is == nil || is.IsPull || is.State != "open" {
 				continue
 			}
-			now := c.st.Timestamp()
+			now := w.Timestamp()
 			is.State, is.StateReason, is.ClosedAt, is.ClosedBy, is.UpdatedAt = "closed", "completed", &now, merger, now
-			c.st.MarkChanged()
-			c.emitIssueEvent(is, "closed", merger, nil)
+			w.MarkChanged()
+			s.emit(w, "issues", "closed", rp, merger, obj{"issue": rn.Issue(rp, is)})
 		}
 	}
 	return nil
