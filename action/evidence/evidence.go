@@ -190,6 +190,7 @@ const (
 	PhaseWorkspace    PhaseName = "workspace"
 	PhaseEnvironment  PhaseName = "environment"
 	PhaseBoot         PhaseName = "boot"
+	PhaseMerge        PhaseName = "merge" // an update run's merge of the base branch's head
 	PhaseAgent        PhaseName = "agent"
 	PhaseVerification PhaseName = "verification"
 	PhasePush         PhaseName = "push"
