@@ -118,9 +118,10 @@ func exchange(ctx context.Context, cfg Config, ev *evidence.Evidence) (x exchang
 // checkGrant holds the grant's branch and pull request to the run's own issue and
 // stage, before anything is fetched or pushed with it, and returns the branch: it is
 // bumper/<issue>-<n> of this issue (an implement or plan run's own attempt; an earlier
-// attempt's for the pull request a fix or review run starts from), and a fix or review
-// run names its pull request and the full head commit it starts from. The push rules
-// and the workspace are made from what passes here.
+// attempt's for the pull request a fix, review, revise or update run starts from), and
+// such a run names its pull request and the full head commit it starts from; an update
+// run, and only it, names the base branch's head it merges. The push rules and the
+// workspace are made from what passes here.
 func checkGrant(cfg Config, g wire.ExchangeResponse) (string, error) {
 	issue, attempt, stage := cfg.WorkItem.Issue, cfg.Attempt, cfg.Stage
 	branch := g.Branch

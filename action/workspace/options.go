@@ -56,8 +56,9 @@ type Options struct {
 	// Issue and Attempt name the work branch, bumper/<issue>-<attempt>, unless Branch
 	// names it.
 	Issue, Attempt int
-	// Branch is the work branch when it is not the attempt's own: a fix or review run
-	// works on the pull request's branch, bumper/<issue>-<n> of an earlier attempt.
+	// Branch is the work branch when it is not the attempt's own: a run on the pull
+	// request (fix, review, revise, update) works on the pull request's branch,
+	// bumper/<issue>-<n> of an earlier attempt.
 	Branch string
 	// Start is the commit the work branch starts at when it is not Base: a fix or
 	// review run's pull request head (40 hexadecimal digits). The branch is then
