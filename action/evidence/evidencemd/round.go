@@ -24,10 +24,13 @@ var kindName = map[string]string{
 	wire.ReviewKindFinding: "reviewer's finding",
 }
 
+// update says the round is an update round (a failed one may have merged nothing).
+func (r *renderer) update() bool { return r.e.Stage == wire.StageUpdate || r.e.Round.Merge != nil }
+
 // roundName is "review round N" or "update round N".
 func (r *renderer) roundName() string {
 	what := "review"
-	if r.e.Round.Merge != nil {
+	if r.update() {
 		what = "update"
 	}
 	return fmt.Sprintf("%s round %d", what, r.e.Round.Number)
@@ -38,6 +41,9 @@ func (r *renderer) roundName() string {
 func (r *renderer) roundLine() string {
 	rd, q := r.e.Round, r.q
 	s := r.roundName()
+	if r.update() && rd.Merge == nil {
+		return s + ": nothing was merged"
+	}
 	if m := rd.Merge; m != nil {
 		s += fmt.Sprintf(": merged the base branch's head %s into the pull request's %s", q.word(cutCommit(m.To)), q.word(cutCommit(m.From)))
 		if !m.Conflicted {
@@ -83,6 +89,10 @@ func (r *renderer) roundSection() *section {
 		it := r.track(func() (string, string) { return build(), "" })
 		it.must = must
 		s.items = append(s.items, it)
+	}
+	if r.update() && rd.Merge == nil {
+		s.intro = "Nothing was merged: the run ended before its merge.\n"
+		return s
 	}
 	if m := rd.Merge; m != nil {
 		s.intro = fmt.Sprintf("Merged %s (the base branch's head) into %s (the pull request's head) with a merge commit.\n", q.inline(m.To, 64), q.inline(m.From, 64))

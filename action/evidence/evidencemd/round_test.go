@@ -38,4 +38,13 @@ func TestMarkdownRoundEscaping(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an update that ended before its merge", func(t *testing.T) {
+		e := evidencetest.Update()
+		e.Round.Merge = nil
+		md, _ := evidencemd.Render(e, evidencemd.CommentLimit)
+		checkSafe(t, md, e)
+		if !strings.Contains(md, "- **Round:** update round 1: nothing was merged\n") {
+			t.Fatalf("the round line:\n%s", md)
+		}
+	})
 }
