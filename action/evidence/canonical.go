@@ -122,6 +122,9 @@ func (e *Evidence) normalized() *Evidence {
 		n.Environment = &env
 	}
 	n.Revocation.At = utc(e.Revocation.At)
+	if e.Round != nil {
+		n.Round = e.Round.normalized()
+	}
 	return &n
 }
 

@@ -83,6 +83,9 @@ type Evidence struct {
 	Artifact *Artifact `json:"artifact,omitempty"`
 	// Review is a review run's judgement of the pull request; nil for other stages.
 	Review *Review `json:"review,omitempty"`
+	// Round is a revise or update run's round on the pull request (NewRound); nil for
+	// other stages.
+	Round *Round `json:"round,omitempty"`
 }
 
 // Review is what a review run concluded about the pull request's head: the verdict the
@@ -187,6 +190,7 @@ const (
 	PhaseWorkspace    PhaseName = "workspace"
 	PhaseEnvironment  PhaseName = "environment"
 	PhaseBoot         PhaseName = "boot"
+	PhaseMerge        PhaseName = "merge" // an update run's merge of the base branch's head
 	PhaseAgent        PhaseName = "agent"
 	PhaseVerification PhaseName = "verification"
 	PhasePush         PhaseName = "push"

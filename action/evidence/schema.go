@@ -14,13 +14,14 @@ const (
 	schemaBase         = "https://github.com/bumperdev/bumper/blob/main/action/evidence/schema/"
 	evidenceSchemaURL  = schemaBase + "evidence-v1.json"
 	decisionsSchemaURL = schemaBase + "decisions-v1.json"
+	repliesSchemaURL   = schemaBase + "replies-v1.json"
 )
 
 // schemaFiles are the JSON Schemas (draft 2020-12) this package validates against, by
-// file name: evidence-v1.json and decisions-v1.json.
+// file name: evidence-v1.json, decisions-v1.json and replies-v1.json.
 func schemaFiles() map[string][]byte {
 	out := map[string][]byte{}
-	for _, name := range []string{"evidence-v1.json", "decisions-v1.json"} {
+	for _, name := range []string{"evidence-v1.json", "decisions-v1.json", "replies-v1.json"} {
 		b, err := schemaFS.ReadFile("schema/" + name)
 		if err != nil {
 			panic(err) // embedded: cannot happen

@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func schemaFiles(t *testing.T) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
-	for _, name := range []string{"evidence-v1.json", "decisions-v1.json"} {
+	for _, name := range []string{"evidence-v1.json", "decisions-v1.json", "replies-v1.json"} {
 		b, err := os.ReadFile("schema/" + name)
 		if err != nil {
 			t.Fatal(err)
@@ -68,11 +68,16 @@ func TestFixturesAreValid(t *testing.T) {
 	if e.Ledger.Status != evidence.LedgerInvalid || !strings.Contains(e.Ledger.Error, "/decisions/0/confidence") {
 		t.Errorf("ledger = %+v, want invalid naming /decisions/0/confidence", e.Ledger)
 	}
+	for name, e := range map[string]*evidence.Evidence{"revise": evidencetest.Revise(), "update": evidencetest.Update(), "invalid replies": evidencetest.InvalidReplies()} {
+		if err := e.Validate(); err != nil {
+			t.Errorf("%s round: %v", name, err)
+		}
+	}
 }
 
 func TestSchemaFiles(t *testing.T) {
 	files := schemaFiles(t)
-	for _, name := range []string{"evidence-v1.json", "decisions-v1.json"} {
+	for _, name := range []string{"evidence-v1.json", "decisions-v1.json", "replies-v1.json"} {
 		var doc map[string]any
 		if err := json.Unmarshal(files[name], &doc); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -98,7 +103,7 @@ func TestSchemaMirrorsTypes(t *testing.T) {
 		docs[name] = doc
 	}
 	var instances []any
-	for _, e := range []*evidence.Evidence{evidencetest.Realistic(), evidencetest.Failed()} {
+	for _, e := range []*evidence.Evidence{evidencetest.Realistic(), evidencetest.Failed(), evidencetest.Revise(), evidencetest.Update(), evidencetest.InvalidReplies()} {
 		b, err := e.Marshal()
 		if err != nil {
 			t.Fatal(err)

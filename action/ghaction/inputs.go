@@ -24,7 +24,7 @@ type Inputs struct {
 	WorkItem wire.WorkItem // `work_item`: owner/repo#N, parsed
 	Attempt  int           // `attempt`: 1 or more
 	Nonce    string        // `nonce`: masked as soon as it is read
-	Stage    wire.Stage    // `stage`: plan, implement, fix or review
+	Stage    wire.Stage    // `stage`: one of wire.Stages()
 	Image    string        // `image`: an image directory; "" builds or reuses the default image in Cache
 	Cache    string        // `cache`: image and snapshot cache
 	Accel    string        // `accel`: auto, kvm or tcg

@@ -107,7 +107,8 @@ type Rewritten struct {
 }
 
 // Rewrite makes the agent's commits, from the workspace's start (the base commit, or a
-// fix run's pull request head) to Head, into the App's: the same trees and the same
+// pull request's head) to Head, and for an update run not the base branch's head's
+// (workspace.Own), into the App's: the same trees and the same
 // shape of history (merges keep their parents, mapped to their rewrites), author and
 // committer Identity at Now, each message neutralized (ghref.Neutralize; co-author
 // trailers renamed, so GitHub credits no one the agent named) with the author the agent
@@ -133,7 +134,11 @@ func Rewrite(ctx context.Context, o RewriteOptions) (*Rewritten, error) {
 	} else if head != o.Head {
 		return nil, fmt.Errorf("%w: %s names %s, not the verified head %s", ErrInvalidOptions, workspace.ResultRef, head, o.Head)
 	}
-	list, err := w.Git(ctx, nil, 8<<20, "rev-list", "--reverse", "--topo-order", "--parents", o.Head, "^"+w.Start, "--")
+	// Only the run's own commits: never one reachable from the start (the base, or the
+	// pull request's head with a person's commits in it) or from the base branch's head
+	// an update run merged (main's commits, people's): those keep their ids, and the
+	// rewritten commits keep them as parents.
+	list, err := w.Git(ctx, nil, 8<<20, append(append([]string{"rev-list", "--reverse", "--topo-order", "--parents"}, w.Own(o.Head)...), "--")...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: listing them: %w", ErrRewrite, err)
 	}
@@ -214,10 +219,10 @@ func Rewrite(ctx context.Context, o RewriteOptions) (*Rewritten, error) {
 }
 
 // checkRewrite reads the rewritten history back: from head down to the workspace's
-// start, exactly the commits written, each with the tree and parents it must have, and
+// start (and an update run's base branch head), exactly the commits written, each with the tree and parents it must have, and
 // head's tree the verified head's. What verification judged is what is pushed.
 func checkRewrite(ctx context.Context, w *workspace.Workspace, head string, want map[string]string) error {
-	out, err := w.Git(ctx, nil, 8<<20, "log", "--format=%H %T %P", head, "^"+w.Start, "--")
+	out, err := w.Git(ctx, nil, 8<<20, append(append([]string{"log", "--format=%H %T %P"}, w.Own(head)...), "--")...)
 	if err != nil {
 		return fmt.Errorf("%w: reading the rewrite back: %w", ErrRewrite, err)
 	}

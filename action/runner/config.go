@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
@@ -180,7 +181,11 @@ func (c Config) validate() error {
 		bad("no nonce: the dispatch's nonce input is empty")
 	}
 	if !slices.Contains(wire.Stages(), c.Stage) {
-		bad("stage %q: want plan, implement, fix or review", c.Stage)
+		names := make([]string, 0, len(wire.Stages()))
+		for _, s := range wire.Stages() {
+			names = append(names, string(s))
+		}
+		bad("stage %q: want one of %s", c.Stage, strings.Join(names, ", "))
 	}
 	for _, u := range []struct{ name, v string }{{"server URL (GITHUB_SERVER_URL)", c.ServerURL}, {"API URL (GITHUB_API_URL)", c.APIURL}} {
 		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {

@@ -93,6 +93,9 @@ func exchange(ctx context.Context, cfg Config, ev *evidence.Evidence) (x exchang
 		return x, "", err
 	}
 	ev.WorkItem.Title = g.task.Title
+	if cfg.Stage == wire.StageRevise || cfg.Stage == wire.StageUpdate {
+		ev.Round = evidence.NewRound(g.task)
+	}
 	if g.policy, err = readPolicy(ctx, g.gh, cfg.WorkItem.Repository, resp.BaseCommit); err != nil {
 		return x, "", err
 	}
@@ -100,30 +103,29 @@ func exchange(ctx context.Context, cfg Config, ev *evidence.Evidence) (x exchang
 		return x, "", err
 	}
 	x.grant = g
-	if pullStage(cfg.Stage) {
+	if wire.PullStage(cfg.Stage) {
 		ev.PullRequest = resp.PullRequest
-		return x, fmt.Sprintf("granted %s attempt %d on %s at %.12s (pull request #%d, base %.12s); policy %s", resp.Stage, resp.Attempt,
-			branch, resp.HeadCommit, resp.PullRequest, resp.BaseCommit, g.policy.Revision), nil
+		merge := ""
+		if resp.UpdateTo != "" {
+			merge = fmt.Sprintf(", merging %.12s", resp.UpdateTo)
+		}
+		return x, fmt.Sprintf("granted %s attempt %d on %s at %.12s (pull request #%d, base %.12s%s); policy %s", resp.Stage, resp.Attempt,
+			branch, resp.HeadCommit, resp.PullRequest, resp.BaseCommit, merge, g.policy.Revision), nil
 	}
 	return x, fmt.Sprintf("granted %s attempt %d at %.12s; policy %s", resp.Stage, resp.Attempt, resp.BaseCommit, g.policy.Revision), nil
-}
-
-// pullStage says a run of the stage starts from the work item's pull request (fix and
-// review).
-func pullStage(stage wire.Stage) bool {
-	return stage == wire.StageFix || stage == wire.StageReview
 }
 
 // checkGrant holds the grant's branch and pull request to the run's own issue and
 // stage, before anything is fetched or pushed with it, and returns the branch: it is
 // bumper/<issue>-<n> of this issue (an implement or plan run's own attempt; an earlier
-// attempt's for the pull request a fix or review run starts from), and a fix or review
-// run names its pull request and the full head commit it starts from. The push rules
-// and the workspace are made from what passes here.
+// attempt's for the pull request a fix, review, revise or update run starts from), and
+// such a run names its pull request and the full head commit it starts from; an update
+// run, and only it, names the base branch's head it merges. The push rules and the
+// workspace are made from what passes here.
 func checkGrant(cfg Config, g wire.ExchangeResponse) (string, error) {
 	issue, attempt, stage := cfg.WorkItem.Issue, cfg.Attempt, cfg.Stage
 	branch := g.Branch
-	if branch == "" && !pullStage(stage) {
+	if branch == "" && !wire.PullStage(stage) {
 		// A serve that names no branch means the attempt's own, the only one an
 		// implement run ever had.
 		branch = workspace.Branch(issue, attempt)
@@ -132,27 +134,43 @@ func checkGrant(cfg Config, g wire.ExchangeResponse) (string, error) {
 	switch {
 	case !ok:
 		return "", fmt.Errorf("serve granted the branch %q: a run of #%d works only on bumper/%d-<attempt>; refusing to fetch or push it", branch, issue, issue)
-	case !pullStage(stage) && n != attempt:
+	case !wire.PullStage(stage) && n != attempt:
 		return "", fmt.Errorf("serve granted the branch %q to a %s run of attempt %d: it must be bumper/%d-%d, the attempt's own", branch, stage, attempt, issue, attempt)
-	case pullStage(stage) && n >= attempt:
+	case wire.PullStage(stage) && n >= attempt:
 		return "", fmt.Errorf("serve granted the branch %q to a %s run of attempt %d: a %s run works on the branch of the earlier attempt that opened the pull request", branch, stage, attempt, stage)
-	case pullStage(stage) && g.PullRequest < 1:
+	case wire.PullStage(stage) && g.PullRequest < 1:
 		return "", fmt.Errorf("serve granted a %s run without its pull request: a %s run starts from the work item's pull request", stage, stage)
-	case pullStage(stage) && !workspace.IsCommitID(g.HeadCommit):
+	case wire.PullStage(stage) && !workspace.IsCommitID(g.HeadCommit):
 		return "", fmt.Errorf("serve granted a %s run whose head commit %q is not a full commit id (40 lower-case hexadecimal digits)", stage, g.HeadCommit)
 	case !workspace.IsCommitID(g.BaseCommit):
 		return "", fmt.Errorf("serve granted a run whose base commit %q is not a full commit id", g.BaseCommit)
+	case stage == wire.StageUpdate && (!workspace.IsCommitID(g.UpdateTo) || g.UpdateTo == g.HeadCommit):
+		return "", fmt.Errorf("serve granted an update run whose base branch head to merge, %q, is not a full commit id other than the pull request's head", g.UpdateTo)
+	case stage != wire.StageUpdate && g.UpdateTo != "":
+		return "", fmt.Errorf("serve granted a %s run a base branch head to merge (%q): only an update run merges one", stage, g.UpdateTo)
 	}
 	return branch, nil
 }
 
-// checkTask refuses a task that names another pull request, branch or head than the
-// grant: the agent would be told about one and the run would work on another.
+// checkTask refuses a task that names another pull request, branch, head or base
+// branch head to merge than the grant: the agent would be told about one and the run
+// would work on another. A revise or update task names its round; a revise task holds
+// at most wire.MaxReviewComments comments, as serve bounds them.
 func checkTask(t wire.Task, g wire.ExchangeResponse, branch string) error {
 	if t.PullRequest != 0 && t.PullRequest != g.PullRequest || t.Branch != "" && t.Branch != branch ||
 		t.HeadCommit != "" && t.HeadCommit != g.HeadCommit {
 		return fmt.Errorf("serve's task names pull request #%d, branch %q, head %q; the credentials #%d, %q, %q", t.PullRequest, t.Branch, t.HeadCommit,
 			g.PullRequest, branch, g.HeadCommit)
+	}
+	switch {
+	case t.UpdateTo != g.UpdateTo:
+		return fmt.Errorf("serve's task merges %q, the credentials %q", t.UpdateTo, g.UpdateTo)
+	case (g.Stage == wire.StageRevise || g.Stage == wire.StageUpdate) && t.Round < 1:
+		return fmt.Errorf("serve's %s task names no round (%d)", g.Stage, t.Round)
+	case len(t.Review) > wire.MaxReviewComments:
+		return fmt.Errorf("serve's task holds %d review comments; a round answers at most %d", len(t.Review), wire.MaxReviewComments)
+	case len(t.Review) > 0 && g.Stage != wire.StageRevise:
+		return fmt.Errorf("serve's %s task holds review comments: only a revise run answers them", g.Stage)
 	}
 	return nil
 }

@@ -21,8 +21,9 @@ type Groups interface {
 
 // PhaseGroups is Config.Phase for the job log, where w (Config.Log) writes: each phase a
 // group ("agent (round 2)") ended by one line of its outcome, detail and time. The
-// output of the phases that run the repository's code (an environment's setup, the
-// agent, verification) is the repository's text: the runner must not take a line of it
+// output of the phases that run the repository's code or print its files (an
+// environment's setup, an update's merge, the agent, verification) is the repository's
+// text: the runner must not take a line of it
 // for a workflow command (a mask that hides a failure, a forged annotation, a stop of
 // the runner's own commands), so those phases are quoted (StopCommands) while they run.
 func PhaseGroups(g Groups, w io.Writer) func(name evidence.PhaseName, end bool, p evidence.Phase) {
@@ -56,7 +57,7 @@ func PhaseGroups(g Groups, w io.Writer) func(name evidence.PhaseName, end bool, 
 // runsRepositoryCode says the phase's output, in the job log, is what the repository's
 // code printed.
 func runsRepositoryCode(name evidence.PhaseName) bool {
-	return name == evidence.PhaseEnvironment || name == evidence.PhaseAgent || name == evidence.PhaseVerification
+	return name == evidence.PhaseEnvironment || name == evidence.PhaseMerge || name == evidence.PhaseAgent || name == evidence.PhaseVerification
 }
 
 func timeMS(ms int64) string {

@@ -157,6 +157,9 @@ func (r *run) agentEnv() []string {
 	if r.pullStage() {
 		env = append(env, "BUMPER_HEAD_COMMIT="+g.HeadCommit, "BUMPER_PULL_REQUEST="+strconv.Itoa(g.PullRequest))
 	}
+	if g.UpdateTo != "" {
+		env = append(env, workspace.MergeEnvUpdateTo+"="+g.UpdateTo)
+	}
 	if r.cfg.AnthropicBase != "" {
 		env = append(env, "ANTHROPIC_BASE_URL="+guestGateway+"/anthropic", "ANTHROPIC_API_KEY="+Sentinel)
 	}

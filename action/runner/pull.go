@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bumperdev/bumper/action/publish"
+	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
 )
 
@@ -50,10 +51,12 @@ func (r *run) openPull(ctx context.Context, pushed string) (*pullRequest, string
 	return opened, fmt.Sprintf("%s #%d; check run %s %s", verb, pr.Number, publish.EvidenceCheckName, cr.Conclusion), nil
 }
 
-// updatePull is a fix run's publication: the pushed commit is the head of the pull
-// request the App opened on the branch (no new one is opened); the round's evidence is
-// commented on it, and the bumper/evidence check run written on the new head.
-func (r *run) updatePull(ctx context.Context, pushed string) (*pullRequest, string, error) {
+// updatePull is the publication of a round on the pull request (fix, revise, update):
+// the pushed commit is the head of the pull request the App opened on the branch (no
+// new one is opened); a revise round's replies are posted in their threads (ws holds
+// what the agent left in /out); the round's evidence is commented on the pull request,
+// and the bumper/evidence check run written on the new head.
+func (r *run) updatePull(ctx context.Context, pushed string, ws *workspace.Workspace) (*pullRequest, string, error) {
 	if reason := r.link.stopped(); reason != "" {
 		return nil, "", fmt.Errorf("%w: %s; nothing was posted on the pull request", errStopped, reason)
 	}
@@ -69,6 +72,15 @@ func (r *run) updatePull(ctx context.Context, pushed string) (*pullRequest, stri
 	if err := checkEvidence(ctx, ev, cfg.Now().UTC(), "nothing was posted on the pull request"); err != nil {
 		return found, "", err
 	}
+	replied := ""
+	if cfg.Stage == wire.StageRevise {
+		if replied, err = r.reply(ctx, pr.Number, pushed, ws); err != nil {
+			return found, "", err
+		}
+		if err := checkEvidence(ctx, ev, cfg.Now().UTC(), "neither the evidence comment nor its check run was posted (the replies were)"); err != nil {
+			return found, "", err
+		}
+	}
 	asPublished(ev, cfg.Now().UTC())
 	url, err := publish.CommentEvidence(ctx, g.gh, repo, pr.Number, r.summary(), ev)
 	if err != nil {
@@ -78,15 +90,29 @@ func (r *run) updatePull(ctx context.Context, pushed string) (*pullRequest, stri
 	if err != nil {
 		return found, "", err
 	}
-	return found, fmt.Sprintf("pushed to #%d, evidence commented (%s); check run %s %s", pr.Number, url, publish.EvidenceCheckName, cr.Conclusion), nil
+	return found, fmt.Sprintf("pushed to #%d%s, evidence commented (%s); check run %s %s", pr.Number, replied, url, publish.EvidenceCheckName, cr.Conclusion), nil
 }
 
-// summary is the runner's own paragraph at the top of the pull request.
+// summary is the runner's own paragraph at the top of the pull request, or of a
+// round's evidence comment.
 func (r *run) summary() string {
 	var b strings.Builder
 	issue, attempt, tests := r.cfg.WorkItem.Issue, r.cfg.Attempt, r.rec.ev.Tests
-	if r.cfg.Stage == wire.StageFix {
-		fmt.Fprintf(&b, "Bumper's fix round (attempt %d) for the failing checks of #%d: a commit on top of %.12s, made in a microVM behind a default-deny firewall", attempt, issue, r.grant.HeadCommit)
+	round := 0
+	if rd := r.rec.ev.Round; rd != nil {
+		round = rd.Number
+	}
+	switch r.cfg.Stage {
+	case wire.StageFix:
+		fmt.Fprintf(&b, "Bumper's fix round (attempt %d) for the failing checks of #%d: a commit on top of %.12s", attempt, issue, r.grant.HeadCommit)
+	case wire.StageRevise:
+		fmt.Fprintf(&b, "Bumper's review round %d (attempt %d) of #%d, answering the writers' review: commits on top of %.12s", round, attempt, issue, r.grant.HeadCommit)
+	case wire.StageUpdate:
+		fmt.Fprintf(&b, "Bumper's update round %d (attempt %d) of #%d: the base branch's head %.12s merged into %.12s with a merge commit (never a rebase)",
+			round, attempt, issue, r.grant.UpdateTo, r.grant.HeadCommit)
+	}
+	if b.Len() > 0 {
+		b.WriteString(", made in a microVM behind a default-deny firewall")
 		if n := len(tests); n > 0 {
 			fmt.Fprintf(&b, "; the repository's verification passed in round %d", tests[n-1].Round)
 		}

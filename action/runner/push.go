@@ -16,14 +16,18 @@ import (
 
 // push bundles the work branch in the VM, checks the bundle on the host, and pushes it
 // through the firewall's git gateway, which lets the run update its own branch only.
-// head is the commit verification judged; it returns the head it pushed.
-func (r *run) push(ctx context.Context, vm *guest, head string) (string, string, error) {
+// head is the commit verification judged; m what an update run's merge left to resolve.
+// It returns the head it pushed.
+func (r *run) push(ctx context.Context, vm *guest, head string, m merged) (string, string, error) {
 	if head == r.start() {
 		return "", "", failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
 	}
 	ws := vm.ws
 	res, err := r.takeWork(ctx, vm, head)
 	if err != nil {
+		return "", "", err
+	}
+	if err := r.checkResolved(ctx, ws, res.Head, m); err != nil {
 		return "", "", err
 	}
 	rw, err := r.rewrite(ctx, ws, res.Head)
@@ -89,6 +93,8 @@ func (r *run) takeWork(ctx context.Context, vm *guest, head string) (*workspace.
 	switch {
 	case errors.Is(err, workspace.ErrNoBundle):
 		return nil, failWith(evidence.OutcomeFailure, "the agent changed nothing: there is no commit to push")
+	case errors.Is(err, workspace.ErrNotMerged):
+		return nil, failWith(evidence.OutcomeFailure, "%w; nothing was pushed", err)
 	case err != nil:
 		return nil, failWith(evidence.OutcomeError, "failed to read the agent's work back: %w", err)
 	case res.Head != head:

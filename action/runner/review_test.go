@@ -23,8 +23,9 @@ import (
 )
 
 const (
-	baseSHA = "1111111111111111111111111111111111111111"
-	headSHA = "2222222222222222222222222222222222222222"
+	baseSHA   = "1111111111111111111111111111111111111111"
+	headSHA   = "2222222222222222222222222222222222222222"
+	updateSHA = "4444444444444444444444444444444444444444"
 )
 
 // TestCheckGrant: the grant's branch and pull request are held to the run's own issue
@@ -55,6 +56,16 @@ func TestCheckGrant(t *testing.T) {
 		{"review without a head", "review", 2, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9}, "not a full commit id", ""},
 		{"review with a short head", "review", 2, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA[:12]}, "not a full commit id", ""},
 		{"review with a branch name for head", "review", 2, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: "bumper/7-1"}, "not a full commit id", ""},
+		{"revise on the pull request's branch", "revise", 3, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA}, "", "bumper/7-1"},
+		{"revise on its own new branch", "revise", 3, wire.ExchangeResponse{Branch: "bumper/7-3", PullRequest: 9, HeadCommit: headSHA}, "earlier attempt", ""},
+		{"revise without its pull request", "revise", 3, wire.ExchangeResponse{Branch: "bumper/7-1", HeadCommit: headSHA}, "without its pull request", ""},
+		{"update, merging the base branch's head", "update", 3, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA, UpdateTo: updateSHA}, "", "bumper/7-1"},
+		{"update with nothing to merge", "update", 3, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA}, "base branch head to merge", ""},
+		{"update merging a branch name", "update", 3, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA, UpdateTo: "main"}, "base branch head to merge", ""},
+		{"update merging its own head", "update", 3, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA, UpdateTo: headSHA}, "base branch head to merge", ""},
+		{"update on main", "update", 3, wire.ExchangeResponse{Branch: "main", PullRequest: 9, HeadCommit: headSHA, UpdateTo: updateSHA}, "works only on", ""},
+		{"a fix that merges", "fix", 3, wire.ExchangeResponse{Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA, UpdateTo: updateSHA}, "only an update run merges one", ""},
+		{"an implement run that merges", "implement", 2, wire.ExchangeResponse{Branch: "bumper/7-2", UpdateTo: updateSHA}, "only an update run merges one", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,10 +100,39 @@ func TestCheckGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a round's task that is not the grant's", func(t *testing.T) {
+		revise := wire.ExchangeResponse{Stage: wire.StageRevise, Branch: "bumper/7-1", PullRequest: 9, HeadCommit: headSHA, BaseCommit: baseSHA}
+		update := revise
+		update.Stage, update.UpdateTo = wire.StageUpdate, updateSHA
+		comment := wire.ReviewComment{ID: 1, Kind: wire.ReviewKindInline, Author: "mae", Body: "x"}
+		tooMany := make([]wire.ReviewComment, wire.MaxReviewComments+1)
+		for _, tt := range []struct {
+			name  string
+			grant wire.ExchangeResponse
+			task  wire.Task
+			want  string
+		}{
+			{"a revise round", revise, wire.Task{Round: 2, Review: []wire.ReviewComment{comment}}, ""},
+			{"an update round", update, wire.Task{Round: 1, UpdateTo: updateSHA}, ""},
+			{"a revise task without its round", revise, wire.Task{Review: []wire.ReviewComment{comment}}, "names no round"},
+			{"an update task merging another commit", update, wire.Task{Round: 1, UpdateTo: baseSHA}, "merges"},
+			{"an update task merging nothing", update, wire.Task{Round: 1}, "merges"},
+			{"a revise task merging", revise, wire.Task{Round: 1, UpdateTo: updateSHA}, "merges"},
+			{"more comments than a round takes", revise, wire.Task{Round: 1, Review: tooMany}, "at most 50"},
+			{"review comments for an update", update, wire.Task{Round: 1, UpdateTo: updateSHA, Review: []wire.ReviewComment{comment}}, "only a revise run"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				err := checkTask(tt.task, tt.grant, "bumper/7-1")
+				if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+					t.Fatalf("checkTask = %v, want %q", err, tt.want)
+				}
+			})
+		}
+	})
 }
 
 // TestPushRules: what the firewall lets each stage push: an implement run its own new
-// branch; a fix run the pull request's branch, only on from its head; a plan or review
+// branch; a fix, revise or update run the pull request's branch, only on from its head; a plan or review
 // run nothing; pushes start closed.
 func TestPushRules(t *testing.T) {
 	for _, tt := range []struct {
@@ -101,6 +141,8 @@ func TestPushRules(t *testing.T) {
 	}{
 		{"implement", "bumper/7-2", "", "refs/heads/bumper/7-2", ""},
 		{"fix", "bumper/7-1", headSHA, "refs/heads/bumper/7-1", headSHA},
+		{"revise", "bumper/7-1", headSHA, "refs/heads/bumper/7-1", headSHA},
+		{"update", "bumper/7-1", headSHA, "refs/heads/bumper/7-1", headSHA},
 		{"review", "bumper/7-1", headSHA, "", ""},
 		{"plan", "bumper/7-1", "", "", ""},
 	} {

@@ -17,12 +17,13 @@ import (
 )
 
 // commitScript commits what the agent left uncommitted on the work branch, so that an
-// agent that edits files without committing still hands its work back. The message
-// comes through the environment, never through the shell's parser.
+// agent that edits files without committing still hands its work back; a merge it left
+// in progress (an update run's) is committed even when it keeps the branch's tree. The
+// message comes through the environment, never through the shell's parser.
 const commitScript = `set -e
 cd ` + workspace.GuestRepo + `
 git add -A
-if ! git diff --cached --quiet; then
+if ! git diff --cached --quiet || git rev-parse -q --verify MERGE_HEAD >/dev/null; then
 	echo "bumper: committing what the agent left uncommitted:"
 	git status --short
 	git commit -q --no-verify -m "$BUMPER_COMMIT_MESSAGE"
@@ -177,8 +178,14 @@ func (r *run) agentRound(ctx context.Context, vm *guest, h harness.Harness, roun
 func (r *run) commit(ctx context.Context, vm *guest, w io.Writer, round int, left string) (string, error) {
 	issue := r.cfg.WorkItem.Issue
 	msg := commitMessage(r.grant.task.Title, issue)
-	if r.cfg.Stage == wire.StageFix {
+	switch r.cfg.Stage {
+	case wire.StageFix:
 		msg = commitMessage("Fix failing checks", issue)
+	case wire.StageRevise:
+		msg = commitMessage(fmt.Sprintf("Answer review round %d", r.grant.task.Round), issue)
+	case wire.StageUpdate:
+		// A merge the agent left in progress is committed with it.
+		msg = commitMessage(fmt.Sprintf("Merge the base branch's head %.12s", r.grant.UpdateTo), issue)
 	}
 	env := []string{"BUMPER_COMMIT_MESSAGE=" + msg}
 	tail := &tailWriter{max: 2048}

@@ -61,11 +61,12 @@ type run struct {
 	rec   *recorder
 }
 
-// pullStage says the run starts from the work item's pull request (fix and review).
-func (r *run) pullStage() bool { return pullStage(r.cfg.Stage) }
+// pullStage says the run starts from the work item's pull request (fix, review, revise
+// and update).
+func (r *run) pullStage() bool { return wire.PullStage(r.cfg.Stage) }
 
-// start is the commit the run's work branch starts at: a fix or review run's pull
-// request head, else the approved base commit.
+// start is the commit the run's work branch starts at: a pull request run's head, else
+// the approved base commit.
 func (r *run) start() string {
 	if r.pullStage() {
 		return r.grant.HeadCommit
@@ -95,7 +96,7 @@ func (p *produced) pullNumber(stage wire.Stage) int {
 	switch {
 	case p.pull != nil:
 		return p.pull.number
-	case p.grant != nil && pullStage(stage):
+	case p.grant != nil && wire.PullStage(stage):
 		return p.grant.PullRequest
 	}
 	return 0
@@ -195,6 +196,14 @@ func execute(ctx context.Context, cfg Config, rec *recorder, cancel context.Canc
 		p.review, err = r.review(vmCtx, p.guest)
 		return p, err
 	}
+	var mg merged
+	if cfg.Stage == wire.StageUpdate {
+		if mg, err = step(vmCtx, rec, evidence.PhaseMerge, func(ctx context.Context) (merged, string, error) {
+			return r.merge(ctx, p.guest)
+		}); err != nil {
+			return p, err
+		}
+	}
 	head, err := r.rounds(vmCtx, p.guest)
 	if err != nil {
 		return p, err
@@ -205,7 +214,7 @@ func execute(ctx context.Context, cfg Config, rec *recorder, cancel context.Canc
 		})
 	}
 	if p.pushed, err = step(ctx, rec, evidence.PhasePush, func(ctx context.Context) (string, string, error) {
-		return r.push(ctx, p.guest, head)
+		return r.push(ctx, p.guest, head, mg)
 	}); err != nil {
 		return p, err
 	}
@@ -213,12 +222,11 @@ func execute(ctx context.Context, cfg Config, rec *recorder, cancel context.Canc
 	// request shows has the firewall's account of the run (cost, egress, audit head).
 	p.session.shutDown(ctx)
 	p.session.settle(ctx, rec.ev, rec.out)
-	open := r.openPull
-	if cfg.Stage == wire.StageFix {
-		open = r.updatePull
-	}
 	p.pull, err = step(ctx, rec, evidence.PhasePullRequest, func(ctx context.Context) (*pullRequest, string, error) {
-		return open(ctx, p.pushed)
+		if r.pullStage() {
+			return r.updatePull(ctx, p.pushed, p.ws)
+		}
+		return r.openPull(ctx, p.pushed)
 	})
 	return p, err
 }

@@ -46,7 +46,7 @@ func TestConfigValidate(t *testing.T) {
 		{"everything missing", func(c *Config) { *c = Config{} }, []string{
 			"no serve URL", "no OIDC token source", "work item \"\"", "attempt 0", "no nonce", "stage \"\"",
 			"server URL", "API URL", "no output directory", "no VM image"}},
-		{"a stage that is none", func(c *Config) { c.Stage = "deploy" }, []string{"want plan, implement, fix or review"}},
+		{"a stage that is none", func(c *Config) { c.Stage = "deploy" }, []string{"want one of plan, implement, fix, review, revise, update"}},
 		{"a work item that is not one", func(c *Config) { c.WorkItem = wire.WorkItem{Repository: "acme/widgets", Issue: 0} }, []string{"owner/repo#issue"}},
 		{"a work item made by hand", func(c *Config) { c.WorkItem = wire.WorkItem{Repository: "acme", Issue: 3} }, []string{"work item \"acme#3\": want owner/repo#issue"}},
 		{"a URL that is not one", func(c *Config) { c.APIURL = "ftp://x" }, []string{"API URL (GITHUB_API_URL) \"ftp://x\""}},

@@ -39,8 +39,8 @@ type session struct {
 
 // firewallConfig is the run's firewall: the repository's allowlist at the base commit,
 // the git gateway for this one repository with the run's branch as the only ref it may
-// push (none for a plan or review run; a fix run only moves its pull request's branch
-// on from the head it started at), the GitHub API only where the repository opted in
+// push (none for a plan or review run; a fix, revise or update run only moves its pull
+// request's branch on from the head it started at), the GitHub API only where the repository opted in
 // to reads, the model gateways, the run's cost cap; the token handed over in memory.
 func (r *run) firewallConfig(listen string) *firewall.Config {
 	cfg, g := r.cfg, r.grant
@@ -54,11 +54,11 @@ func (r *run) firewallConfig(listen string) *firewall.Config {
 		Secrets: &firewall.Secrets{GitHubToken: g.InstallationToken, AnthropicKey: cfg.AnthropicKey, OpenAIKey: cfg.OpenAIKey},
 	}
 	switch cfg.Stage {
-	case wire.StageImplement, wire.StageFix:
+	case wire.StageImplement, wire.StageFix, wire.StageRevise, wire.StageUpdate:
 		// The run's branch (checkGrant's), pushed by the runner alone: closed while the
-		// agent runs.
+		// agent runs. A round on the pull request only moves it on from its head.
 		c.Gateway.PushRef, c.Gateway.PushClosed = "refs/heads/"+g.branch, true
-		if cfg.Stage == wire.StageFix {
+		if cfg.Stage != wire.StageImplement {
 			c.Gateway.PushFrom = g.HeadCommit
 		}
 	}

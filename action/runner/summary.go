@@ -29,6 +29,9 @@ func JobSummary(res *Result, item wire.WorkItem, attempt, limit int) string {
 				mdcode.Span(ev.Review.HeadCommit), mdcode.Span(strings.Join(strings.Fields(ev.Review.Problem), " ")))
 		case ev.Stage == wire.StageFix && ev.HeadCommit != "" && res.Outcome == evidence.OutcomeSuccess:
 			fmt.Fprintf(&b, "Fix round pushed %s to %s; its evidence is commented on the pull request.\n\n", mdcode.Span(ev.HeadCommit), mdcode.Span(ev.Branch))
+		case ev.Round != nil && ev.HeadCommit != "" && res.Outcome == evidence.OutcomeSuccess:
+			fmt.Fprintf(&b, "The %s round %d pushed %s to %s; its evidence is commented on the pull request.\n\n", ev.Stage, ev.Round.Number,
+				mdcode.Span(ev.HeadCommit), mdcode.Span(ev.Branch))
 		}
 	}
 	if res.Reason != "" {

@@ -17,7 +17,8 @@ import (
 // fetch gets exactly the base commit (and with FullHistory its ancestors) through the
 // relay; the commit is named by its object name, so no ref of the git host matters.
 // When the run starts elsewhere (a pull request's head), the work branch is fetched
-// too, down to what the base already gave, and must still name Start.
+// too, down to what the base already gave, and must still name Start; an update run's
+// UpdateTo is fetched last, by its object name.
 func (w *Workspace) fetch(ctx context.Context, gw *url.URL) error {
 	if err := w.fetchOne(ctx, gw, w.opts.Base, !w.opts.FullHistory); err != nil {
 		return err
@@ -33,6 +34,15 @@ func (w *Workspace) fetch(ctx context.Context, gw *url.URL) error {
 		}
 		if got != w.Start {
 			return fmt.Errorf("%w: %s moved from %s to %s since the run was dispatched (a human pushed?); nothing was run on it", ErrBranchMoved, w.Branch, w.Start, got)
+		}
+	}
+	if w.UpdateTo != "" {
+		// By its object name, down to what the base and the branch already gave.
+		if err := w.fetchOne(ctx, gw, w.UpdateTo, false); err != nil {
+			return err
+		}
+		if got, err := w.git.line(ctx, "rev-parse", "--verify", "--quiet", w.UpdateTo+"^{commit}"); err != nil || got != w.UpdateTo {
+			return fmt.Errorf("%w: %s (the base branch's head to merge) is not a commit in what %s sent (%q)", ErrCommitNotFound, w.UpdateTo, w.Repository, got)
 		}
 	}
 	got, err := w.git.line(ctx, "rev-parse", "--verify", "--quiet", w.opts.Base+"^{commit}")

@@ -56,14 +56,22 @@ type Options struct {
 	// Issue and Attempt name the work branch, bumper/<issue>-<attempt>, unless Branch
 	// names it.
 	Issue, Attempt int
-	// Branch is the work branch when it is not the attempt's own: a fix or review run
-	// works on the pull request's branch, bumper/<issue>-<n> of an earlier attempt.
+	// Branch is the work branch when it is not the attempt's own: a run on the pull
+	// request (fix, review, revise, update) works on the pull request's branch,
+	// bumper/<issue>-<n> of an earlier attempt.
 	Branch string
 	// Start is the commit the work branch starts at when it is not Base: a fix or
 	// review run's pull request head (40 hexadecimal digits). The branch is then
 	// fetched from the git host too, and must still be at Start (ErrBranchMoved); the
 	// work comes back on top of Start.
 	Start string
+	// UpdateTo is, for an update run, the base branch's new head that the run merges
+	// into the pull request's branch in the VM (MergeScript): fetched too (by its object
+	// name, 40 hexadecimal digits), and left out of the work that comes back: the bundle
+	// carries only what is on top of Start and UpdateTo, and Result requires a head
+	// that keeps the merge (UpdateTo an ancestor) on Start's line (Start its first-parent
+	// ancestor). Only with a Start other than Base.
+	UpdateTo string
 	// Review lays out a review run's workspace: the base commit's tree in base/ and
 	// Start's in head/ (files only, no .git), and base/, head/ and the task directory
 	// read-only in the VM (agentproto.ReadOnlyMarker), so that nothing run before the
@@ -216,6 +224,13 @@ func (o Options) validate() (*url.URL, string, error) {
 	}
 	if !revision.IsCommitID(o.Start) {
 		errs = append(errs, fmt.Errorf("start commit %q is not a full lowercase SHA-1 (40 hexadecimal digits)", o.Start))
+	}
+	switch {
+	case o.UpdateTo == "":
+	case !revision.IsCommitID(o.UpdateTo):
+		errs = append(errs, fmt.Errorf("update-to commit %q is not a full lowercase SHA-1 (40 hexadecimal digits)", o.UpdateTo))
+	case o.Start == o.Base || o.UpdateTo == o.Start || o.Review:
+		errs = append(errs, fmt.Errorf("update-to commit %s: only an update run, which starts at a pull request's head other than it, merges one", o.UpdateTo))
 	}
 	if err := o.Identity.check(); err != nil {
 		errs = append(errs, err)

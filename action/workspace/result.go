@@ -33,7 +33,8 @@ type Result struct {
 	// fix run's pull request head); Head the work branch's new head, which descends
 	// from it.
 	Base, Head string
-	// Commits is the number of commits from Base to Head.
+	// Commits is the number of the run's own commits from Base to Head (not the base
+	// branch's an update run merged).
 	Commits int
 	// Diff is the change from Base to Head, for the evidence.
 	Diff evidence.DiffStat
@@ -53,8 +54,9 @@ type bundleHeader struct {
 // it must be a regular file within MaxBundleBytes, carry exactly the work branch and
 // nothing else, be complete on top of what the host has (git bundle verify), pass
 // git's object checks on the way in, and its head must descend from the base commit
-// by at most MaxCommits commits. It then returns the head and the diff stat. The head
-// is kept in the host's repository as refs/bumper/result.
+// by at most MaxCommits commits of its own (an update run's must also keep its merge:
+// ErrNotMerged). It then returns the head and the diff stat. The head is kept in the
+// host's repository as refs/bumper/result.
 func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 	p := filepath.Join(w.OutDir, BundleName)
 	info, err := os.Lstat(p)
@@ -100,7 +102,7 @@ func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 	if err := w.indexPack(ctx, p, hdr.size); err != nil {
 		return nil, fmt.Errorf("%w: reading its objects: %w", ErrBadBundle, err)
 	}
-	if _, err := w.git.run(ctx, nil, 1<<20, "rev-list", "--objects", "--quiet", head, "^"+w.Start); err != nil {
+	if _, err := w.git.run(ctx, nil, 1<<20, append([]string{"rev-list", "--objects", "--quiet"}, w.Own(head)...)...); err != nil {
 		return nil, fmt.Errorf("%w: its objects are incomplete: %w", ErrBadBundle, err)
 	}
 	if typ, err := w.git.line(ctx, "cat-file", "-t", head); err != nil {
@@ -124,7 +126,12 @@ func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 		}
 		return nil, fmt.Errorf("failed to compare the head with the base: %w", err)
 	}
-	n, err := w.git.line(ctx, "rev-list", "--count", w.Start+".."+head)
+	if w.UpdateTo != "" {
+		if err := w.checkMerged(ctx, head); err != nil {
+			return nil, err
+		}
+	}
+	n, err := w.git.line(ctx, append([]string{"rev-list", "--count"}, w.Own(head)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("failed to count the work branch's commits: %w", err)
 	}
@@ -137,6 +144,31 @@ func (w *Workspace) Result(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Base: w.Start, Head: head, Commits: commits, Diff: diff, BundleBytes: info.Size()}, nil
+}
+
+// checkMerged holds an update run's head to what the run is for: the base branch's
+// head merged into the pull request's, never a rebase. UpdateTo must be an ancestor of
+// head (the merge was kept), and Start on head's first-parent line (the branch goes on
+// from the pull request's head, which the merge commit's first parent is; a branch
+// rebuilt on top of UpdateTo, or a merge the other way round, has it on another line).
+func (w *Workspace) checkMerged(ctx context.Context, head string) error {
+	if _, err := w.git.run(ctx, nil, 1<<10, "merge-base", "--is-ancestor", w.UpdateTo, head); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return fmt.Errorf("%w: %s does not hold %s, the base branch's head (the merge was aborted or undone)", ErrNotMerged, head, w.UpdateTo)
+		}
+		return fmt.Errorf("failed to compare the head with the base branch's: %w", err)
+	}
+	// Start is an ancestor (checked before), so the first-parent line reaches it within
+	// the run's own commits, if it passes through it at all.
+	line, err := w.git.run(ctx, nil, 41*int64(w.opts.MaxCommits+2), "rev-list", "--first-parent", fmt.Sprintf("--max-count=%d", w.opts.MaxCommits+1), head)
+	if err != nil {
+		return fmt.Errorf("failed to read the work branch's first-parent line: %w", err)
+	}
+	if !slices.Contains(strings.Fields(string(line)), w.Start) {
+		return fmt.Errorf("%w: the pull request's head %s is not on %s's first-parent line: the branch must go on from it with a merge commit whose first parent it is, never be rebuilt on the base branch", ErrNotMerged, w.Start, head)
+	}
+	return nil
 }
 
 // packChecks are git's object checks for what comes from the guest: fsck's errors,

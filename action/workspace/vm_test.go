@@ -85,3 +85,48 @@ func TestPreparedWorkspaceInVM(t *testing.T) {
 	}
 	t.Logf("boot %s, ready %s, first output %s", rep.Boot.Mode, rep.Ready, rep.FirstOutput)
 }
+
+// TestUpdateMergeInVM runs an update run's merge where it runs in production, in a real
+// VM on the workspace (the image's git, the repository's identity): the base branch's
+// new head conflicts with the pull request's, the merge is left with its markers and the
+// unmerged path named; the "agent" resolves and commits it, and Result reads back the
+// merge commit, on top of the pull request's head, with the base branch's head as its
+// second parent.
+func TestUpdateMergeInVM(t *testing.T) {
+	testgate.RequiresQEMU(t)
+	im := imagetest.Image(t)
+	u := newUpdateHost(t)
+	ctx := testCtx(t)
+	w, err := Prepare(ctx, u.options(t, u.m2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	script := strings.Join([]string{
+		"cd " + GuestRepo,
+		"out=$(sh -c '" + strings.ReplaceAll(MergeScript, "'", `'\''`) + "' | tr '\\000' '\\n')",
+		"echo \"$out\"",
+		"grep -q '^<<<<<<< ' widgets.sh || exit 3",
+		"echo 'echo 5 # and then 4' > widgets.sh",
+		"git add widgets.sh && git commit -q --no-edit || exit 4",
+		strings.Join(w.BundleCommand(), " "),
+	}, "\n")
+	cfg := vmConfig(t, im)
+	cfg.WorkspaceDir = w.Dir
+	var stdout, stderr bytes.Buffer
+	rep, err := sandbox.Run(ctx, sandbox.Spec{Config: cfg, Argv: []string{"sh", "-c", script}, OutDir: w.OutDir, Stdout: &stdout, Stderr: &stderr,
+		Env: []string{MergeEnvUpdateTo + "=" + u.m2, MergeEnvMessage + "=unused"}})
+	if err != nil || rep.ExitCode != 0 {
+		t.Fatalf("sandbox.Run: %v, %+v\nstdout:\n%s\nstderr:\n%s", err, rep, stdout.String(), stderr.String())
+	}
+	if got := stdout.String(); got != "bumper-merge: conflicted\nwidgets.sh\n" {
+		t.Fatalf("the merge step said %q\nstderr:\n%s", got, stderr.String())
+	}
+	r, err := w.Result(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parents, _ := w.git.line(ctx, "log", "-1", "--format=%P", r.Head); r.Commits != 1 || parents != u.p+" "+u.m2 {
+		t.Fatalf("Result = %+v; the head's parents %s, want %s %s", r, parents, u.p, u.m2)
+	}
+}

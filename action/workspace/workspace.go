@@ -83,6 +83,9 @@ var (
 	// ErrBranchMoved: the work branch on the git host is no longer at Options.Start,
 	// the commit the run was dispatched for.
 	ErrBranchMoved = errors.New("the pull request's branch moved since the run was dispatched")
+	// ErrNotMerged: an update run's work does not keep the merge of Options.UpdateTo on
+	// the pull request's line (the merge was undone, or the branch rebased onto it).
+	ErrNotMerged = errors.New("the work branch does not merge the base branch's head into the pull request's head")
 )
 
 // Step is one named part of Prepare with its duration.
@@ -103,6 +106,9 @@ type Workspace struct {
 	// Repository is owner/name; Base the approved base commit; Start the commit the
 	// work branch starts at (Base, or a pull request's head); Branch the work branch.
 	Repository, Base, Start, Branch string
+	// UpdateTo is an update run's base branch head, which the VM merges into the
+	// branch (Options.UpdateTo); empty otherwise.
+	UpdateTo string
 	// BaseDir and HeadDir are a review workspace's trees of Base and Start (inside
 	// Dir); empty otherwise.
 	BaseDir, HeadDir string
@@ -143,7 +149,7 @@ func Prepare(ctx context.Context, opts Options) (_ *Workspace, err error) {
 	}()
 	w := &Workspace{
 		Root: root, Dir: filepath.Join(root, "disk"), OutDir: filepath.Join(root, "out"),
-		Repository: repo, Base: opts.Base, Start: opts.Start, Branch: opts.Branch, opts: opts,
+		Repository: repo, Base: opts.Base, Start: opts.Start, Branch: opts.Branch, UpdateTo: opts.UpdateTo, opts: opts,
 	}
 	w.RepoDir, w.TaskDir = filepath.Join(w.Dir, RepoDirName), filepath.Join(w.Dir, TaskDirName)
 	home := filepath.Join(root, "home")
@@ -174,6 +180,13 @@ func Prepare(ctx context.Context, opts Options) (_ *Workspace, err error) {
 	if err := step("inspect tree", func() error { return w.inspectTree(ctx, w.Start) }); err != nil {
 		return nil, err
 	}
+	if w.UpdateTo != "" {
+		// The merge checks the base branch's files out in the VM: they meet the same
+		// limits and path rules as the head's.
+		if err := step("inspect update", func() error { return w.inspectTree(ctx, w.UpdateTo) }); err != nil {
+			return nil, err
+		}
+	}
 	if err := step("checkout", func() error { return w.checkout(ctx) }); err != nil {
 		return nil, err
 	}
@@ -194,10 +207,27 @@ func Prepare(ctx context.Context, opts Options) (_ *Workspace, err error) {
 }
 
 // BundleCommand is what the guest runs at the end of the run to hand the work branch
-// back: a bundle of the branch's commits since the base, written to /out. Git refuses
-// to write an empty bundle, so no commits means no bundle (Result: ErrNoBundle).
+// back: a bundle of the branch's commits since the start (and, for an update run, not
+// the base branch's, which the host has), written to /out. Git refuses to write an
+// empty bundle, so no commits means no bundle (Result: ErrNoBundle).
 func (w *Workspace) BundleCommand() []string {
-	return []string{"git", "-C", GuestRepo, "bundle", "create", "--quiet", GuestBundle, "refs/heads/" + w.Branch, "^" + w.Start}
+	argv := []string{"git", "-C", GuestRepo, "bundle", "create", "--quiet", GuestBundle, "refs/heads/" + w.Branch, "^" + w.Start}
+	if w.UpdateTo != "" {
+		argv = append(argv, "^"+w.UpdateTo)
+	}
+	return argv
+}
+
+// Own are the revision arguments that select the run's own commits up to head: those
+// on top of the start and, for an update run, not the base branch's ("head ^start
+// [^update-to]"), for git rev-list and git log. Everything else is someone else's: the
+// base commit's history, the pull request's earlier commits, the base branch's.
+func (w *Workspace) Own(head string) []string {
+	args := []string{head, "^" + w.Start}
+	if w.UpdateTo != "" {
+		args = append(args, "^"+w.UpdateTo)
+	}
+	return args
 }
 
 // Close removes everything Prepare made.

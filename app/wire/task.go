@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/bumperdev/bumper/internal/mdcode"
 )
@@ -24,13 +23,19 @@ const HowToRead = "Bumper wrote this file's headings and the sentences outside c
 // Files renders the task as the files the agent reads: TASK.md for the agent's prompt
 // and task.json for tools.
 //
+// A revise or update round adds its part (writeRound): the writers' review comments
+// with their place in the diff and their threads, what was left out and why, the steers
+// kept for the run, and what an update round is asked.
+//
 // Title, body, plan, comments and the checks' output are verbatim: the approver
-// approved exactly this text (the status comment showed what its rendering hides). They
-// are also untrusted (an issue's author, a reader's comment quoted by a writer, an agent's
-// plan, CI output echoing any of them), so in TASK.md each goes in a fenced block the
-// text cannot close (mdcode.Fence), under a heading Bumper writes; short values (the
-// title, logins, check names, links) go in code spans on one line. No text can pose as
-// one of Bumper's headings or sentences.
+// approved exactly this text (the status comment showed what its rendering hides); the
+// review comments, their hunks and threads, and steers are verbatim as their writers
+// wrote them. All are untrusted (an issue's author, a reader's comment quoted by a
+// writer, an agent's plan, CI output echoing any of them, a diff hunk of the agent's
+// code), so in TASK.md each goes in a fenced block the text cannot close (mdcode.Fence),
+// under a heading Bumper writes; short values (the title, logins, check names, links,
+// paths) go in code spans on one line. No text can pose as one of Bumper's headings or
+// sentences.
 func (t Task) Files() (map[string][]byte, error) {
 	raw, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
@@ -52,7 +57,7 @@ func (t Task) Files() (map[string][]byte, error) {
 	if len(t.Comments) > 0 {
 		b.WriteString("\n## Comments written before the approval by people with write access\n")
 		for _, c := range t.Comments {
-			fmt.Fprintf(&b, "\n### %s at %s\n", mdcode.Span("@"+oneLine(c.Author)), c.CreatedAt.UTC().Format(time.RFC3339))
+			fmt.Fprintf(&b, "\n### %s at %s\n", mdcode.Span("@"+oneLine(c.Author)), stamp(c.CreatedAt))
 			quote(&b, c.Body)
 		}
 	}
@@ -75,6 +80,7 @@ func (t Task) Files() (map[string][]byte, error) {
 			}
 		}
 	}
+	t.writeRound(&b)
 	fmt.Fprintf(&b, "\n---\nWork item %s, stage %s, revision %s, base commit %s.\n",
 		mdcode.Span(oneLine(t.WorkItem.String())), mdcode.Span(oneLine(string(t.Stage))), mdcode.Span(oneLine(t.SpecRevision)), mdcode.Span(oneLine(t.BaseCommit)))
 	return map[string][]byte{TaskMarkdown: []byte(b.String()), TaskJSON: append(raw, '\n')}, nil

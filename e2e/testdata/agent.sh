@@ -37,6 +37,34 @@ ledger() {
 JSON
 }
 
+# Rounds on the pull request (issue #24), whatever the scenario: an update round keeps
+# the pull request's side of every conflict the runner's merge left, and leaves the merge
+# for the runner to commit; a review round answers each review thread it is given with a
+# change and a reply in the thread.
+if grep -q '^## What the merge did' "$BUMPER_TASK"; then
+	git diff --name-only --diff-filter=U -z | xargs -0 -r git checkout --ours --
+	git diff --name-only --diff-filter=U -z | xargs -0 -r git add --
+	echo "agent: update round: kept the pull request's side of each conflict"
+	exit 0
+fi
+if grep -q '^## Review round [0-9]*: what the writers asked' "$BUMPER_TASK"; then
+	round=$(sed -n 's/^## Review round \([0-9]*\): what the writers asked$/\1/p' "$BUMPER_TASK" | head -n 1)
+	echo "# Reviewed in round $round." >>widgets.sh
+	git commit -q -am "Answer the review"
+	threads=$(sed -n 's/^.*Its review thread is \([0-9]*\): to answer there.*$/\1/p' "$BUMPER_TASK" | sort -u)
+	{
+		printf '{"schema_version": 1, "replies": ['
+		sep=
+		for t in $threads; do
+			printf '%s{"thread_id": %s, "changed": true, "body": "Done in review round %s."}' "$sep" "$t" "$round"
+			sep=,
+		done
+		printf ']}\n'
+	} >"$BUMPER_OUT/replies.json"
+	echo "agent: review round $round: answered threads $(echo $threads)"
+	exit 0
+fi
+
 case "$scenario" in
 fix)
 	if [ "$BUMPER_ROUND" = 1 ]; then

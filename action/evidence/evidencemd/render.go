@@ -224,6 +224,9 @@ func (r *renderer) head(compact bool) string {
 	if r.e.Review != nil {
 		b.WriteString("- **Review:** " + r.reviewLine() + "\n")
 	}
+	if r.e.Round != nil {
+		b.WriteString("- **Round:** " + r.roundLine() + "\n")
+	}
 	b.WriteString("- **Cost:** " + r.costLine() + "\n")
 	if compact {
 		b.WriteString("\n")

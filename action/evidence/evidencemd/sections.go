@@ -9,13 +9,18 @@ import (
 	"github.com/bumperdev/bumper/internal/revision"
 )
 
-// sections builds every collapsed part, items at their fixed bounds.
+// sections builds every collapsed part, items at their fixed bounds; a revise or
+// update round's comes first.
 func (r *renderer) sections() []*section {
-	return []*section{
+	var secs []*section
+	if r.e.Round != nil {
+		secs = append(secs, r.roundSection())
+	}
+	return append(secs,
 		r.phasesSection(), r.commandsSection(), r.testsSection(), r.filesSection(),
 		r.egressSection(), r.decisionsSection(), r.sandboxSection(), r.approvalsSection(),
 		r.auditSection(), r.revocationSection(),
-	}
+	)
 }
 
 // track builds an item and marks it trimmed when the quoter cut something meanwhile.

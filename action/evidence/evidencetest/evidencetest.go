@@ -192,3 +192,47 @@ func inRound(p evidence.Phase, round int) evidence.Phase {
 	p.Round = round
 	return p
 }
+
+// Revise is a successful review round (stage revise, round 2) on Realistic's pull
+// request: two writers' comments answered, three left out (one past what the record
+// lists), the agent's replies posted but one, which GitHub refused.
+func Revise() *evidence.Evidence {
+	e := Realistic()
+	e.Stage, e.Attempt = wire.StageRevise, 3
+	e.Branch = "bumper/42-2"
+	e.Round = &evidence.Round{Number: 2,
+		Answered: []evidence.Answered{
+			{ID: 880101, Kind: wire.ReviewKindInline, Author: "maintainer-jo", ThreadID: 880101},
+			{ID: 770202, Kind: wire.ReviewKindReview, Author: "maintainer-jo"},
+		},
+		LeftOut: []wire.LeftOut{
+			{ID: 880103, Author: "drive-by", Association: "NONE", Reason: wire.LeftOutNotWriter},
+			{ID: 880104, Author: "ci-helper[bot]", Association: "NONE", Reason: wire.LeftOutBot},
+		},
+		LeftOutOmitted: 1,
+		Replies: &evidence.Replies{Status: evidence.RepliesOK, Posted: []evidence.PostedReply{
+			{ThreadID: 880101, Changed: true, CommentID: 880105},
+			{ThreadID: 880106, Changed: false, Error: "POST …/pulls/57/comments/880106/replies answered 422"},
+		}},
+	}
+	return e
+}
+
+// Update is an update round (stage update, round 1) whose merge of the base branch's
+// new head conflicted in two files the agent resolved.
+func Update() *evidence.Evidence {
+	e := Realistic()
+	e.Stage, e.Attempt = wire.StageUpdate, 3
+	e.Round = &evidence.Round{Number: 1, Answered: []evidence.Answered{}, LeftOut: []wire.LeftOut{},
+		Merge: &evidence.Merge{From: e.HeadCommit, To: "5d41402abc4b2a76b9719d911017c592ae1ee9b0", Conflicted: true,
+			Files: []string{"internal/webhook/client.go", "docs/webhooks.md"}, FilesOmitted: 1}}
+	return e
+}
+
+// InvalidReplies is Revise where the agent's replies.json was refused: nothing posted.
+func InvalidReplies() *evidence.Evidence {
+	e := Revise()
+	e.Round.Replies = &evidence.Replies{Status: evidence.RepliesInvalid,
+		Error: "replies.json: /replies/1 answers thread 12, which is not one of the task's review threads [880101]"}
+	return e
+}
