@@ -31,7 +31,7 @@ func applySeed(w *state.World, git *gitserver.Server, s *Seed) error {
 		app.Permissions = DefaultAppPermissions()
 	}
 	if app.Events == nil {
-		app.Events = []string{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
+		app.Events = []string{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment", "push",
 			"check_run", "workflow_run", "workflow_job"}
 	}
 	owner := app.Owner

@@ -3,6 +3,7 @@ package ghclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	gogithub "github.com/google/go-github/v66/github"
@@ -18,17 +19,19 @@ func ReviewOf(r *gogithub.PullRequestReview) workitem.ReviewInfo {
 		Body: r.GetBody(), SubmittedAt: r.GetSubmittedAt().Time}
 }
 
-// Review implements workitem.GitHub.
+// Review implements workitem.GitHub, through the pull request's list of reviews (the
+// one the App reads for approvals too): one call for up to 100 reviews.
 func (c *Client) Review(ctx context.Context, repo string, number int, id int64) (workitem.ReviewInfo, error) {
-	owner, name, err := split(repo)
+	reviews, err := c.Reviews(ctx, repo, number)
 	if err != nil {
 		return workitem.ReviewInfo{}, err
 	}
-	r, _, err := c.gh.PullRequests.GetReview(ctx, owner, name, number, id)
-	if err != nil {
-		return workitem.ReviewInfo{}, notFound(err)
+	for _, r := range reviews {
+		if r.ID == id {
+			return r, nil
+		}
 	}
-	return ReviewOf(r), nil
+	return workitem.ReviewInfo{}, fmt.Errorf("%w: review %d of %s#%d", workitem.ErrNotFound, id, repo, number)
 }
 
 // PullComments implements workitem.GitHub; it follows every page.
