@@ -1,6 +1,7 @@
 package workitem
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,20 +136,10 @@ func (r *reader) pullComments(ctx context.Context) ([]PullComment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed to list the review comments of pull request #%d: %w", r.rec.PullRequest, err)
 		}
-		slices.SortFunc(cs, func(a, b PullComment) int { return cmpID(a.ID, b.ID) })
+		slices.SortFunc(cs, func(a, b PullComment) int { return cmp.Compare(a.ID, b.ID) })
 		r.comments, r.listed = cs, true
 	}
 	return r.comments, nil
-}
-
-func cmpID(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ofReview lists a review's inline comments within the input's bounds, oldest first.
@@ -420,7 +411,9 @@ func takenLine(q *mdcode.Quoter, c wire.ReviewComment) string {
 	}
 	where := "the review"
 	if c.Path != "" {
-		where = q.Span(fmt.Sprintf("%s:%d", oneLine(c.Path), c.Line))
+		// A path is the reviewer's to name, up to GitHub's limits: cut, so that the list
+		// stays short whatever the paths.
+		where = q.Span(fmt.Sprintf("%s:%d", cutBytes(oneLine(c.Path), 200), c.Line))
 	}
 	what := "comment"
 	if c.Kind == wire.ReviewKindFinding {

@@ -164,7 +164,7 @@ func (s *Service) maybeUpdate(ctx context.Context, gh GitHub, it *item, pol repo
 	}
 	what := fmt.Sprintf("%s moved to %.12s", rec.BaseBranch, to)
 	if conflicts {
-		what += " and pull request #" + fmt.Sprint(rec.PullRequest) + " conflicts with it"
+		what += fmt.Sprintf(" and pull request #%d conflicts with it", rec.PullRequest)
 	} else {
 		what += fmt.Sprintf(" and pull request #%d must be up to date with it to merge", rec.PullRequest)
 	}
