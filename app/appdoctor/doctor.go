@@ -213,6 +213,12 @@ func checkRepo(ctx context.Context, cc githubapp.ClientCreator, ac *gogithub.Cli
 	}
 
 	out = append(out, protectionFindings(ctx, gh, owner, name, branch, slug, appID, pol)...)
+	strict := false
+	if b, _, err := gh.Repositories.GetBranch(ctx, owner, name, branch, 0); err == nil {
+		rsc := b.GetProtection().GetRequiredStatusChecks()
+		strict = rsc != nil && rsc.Strict
+	}
+	out = append(out, ConversationFindings(branch, strict, pol)...)
 
 	label := cfg.Bumper.TriggerLabel
 	if _, _, err := gh.Issues.GetLabel(ctx, owner, name, label); err != nil {
@@ -293,6 +299,35 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 	}
 	if source != nil {
 		out = append(out, *source)
+	}
+	return out
+}
+
+// ConversationFindings checks that the conversation on Bumper's pull requests can do
+// what the repository's settings ask of it: a base branch that requires up-to-date
+// branches with updates turned off leaves every behind pull request to a person, and
+// reviewer.revise_on_findings with revise rounds off does nothing. strict is whether
+// branch's protection requires up-to-date branches.
+func ConversationFindings(branch string, strict bool, pol repoconfig.Config) []doctorreport.Finding {
+	const id = "repo.conversation"
+	var out []doctorreport.Finding
+	if strict && pol.Bounds.UpdateRounds == 0 {
+		out = append(out, doctorreport.Finding{Check: id, Status: doctorreport.Warning,
+			Detail: fmt.Sprintf("%s requires pull requests to be up to date before a merge, but bounds.update_rounds is 0 in %s: Bumper updates none of its pull requests, so each waits for a person to update it", branch, repoconfig.Path),
+			Fix:    fmt.Sprintf("set bounds.update_rounds (1 to %d) in %s, or let people press Update branch", repoconfig.MaxUpdateRounds, repoconfig.Path)})
+	}
+	if pol.Reviewer.ReviseOnFindings && pol.Bounds.ReviewRounds == 0 {
+		out = append(out, doctorreport.Finding{Check: id, Status: doctorreport.Warning,
+			Detail: fmt.Sprintf("reviewer.revise_on_findings is on, but bounds.review_rounds is 0 in %s: the reviewer's findings start no round", repoconfig.Path),
+			Fix:    fmt.Sprintf("set bounds.review_rounds (1 to %d), or turn revise_on_findings off", repoconfig.MaxReviewRounds)})
+	}
+	if len(out) == 0 {
+		what := "off"
+		if pol.Bounds.ReviewRounds > 0 {
+			what = fmt.Sprintf("at most %d per pull request", pol.Bounds.ReviewRounds)
+		}
+		out = append(out, doctorreport.Finding{Check: id, Status: doctorreport.OK,
+			Detail: fmt.Sprintf("revise rounds: %s; updates of a pull request when %s moves: at most %d", what, branch, pol.Bounds.UpdateRounds)})
 	}
 	return out
 }

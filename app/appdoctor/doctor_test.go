@@ -308,3 +308,20 @@ func TestWorkflowShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestConversationFindings: settings of the conversation that cannot do what they ask.
+func TestConversationFindings(t *testing.T) {
+	parse := func(s string) repoconfig.Config {
+		p, err := repoconfig.Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	find(t, appdoctor.ConversationFindings("main", true, parse("version: 1\nbounds: {update_rounds: 0}\n")),
+		want{"repo.conversation", doctorreport.Warning, "requires pull requests to be up to date", "set bounds.update_rounds"})
+	find(t, appdoctor.ConversationFindings("main", false, parse("version: 1\nbounds: {review_rounds: 0}\nreviewer: {revise_on_findings: true}\n")),
+		want{"repo.conversation", doctorreport.Warning, "the reviewer's findings start no round", "set bounds.review_rounds"})
+	find(t, appdoctor.ConversationFindings("main", true, repoconfig.Default()),
+		want{"repo.conversation", doctorreport.OK, "revise rounds: at most 3 per pull request; updates of a pull request when main moves: at most 2", ""})
+}

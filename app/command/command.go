@@ -1,9 +1,10 @@
 // Package command reads the slash commands people give Bumper in issue and pull request
-// comments: /approve, /stop, /retry, /status, and /bumper for help.
+// comments: /approve, /stop, /retry, /status, /revise and /steer, and /bumper for help.
 package command
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -16,6 +17,11 @@ const (
 	Stop    Kind = "stop"
 	Retry   Kind = "retry"
 	Status  Kind = "status"
+	// Revise asks for a revise round on the work item's pull request; its Text is what
+	// the round answers (optional).
+	Revise Kind = "revise"
+	// Steer gives words to the run that works now, or the next one; its Text is them.
+	Steer   Kind = "steer"
 	Help    Kind = "help"
 	Unknown Kind = "unknown"
 )
@@ -25,8 +31,12 @@ type Command struct {
 	Kind Kind
 	// Name is the word as written after the slash (lower-cased), for the help reply.
 	Name string
-	// Args are the words after the command, if any.
+	// Args are the words after the command on its line, if any.
 	Args []string
+	// Text is, for /revise and /steer, everything the comment says after the command
+	// word (on its line and the lines below), trimmed of white space at both ends: the
+	// words for the agent. Empty for the other commands.
+	Text string
 }
 
 // maxLine bounds how much of the command line is read; commands are one short word.
@@ -55,6 +65,8 @@ func Parse(body string) (cmd Command, ok bool) {
 	switch name {
 	case "approve", "stop", "retry", "status":
 		return Command{Kind: Kind(name), Name: name, Args: args}, true
+	case "revise", "steer":
+		return Command{Kind: Kind(name), Name: name, Args: args, Text: textAfter(body, 1)}, true
 	case "bumper":
 		// "/bumper approve" is accepted as a long form of "/approve".
 		if len(args) > 0 {
@@ -62,6 +74,8 @@ func Parse(body string) (cmd Command, ok bool) {
 			switch sub {
 			case "approve", "stop", "retry", "status":
 				return Command{Kind: Kind(sub), Name: sub, Args: args[1:]}, true
+			case "revise", "steer":
+				return Command{Kind: Kind(sub), Name: sub, Args: args[1:], Text: textAfter(body, 2)}, true
 			}
 		}
 		return Command{Kind: Help, Name: name, Args: args}, true
@@ -72,6 +86,26 @@ func Parse(body string) (cmd Command, ok bool) {
 	}
 	return Command{Kind: Unknown, Name: name, Args: args}, true
 }
+
+// textAfter is the body after the first words words of its first non-blank line (the
+// slash, then the command's words), trimmed: read from the body itself, so that it is
+// not cut where the command line is, and keeps its lines.
+func textAfter(body string, words int) string {
+	rest := strings.TrimLeftFunc(body, unicode.IsSpace)
+	rest = strings.TrimPrefix(rest, "/")
+	for range words {
+		rest = strings.TrimLeftFunc(rest, isLineSpace)
+		i := strings.IndexFunc(rest, unicode.IsSpace)
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i:]
+	}
+	return strings.TrimSpace(rest)
+}
+
+// isLineSpace is white space within a line: the command's words are on one line.
+func isLineSpace(r rune) bool { return r != '\n' && unicode.IsSpace(r) }
 
 func firstLine(body string) string {
 	for _, l := range strings.Split(body, "\n") {
@@ -99,4 +133,6 @@ const HelpText = "Bumper understands these commands, from people with write acce
 	"- `/approve` — authorize a run for the current text of this issue (and its plan, if any)\n" +
 	"- `/stop` — stop the work item; no further runs start\n" +
 	"- `/retry` — ask for approval again after a failed or stopped run\n" +
-	"- `/status` — show where the work item is\n"
+	"- `/status` — show where the work item is\n" +
+	"- `/revise [TEXT]` — on Bumper's pull request: a revise round answering TEXT (and the reviews waiting); after a person pushed, it takes the branch back at its head\n" +
+	"- `/steer TEXT` — words for the agent that works now, or for the next run if none does\n"

@@ -30,6 +30,15 @@ func TestParse(t *testing.T) {
 		{"slash then space", "/ approve", Command{Kind: Approve, Name: "approve", Args: []string{}}, true},
 		{"empty", "", Command{}, false},
 		{"quoted", "> /approve", Command{}, false},
+		{"revise alone", "/revise", Command{Kind: Revise, Name: "revise", Args: []string{}}, true},
+		{"revise with text", "/revise use the helper\nin util.go, please  \n",
+			Command{Kind: Revise, Name: "revise", Args: []string{"use", "the", "helper"}, Text: "use the helper\nin util.go, please"}, true},
+		{"steer on the next lines", "\n /Steer\n\n  Keep the API as it is.\n",
+			Command{Kind: Steer, Name: "steer", Args: []string{}, Text: "Keep the API as it is."}, true},
+		{"steer past the command line's bound", "/steer " + strings.Repeat("x", 300),
+			Command{Kind: Steer, Name: "steer", Args: []string{strings.Repeat("x", maxLine-len("/steer "))}, Text: strings.Repeat("x", 300)}, true},
+		{"long form steer", "/bumper steer  go on", Command{Kind: Steer, Name: "steer", Args: []string{"go", "on"}, Text: "go on"}, true},
+		{"slash, space, revise", "/ revise now", Command{Kind: Revise, Name: "revise", Args: []string{"now"}, Text: "now"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +72,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		switch cmd.Kind {
-		case Approve, Stop, Retry, Status, Help, Unknown:
+		case Approve, Stop, Retry, Status, Revise, Steer, Help, Unknown:
 		default:
 			t.Fatalf("unexpected kind %q", cmd.Kind)
 		}
@@ -72,6 +81,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if len(cmd.Name) > maxLine || (utf8.ValidString(body) && !utf8.ValidString(cmd.Name)) {
 			t.Fatalf("bad name %q", cmd.Name)
+		}
+		if cmd.Text != "" && (cmd.Kind != Revise && cmd.Kind != Steer || !strings.Contains(body, cmd.Text)) {
+			t.Fatalf("text %q of a %s command that is not in the body", cmd.Text, cmd.Kind)
 		}
 	})
 }

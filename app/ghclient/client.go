@@ -231,7 +231,8 @@ func (c *Client) PullRequest(ctx context.Context, repo string, number int) (work
 func PullOf(pr *gogithub.PullRequest) workitem.Pull {
 	return workitem.Pull{Number: pr.GetNumber(), Author: pr.GetUser().GetLogin(),
 		HeadRepo: pr.GetHead().GetRepo().GetFullName(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
-		BaseRef: pr.GetBase().GetRef(), State: pr.GetState(), Merged: pr.GetMerged()}
+		BaseRef: pr.GetBase().GetRef(), State: pr.GetState(), Merged: pr.GetMerged(), Mergeable: pr.Mergeable,
+		MergeableState: pr.GetMergeableState()}
 }
 
 // CreateComment implements workitem.GitHub.

@@ -160,7 +160,7 @@ func (c *Client) Reviews(ctx context.Context, repo string, number int) ([]workit
 			return nil, notFound(err)
 		}
 		for _, r := range rs {
-			out = append(out, workitem.ReviewInfo{User: r.GetUser().GetLogin(), UserType: r.GetUser().GetType(), State: r.GetState(), CommitID: r.GetCommitID()})
+			out = append(out, ReviewOf(r))
 		}
 		if resp.NextPage == 0 {
 			return out, nil

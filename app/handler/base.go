@@ -30,7 +30,7 @@ type Base struct {
 // All returns one handler per event the App subscribes to.
 func All(b Base) []githubapp.EventHandler {
 	return []githubapp.EventHandler{
-		&Issues{b}, &IssueComment{b}, &PullRequest{b}, &WorkflowRun{b}, &WorkflowJob{b},
+		&Issues{b}, &IssueComment{b}, &PullRequest{b}, &PullRequestReview{b}, &Push{b}, &WorkflowRun{b}, &WorkflowJob{b},
 		&CheckRun{b}, &Installation{b}, &InstallationRepositories{b},
 	}
 }

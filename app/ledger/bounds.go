@@ -40,11 +40,15 @@ const (
 // details of all but the last KeptDetail attempts (the runner's reason, the runner's
 // name, the image, the nonce's hash, spent, and the fix round's checks), all but the
 // last KeptApprovals approvals that no longer hold, and cuts every free text to its
-// bound.
+// bound. Of the inputs a revise round answers, only the latest attempt's are kept.
 func (r *Record) Compact() {
 	for i := 0; i < len(r.Attempts)-KeptDetail; i++ {
 		a := &r.Attempts[i]
-		a.RunReason, a.Runner, a.ImageDigest, a.NonceHash, a.FixChecks = "", "", "", "", nil
+		a.RunReason, a.Runner, a.ImageDigest, a.NonceHash, a.FixChecks, a.UpdateTo = "", "", "", "", nil, ""
+	}
+	// Only the latest attempt's task is ever built again.
+	for i := 0; i < len(r.Attempts)-1; i++ {
+		r.Attempts[i].Inputs = nil
 	}
 	voided := 0
 	for _, a := range r.Approvals {

@@ -28,7 +28,15 @@ func largestRecord() *Record {
 		SpecChange: &SpecChange{At: at, By: strings.Repeat("u", 39), What: "title and body", From: rev},
 		Verdict: &Verdict{Attempt: 99, Head: strings.Repeat("h", 40), Verdict: "request_changes", Confidence: 0.123456789,
 			Findings: 50, Digest: rev, Problem: worstText, Passed: true, CheckRunID: 1 << 50, ReviewID: 1 << 50},
-		HumanPush: &HumanPush{By: strings.Repeat("u", 39), At: at, Head: strings.Repeat("h", 40)}}
+		HumanPush: &HumanPush{By: strings.Repeat("u", 39), At: at, Head: strings.Repeat("h", 40)},
+		BaseMoved: strings.Repeat("m", 40), BranchUpdates: 1 << 30,
+		Updating: &BranchUpdate{From: strings.Repeat("f", 40), To: strings.Repeat("t", 40), Diff: rev, At: at}}
+	for range MaxPending {
+		r.Pending = append(r.Pending, largestInput(rev))
+	}
+	for range MaxSteers {
+		r.Steers = append(r.Steers, SteerRef{ID: 1 << 50, By: strings.Repeat("u", 39), At: at, For: MaxAttempts})
+	}
 	for range 100 {
 		r.Approvals = append(r.Approvals, Approval{Approval: wire.Approval{By: strings.Repeat("u", 39), At: at, Revision: rev, CommentID: 1 << 50}, Voided: worstText})
 	}
@@ -40,12 +48,21 @@ func largestRecord() *Record {
 		r.Attempts = append(r.Attempts, Attempt{Number: i + 1, Stage: st, Revision: rev, NonceHash: rev, NonceUsed: true,
 			RunID: 1 << 50, Runner: strings.Repeat("n", 100), ImageDigest: rev, StartedAt: at, EndedAt: at,
 			Outcome: "dispatch-failed", CostMicroUSD: 1 << 50, EvidenceDigest: rev, HeadCommit: strings.Repeat("h", 40),
-			RunOutcome: "over_budget", RunReason: worstText, FixChecks: []string{strings.Repeat("k", 100), strings.Repeat("k", 100)}})
+			RunOutcome: "over_budget", RunReason: worstText, FixChecks: []string{strings.Repeat("k", 100), strings.Repeat("k", 100)},
+			UpdateTo: strings.Repeat("t", 40)})
+		for range MaxPending + 1 {
+			r.Attempts[i].Inputs = append(r.Attempts[i].Inputs, largestInput(rev))
+		}
 	}
 	for range 16 {
 		r.NoteDelivery(strings.Repeat("d", 36) + string(rune('a'+len(r.Deliveries))))
 	}
 	return r
+}
+
+// largestInput is an Input at its largest.
+func largestInput(rev string) Input {
+	return Input{Kind: wire.ReviewKindFinding, ID: 1 << 50, Digest: rev, After: 1 << 50, Through: 1 << 50}
 }
 
 // TestLargestRecordFits: the largest record, compacted as every write compacts it, with

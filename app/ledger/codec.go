@@ -186,7 +186,7 @@ func (r *Record) Validate() error {
 			return fmt.Errorf("status record attempt %d's revision is not a full-length sha256 revision", a.Number)
 		}
 	}
-	return nil
+	return r.validateConversation()
 }
 
 // DefaultPolicyVersion is the policy version of a repository without a policy file.
@@ -220,8 +220,15 @@ func (s *Sealer) summary(r *Record, notice string) string {
 		fmt.Fprintf(&b, "A review run (attempt %d) with a fresh context is judging pull request #%d. Comment `/stop` to stop it.\n", len(r.Attempts), r.PullRequest)
 	case Running, Verifying:
 		what := "Attempt"
-		if a := r.CurrentAttempt(); a != nil && a.Stage == wire.StageFix {
-			what = "A fix round, attempt"
+		if a := r.CurrentAttempt(); a != nil {
+			switch a.Stage {
+			case wire.StageFix:
+				what = "A fix round, attempt"
+			case wire.StageRevise:
+				what = "A revise round, attempt"
+			case wire.StageUpdate:
+				what = "An update round, attempt"
+			}
 		}
 		fmt.Fprintf(&b, "%s %d is under way. Comment `/stop` to stop it.\n", what, len(r.Attempts))
 	case InReview:
@@ -240,7 +247,13 @@ func (s *Sealer) summary(r *Record, notice string) string {
 		fmt.Fprintf(&b, "\n**Branch protection:** %s\n", oneLine(r.Protection))
 	}
 	if h := r.HumanPush; h != nil {
-		fmt.Fprintf(&b, "\n@%s pushed to `%s` (`%.12s`): Bumper will not push to it again.\n", h.By, r.WorkBranch, h.Head)
+		fmt.Fprintf(&b, "\n@%s pushed to `%s` (`%.12s`): Bumper will not push to it again unless a writer comments `/revise` on the pull request.\n", h.By, r.WorkBranch, h.Head)
+	}
+	if n := len(r.Pending); n > 0 {
+		fmt.Fprintf(&b, "\n%d review(s) or `/revise` comment(s) wait for the next revise round.\n", n)
+	}
+	if n := len(r.Steers); n > 0 {
+		fmt.Fprintf(&b, "\n%d `/steer` comment(s) wait to reach a run.\n", n)
 	}
 	fmt.Fprintf(&b, "\n| | |\n|---|---|\n| requested by | @%s |\n| revision | `%s` |\n", r.Requester, id)
 	if c := r.SpecChange; c != nil {

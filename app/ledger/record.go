@@ -52,8 +52,24 @@ type Record struct {
 	// Verdict is the last review run's verdict, as posted.
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// HumanPush is set once someone other than Bumper pushed to the work branch: Bumper
-	// never pushes there again.
+	// pushes there again only once a writer comments /revise, which takes the branch
+	// back at its new head.
 	HumanPush *HumanPush `json:"human_push,omitempty"`
+	// Pending are the writers' words (and, by choice, the reviewer's findings) waiting
+	// for the next revise round, oldest first: they came while a run worked.
+	Pending []Input `json:"pending,omitempty"`
+	// Steers are the writers' /steer words no run has reported delivered yet.
+	Steers []SteerRef `json:"steers,omitempty"`
+	// BaseMoved is the base branch's head a push brought while a run worked: once the
+	// pull request is back in review, the App looks at whether it still merges.
+	BaseMoved string `json:"base_moved,omitempty"`
+	// Updating is GitHub's update of the branch the App asked for, until its new head
+	// comes back.
+	Updating *BranchUpdate `json:"updating,omitempty"`
+	// BranchUpdates counts the App's updates of the pull request's branch through
+	// GitHub's update-branch: they count against bounds.update_rounds with the update
+	// rounds.
+	BranchUpdates int `json:"branch_updates,omitempty"`
 	// Protection says what the base branch's protection does not enforce (no required
 	// review, or the App may bypass it); empty when it does, or was not checked.
 	Protection string `json:"protection,omitempty"`
@@ -163,6 +179,11 @@ type Attempt struct {
 	// FixChecks are, for a fix run, the required checks that failed on the head it
 	// starts from: its task.
 	FixChecks []string `json:"fix_checks,omitempty"`
+	// Inputs are, for a revise run, what it answers; the record keeps them for the
+	// latest attempt only (the run's evidence keeps them for good).
+	Inputs []Input `json:"inputs,omitempty"`
+	// UpdateTo is, for an update run, the base branch's head it merges.
+	UpdateTo string `json:"update_to,omitempty"`
 }
 
 // ID names a work item: "owner/repo#issue" (wire.WorkItem's String, the one way it is
@@ -277,6 +298,13 @@ func (r *Record) Clone() *Record {
 	}
 	for i := range c.Attempts {
 		c.Attempts[i].FixChecks = slices.Clone(r.Attempts[i].FixChecks)
+		c.Attempts[i].Inputs = slices.Clone(r.Attempts[i].Inputs)
+	}
+	c.Pending = slices.Clone(r.Pending)
+	c.Steers = slices.Clone(r.Steers)
+	if r.Updating != nil {
+		u := *r.Updating
+		c.Updating = &u
 	}
 	if r.Verdict != nil {
 		v := *r.Verdict

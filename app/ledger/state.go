@@ -72,8 +72,10 @@ var transitions = map[State][]State{
 	Running:   {Verifying, Reviewing, InReview, AwaitingApproval, Done, Stopped, Failed, Error},
 	Verifying: {Running, Reviewing, InReview, AwaitingApproval, Done, Stopped, Failed, Error},
 	Reviewing: {InReview, Done, Stopped, Failed, Error},
-	// CI fix rounds go back to running; merging ends the item.
-	InReview: {Running, Done, Stopped, Failed, Error},
+	// Fix, revise and update rounds go back to running; GitHub's update of the branch
+	// that changed the pull request's diff hands the new head to a review run; merging
+	// ends the item.
+	InReview: {Running, Reviewing, Done, Stopped, Failed, Error},
 	Done:     {},
 	// /retry asks again; a fresh label starts over.
 	Failed:  {AwaitingApproval, Requested},

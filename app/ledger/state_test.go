@@ -18,7 +18,7 @@ var legal = map[[2]State]bool{
 	{Verifying, Running}: true, {Verifying, Reviewing}: true, {Verifying, InReview}: true, {Verifying, Done}: true,
 	{Verifying, AwaitingApproval}: true, {Verifying, Stopped}: true, {Verifying, Failed}: true, {Verifying, Error}: true,
 	{Reviewing, InReview}: true, {Reviewing, Done}: true, {Reviewing, Stopped}: true, {Reviewing, Failed}: true, {Reviewing, Error}: true,
-	{InReview, Running}: true, {InReview, Done}: true, {InReview, Stopped}: true, {InReview, Failed}: true, {InReview, Error}: true,
+	{InReview, Running}: true, {InReview, Reviewing}: true, {InReview, Done}: true, {InReview, Stopped}: true, {InReview, Failed}: true, {InReview, Error}: true,
 	{Failed, AwaitingApproval}: true, {Failed, Requested}: true,
 	{Stopped, AwaitingApproval}: true, {Stopped, Requested}: true,
 	{Error, Requested}: true,

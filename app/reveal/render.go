@@ -62,12 +62,17 @@ const (
 //
 // The output is block-level Markdown ending in a newline: put it on its own lines (not in
 // a table cell or a quote) before anything else in the comment, such as the record.
-func Render(findings []Finding) string {
+func Render(findings []Finding) string { return RenderWith(header, findings) }
+
+// RenderWith is Render under another lead sentence than the issue's: lead is Bumper's
+// own words (bold, ending in a blank line), for a note on text other than an issue's,
+// such as what a revise round took from a pull request's reviews.
+func RenderWith(lead string, findings []Finding) string {
 	if len(findings) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(header)
+	b.WriteString(lead)
 	q := &quoter{}
 	listed := 0
 	for _, f := range findings {

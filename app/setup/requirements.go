@@ -32,7 +32,7 @@ func Permissions() []Permission {
 	return []Permission{
 		{Name: "issues", Access: "write", Why: "the work item's status comment and state label, replies to commands"},
 		{Name: "contents", Access: "write", Why: "reads .github/bumper.yml at the approved commit; creates the refs/bumper/… guard refs that make a dispatch happen once; a run's token pushes its work branch"},
-		{Name: "pull_requests", Access: "write", Why: "a run opens its pull request; the reviewer's verdict is a review on it"},
+		{Name: "pull_requests", Access: "write", Why: "a run opens its pull request and answers review threads; the reviewer's verdict is a review on it; reviews are read for revise rounds; GitHub's update of a behind branch"},
 		{Name: "checks", Access: "write", Why: "the evidence and bumper/verdict check runs; the failing checks a fix round is asked to fix"},
 		{Name: "actions", Access: "write", Why: "dispatches the runner workflow (workflow_dispatch) and follows its runs"},
 		{Name: "administration", Access: "read", Why: "reads the default branch's protection, to warn when a merge needs no person's review"},
@@ -45,8 +45,10 @@ func Permissions() []Permission {
 func Events() []Event {
 	return []Event{
 		{Name: "issues", Why: "the agent:implement label requests work; an edit voids an approval; closing stops the work item"},
-		{Name: "issue_comment", Why: "/approve, /stop, /retry and /status"},
+		{Name: "issue_comment", Why: "/approve, /stop, /retry, /status, /revise and /steer"},
 		{Name: "pull_request", Why: "a run's pull request opened, pushed to by a person, merged or closed"},
+		{Name: "pull_request_review", Why: "a writer's review asking for changes starts a revise round (GitHub sends it for single comments and thread replies too)"},
+		{Name: "push", Why: "the base branch moved: a pull request that conflicts gets an update round, one only behind is updated where the base requires it"},
 		{Name: "workflow_run", Why: "a dispatched run started and how it ended"},
 		{Name: "workflow_job", Why: "which runner picked a run up, for the record"},
 		{Name: "check_run", Why: "a failing required check starts a fix round; Re-run on a Bumper check asks for a retry"},

@@ -73,7 +73,7 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			return err
 		}
 	case ledger.InReview:
-		if err := s.maybeFix(ctx, gh, it, pol); err != nil {
+		if err := s.next(ctx, gh, it, pol); err != nil {
 			return err
 		}
 	}
@@ -89,8 +89,9 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 	return s.save(ctx, gh, it, "")
 }
 
-// writes reports whether a stage's run changes the code (and so opens the pull request).
-func writes(stage wire.Stage) bool { return stage == StageImplement || stage == StageFix }
+// writes reports whether a stage's run changes the code (and so opens or moves the pull
+// request).
+func writes(stage wire.Stage) bool { return stage == StageImplement || rounds(stage) }
 
 // Evidence records an attempt's evidence bundle digest and figures.
 func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error {
@@ -109,6 +110,9 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	if len(e.Reason) > wire.MaxReason || !utf8.ValidString(e.Reason) {
 		return refuse(RefusalInvalidReport, "reason: want valid UTF-8 of at most %d bytes", wire.MaxReason)
 	}
+	if err := checkSteerReports(e.Steers); err != nil {
+		return err
+	}
 	defer s.lock(c.WorkItem.String())()
 	gh, it, err := s.current(ctx, c)
 	if err != nil {
@@ -126,6 +130,11 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	att.RunOutcome, att.RunReason = e.Outcome, cutReason(e.Reason)
 	if e.AuditHead != "" {
 		it.rec.AuditHead = e.AuditHead
+	}
+	if steerable(c.Stage) {
+		if err := s.steersDelivered(ctx, gh, it.rec, e.Steers); err != nil {
+			return err
+		}
 	}
 	return s.save(ctx, gh, it, "")
 }
@@ -159,7 +168,7 @@ func (s *Service) Refresh(ctx context.Context, c wire.RunClaims) error {
 	switch c.Stage {
 	case StagePlan:
 		ok = st == ledger.Planning
-	case StageImplement, StageFix:
+	case StageImplement, StageFix, StageRevise, StageUpdate:
 		ok = st == ledger.Running || st == ledger.Verifying
 	case StageReview:
 		ok = st == ledger.Reviewing
@@ -174,9 +183,11 @@ func (s *Service) Refresh(ctx context.Context, c wire.RunClaims) error {
 }
 
 // ShouldStop tells a run whether to stop: yes once its work item left the active states
-// or moved on to another attempt.
+// or moved on to another attempt, or a person pushed to the branch a round works on.
+// A run that goes on gets the writers' /steer words given since it was dispatched, not
+// yet reported delivered.
 func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error) {
-	_, it, err := s.current(ctx, c)
+	gh, it, err := s.current(ctx, c)
 	var ref *Refusal
 	if err != nil {
 		if errors.As(err, &ref) {
@@ -187,8 +198,12 @@ func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.Should
 	if !it.rec.State.Active() {
 		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("the work item is %s", it.rec.State)}, nil
 	}
-	if h := it.rec.HumanPush; h != nil && c.Stage == StageFix {
+	if h := it.rec.HumanPush; h != nil && rounds(c.Stage) {
 		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("@%s pushed to %s: Bumper does not push there again", h.By, it.rec.WorkBranch)}, nil
 	}
-	return wire.ShouldStop{}, nil
+	steers, err := s.steersFor(ctx, gh, it.rec, it.rec.CurrentAttempt(), true)
+	if err != nil {
+		return wire.ShouldStop{}, err
+	}
+	return wire.ShouldStop{Steers: steers}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
@@ -51,6 +52,10 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 		return err
 	}
 	if strings.EqualFold(ev.Author, bot) {
+		return nil
+	}
+	if (cmd.Kind == command.Revise || cmd.Kind == command.Steer) && authz.IsBot(ev.Author, ev.AuthorType) {
+		// Their words would reach the agent, and a bot's never do, allowed_bots or not.
 		return nil
 	}
 	repo, n := ev.Repo.FullName, ev.Issue.Number
@@ -123,6 +128,17 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 		return s.retry(ctx, gh, it, ev.Author, ev.Delivery, pol)
 	case command.Status:
 		return s.reply(ctx, gh, repo, where, s.opts.Sealer.Summary(it.rec))
+	case command.Revise:
+		if !ev.IsPull {
+			msg := "`/revise` is given on the work item's pull request, once there is one."
+			if it.rec.PullRequest != 0 {
+				msg = fmt.Sprintf("`/revise` is given on the work item's pull request: comment it on #%d.", it.rec.PullRequest)
+			}
+			return s.reply(ctx, gh, repo, where, msg)
+		}
+		return s.revise(ctx, gh, it, ev, cmd)
+	case command.Steer:
+		return s.steer(ctx, gh, it, ev, cmd, where)
 	}
 	return nil
 }
@@ -188,6 +204,7 @@ func (s *Service) retry(ctx context.Context, gh GitHub, it *item, by, delivery s
 	rec.VoidApprovals("a retry asks for a new approval")
 	// The next attempt works on a new branch and opens its own pull request.
 	rec.PullRequest, rec.WorkBranch, rec.PullHead, rec.Verdict, rec.HumanPush = 0, "", "", nil, nil
+	rec.Pending, rec.BaseMoved, rec.Updating, rec.BranchUpdates = nil, "", nil, 0
 	if err := s.move(ctx, it, ledger.AwaitingApproval, fmt.Sprintf("@%s asked for a retry", by)); err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 	if err != nil {
 		// The ref is taken, so this attempt number is spent: record it as failed so that
 		// /retry dispatches a new one.
-		att.Outcome, att.EndedAt = "dispatch-failed", s.now().UTC()
+		att.Outcome, att.EndedAt = ledger.OutcomeDispatchFailed, s.now().UTC()
 		rec.Attempts = append(rec.Attempts, att)
 		reason := fmt.Sprintf("the dispatch of %s failed: %v", s.opts.Workflow, err)
 		if stage == StageReview {
@@ -119,6 +119,18 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 			// reviewer judged it.
 			zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Msg("review dispatch failed")
 			return s.reviewMissing(ctx, gh, it, reason)
+		}
+		if stage == StageRevise || stage == StageUpdate {
+			// The pull request stays as it was: people have it back, and the round is not
+			// counted (its run never started).
+			zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Str(logkey.Stage, string(stage)).Msg("round dispatch failed")
+			if mErr := s.move(ctx, it, ledger.InReview, reason); mErr != nil {
+				return errors.Join(err, mErr)
+			}
+			if stage == StageRevise {
+				it.replyAfterSave(rec.PullRequest, "The revise round could not start: "+reason+". What it was to answer waits for the next round, which the next review or `/revise` starts.")
+			}
+			return nil
 		}
 		if mErr := s.move(ctx, it, ledger.Failed, reason); mErr != nil {
 			return errors.Join(err, mErr)

@@ -83,6 +83,8 @@ func (e *env) replica() *workitem.Service {
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: e.gh, Workflow: workflow, TriggerLabel: trigger,
 		TokenPermissions: tokenPermissions, RunTokens: e.signer, Sealer: e.sealer, ApproveWindow: workitem.DefaultApproveWindow,
 		Now: e.clock.Now, AppID: e.gh.AppID(), Observer: e.obs,
+		// GitHub's background work is the fake's reads, not time: nothing to wait for.
+		Wait: func(context.Context, time.Duration) error { return nil },
 		Fault: func(p workitem.FaultPoint) error {
 			if e.fault != nil {
 				return e.fault(p)

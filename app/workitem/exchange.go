@@ -110,7 +110,7 @@ func (s *Service) mayStart(rec *ledger.Record, att *ledger.Attempt) (map[string]
 	switch {
 	case att.Stage == StagePlan && rec.State == ledger.Planning:
 		perms = planPermissions
-	case (att.Stage == StageImplement || att.Stage == StageFix) && rec.State == ledger.Running,
+	case writes(att.Stage) && rec.State == ledger.Running,
 		att.Stage == StageReview && rec.State == ledger.Reviewing:
 		if a := rec.ActiveApproval(); a == nil || att.Revision != rec.ApprovalRevision() {
 			return nil, refuse(RefusalApproval, "attempt %d's approval no longer holds", att.Number)
@@ -130,7 +130,7 @@ func (s *Service) mayStart(rec *ledger.Record, att *ledger.Attempt) (map[string]
 // plan, the policy and the approval comment. What moved voids the approval and refuses.
 func (s *Service) approvedStillHolds(ctx context.Context, gh GitHub, it *item, att *ledger.Attempt) error {
 	rec := it.rec
-	if att.Stage == StageFix || att.Stage == StageReview {
+	if wire.PullStage(att.Stage) {
 		// These runs start from the pull request Bumper pushed; the base branch moving on
 		// meanwhile is normal and voids nothing.
 		if err := s.pullHolds(ctx, gh, rec, att.Stage); err != nil {
@@ -197,8 +197,11 @@ func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Att
 		Repository: rec.Repository, RunToken: runTok, RunTokenExpiresAt: runExp, WorkItem: rec.WorkItem(),
 		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit,
 		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals, Branch: WorkBranchName(rec.Issue, att.Number)}
-	if att.Stage == StageFix || att.Stage == StageReview {
+	if wire.PullStage(att.Stage) {
 		resp.Branch, resp.PullRequest, resp.HeadCommit = rec.WorkBranch, rec.PullRequest, rec.PullHead
+	}
+	if att.Stage == StageUpdate {
+		resp.UpdateTo = att.UpdateTo
 	}
 	return resp, nil
 }
@@ -206,14 +209,14 @@ func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Att
 // WorkBranchName is the branch an implement run pushes to: bumper/<issue>-<attempt>.
 func WorkBranchName(issue, attempt int) string { return fmt.Sprintf("bumper/%d-%d", issue, attempt) }
 
-// pullHolds checks, before a fix or review run gets credentials, that the pull request
-// is still open with the head Bumper pushed, and that no human pushed to its branch (a
-// fix run would push over their work).
+// pullHolds checks, before a run on the pull request gets credentials, that the pull
+// request is still open with the head Bumper pushed (or took back), and that no human
+// pushed to its branch since (a round would push over their work).
 func (s *Service) pullHolds(ctx context.Context, gh GitHub, rec *ledger.Record, stage wire.Stage) error {
 	if rec.PullRequest == 0 || rec.WorkBranch == "" || rec.PullHead == "" {
 		return refuse(RefusalState, "%s has no pull request for a %s run", rec.ID(), stage)
 	}
-	if stage == StageFix && rec.HumanPush != nil {
+	if rounds(stage) && rec.HumanPush != nil {
 		return refuse(RefusalState, "@%s pushed to %s: Bumper does not push there again", rec.HumanPush.By, rec.WorkBranch)
 	}
 	pr, err := gh.PullRequest(ctx, rec.Repository, rec.PullRequest)

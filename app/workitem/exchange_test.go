@@ -37,6 +37,14 @@ func TestExchangeGrants(t *testing.T) {
 		{stage: workitem.StageFix, reach: func(e *env) *item { return e.fixing() }, perms: tokenPermissions, approvals: 1, pull: true,
 			// The pull request's branch, not a new one for attempt 3.
 			branch: func(it *item) string { return workitem.WorkBranchName(it.n, 1) }},
+		{stage: workitem.StageRevise, reach: func(e *env) *item { return e.revising() }, perms: tokenPermissions, approvals: 1, pull: true,
+			branch: func(it *item) string { return workitem.WorkBranchName(it.n, 1) }},
+		{stage: workitem.StageUpdate, reach: func(e *env) *item {
+			it := e.inReview()
+			e.must(e.pushEvent(e.conflictOnMain()))
+			it.run = e.lastRun()
+			return it
+		}, perms: tokenPermissions, approvals: 1, pull: true, branch: func(it *item) string { return workitem.WorkBranchName(it.n, 1) }},
 	}
 	for _, tt := range cases {
 		t.Run(string(tt.stage), func(t *testing.T) {
@@ -71,6 +79,9 @@ func TestExchangeGrants(t *testing.T) {
 			}
 			if tt.pull != (resp.PullRequest != 0) || tt.pull && (resp.PullRequest != rec.PullRequest || resp.HeadCommit != rec.PullHead) {
 				t.Fatalf("pull request #%d at %q; the record has #%d at %q", resp.PullRequest, resp.HeadCommit, rec.PullRequest, rec.PullHead)
+			}
+			if (tt.stage == workitem.StageUpdate) != (resp.UpdateTo != "") || resp.UpdateTo != att.UpdateTo {
+				t.Fatalf("update to %q; the attempt merges %q", resp.UpdateTo, att.UpdateTo)
 			}
 			key := workitem.DispatchKey(it.n, att.Revision, att.Number)
 			if _, ok := e.gh.Ref(repoName, workitem.ExchangeRefPrefix+key); !ok {
@@ -190,6 +201,11 @@ func TestShouldStop(t *testing.T) {
 			act: func(e *env, it *item) {
 				e.must(e.issueEvent(e.gh.EditIssue(repoName, it.n, maintainer, "Make widgets 5", "Five.")))
 			}, stop: true, reason: "awaiting-approval"},
+		{name: "a person's push stops the revise round", reach: func(e *env) *item {
+			it := e.revising()
+			it.claims = e.grant(it.run)
+			return it
+		}, act: func(e *env, it *item) { e.humanPush(it) }, stop: true, reason: "the work item is in-review"},
 		{name: "a person's push stops the fix round", reach: func(e *env) *item {
 			it := e.fixing()
 			it.claims = e.grant(it.run)

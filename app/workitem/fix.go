@@ -161,7 +161,7 @@ func (s *Service) checkFailed(ctx context.Context, gh GitHub, ev CheckEvent, iss
 		return err
 	}
 	rec := it.rec
-	if it.stored.Handled(ev.Delivery) || rec.State != ledger.InReview || rec.PullHead != ev.HeadSHA {
+	if it.stored.Handled(ev.Delivery) || rec.State != ledger.InReview || rec.PullHead != ev.HeadSHA || rec.Updating != nil {
 		// A check on an older head, or one that fails while a run is under way (the next
 		// review hands the item back and looks at the checks then), changes nothing now.
 		return nil

@@ -40,6 +40,12 @@ type Pull struct {
 	BaseRef  string
 	State    string // open, closed
 	Merged   bool
+	// Mergeable is whether GitHub can merge the head into the base without conflicts;
+	// nil while GitHub computes it (in the background, after either branch moved).
+	Mergeable *bool
+	// MergeableState is GitHub's mergeable_state: clean, dirty, behind, blocked,
+	// unstable, has_hooks, draft or unknown.
+	MergeableState string
 }
 
 // PullFile is one file a pull request changes, with its diff hunks as GitHub gives them
@@ -90,10 +96,36 @@ type RequiredCheck struct {
 
 // ReviewInfo is a pull request review as the App reads it.
 type ReviewInfo struct {
+	ID       int64
 	User     string
 	UserType string
-	State    string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
-	CommitID string
+	// Association is GitHub's author_association (OWNER, MEMBER, COLLABORATOR,
+	// CONTRIBUTOR, NONE, …): for people to read; permission decides.
+	Association string
+	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
+	CommitID    string
+	Body        string
+	SubmittedAt time.Time
+}
+
+// PullComment is a pull request review comment: one on a line of the diff, in a review
+// (ReviewID), maybe answering a thread's first comment (InReplyTo).
+type PullComment struct {
+	ID          int64
+	ReviewID    int64
+	InReplyTo   int64
+	Author      string
+	AuthorType  string
+	Association string
+	Body        string
+	Path        string
+	Line        int
+	StartLine   int
+	Side        string // LEFT or RIGHT
+	DiffHunk    string
+	CommitID    string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Protection is what a branch's protection enforces, as far as the App checks it.
@@ -168,6 +200,20 @@ type GitHub interface {
 	RequiredChecks(ctx context.Context, repo, branch string) ([]RequiredCheck, error)
 	// Reviews lists a pull request's reviews.
 	Reviews(ctx context.Context, repo string, number int) ([]ReviewInfo, error)
+	// Review reads one review of a pull request; ErrNotFound when absent.
+	Review(ctx context.Context, repo string, number int, id int64) (ReviewInfo, error)
+	// PullComments lists a pull request's review comments, every review's, oldest
+	// first.
+	PullComments(ctx context.Context, repo string, number int) ([]PullComment, error)
+	// UpdateBranch asks GitHub to merge the base branch's head into the pull request's
+	// branch (update-branch), if its head is still expectedHead; GitHub answers at once
+	// and merges in the background, and the push comes back as a synchronize webhook.
+	// ErrUnprocessable when the head moved or there is nothing to merge.
+	UpdateBranch(ctx context.Context, repo string, number int, expectedHead string) error
+	// UpToDateRequired says whether a branch's protection requires a pull request's
+	// branch to be up to date with it before a merge (strict status checks), as anyone
+	// who can read the repository sees it.
+	UpToDateRequired(ctx context.Context, repo, branch string) (bool, error)
 	// BranchProtection reads a branch's protection; ErrNotFound when it has none,
 	// ErrForbidden when the App may not read it.
 	BranchProtection(ctx context.Context, repo, branch string) (Protection, error)

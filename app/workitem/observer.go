@@ -3,6 +3,7 @@ package workitem
 import (
 	"errors"
 
+	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 )
 
@@ -60,4 +61,4 @@ func (s *Service) observeDispatch(stage wire.Stage, it *item, before int, err *e
 
 // outcomeDispatchFailed is the outcome dispatch gives an attempt whose
 // workflow_dispatch GitHub refused.
-const outcomeDispatchFailed = "dispatch-failed"
+const outcomeDispatchFailed = ledger.OutcomeDispatchFailed

@@ -314,6 +314,27 @@ func refusalCases() []refusalCase {
 			call: func(e *env, it *item) error {
 				return progressOf(wire.Progress{State: "reviewing", PullRequest: 3, HeadCommit: it.head})(e, it)
 			}},
+		{name: "a revise run of a branch a person pushed to since its dispatch", kind: workitem.RefusalState, want: "is in-review; no revise run may start",
+			reach: func(e *env) *item { it := e.revising(); e.humanPush(it); return it }, call: exchangeAgain},
+		{name: "an update run of a pull request whose head moved without a webhook", kind: workitem.RefusalState, want: "which Bumper pushed",
+			reach: func(e *env) *item {
+				it := e.inReview()
+				e.must(e.pushEvent(e.conflictOnMain()))
+				it.run = e.lastRun()
+				e.gh.Push(repoName, workitem.WorkBranchName(it.n, 1), writer, map[string]string{"widgets.sh": "mine\n"})
+				return it
+			}, call: exchangeAgain},
+		{name: "a revise run posting a verdict", kind: workitem.RefusalStage, want: "a revise run cannot post a verdict",
+			reach: func(e *env) *item { it := e.revising(); it.claims = e.grant(it.run); return it },
+			call:  verdictOf(func(it *item) wire.Verdict { return wire.Verdict{Document: approveVerdict, HeadCommit: it.head} })},
+		{name: "a report of more steers than a run is given", kind: workitem.RefusalInvalidReport, want: "speaks of 65 steers", reach: granted,
+			call: func(e *env, it *item) error {
+				reports := make([]wire.SteerDelivery, 65)
+				for i := range reports {
+					reports[i].ID = int64(i + 1)
+				}
+				return evidenceOf(wire.Evidence{Digest: evidence, Steers: reports})(e, it)
+			}},
 		{name: "a new token for a stopped item's run", kind: workitem.RefusalState, want: "the implement run is over",
 			reach: func(e *env) *item { it := e.granted(); e.comment(it.n, maintainer, "/stop"); return it },
 			call:  func(e *env, it *item) error { return e.svc.Refresh(e.ctx, it.claims) }},

@@ -35,6 +35,8 @@ type verdictOutcome struct {
 	// verification is the review run's own run of the repository's verification.
 	verification *wire.Verification
 	threshold    float64
+	// posted is the review the App posted of a valid verdict.
+	posted Review
 }
 
 // judge reads a review run's result against the repository's threshold. Only a valid
@@ -279,7 +281,8 @@ func (s *Service) postVerdict(ctx context.Context, gh GitHub, it *item, pol repo
 		if err != nil {
 			return o, fmt.Errorf("failed to list the files of pull request #%d: %w", rec.PullRequest, err)
 		}
-		if o.rec.ReviewID, err = gh.CreateReview(ctx, rec.Repository, rec.PullRequest, o.review(files)); err != nil {
+		o.posted = o.review(files)
+		if o.rec.ReviewID, err = gh.CreateReview(ctx, rec.Repository, rec.PullRequest, o.posted); err != nil {
 			return o, fmt.Errorf("failed to post the review of pull request #%d: %w", rec.PullRequest, err)
 		}
 	}
@@ -334,8 +337,10 @@ func (s *Service) Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict)
 	return s.reviewed(ctx, gh, it, pol, o)
 }
 
-// reviewed hands the pull request to humans after its review, then looks at its required
-// checks: one that already failed starts a fix round.
+// reviewed hands the pull request to humans after its review, then starts what waits:
+// a revise round for the words collected meanwhile (and the findings, where the
+// repository asks for that), else a fix round for a required check that already
+// failed, else an update for a base that moved.
 func (s *Service) reviewed(ctx context.Context, gh GitHub, it *item, pol repoconfig.Config, o verdictOutcome) error {
 	reason := fmt.Sprintf("reviewer verdict: %s (confidence %.2f); %s %s", o.rec.Verdict, o.rec.Confidence, CheckVerdict, o.conclusion())
 	if o.rec.Problem != "" {
@@ -344,7 +349,8 @@ func (s *Service) reviewed(ctx context.Context, gh GitHub, it *item, pol repocon
 	if err := s.move(ctx, it, ledger.InReview, reason); err != nil {
 		return err
 	}
-	if err := s.maybeFix(ctx, gh, it, pol); err != nil {
+	findingsInput(it.rec, pol, o)
+	if err := s.next(ctx, gh, it, pol); err != nil {
 		return err
 	}
 	return s.save(ctx, gh, it, "")

@@ -105,17 +105,21 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 	case err != nil:
 		return err
 	}
-	if a != nil && a.Number == attempt && a.Stage == StageFix && rec.PullRequest != 0 {
-		// A fix round that did not deliver leaves its pull request as it was: humans get
-		// it back, and the next round starts if the bound allows.
-		why := fmt.Sprintf("fix round (attempt %d) ended (%s) without a new head", attempt, conclusion)
+	if a != nil && a.Number == attempt && rounds(a.Stage) && rec.PullRequest != 0 {
+		// A round that did not deliver leaves its pull request as it was: humans get it
+		// back, and what waits (words collected meanwhile, a failed check, a moved base)
+		// starts the next round if the bounds allow.
+		why := fmt.Sprintf("%s round (attempt %d) ended (%s) without a new head", a.Stage, attempt, conclusion)
 		if a.RunReason != "" {
 			why += ": " + mdcode.Span(oneLine(a.RunReason))
 		}
 		if err := s.move(ctx, it, ledger.InReview, why); err != nil {
 			return err
 		}
-		return s.maybeFix(ctx, gh, it, pol)
+		if a.Stage == StageRevise {
+			it.replyAfterSave(rec.PullRequest, fmt.Sprintf("The revise round (attempt %d) ended (%s) without a new commit; the pull request is as it was. Its run's log says why.", attempt, conclusion))
+		}
+		return s.next(ctx, gh, it, pol)
 	}
 	used := rec.AttemptsOfStage(StageImplement)
 	reason := fmt.Sprintf("attempt %d ended (%s) before a pull request was ready", attempt, conclusion)
@@ -232,30 +236,44 @@ func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error
 	return s.save(ctx, gh, it, ev.Delivery)
 }
 
-// pushed follows a push to the work branch. Bumper's own pushes (a fix round's) come
-// back as webhooks and change nothing; anyone else's makes the branch theirs: Bumper
-// never pushes there again, says so, and stops a fix round under way.
+// pushed follows a push to the work branch. Bumper's own pushes (a round's) come back
+// as webhooks and change nothing, but for GitHub's update of the branch the App asked
+// for, whose new head they bring; anyone else's makes the branch theirs: Bumper does not
+// push there again (until a writer comments /revise), says so, and stops a round under
+// way.
 func (s *Service) pushed(ctx context.Context, gh GitHub, it *item, ev PullEvent) error {
 	rec := it.rec
 	bot, err := s.botLogin(ctx)
 	if err != nil {
 		return err
 	}
-	if strings.EqualFold(ev.Sender, bot) || ev.After == "" || ev.After == rec.PullHead || rec.HumanPush != nil || rec.State.Terminal() {
+	if ev.After == "" || ev.After == rec.PullHead || rec.State.Terminal() {
+		return nil
+	}
+	if strings.EqualFold(ev.Sender, bot) {
+		if u := rec.Updating; u != nil && u.From == rec.PullHead && rec.State == ledger.InReview && rec.HumanPush == nil {
+			if err := s.branchUpdated(ctx, gh, it, ev.After); err != nil {
+				return err
+			}
+			return s.save(ctx, gh, it, ev.Delivery)
+		}
+		return nil
+	}
+	if rec.HumanPush != nil {
 		return nil
 	}
 	rec.HumanPush = &ledger.HumanPush{By: ev.Sender, At: s.now().UTC(), Head: ev.After}
+	rec.Updating = nil
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.User, ev.Sender).Msg("a human pushed to the work branch; Bumper stands down from it")
-	if a := rec.CurrentAttempt(); a != nil && a.Stage == StageFix && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
-		if err := s.move(ctx, it, ledger.InReview, fmt.Sprintf("@%s pushed to %s during fix round %d; the round is stopped", ev.Sender, rec.WorkBranch, a.Number)); err != nil {
+	if a := rec.CurrentAttempt(); a != nil && rounds(a.Stage) && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
+		if err := s.move(ctx, it, ledger.InReview, fmt.Sprintf("@%s pushed to %s during %s round %d; the round is stopped", ev.Sender, rec.WorkBranch, a.Stage, a.Number)); err != nil {
 			return err
 		}
 	}
-	if err := s.save(ctx, gh, it, ev.Delivery); err != nil {
-		return err
-	}
-	return s.reply(ctx, gh, rec.Repository, ev.Number, fmt.Sprintf("@%s pushed to `%s`, so this pull request is yours now: Bumper will not push to this branch again, and no fix round will start. Its reviewer's verdict and evidence stay as they were, for the commits Bumper pushed.",
-		ev.Sender, rec.WorkBranch))
+	it.replyAfterSave(ev.Number, fmt.Sprintf("@%s pushed to `%s`, so this pull request is yours now: Bumper will not push to this branch again, and no round will start on its own. "+
+		"Its reviewer's verdict and evidence stay as they were, for the commits Bumper pushed. A writer who wants Bumper to go on from `%.12s` (keeping these commits) comments `/revise` on this pull request.",
+		ev.Sender, rec.WorkBranch, ev.After))
+	return s.save(ctx, gh, it, ev.Delivery)
 }
 
 // pullMismatch says why a pull request cannot be the current attempt's, or "" when it
@@ -268,7 +286,7 @@ func pullMismatch(rec *ledger.Record, bot string, pr Pull) string {
 		return "no run was dispatched"
 	}
 	want := WorkBranchName(rec.Issue, att.Number)
-	if att.Stage == StageFix && rec.WorkBranch != "" {
+	if rounds(att.Stage) && rec.WorkBranch != "" {
 		want = rec.WorkBranch
 	}
 	switch {

@@ -45,6 +45,9 @@ type Options struct {
 	// Fault, for tests only, is asked at named points of the flow; an error it returns
 	// ends the handling right there, as if serve had been killed at that point.
 	Fault func(FaultPoint) error
+	// Wait waits d, or until ctx ends: between the reads of a pull request whose
+	// mergeability GitHub is still computing. Nil: a timer.
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // Service applies GitHub events and runner call-backs to work items.
@@ -61,6 +64,9 @@ type Service struct {
 	policies map[string]repoconfig.Config
 	// redrives are the dispatches waiting out their grace period (RedriveLater).
 	redrives map[string]pendingRedrive
+	// steers remember /steer comments as they were given, by comment id, so that a
+	// run polling for them costs no call to GitHub (see steerOf).
+	steers map[int64]steerText
 }
 
 // maxCachedPolicies bounds the policy cache; past it, the cache starts over.
@@ -88,6 +94,9 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Wait == nil {
+		opts.Wait = sleep
 	}
 	return &Service{opts: opts, idx: opts.Index, now: opts.Now, locks: map[string]*sync.Mutex{}}, nil
 }
@@ -131,6 +140,20 @@ type item struct {
 	commentID int64
 	stored    *ledger.Record // nil for a new item
 	rec       *ledger.Record
+	// replies wait for the next save: what Bumper says of a change is posted once the
+	// change is recorded.
+	replies []queuedReply
+}
+
+// queuedReply is a reply to post on an issue or pull request once the record is saved.
+type queuedReply struct {
+	number int
+	body   string
+}
+
+// replyAfterSave queues a reply for the item's next save.
+func (it *item) replyAfterSave(number int, body string) {
+	it.replies = append(it.replies, queuedReply{number: number, body: body})
 }
 
 // errUntrusted marks a record that failed to parse or contradicts GitHub.
@@ -221,6 +244,13 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 		return err
 	}
 	it.stored = rec.Clone()
+	queued := it.replies
+	it.replies = nil
+	for _, r := range queued {
+		if err := s.reply(ctx, gh, it.repo.FullName, r.number, r.body); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -303,6 +333,18 @@ func (e invalidPolicy) Unwrap() error { return e.err }
 func isInvalidPolicy(err error) bool {
 	var ip invalidPolicy
 	return errors.As(err, &ip)
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func newNonce() (string, error) {

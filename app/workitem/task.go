@@ -14,12 +14,14 @@ import (
 )
 
 // stageScopes is the one table of what a run of each stage may call back for. A plan
-// run posts its plan; implementation and fix runs report progress and evidence; only a
-// review run posts a verdict.
+// run posts its plan; implementation, fix, revise and update runs report progress and
+// evidence; only a review run posts a verdict.
 var stageScopes = map[wire.Stage][]string{
 	StagePlan:      {wire.ScopeProgress, wire.ScopeTask, wire.ScopeShouldStop},
 	StageImplement: {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
 	StageFix:       {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
+	StageRevise:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
+	StageUpdate:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
 	StageReview:    {wire.ScopeVerdict, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
 }
 
@@ -71,15 +73,46 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 	if task.Comments, err = s.taskComments(ctx, gh, rec, cutoff, approvalComment); err != nil {
 		return none, err
 	}
-	if c.Stage == StageFix || c.Stage == StageReview {
+	if wire.PullStage(c.Stage) {
 		task.PullRequest, task.Branch, task.HeadCommit = rec.PullRequest, rec.WorkBranch, rec.PullHead
 	}
-	if c.Stage == StageFix {
+	switch c.Stage {
+	case StageFix:
 		if task.Checks, err = s.fixTask(ctx, gh, rec, att); err != nil {
 			return none, err
 		}
+	case StageRevise:
+		if err := s.reviseTask(ctx, gh, rec, att, &task); err != nil {
+			return none, err
+		}
+	case StageUpdate:
+		task.Round, task.UpdateTo = rec.RoundsSince(opened(rec), StageUpdate), att.UpdateTo
+	}
+	if task.Steers, err = s.steersFor(ctx, gh, rec, att, false); err != nil {
+		return none, err
 	}
 	return task, nil
+}
+
+// reviseTask is a revise run's task: the writers' words it answers, read again from
+// GitHub as the round took them, and what was left out.
+func (s *Service) reviseTask(ctx context.Context, gh GitHub, rec *ledger.Record, att *ledger.Attempt, task *wire.Task) error {
+	pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
+	if isInvalidPolicy(err) {
+		return refuse(RefusalPolicy, "%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	r, err := s.readInputs(ctx, gh, rec, pol, att.Inputs, false)
+	if err != nil {
+		return err
+	}
+	if len(r.review) == 0 {
+		return refuse(RefusalState, "nothing the round was asked may reach the agent any more (left out: %d)", len(r.leftOut))
+	}
+	task.Round, task.Review, task.LeftOut = rec.RoundsSince(opened(rec), StageRevise), r.review, r.leftOut
+	return nil
 }
 
 // taskComments are the comments a run may read: written by a person with write

@@ -334,6 +334,23 @@ func transitions() []transition {
 					e.t.Fatalf("no word on the pull request: %q", e.replies(it.pr))
 				}
 			}, silently: true}, // the word is on the pull request
+		{name: "a revise round ending without a new head hands the pull request back", from: ledger.Running, to: ledger.InReview,
+			reach: func(e *env) *item { return e.revising() }, act: runFails,
+			check: func(e *env, it *item, rec *ledger.Record) {
+				reason("revise round (attempt 3) ended (failure) without a new head")(e, it, rec)
+				if !strings.Contains(e.lastPRReply(it), "ended (failure) without a new commit") {
+					e.t.Fatalf("no word on the pull request: %q", e.prReplies(it))
+				}
+			}, silently: true},
+		{name: "a person's push stops the update round", from: ledger.Running, to: ledger.InReview,
+			reach: func(e *env) *item {
+				it := e.inReview()
+				e.must(e.pushEvent(e.conflictOnMain()))
+				it.run = e.lastRun()
+				return it
+			},
+			act:   func(e *env, it *item) { e.humanPush(it) },
+			check: reason("during update round 3; the round is stopped"), silently: true},
 		{name: "a fix round ending without a new head hands the pull request back", from: ledger.Running, to: ledger.InReview,
 			reach: func(e *env) *item { return e.fixing() },
 			act: func(e *env, it *item) {
@@ -393,6 +410,31 @@ func transitions() []transition {
 				verdictCheck("failure")(e, it, rec)
 				if len(e.gh.ReviewsOf(repoName, it.pr)) != 0 {
 					e.t.Fatal("a review was posted without a verdict")
+				}
+			}, silently: true},
+		{name: "reviews that came during the review start the next round", from: ledger.Reviewing, via: ledger.InReview, to: ledger.Running,
+			reach: func(e *env) *item {
+				it := reviewGranted(e)
+				e.review(it, writer, "CHANGES_REQUESTED", askRename)
+				e.review(it, maintainer, "COMMENTED", askPrintf)
+				return it
+			},
+			act: func(e *env, it *item) { e.passes(it) },
+			check: func(e *env, it *item, rec *ledger.Record) {
+				if a := rec.Attempts[len(rec.Attempts)-1]; a.Stage != workitem.StageRevise || len(a.Inputs) != 2 || len(rec.Pending) != 0 {
+					e.t.Fatalf("attempt %+v, pending %+v", a, rec.Pending)
+				}
+			}, silently: true},
+		{name: "a verdict with findings starts a revise round where the repository asks for it", policy: onFindings,
+			from: ledger.Reviewing, via: ledger.InReview, to: ledger.Running,
+			reach: func(e *env) *item { return reviewGranted(e) },
+			act: func(e *env, it *item) {
+				e.must(e.svc.Verdict(e.ctx, it.claims, wire.Verdict{HeadCommit: it.head, Document: verdictDoc("request_changes", 0.9,
+					`{"severity":"major","message":"the count is still 3"}`)}))
+			},
+			check: func(e *env, it *item, rec *ledger.Record) {
+				if a := rec.Attempts[len(rec.Attempts)-1]; a.Stage != workitem.StageRevise || a.Inputs[0].Kind != wire.ReviewKindFinding {
+					e.t.Fatalf("attempt %+v", a)
 				}
 			}, silently: true},
 		{name: "a merge during the review ends the item", from: ledger.Reviewing, to: ledger.Done,
@@ -455,6 +497,47 @@ func transitions() []transition {
 					e.t.Fatalf("fix attempt %+v", a)
 				}
 				reason("ci/test failed", "fix round 1 of 2")(e, it, rec)
+			}, silently: true},
+		{name: "a writer's review requesting changes starts a revise round", from: ledger.InReview, to: ledger.Running,
+			reach: func(e *env) *item { return e.inReview() },
+			act:   func(e *env, it *item) { e.review(it, writer, "CHANGES_REQUESTED", askRename, inline()...) },
+			check: func(e *env, it *item, rec *ledger.Record) {
+				a := rec.Attempts[len(rec.Attempts)-1]
+				if a.Stage != workitem.StageRevise || len(a.Inputs) != 1 || a.Revision != rec.ApprovalRevision() || e.lastRun().Inputs[wire.DispatchInputStage] != workitem.StageRevise {
+					e.t.Fatalf("revise attempt %+v", a)
+				}
+				reason("revise round 1 of 3", "answering 3 comment(s)")(e, it, rec)
+				if !strings.Contains(e.lastPRReply(it), "Revise round 1 of 3") {
+					e.t.Fatalf("no word on the pull request: %q", e.prReplies(it))
+				}
+			}, silently: true}, // the word is on the pull request
+		{name: "a conflict with the moved base starts an update round", from: ledger.InReview, to: ledger.Running,
+			reach: func(e *env) *item { return e.inReview() },
+			act:   func(e *env, it *item) { e.must(e.pushEvent(e.conflictOnMain())) },
+			check: func(e *env, it *item, rec *ledger.Record) {
+				if a := rec.Attempts[len(rec.Attempts)-1]; a.Stage != workitem.StageUpdate || a.UpdateTo != e.gh.Head(repoName, "main") {
+					e.t.Fatalf("update attempt %+v", a)
+				}
+				reason("conflicts with it", "update round 1 of 2")(e, it, rec)
+			}, silently: true},
+		{name: "GitHub's update of the branch that changed the diff hands it to a review run", from: ledger.InReview, to: ledger.Reviewing,
+			reach: func(e *env) *item {
+				e.gh.RequireUpToDate(repoName, "main", true)
+				it := e.inReview()
+				e.must(e.pushEvent(e.elsewhereOnMain()))
+				e.gh.SetPullFiles(repoName, it.pr, workitem.PullFile{Path: "widgets.sh", Patch: "@@ -2 +2 @@\n-echo 3\n+echo 4"})
+				return it
+			},
+			act: func(e *env, it *item) {
+				for _, ev := range e.gh.Sent() {
+					e.must(e.pullEvent(ev))
+				}
+			},
+			check: func(e *env, it *item, rec *ledger.Record) {
+				if a := rec.Attempts[len(rec.Attempts)-1]; a.Stage != workitem.StageReview || rec.PullHead == it.head || rec.Updating != nil {
+					e.t.Fatalf("attempt %+v, head %s", a, rec.PullHead)
+				}
+				reason("the pull request's diff changed")(e, it, rec)
 			}, silently: true},
 		{name: "a merge ends the item", from: ledger.InReview, to: ledger.Done,
 			reach: func(e *env) *item { return e.inReview() }, act: merge, check: reason("pull request #2 was merged"), silently: true},

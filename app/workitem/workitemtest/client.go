@@ -208,7 +208,7 @@ func (c client) PullRequest(_ context.Context, repoName string, number int) (wor
 	if !ok || is.pull == nil {
 		return workitem.Pull{}, notFound("pull request %s#%d", repoName, number)
 	}
-	return *is.pull, nil
+	return r.pullView(number), nil
 }
 
 // CreateComment implements workitem.GitHub: the App's comment, on an issue or a pull
@@ -407,8 +407,9 @@ func (c client) CreateReview(_ context.Context, repoName string, number int, rv 
 		}
 	}
 	id := c.g.id()
-	r.reviews[number] = append(r.reviews[number], Review{ID: id, User: c.g.opts.Bot, UserType: "Bot", State: state,
-		CommitID: commit, Body: rv.Body, Comments: slices.Clone(rv.Comments)})
+	r.reviews[number] = append(r.reviews[number], Review{ID: id, User: c.g.opts.Bot, UserType: "Bot", Association: "NONE", State: state,
+		CommitID: commit, Body: rv.Body, SubmittedAt: c.g.now(), Comments: slices.Clone(rv.Comments)})
+	c.g.reviewComments(r, number, id, commit, rv)
 	return id, nil
 }
 
@@ -490,7 +491,7 @@ func (c client) Reviews(_ context.Context, repoName string, number int) ([]worki
 	}
 	var out []workitem.ReviewInfo
 	for _, rv := range r.reviews[number] {
-		out = append(out, workitem.ReviewInfo{User: rv.User, UserType: rv.UserType, State: rv.State, CommitID: rv.CommitID})
+		out = append(out, rv.info())
 	}
 	return out, nil
 }

@@ -52,6 +52,9 @@ type GitHub struct {
 	faults   map[string][]fault
 	hooks    map[string][]func()
 	calls    map[string]int
+	// sent are the webhooks the App's own calls made GitHub deliver (the push of an
+	// update-branch), until a test takes them (Sent).
+	sent []workitem.PullEvent
 }
 
 type repo struct {
@@ -70,7 +73,11 @@ type repo struct {
 	reviews       map[int][]Review
 	files         map[int][]workitem.PullFile
 	protection    map[string]workitem.Protection
-	noAdmin       bool // the App may not read branch protection
+	noAdmin       bool                // the App may not read branch protection
+	prComments    []*pullComment      // review comments, oldest first
+	forks         map[string]string   // branch → the default branch's commit it was made from
+	merges        map[int]*mergeState // pull request → what GitHub knows of its merge
+	strict        map[string]bool     // branch → its protection requires up-to-date branches
 }
 
 type files map[string]string
@@ -115,13 +122,15 @@ func (r Run) Identity() workitem.Identity {
 
 // Review is a pull request review as GitHub keeps it.
 type Review struct {
-	ID       int64
-	User     string
-	UserType string
-	State    string // APPROVED, CHANGES_REQUESTED, COMMENTED
-	CommitID string
-	Body     string
-	Comments []workitem.ReviewComment
+	ID          int64
+	User        string
+	UserType    string
+	Association string
+	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
+	CommitID    string
+	Body        string
+	SubmittedAt time.Time
+	Comments    []workitem.ReviewComment
 }
 
 // Token is an installation token the App minted.
@@ -169,7 +178,7 @@ func (g *GitHub) AddRepo(fullName, defaultBranch string, content map[string]stri
 	r := &repo{name: fullName, defaultBranch: defaultBranch, installed: true, commits: map[string]files{},
 		refs: map[string]string{}, issues: map[int]*issue{}, comments: map[int64]*comment{}, perms: map[string]string{},
 		workflows: map[string][]string{}, reviews: map[int][]Review{}, files: map[int][]workitem.PullFile{},
-		protection: map[string]workitem.Protection{}}
+		protection: map[string]workitem.Protection{}, forks: map[string]string{}, merges: map[int]*mergeState{}, strict: map[string]bool{}}
 	g.repos[strings.ToLower(fullName)] = r
 	r.refs["refs/heads/"+defaultBranch] = g.commit(r, files{}, content)
 	return workitem.Repo{FullName: fullName, DefaultBranch: defaultBranch}
@@ -213,6 +222,7 @@ func (g *GitHub) Commit(repoName, branch string, content map[string]string) stri
 	from, ok := r.refs["refs/heads/"+branch]
 	if !ok {
 		from = r.refs["refs/heads/"+r.defaultBranch]
+		r.forks[branch] = from
 	}
 	sha := g.commit(r, r.commits[from], content)
 	r.refs["refs/heads/"+branch] = sha

@@ -170,3 +170,75 @@ func TestBehavesAsGitHub(t *testing.T) {
 		}
 	})
 }
+
+// TestConversationAsGitHub checks the fake's reviews, threads and merges against what
+// GitHub documents: a single comment is a review of its own, a reply answers its
+// thread's first comment, mergeability is computed after either branch moved (the first
+// read says nothing yet), and update-branch refuses a stale head and an up-to-date
+// branch, and otherwise merges as the App, the push coming back as synchronize.
+func TestConversationAsGitHub(t *testing.T) {
+	ctx := context.Background()
+	g := New(Options{})
+	g.AddRepo("acme/widgets", "main", map[string]string{"a.txt": "a", "b.txt": "b"})
+	gh := g.Client()
+	g.Commit("acme/widgets", "bumper/1-1", map[string]string{"a.txt": "A"})
+	pr := g.OpenPull("acme/widgets", workitem.Pull{Author: g.Bot(), HeadRef: "bumper/1-1"}, workitem.PullFile{Path: "a.txt", Patch: "@@ -1 +1 @@\n-a\n+A"})
+
+	ev, first := g.Review("acme/widgets", pr, "alice", "COMMENTED", "", Inline{Path: "a.txt", Line: 1, Body: "why?"})
+	root := g.CommentsOf("acme/widgets", first)[0]
+	_, second := g.Review("acme/widgets", pr, "bob", "COMMENTED", "", Inline{InReplyTo: root, Body: "because"})
+	reply := g.CommentsOf("acme/widgets", second)[0]
+	_, third := g.Review("acme/widgets", pr, "alice", "COMMENTED", "", Inline{InReplyTo: reply, Body: "ok"})
+	cs, err := gh.PullComments(ctx, "acme/widgets", pr)
+	if err != nil || len(cs) != 3 || cs[1].InReplyTo != root || cs[2].InReplyTo != root || cs[2].ReviewID != third || cs[1].Path != "a.txt" {
+		t.Fatalf("review comments %+v, %v; a reply answers the thread's first comment", cs, err)
+	}
+	if ev.Action != "submitted" || ev.Review.State != "COMMENTED" || ev.Review.ID != first || ev.HeadRef != "bumper/1-1" {
+		t.Fatalf("a single comment's webhook %+v", ev)
+	}
+	if rv, err := gh.Review(ctx, "acme/widgets", pr, first); err != nil || rv.User != "alice" || rv.SubmittedAt.IsZero() {
+		t.Fatalf("review %+v, %v", rv, err)
+	}
+
+	read := func() workitem.Pull {
+		p, err := gh.PullRequest(ctx, "acme/widgets", pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := read(); p.Mergeable != nil || p.MergeableState != "unknown" {
+		t.Fatalf("first read %+v: GitHub has not computed it yet", p)
+	}
+	if p := read(); p.Mergeable == nil || !*p.Mergeable || p.MergeableState != "clean" {
+		t.Fatalf("second read %+v", p)
+	}
+	g.PushBase("acme/widgets", "main", "carol", map[string]string{"b.txt": "B"})
+	if err := gh.UpdateBranch(ctx, "acme/widgets", pr, "0123456789012345678901234567890123456789"); !isUnprocessable(err) {
+		t.Fatalf("update-branch of a stale head: %v; want 422", err)
+	}
+	head := read().HeadSHA
+	if err := gh.UpdateBranch(ctx, "acme/widgets", pr, head); err != nil {
+		t.Fatal(err)
+	}
+	sent := g.Sent()
+	if len(sent) != 1 || sent[0].Action != "synchronize" || sent[0].Sender != g.Bot() || sent[0].After == head {
+		t.Fatalf("update-branch's push %+v", sent)
+	}
+	if a, err := gh.File(ctx, "acme/widgets", "b.txt", sent[0].After); err != nil || string(a) != "B" {
+		t.Fatalf("the merge's b.txt %q, %v", a, err)
+	}
+	if err := gh.UpdateBranch(ctx, "acme/widgets", pr, sent[0].After); !isUnprocessable(err) {
+		t.Fatalf("update-branch of an up-to-date branch: %v; want 422", err)
+	}
+	g.PushBase("acme/widgets", "main", "carol", map[string]string{"a.txt": "aa"})
+	read()
+	if p := read(); p.Mergeable == nil || *p.Mergeable || p.MergeableState != "dirty" {
+		t.Fatalf("both sides changed a.txt: %+v", p)
+	}
+}
+
+func isUnprocessable(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == 422
+}

@@ -168,16 +168,7 @@ func (g *GitHub) Push(repoName, branch, sender string, content map[string]string
 	sha := g.Commit(repoName, branch, content)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r := g.must(repoName)
-	var evs []workitem.PullEvent
-	for _, n := range slices.Sorted(maps.Keys(r.issues)) {
-		is := r.issues[n]
-		if p := is.pull; p != nil && is.state == "open" && strings.EqualFold(p.HeadRepo, r.name) && p.HeadRef == branch {
-			p.HeadSHA = sha
-			evs = append(evs, g.pullEvent(r, p, "synchronize", sender))
-		}
-	}
-	return sha, evs
+	return sha, g.synchronize(g.must(repoName), branch, sender, sha)
 }
 
 func (g *GitHub) pullEvent(r *repo, p *workitem.Pull, action, sender string) workitem.PullEvent {
@@ -210,14 +201,14 @@ func (g *GitHub) ClosePull(repoName string, number int, sender string) workitem.
 	return g.closePull(repoName, number, sender, false)
 }
 
-// ReviewPull has a person review a pull request (APPROVED, CHANGES_REQUESTED,
-// COMMENTED).
+// ReviewPull has a person review a pull request (APPROVED, or CHANGES_REQUESTED and
+// COMMENTED with a body), with no webhook: see Review for the event.
 func (g *GitHub) ReviewPull(repoName string, number int, user, state string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	r := g.must(repoName)
-	r.reviews[number] = append(r.reviews[number], Review{ID: g.id(), User: user, UserType: userType(user), State: state,
-		CommitID: r.issues[number].pull.HeadSHA})
+	body := ""
+	if state != "APPROVED" {
+		body = "A review."
+	}
+	g.Review(repoName, number, user, state, body)
 }
 
 // runEvent updates a run and describes it as workflow_run does.
