@@ -297,7 +297,7 @@ func TestReviseRoundPublishes(t *testing.T) {
 			}
 			body := comments[0].GetBody()
 			for _, want := range []string{"Bumper's review round 2 (attempt 3) of #1", "- **Round:** review round 2: answered 3 comments; 1 comment left out",
-				"comment 99 by `@drive-by` (none): its author has no write access"} {
+				"comment 99 by `@ drive-by` (none): its author has no write access"} {
 				if !strings.Contains(body, want) {
 					t.Errorf("the evidence comment lacks %q:\n%s", want, body)
 				}
