@@ -106,7 +106,7 @@ func TestMergeNote(t *testing.T) {
 			t.Errorf("a %s block in the note:\n%s", n.Kind(), note)
 		}
 	}
-	if strings.Join(headings, "|") != "What the merge did" || len(fences) != 1 || !strings.HasPrefix(fences[0], strings.Join(paths[:4], "\n")+"\n") {
+	if strings.Join(headings, "|") != "What the merge did" || len(fences) != 1 || !strings.HasPrefix(fences[0], wire.QuoteMark+strings.ReplaceAll(strings.Join(paths[:4], "\n"), "\n", "\n"+wire.QuoteMark)+"\n") {
 		t.Fatalf("headings %q, %d fences; the note:\n%.2000s", headings, len(fences), note)
 	}
 	for _, want := range []string{"(5004 listed, and more)", "`git diff --name-only --diff-filter=U` lists every one", "No conflict marker may be left"} {

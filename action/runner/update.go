@@ -8,6 +8,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/internal/textcut"
 )
@@ -124,9 +125,7 @@ func mergeNote(to string, m *workspace.Merged, complete bool) string {
 		b.WriteString(" listed, and more")
 	}
 	b.WriteString("):\n\n")
-	list := strings.Join(shown, "\n")
-	fence := mdcode.Fence(list)
-	b.WriteString(fence + "\n" + list + "\n" + fence + "\n")
+	b.WriteString(wire.QuoteBlock(strings.Join(shown, "\n")))
 	if len(shown) < len(m.Conflicts) || !complete {
 		b.WriteString("\n`git diff --name-only --diff-filter=U` lists every one.\n")
 	}

@@ -23,8 +23,8 @@ func TestTaskFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := string(files[TaskMarkdown])
-	for _, want := range []string{"# Task: `Count to 4`\n\n" + HowToRead, "## The issue's body\n\n```\n" + task.Body + "\n```\n",
-		"## The approved plan\n\n```\n1. Edit widgets.sh.\n```\n", "### `@maintainer` at 2026-12-01T09:30:00Z\n\n```\nKeep it POSIX.\n```\n", task.SpecRevision} {
+	for _, want := range []string{"# Task: `Count to 4`\n\n" + HowToRead, "## The issue's body\n\n```\n│ widgets.sh should print 4.\n│ <!-- hidden, approved as shown -->\n```\n",
+		"## The approved plan\n\n```\n│ 1. Edit widgets.sh.\n```\n", "### `@maintainer` at 2026-12-01T09:30:00Z\n\n```\n│ Keep it POSIX.\n```\n", task.SpecRevision} {
 		if !strings.Contains(md, want) {
 			t.Fatalf("TASK.md lacks %q:\n%s", want, md)
 		}
@@ -52,15 +52,15 @@ func TestTaskFiles(t *testing.T) {
 		}
 		md := string(files[TaskMarkdown])
 		for _, want := range []string{
-			"## The issue's body\n\n```\n" + task.Body + "\n```\n",
+			"## The issue's body\n\n```\n│ widgets.sh should print 4.\n│ <!-- hidden, approved as shown -->\n```\n",
 			"## Review round 2: what the writers asked\n\nPeople with write access reviewed the pull request. Answer each of the 2 comments below",
 			"### Comment 1: inline comment by `@mae` at 2026-12-01T09:30:00Z\n\nOn `widgets.sh`, lines 2 to 3, side `RIGHT`. Its review thread is 9: to answer there, give that `thread_id` in `/out/replies.json`.\n",
-			"The diff hunk it is on, as GitHub showed it:\n\n```\n@@ -1 +1 @@\n-echo 3\n+echo 4\n```\n",
-			"Earlier in its thread (1):\n\n#### `@bob` at 2026-12-01T09:30:00Z\n\n```\nWhy 4?\n```\n\nThe comment:\n\n```\nUse the helper.\n```\n",
-			"### Comment 2: review by `@mae` at 2026-12-01T09:30:00Z\n\nThe comment:\n\n```\nPlease add a test.\n```\n",
+			"The diff hunk it is on, as GitHub showed it:\n\n```\n│ @@ -1 +1 @@\n│ -echo 3\n│ +echo 4\n```\n",
+			"Earlier in its thread (1):\n\n#### `@bob` at 2026-12-01T09:30:00Z\n\n```\n│ Why 4?\n```\n\nThe comment:\n\n```\n│ Use the helper.\n```\n",
+			"### Comment 2: review by `@mae` at 2026-12-01T09:30:00Z\n\nThe comment:\n\n```\n│ Please add a test.\n```\n",
 			"## Left out of this round\n\n2 comment(s)",
 			"Comment 13 by `@eve` (`NONE`): its author has no write access.\nComment 14 by `@ci[bot]`: a bot wrote it.\n",
-			"## Writers' words for this run (/steer)", "### `@mae` at 2026-12-01T09:30:00Z\n\n```\nKeep it POSIX.\n```\n",
+			"## Writers' words for this run (/steer)", "### `@mae` at 2026-12-01T09:30:00Z\n\n```\n│ Keep it POSIX.\n```\n",
 		} {
 			if !strings.Contains(md, want) {
 				t.Fatalf("TASK.md lacks %q:\n%s", want, md)
@@ -178,12 +178,27 @@ func TestTaskFilesQuoteUntrustedText(t *testing.T) {
 				t.Fatalf("%d fenced blocks, want %d (one per untrusted text):\n%s", len(fences), len(quoted), md)
 			}
 			for i, q := range quoted {
-				if got, want := fences[i], strings.TrimRight(normalize(q), "\n"); strings.TrimRight(normalize(got), "\n") != want {
+				if got, want := fences[i], strings.TrimRight(normalize(q), "\n"); strings.TrimRight(unmark(t, got), "\n") != want {
 					t.Fatalf("fenced block %d is\n%q\nwant the text as written\n%q", i, got, want)
 				}
 			}
 		})
 	}
+}
+
+// unmark takes QuoteMark off every line of a quoted block, failing the test for a line
+// without it: every line of a quote carries the mark.
+func unmark(t *testing.T, block string) string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(normalize(block), "\n"), "\n")
+	for i, l := range lines {
+		rest, ok := strings.CutPrefix(l, QuoteMark)
+		if !ok {
+			t.Fatalf("line %d of a quoted block lacks the quote mark %q: %q", i, QuoteMark, l)
+		}
+		lines[i] = rest
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // normalize writes every line end as LF: CommonMark takes CR, LF and CRLF as line ends

@@ -3,7 +3,7 @@
 # VM. It does what the "scenario:" line of the task says, so one repository serves every
 # test. It is test infrastructure, not a model.
 set -eu
-scenario=$(sed -n 's/^scenario: *//p' "$BUMPER_TASK" | head -n 1)
+scenario=$(sed -n 's/^│ scenario: *//p' "$BUMPER_TASK" | head -n 1)
 echo "agent: scenario ${scenario:-none}, round $BUMPER_ROUND"
 gateway=${BUMPER_GIT_URL%%/git/*}
 host=${gateway#http://}
@@ -70,7 +70,7 @@ fix)
 	if [ "$BUMPER_ROUND" = 1 ]; then
 		# The task may ask for a pause (longer than a test's run token lives, so that
 		# the run must refresh it).
-		sleep "$(sed -n 's/^pause: *\([0-9]*\)$/\1/p' "$BUMPER_TASK" | head -n 1 | grep . || echo 0)"
+		sleep "$(sed -n 's/^│ pause: *\([0-9]*\)$/\1/p' "$BUMPER_TASK" | head -n 1 | grep . || echo 0)"
 		# A first try that verification will refuse.
 		sed -i 's/^echo 3$/echo 5/' widgets.sh
 		git commit -q -am "Count to 5"

@@ -5,7 +5,7 @@
 # changes and one elsewhere), malformed (a verdict that is not one) or none (no verdict
 # at all). It is test infrastructure, not a model.
 set -eu
-review=$(sed -n 's/^review: *//p' "$BUMPER_TASK" | head -n 1)
+review=$(sed -n 's/^│ review: *//p' "$BUMPER_TASK" | head -n 1)
 echo "reviewer: review ${review:-none}, running from $(pwd)"
 echo "reviewer: the diff has $(wc -l <"$BUMPER_REVIEW_DIFF") lines; the evidence $(wc -c <"$BUMPER_REVIEW_EVIDENCE") bytes"
 echo "reviewer: verification said: $(printf '%s' "$BUMPER_VERIFICATION" | head -n 1)"
