@@ -25,6 +25,19 @@ func (c *call) actorOf() conversation.Actor {
 }
 
 // review is the route's {review_id} of the route's pull request, as the caller sees it:
+// pullReview is the pull request and the review a route's path names.
+func (c *call) pullReview() (*state.Issue, *state.Pull, *state.Review, error) {
+	is, p, err := c.pull()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rv, err := c.review(p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return is, p, rv, nil
+}
+
 // someone else's pending review is not found.
 func (c *call) review(p *state.Pull) (*state.Review, error) {
 	id, err := strconv.ParseInt(c.params["review_id"], 10, 64)
@@ -90,12 +103,7 @@ func (a *API) createReview(w http.ResponseWriter, r *http.Request, c *call) {
 
 // getReview serves GET …/pulls/{n}/reviews/{review_id}.
 func (a *API) getReview(w http.ResponseWriter, r *http.Request, c *call) {
-	_, p, err := c.pull()
-	if err != nil {
-		apierr.Write(w, err)
-		return
-	}
-	rv, err := c.review(p)
+	_, _, rv, err := c.pullReview()
 	if err != nil {
 		apierr.Write(w, err)
 		return
@@ -105,12 +113,7 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request, c *call) {
 
 // updateReview serves PUT …/pulls/{n}/reviews/{review_id} {body}.
 func (a *API) updateReview(w http.ResponseWriter, r *http.Request, c *call) {
-	is, p, err := c.pull()
-	if err != nil {
-		apierr.Write(w, err)
-		return
-	}
-	rv, err := c.review(p)
+	is, p, rv, err := c.pullReview()
 	if err != nil {
 		apierr.Write(w, err)
 		return
@@ -135,12 +138,7 @@ func (a *API) updateReview(w http.ResponseWriter, r *http.Request, c *call) {
 
 // deletePendingReview serves DELETE …/pulls/{n}/reviews/{review_id}.
 func (a *API) deletePendingReview(w http.ResponseWriter, r *http.Request, c *call) {
-	_, p, err := c.pull()
-	if err != nil {
-		apierr.Write(w, err)
-		return
-	}
-	rv, err := c.review(p)
+	_, _, rv, err := c.pullReview()
 	if err != nil {
 		apierr.Write(w, err)
 		return
@@ -155,12 +153,7 @@ func (a *API) deletePendingReview(w http.ResponseWriter, r *http.Request, c *cal
 
 // submitReview serves POST …/pulls/{n}/reviews/{review_id}/events {event, body}.
 func (a *API) submitReview(w http.ResponseWriter, r *http.Request, c *call) {
-	is, p, err := c.pull()
-	if err != nil {
-		apierr.Write(w, err)
-		return
-	}
-	rv, err := c.review(p)
+	is, p, rv, err := c.pullReview()
 	if err != nil {
 		apierr.Write(w, err)
 		return
@@ -182,12 +175,7 @@ func (a *API) submitReview(w http.ResponseWriter, r *http.Request, c *call) {
 
 // dismissReview serves PUT …/pulls/{n}/reviews/{review_id}/dismissals {message}.
 func (a *API) dismissReview(w http.ResponseWriter, r *http.Request, c *call) {
-	is, p, err := c.pull()
-	if err != nil {
-		apierr.Write(w, err)
-		return
-	}
-	rv, err := c.review(p)
+	is, p, rv, err := c.pullReview()
 	if err != nil {
 		apierr.Write(w, err)
 		return
@@ -255,12 +243,7 @@ func (a *API) writeReviewComments(w http.ResponseWriter, r *http.Request, c *cal
 
 // listReviewComments serves GET /repos/{o}/{r}/pulls/{n}/reviews/{review_id}/comments.
 func (a *API) listReviewComments(w http.ResponseWriter, r *http.Request, c *call) {
-	_, p, err := c.pull()
-	if err != nil {
-		apierr.Write(w, err)
-		return
-	}
-	rv, err := c.review(p)
+	_, p, rv, err := c.pullReview()
 	if err != nil {
 		apierr.Write(w, err)
 		return
