@@ -49,6 +49,8 @@ if grep -q '^## What the merge did' "$BUMPER_TASK"; then
 fi
 if grep -q '^## Review round [0-9]*: what the writers asked' "$BUMPER_TASK"; then
 	round=$(sed -n 's/^## Review round \([0-9]*\): what the writers asked$/\1/p' "$BUMPER_TASK" | head -n 1)
+	# The round's task into the job log, for the tests to read what reached the agent.
+	sed 's/^/agent: task | /' "$BUMPER_TASK"
 	echo "# Reviewed in round $round." >>widgets.sh
 	git commit -q -am "Answer the review"
 	threads=$(sed -n 's/^.*Its review thread is \([0-9]*\): to answer there.*$/\1/p' "$BUMPER_TASK" | sort -u)
