@@ -216,7 +216,13 @@ func TestUpdateRound(t *testing.T) {
 		}
 		r := w.runIssue("Count to 4", "test.sh wants 4 widgets.\n\nscenario: direct", "success")
 		pr, head := r.ev.PullRequest, r.ev.HeadCommit
-		w.ci(head)
+		// The repository's CI passes on the head: only being behind stands between the
+		// pull request and its merge.
+		if _, _, err := w.user(ciBot).Checks.CreateCheckRun(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, gogithub.CreateCheckRunOptions{
+			Name: ciCheck, HeadSHA: head, Status: gogithub.String("completed"), Conclusion: gogithub.String("success")}); err != nil {
+			t.Fatal(err)
+		}
+		w.settle()
 		runs := len(w.runs())
 		mainHead, err := w.e.PushCommit(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "main",
 			map[string][]byte{"NOTES.md": []byte("A note on main that conflicts with nothing.\n")}, "A note", ghemu.DefaultMaintainer)
