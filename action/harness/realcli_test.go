@@ -98,7 +98,7 @@ func newRealSetup(t *testing.T, envVar, binary string) *realSetup {
 
 // exec runs a command as the VM's session would: in the repository, as the agent's
 // user, with a base environment like the guest's and the harness's entries after it.
-func (s *realSetup) exec(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (ExitStatus, error) {
+func (s *realSetup) exec(ctx context.Context, argv, env []string, stdout, stderr io.Writer, in ...Input) (ExitStatus, error) {
 	args := append([]string{argv[0]}, argv[1:]...)
 	if len(s.extraArgs) > 0 {
 		args = append(append(append([]string{}, argv[:2]...), s.extraArgs...), argv[2:]...)
@@ -114,7 +114,7 @@ func (s *realSetup) exec(ctx context.Context, argv, env []string, stdout, stderr
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: s.cred}
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	err := runLocal(cmd, s.root, in)
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
