@@ -83,6 +83,9 @@ type Evidence struct {
 	Artifact *Artifact `json:"artifact,omitempty"`
 	// Review is a review run's judgement of the pull request; nil for other stages.
 	Review *Review `json:"review,omitempty"`
+	// Steers are the writers' /steer words the run was given, in the order it had
+	// them, and what became of each.
+	Steers []Steer `json:"steers,omitempty"`
 }
 
 // Review is what a review run concluded about the pull request's head: the verdict the

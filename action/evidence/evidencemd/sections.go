@@ -11,11 +11,14 @@ import (
 
 // sections builds every collapsed part, items at their fixed bounds.
 func (r *renderer) sections() []*section {
-	return []*section{
+	secs := []*section{
 		r.phasesSection(), r.commandsSection(), r.testsSection(), r.filesSection(),
-		r.egressSection(), r.decisionsSection(), r.sandboxSection(), r.approvalsSection(),
-		r.auditSection(), r.revocationSection(),
+		r.egressSection(), r.decisionsSection(),
 	}
+	if st := r.steersSection(); st != nil {
+		secs = append(secs, st)
+	}
+	return append(secs, r.sandboxSection(), r.approvalsSection(), r.auditSection(), r.revocationSection())
 }
 
 // track builds an item and marks it trimmed when the quoter cut something meanwhile.
