@@ -15,6 +15,7 @@ const (
 	ccMaxTurns = "claude-code/generated/claude-2.1.328-stream-json.error-max-turns.jsonl"
 	ccAPIError = "claude-code/generated/claude-2.1.328-stream-json.api-error-400.jsonl"
 	ccReal     = "claude-code/real-2.1.328-through-bumper-gateway.stream.jsonl"
+	ccSteer    = "claude-code/captured/claude-2.1.328-bumper-argv.steer.jsonl"
 	ccGleam    = "claude-code/claude-agent-sdk-gleam/golden_basic_query.ndjson"
 	ccNoResult = "claude-code/captured/claude-2.1.328-bad-key-no-result.jsonl"
 )
@@ -71,6 +72,24 @@ func TestClaudeCodeStreams(t *testing.T) {
 				results := ofKind(p.events, EventToolResult)
 				if results[0].Status != "ok" || results[0].Tool != "Write" || results[1].Summary != "written by the scripted model BASH-RAN" {
 					t.Fatalf("tool results %+v", results)
+				}
+			},
+		},
+		{
+			// The CLI's replays of the input's messages and its command_lifecycle events
+			// are neither the agent's doing nor unknown; the steer's text is no tool result.
+			name:       "a steer on the input, through the adapter's own argv",
+			stream:     func(t *testing.T) []byte { return fixture(t, ccSteer) },
+			status:     ok,
+			wantOK:     true,
+			wantCounts: Counts{Turns: 3, ToolCalls: 2, SelfReportedMicroUSD: cost(4800)},
+			wantKinds: []EventKind{EventMessage, EventTurn, EventToolCall, EventToolResult, EventTurn, EventToolCall, EventToolResult,
+				EventTurn, EventMessage, EventCost, EventMessage},
+			check: func(t *testing.T, p played) {
+				for _, e := range p.events {
+					if strings.Contains(e.Summary, "STEER-MARKER") || strings.Contains(e.Summary, "You are working unattended") {
+						t.Fatalf("a message of the input counted as the agent's: %+v", e)
+					}
 				}
 			},
 		},
