@@ -102,9 +102,9 @@ func TestClaudeCodeSteers(t *testing.T) {
 	d := newDeliveries()
 	fake := &fakeExec{status: ExitStatus{}}
 	fake.during = func(f *fakeFeed) {
-		msgs := waitMessages(t, f, 2) // the prompt, then the waiting steer
+		waitMessages(t, f, 2) // the prompt, then the waiting steer
 		steers <- steer(102, "And keep the old flag.")
-		msgs = waitMessages(t, f, 3)
+		msgs := waitMessages(t, f, 3)
 		fake.writes = []string{claudeLines(ccInit, replay(msgs[0].UUID), ccLifecycle, ccToolUse, replay(msgs[1].UUID), ccToolRes,
 			replay(msgs[2].UUID), ccText, ccResultOK)}
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -223,7 +224,7 @@ func TestPollStopSteers(t *testing.T) {
 	for len(steers) > 0 {
 		got = append(got, (<-steers).ID)
 	}
-	if fmt.Sprint(got) != "[11 12]" || context.Cause(ctx) != context.Canceled {
+	if fmt.Sprint(got) != "[11 12]" || !errors.Is(context.Cause(ctx), context.Canceled) {
 		t.Fatalf("the round got %v (cause %v)", got, context.Cause(ctx))
 	}
 	l.steers.report(wire.SteerDelivery{ID: 11, DeliveredAt: time.Now()})
