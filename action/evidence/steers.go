@@ -15,9 +15,10 @@ const (
 	SteerViaPrompt = "prompt"
 )
 
-// MaxSteers bounds the steers one run takes (and its evidence lists); serve keeps the
+// MaxSteers bounds the steers one run takes (and its evidence lists), as serve bounds
+// the steers one report may speak of (it refuses a report of more); serve keeps the
 // rest, which the run never reports, for the next run.
-const MaxSteers = 100
+const MaxSteers = 64
 
 // Steer is a writer's /steer the run was given, and what became of it: who wrote it,
 // when, when the run had it, and when and how the agent got it, or why it did not.

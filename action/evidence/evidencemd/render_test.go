@@ -198,7 +198,7 @@ var huge = map[string]func() *evidence.Evidence{
 		e.Tests[0].Failures, e.Tests[0].Failed = failures, len(failures)
 		return e
 	},
-	"100 steers of 8 KiB": func() *evidence.Evidence {
+	"64 steers of 8 KiB": func() *evidence.Evidence {
 		e := evidencetest.Realistic()
 		for i := range evidence.MaxSteers {
 			e.Steers = append(e.Steers, evidence.Steer{ID: int64(i + 1), Author: "maintainer", CreatedAt: e.StartedAt, ArrivedAt: e.StartedAt,
