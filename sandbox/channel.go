@@ -126,7 +126,30 @@ func (m *Machine) hello(payload []byte) error {
 // workspace, root size). When ctx ends, the VM is killed: a command cannot be stopped
 // alone. Once the VM is gone (killed, timed out), Run says so without running anything:
 // a timed-out result after the wall-time limit, an error wrapping ErrKilled after Kill.
-func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (*Result, error) {
+//
+// in, at most one, is the command's way in while it runs (its standard input, its
+// steering directory); Run ends it when the command ends, and tells its Placed
+// callback about every file before it returns. A guest that answers for a file it was
+// not sent is not Bumper's agent: the VM is killed and Run returns an error.
+func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io.Writer, in ...*Input) (res *Result, err error) {
+	input, err := oneInput(in)
+	if err != nil {
+		return nil, err
+	}
+	if input != nil {
+		if err := input.claim(); err != nil {
+			return nil, fmt.Errorf("failed to run %q: %w", argv, err)
+		}
+		defer func() {
+			var re *RestoreError
+			if errors.As(err, &re) {
+				// The command never ran: the cold boot's Run sends it all again.
+				input.rewind()
+				return
+			}
+			input.end()
+		}()
+	}
 	if m.w == nil {
 		return nil, errors.New("machine not started: call Start first")
 	}
@@ -156,6 +179,9 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 		OutMaxBytes:   m.cfg.OutMaxBytes,
 		GrowRoot:      m.cfg.DiskSizeMB > 0,
 	}
+	if input != nil {
+		req.Stdin, req.Steering = input.cfg.Stdin, input.cfg.Steering
+	}
 	if n := m.cfg.Network; n != nil {
 		g := n.withDefaults().Guest
 		req.Network = &g
@@ -172,6 +198,22 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 	}
 	stop := context.AfterFunc(ctx, func() { m.killProcess() })
 	defer stop()
+	if input != nil {
+		// The input follows the request on the channel, from a goroutine of its own: a
+		// guest slow to read it must not hold up its output. Run returns only once the
+		// sender has stopped, so nothing of this command's input follows the next
+		// command's request.
+		stopSend, sent := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(sent)
+			input.send(m.w, stopSend)
+		}()
+		defer func() {
+			close(stopSend)
+			<-sent
+		}()
+	}
+	confirmed := false
 	for {
 		f, err := m.r.Read()
 		if err != nil {
@@ -181,11 +223,20 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 			return m.ended(err)
 		}
 		m.heard = true
+		if input != nil && !confirmed {
+			input.confirm()
+			confirmed = true
+		}
 		switch f.Type {
 		case agentproto.TypeStdout:
 			_, _ = stdout.Write(f.Payload)
 		case agentproto.TypeStderr:
 			_, _ = stderr.Write(f.Payload)
+		case agentproto.TypeSteered:
+			if err := m.steered(input, f.Payload); err != nil {
+				m.killProcess()
+				return nil, err
+			}
 		case agentproto.TypeResult:
 			var res agentproto.Result
 			if err := agentproto.Decode(f.Payload, &res); err != nil {
@@ -200,6 +251,33 @@ func (m *Machine) Run(ctx context.Context, argv, env []string, stdout, stderr io
 			}
 		}
 	}
+}
+
+// steered takes the guest's answer for a steering file: valid, for a command with a
+// steering directory, naming a file it was sent and has not answered for.
+func (m *Machine) steered(input *Input, payload []byte) error {
+	if input == nil || !input.cfg.Steering {
+		return errors.New("guest answered for a steering file, but the command has no steering directory: the VM was killed")
+	}
+	var ack agentproto.SteerAck
+	if err := agentproto.Decode(payload, &ack); err != nil {
+		return fmt.Errorf("guest sent an invalid steering answer (the VM was killed): %w", err)
+	}
+	if err := input.placed(ack); err != nil {
+		return fmt.Errorf("%w: the VM was killed", err)
+	}
+	return nil
+}
+
+// oneInput is a Run's Input, nil when there is none.
+func oneInput(in []*Input) (*Input, error) {
+	switch {
+	case len(in) > 1:
+		return nil, fmt.Errorf("a command takes one Input, not %d", len(in))
+	case len(in) == 1:
+		return in[0], nil
+	}
+	return nil, nil
 }
 
 // RestoreError says a warm start failed before the agent said anything: QEMU exited

@@ -257,10 +257,14 @@ func (s *Session) track(m *Machine) error {
 // run nothing more); the command's own failure, and the wall-time limit, are in the
 // Result. When ctx ends the VM is killed: a command cannot be stopped alone.
 //
+// in, at most one, is the command's way in while it runs (see Input and
+// Machine.Run).
+//
 // The first Run after a warm start is the one that finds a snapshot that does not
 // restore (the command never ran): the snapshot is moved aside, the VM boots cold from
-// Start's workspace and runs the command, and Report says why (SnapshotBroken).
-func (s *Session) Run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (*Result, error) {
+// Start's workspace and runs the command (with its input, from the start), and Report
+// says why (SnapshotBroken).
+func (s *Session) Run(ctx context.Context, argv, env []string, stdout, stderr io.Writer, in ...*Input) (*Result, error) {
 	if stdout == nil {
 		stdout = io.Discard
 	}
@@ -273,6 +277,7 @@ func (s *Session) Run(ctx context.Context, argv, env []string, stdout, stderr io
 		"a command is already running in this session; run one at a time")
 	if refuse != nil {
 		s.mu.Unlock()
+		endInput(in)
 		return nil, fmt.Errorf("failed to run %q: %w", argv, refuse)
 	}
 	s.busy = true
@@ -288,10 +293,10 @@ func (s *Session) Run(ctx context.Context, argv, env []string, stdout, stderr io
 		fw = &firstWrite{}
 		stdout, stderr = fw.wrap(stdout), fw.wrap(stderr)
 	}
-	res, err := m.Run(ctx, argv, env, stdout, stderr)
+	res, err := m.Run(ctx, argv, env, stdout, stderr, in...)
 	var re *RestoreError
 	if first && errors.As(err, &re) {
-		res, err = s.runCold(ctx, m, re, argv, env, stdout, stderr)
+		res, err = s.runCold(ctx, m, re, argv, env, stdout, stderr, in)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -306,7 +311,7 @@ func (s *Session) Run(ctx context.Context, argv, env []string, stdout, stderr io
 }
 
 // runCold boots cold after the warm start of m failed and runs the command there.
-func (s *Session) runCold(ctx context.Context, m *Machine, re *RestoreError, argv, env []string, stdout, stderr io.Writer) (*Result, error) {
+func (s *Session) runCold(ctx context.Context, m *Machine, re *RestoreError, argv, env []string, stdout, stderr io.Writer, in []*Input) (*Result, error) {
 	_ = m.waitDone() // QEMU has exited; its cleanups finish before the cold boot
 	broken := quarantineSnapshot(re)
 	s.log.Info().Str(logKeyReason, broken).Msg("warm start failed; booting cold")
@@ -316,18 +321,29 @@ func (s *Session) runCold(ctx context.Context, m *Machine, re *RestoreError, arg
 	left := time.Until(s.deadline)
 	s.mu.Unlock()
 	if left <= 0 {
+		endInput(in)
 		return &Result{ExitCode: -1, TimedOut: true, Error: fmt.Sprintf("wall-time limit of %v reached before a cold boot; the command did not run", s.cfg.Timeout)}, nil
 	}
 	// The session's limit runs from Start: the cold VM gets what is left of it.
 	cfg := s.cfg
 	cfg.Timeout = left
 	if err := s.boot(ctx, cfg); err != nil {
+		endInput(in)
 		return nil, err
 	}
 	s.mu.Lock()
 	cold := s.m
 	s.mu.Unlock()
-	return cold.Run(ctx, argv, env, stdout, stderr)
+	return cold.Run(ctx, argv, env, stdout, stderr, in...)
+}
+
+// endInput ends a command's input when the command will not run.
+func endInput(in []*Input) {
+	for _, i := range in {
+		if i != nil {
+			i.end()
+		}
+	}
 }
 
 // CollectOut copies what the guest's /out holds after the last Run to dest, treating it

@@ -216,8 +216,9 @@ func (c *Client) ShouldStop(ctx context.Context) (wire.ShouldStop, error) {
 		return wire.ShouldStop{}, errNoRunToken
 	}
 	var out struct {
-		Stop   *bool  `json:"stop"`
-		Reason string `json:"reason"`
+		Stop   *bool        `json:"stop"`
+		Reason string       `json:"reason"`
+		Steers []wire.Steer `json:"steers"`
 	}
 	if err := c.call(ctx, http.MethodGet, wire.PathShouldStop, c.runToken, nil, &out, retryAny, c.runToken); err != nil {
 		return wire.ShouldStop{}, err
@@ -225,7 +226,7 @@ func (c *Client) ShouldStop(ctx context.Context) (wire.ShouldStop, error) {
 	if out.Stop == nil {
 		return wire.ShouldStop{}, errors.New("serve's should-stop answer lacks \"stop\"")
 	}
-	return wire.ShouldStop{Stop: *out.Stop, Reason: out.Reason}, nil
+	return wire.ShouldStop{Stop: *out.Stop, Reason: out.Reason, Steers: out.Steers}, nil
 }
 
 // Refresh asks for a new run token for the same run (POST /api/v1/run/refresh): serve

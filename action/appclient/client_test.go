@@ -157,6 +157,15 @@ func TestAnswers(t *testing.T) {
 			_, err := c.WithRunToken(secretRunToken).ShouldStop(context.Background())
 			return err
 		}},
+		{name: "should-stop with steers", status: 200, hits: 1,
+			body: `{"stop":false,"steers":[{"id":7,"author":"maintainer","created_at":"2026-12-06T07:54:52Z","text":"use the helper"}]}`,
+			call: func(c *Client) error {
+				st, err := c.WithRunToken(secretRunToken).ShouldStop(context.Background())
+				if err == nil && (st.Stop || len(st.Steers) != 1 || st.Steers[0].ID != 7 || st.Steers[0].Author != "maintainer" || st.Steers[0].Text != "use the helper") {
+					err = fmt.Errorf("answer %+v: the steers were not read", st)
+				}
+				return err
+			}},
 		{name: "trailing data", status: 200, body: `{"stop":false} {}`, hits: 1, wantErr: "data after the JSON value", call: func(c *Client) error {
 			_, err := c.WithRunToken(secretRunToken).ShouldStop(context.Background())
 			return err

@@ -109,6 +109,13 @@ func (e *Evidence) normalized() *Evidence {
 	n.Egress.Denied = nonNil(e.Egress.Denied)
 	n.Ledger.Decisions = nonNil(e.Ledger.Decisions)
 	n.Risk = nonNil(e.Risk)
+	if e.Steers != nil {
+		n.Steers = make([]Steer, len(e.Steers))
+		for i, s := range e.Steers {
+			s.CreatedAt, s.ArrivedAt, s.DeliveredAt = utc(s.CreatedAt), utc(s.ArrivedAt), utc(s.DeliveredAt)
+			n.Steers[i] = s
+		}
+	}
 	if e.Harness != nil {
 		h := *e.Harness
 		if h.ToolCalls == nil {

@@ -86,6 +86,9 @@ type Evidence struct {
 	// Round is a revise or update run's round on the pull request (NewRound); nil for
 	// other stages.
 	Round *Round `json:"round,omitempty"`
+	// Steers are the writers' /steer words the run was given, in the order it had
+	// them, and what became of each.
+	Steers []Steer `json:"steers,omitempty"`
 }
 
 // Review is what a review run concluded about the pull request's head: the verdict the

@@ -184,6 +184,12 @@ func TestValidateRejects(t *testing.T) {
 		msg    string // part of its message
 	}{
 		{"wrong version", func(e *evidence.Evidence) { e.SchemaVersion = 2 }, "/schema_version", "must be 1"},
+		{"a steer delivered with no time", func(e *evidence.Evidence) {
+			e.Steers = []evidence.Steer{{ID: 1, Author: "a", CreatedAt: e.StartedAt, ArrivedAt: e.StartedAt, Via: evidence.SteerViaFile}}
+		}, "/steers/0", "delivered_at"},
+		{"a steer delivered in an unknown way", func(e *evidence.Evidence) {
+			e.Steers = []evidence.Steer{{ID: 1, Author: "a", CreatedAt: e.StartedAt, ArrivedAt: e.StartedAt, Via: "email", DeliveredAt: e.StartedAt}}
+		}, "/steers/0/via", "value must be one of"},
 		{"no version", func(e *evidence.Evidence) { e.SchemaVersion = 0 }, "/schema_version", "must be 1"},
 		{"missing repository", func(e *evidence.Evidence) { e.WorkItem.Repository = "" }, "/work_item/repository", "does not match pattern"},
 		{"missing issue", func(e *evidence.Evidence) { e.WorkItem.Issue = 0 }, "/work_item/issue", "minimum"},

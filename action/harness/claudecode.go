@@ -31,21 +31,25 @@ const claudeRefusedTools = "WebFetch,WebSearch"
 // ClaudeTools returns the tools the claude-code harness allows the agent.
 func ClaudeTools() []string { return strings.Split(claudeTools, ",") }
 
-// ClaudeCode is the claude-code harness: Anthropic's Claude Code CLI in print mode,
-// its stream-json output read as events. The model gateway and the sentinel key come
-// from the runner (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY in Request.Env).
+// ClaudeCode is the claude-code harness: Anthropic's Claude Code CLI in print mode, the
+// round's prompt and the writers' steers written on its stream-json input
+// (claudeInput), its stream-json output read as events. The model gateway and the
+// sentinel key come from the runner (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY in
+// Request.Env).
 type ClaudeCode struct{ pinned }
 
 // Name is "claude-code".
 func (c *ClaudeCode) Name() string { return repoconfig.HarnessClaudeCode }
 
-// argv is the CLI's command line for a round. The prompt comes last, after "--":
-// --tools and the other list options take every argument up to the next option, and a
-// prompt that starts with "-" must not read as one.
-func (c *ClaudeCode) argv(req Request) []string {
+// argv is the CLI's command line for a round. The prompt is not on it: it is the first
+// message on the CLI's input.
+func (c *ClaudeCode) argv() []string {
 	argv := []string{
 		ClaudeCodeBinary, "-p",
+		"--input-format", "stream-json",
 		"--output-format", "stream-json", "--verbose",
+		// Each message of the input comes back on the output when the CLI takes it.
+		"--replay-user-messages",
 		"--max-turns", strconv.Itoa(ClaudeMaxTurns),
 		// The VM is the sandbox: nobody is there to answer a permission prompt. The CLI
 		// refuses this mode as root; the VM runs it as the unprivileged user.
@@ -60,7 +64,7 @@ func (c *ClaudeCode) argv(req Request) []string {
 	if c.model != "" {
 		argv = append(argv, "--model", c.model)
 	}
-	return append(argv, "--", agentPrompt(req))
+	return argv
 }
 
 // env is the runner's environment with the harness's variables after it. They keep
@@ -86,23 +90,28 @@ func (c *ClaudeCode) Run(ctx context.Context, exec Exec, req Request) (*Result, 
 	if err := requireEnv(c.Name(), req.Env, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"); err != nil {
 		return nil, err
 	}
-	argv := c.argv(req)
+	argv := c.argv()
 	sink := &eventSink{round: req.Round, onEvent: req.OnEvent}
-	p := &claudeParser{sink: sink, calls: callNames{}}
+	input := newClaudeInput(req, agentPrompt(req))
+	p := &claudeParser{sink: sink, calls: callNames{}, input: input}
 	stream := newJSONStream(orDiscard(req.Stdout), sink, "claude-code stream-json", p.line)
 	stderr := newTailWriter(orDiscard(req.Stderr))
-	st, err := exec(ctx, argv, c.env(req), stream, stderr)
+	st, err := exec(ctx, argv, c.env(req), stream, stderr, Input{Stdin: true, Ready: input.ready})
+	input.finish()
 	if err != nil {
 		return nil, fmt.Errorf("failed to run the claude-code harness (round %d): %w", req.Round, err)
 	}
 	stream.flush()
 	stderr.flush()
 	res := &Result{
-		Command: strings.Join(argv[:len(argv)-1], " ") + " " + promptSummary(req),
+		Command: strings.Join(argv, " ") + " " + fmt.Sprintf("<prompt of round %d on stdin>", req.Round),
 		Exit:    st,
 		Counts:  sink.counts,
 	}
 	res.OK, res.Reason = p.judge(st, stderr)
+	if res.OK && input.err != nil {
+		res.OK, res.Reason = false, clean("the prompt could not be written to claude-code's input: "+input.err.Error(), maxReason)
+	}
 	return res, nil
 }
 
@@ -113,6 +122,11 @@ type claudeEvent struct {
 	Type    string         `json:"type"`
 	Subtype string         `json:"subtype"`
 	Message *claudeMessage `json:"message"`
+
+	// a user message of the input, written back as the CLI takes it
+	// (--replay-user-messages)
+	UUID     string `json:"uuid"`
+	IsReplay bool   `json:"isReplay"`
 
 	// system/init
 	Version        string   `json:"claude_code_version"`
@@ -168,6 +182,9 @@ type claudeParser struct {
 	msgID string
 	// result is the last result event, nil until one came.
 	result *claudeEvent
+	// input is what the harness writes on the CLI's input, told when the CLI takes a
+	// message and when a turn ends; nil when only the output is read.
+	input *claudeInput
 }
 
 func (p *claudeParser) line(b []byte) {
@@ -185,6 +202,12 @@ func (p *claudeParser) line(b []byte) {
 		p.user(&ev)
 	case "result":
 		p.resultEvent(&ev)
+		if p.input != nil {
+			p.input.turnEnded(ev.IsError == nil || *ev.IsError)
+		}
+	case "command_lifecycle":
+		// A message of the input queued, started, completed: the replay says when the
+		// agent got it.
 	case "":
 		p.sink.add(Event{Kind: EventUnknown, Summary: "claude-code event without a type"})
 	default:
@@ -251,8 +274,15 @@ func (p *claudeParser) user(ev *claudeEvent) {
 		p.sink.add(Event{Kind: EventUnknown, Summary: "claude-code user event without a message"})
 		return
 	}
+	if ev.IsReplay {
+		// A message the harness wrote (the prompt, a steer), taken by the CLI.
+		if p.input != nil {
+			p.input.replayed(ev.UUID)
+		}
+		return
+	}
 	// A user message is the CLI answering the model: tool results. Other blocks (the
-	// prompt, the CLI's reminders) are not the agent's doing.
+	// CLI's reminders) are not the agent's doing.
 	blocks, _ := claudeBlocks(ev.Message.Content)
 	for _, b := range blocks {
 		if b.Type != "tool_result" {

@@ -15,6 +15,7 @@ const (
 	ccMaxTurns = "claude-code/generated/claude-2.1.328-stream-json.error-max-turns.jsonl"
 	ccAPIError = "claude-code/generated/claude-2.1.328-stream-json.api-error-400.jsonl"
 	ccReal     = "claude-code/real-2.1.328-through-bumper-gateway.stream.jsonl"
+	ccSteer    = "claude-code/captured/claude-2.1.328-bumper-argv.steer.jsonl"
 	ccGleam    = "claude-code/claude-agent-sdk-gleam/golden_basic_query.ndjson"
 	ccNoResult = "claude-code/captured/claude-2.1.328-bad-key-no-result.jsonl"
 )
@@ -71,6 +72,24 @@ func TestClaudeCodeStreams(t *testing.T) {
 				results := ofKind(p.events, EventToolResult)
 				if results[0].Status != "ok" || results[0].Tool != "Write" || results[1].Summary != "written by the scripted model BASH-RAN" {
 					t.Fatalf("tool results %+v", results)
+				}
+			},
+		},
+		{
+			// The CLI's replays of the input's messages and its command_lifecycle events
+			// are neither the agent's doing nor unknown; the steer's text is no tool result.
+			name:       "a steer on the input, through the adapter's own argv",
+			stream:     func(t *testing.T) []byte { return fixture(t, ccSteer) },
+			status:     ok,
+			wantOK:     true,
+			wantCounts: Counts{Turns: 3, ToolCalls: 2, SelfReportedMicroUSD: cost(4800)},
+			wantKinds: []EventKind{EventMessage, EventTurn, EventToolCall, EventToolResult, EventTurn, EventToolCall, EventToolResult,
+				EventTurn, EventMessage, EventCost, EventMessage},
+			check: func(t *testing.T, p played) {
+				for _, e := range p.events {
+					if strings.Contains(e.Summary, "STEER-MARKER") || strings.Contains(e.Summary, "You are working unattended") {
+						t.Fatalf("a message of the input counted as the agent's: %+v", e)
+					}
 				}
 			},
 		},
@@ -330,19 +349,21 @@ func TestClaudeCodeHostileStrings(t *testing.T) {
 }
 
 // TestClaudeCodeCommandLine: the CLI runs exactly so, with the runner's gateway and
-// sentinel key and nothing else of credentials, and a later round's feedback reaches
-// it in the prompt.
+// sentinel key and nothing else of credentials; the prompt is the first message on its
+// input, and a later round's feedback reaches it there; the input is closed once the
+// round's turn ended.
 func TestClaudeCodeCommandLine(t *testing.T) {
 	wantFlags := []string{
 		"claude", "-p",
+		"--input-format", "stream-json",
 		"--output-format", "stream-json", "--verbose",
+		"--replay-user-messages",
 		"--max-turns", "200",
 		"--permission-mode", "bypassPermissions",
 		"--tools", "Bash,Read,Write,Edit,NotebookEdit,Glob,Grep,TaskCreate,TaskGet,TaskList,TaskUpdate",
 		"--allowedTools", "Bash,Read,Write,Edit,NotebookEdit,Glob,Grep,TaskCreate,TaskGet,TaskList,TaskUpdate",
 		"--disallowedTools", "WebFetch,WebSearch",
 		"--strict-mcp-config",
-		"--",
 	}
 	wantEnv := append(runnerEnv(),
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -355,9 +376,18 @@ func TestClaudeCodeCommandLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newCLI(t, "claude-code", "2.1.328")
 			p := play(t, h, Request{Round: tt.round, Feedback: tt.feedback}, fixture(t, ccSuccess), 1<<20, ExitStatus{})
-			argv := p.fake.argv
-			if !slices.Equal(argv[:len(argv)-1], wantFlags) {
-				t.Fatalf("argv\n%q\nwant\n%q", argv[:len(argv)-1], wantFlags)
+			if argv := p.fake.argv; !slices.Equal(argv, wantFlags) {
+				t.Fatalf("argv\n%q\nwant\n%q", argv, wantFlags)
+			}
+			if in := p.fake.input; in == nil || !in.Stdin || in.Steering {
+				t.Fatalf("input %+v, want standard input only", in)
+			}
+			msgs, err := p.fake.feed.messages()
+			if err != nil || len(msgs) != 1 || len(msgs[0].Message.Content) != 1 || msgs[0].Type != "user" || msgs[0].Message.Role != "user" {
+				t.Fatalf("input messages %+v, %v; want one user message", msgs, err)
+			}
+			if !p.fake.feed.closed {
+				t.Fatal("the CLI's input was left open after its result")
 			}
 			if !slices.Equal(p.fake.env, wantEnv) {
 				t.Fatalf("env\n%q\nwant\n%q", p.fake.env, wantEnv)
@@ -365,8 +395,8 @@ func TestClaudeCodeCommandLine(t *testing.T) {
 			if v, _ := lookup(p.fake.env, "ANTHROPIC_API_KEY"); v != testSentinel {
 				t.Fatalf("ANTHROPIC_API_KEY=%q, want the runner's sentinel", v)
 			}
-			tt.check(t, argv[len(argv)-1])
-			if want := strings.Join(wantFlags, " ") + " <prompt of round " + fmt.Sprint(tt.round) + ">"; p.res.Command != want {
+			tt.check(t, msgs[0].Message.Content[0].Text)
+			if want := strings.Join(wantFlags, " ") + " <prompt of round " + fmt.Sprint(tt.round) + " on stdin>"; p.res.Command != want {
 				t.Fatalf("Command %q, want %q", p.res.Command, want)
 			}
 		})

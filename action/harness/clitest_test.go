@@ -231,9 +231,10 @@ func TestModelFlag(t *testing.T) {
 			var argv []string
 			switch h := with.(type) {
 			case *ClaudeCode:
-				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+				// The prompt is on the CLI's input: the model comes last.
+				argv = append(h.argv(), "--", "prompt")
 			case *Codex:
-				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+				argv = h.argv(Request{Round: 1, Env: runnerEnv()}, "prompt")
 			}
 			n := len(argv)
 			if n < 4 || argv[n-4] != tt.flag || argv[n-3] != "some-model-1" || argv[n-2] != "--" {
@@ -242,9 +243,9 @@ func TestModelFlag(t *testing.T) {
 			without := newCLI(t, tt.name, tt.version)
 			switch h := without.(type) {
 			case *ClaudeCode:
-				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+				argv = h.argv()
 			case *Codex:
-				argv = h.argv(Request{Round: 1, Env: runnerEnv()})
+				argv = h.argv(Request{Round: 1, Env: runnerEnv()}, "prompt")
 			}
 			if slices.Contains(argv, tt.flag) {
 				t.Fatalf("a harness without a model passes %s: %q", tt.flag, argv)

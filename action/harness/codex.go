@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -17,7 +19,10 @@ const codexProvider = "bumper"
 
 // Codex is the codex harness: OpenAI's Codex CLI (`codex exec --json`), its JSONL
 // events read as events. The model gateway and the sentinel key come from the runner
-// (OPENAI_BASE_URL, OPENAI_API_KEY in Request.Env).
+// (OPENAI_BASE_URL, OPENAI_API_KEY in Request.Env). codex takes its prompt when it
+// starts and no input after: the writers' steers waiting when a round starts go in its
+// prompt; those that come while it runs are reported not delivered (NoteCodexMidRun),
+// for the agent's next round.
 type Codex struct{ pinned }
 
 // Name is "codex".
@@ -25,7 +30,7 @@ func (c *Codex) Name() string { return repoconfig.HarnessCodex }
 
 // argv is the CLI's command line for a round, with the gateway's base URL from the
 // runner's environment.
-func (c *Codex) argv(req Request) []string {
+func (c *Codex) argv(req Request, prompt string) []string {
 	p := "model_providers." + codexProvider + "."
 	argv := []string{
 		CodexBinary, "exec", "--json",
@@ -52,7 +57,7 @@ func (c *Codex) argv(req Request) []string {
 	if c.model != "" {
 		argv = append(argv, "-m", c.model)
 	}
-	return append(argv, "--", agentPrompt(req))
+	return append(argv, "--", prompt)
 }
 
 // Run runs the CLI for one round and reads its events.
@@ -63,13 +68,29 @@ func (c *Codex) Run(ctx context.Context, exec Exec, req Request) (*Result, error
 	if err := requireEnv(c.Name(), req.Env, "OPENAI_BASE_URL", "OPENAI_API_KEY"); err != nil {
 		return nil, err
 	}
-	argv := c.argv(req)
+	reports := &steerReports{fn: req.OnSteer}
+	prompt, given, left := withSteers(agentPrompt(req), waitingSteers(req.Steers))
+	for _, s := range left {
+		reports.notDelivered(s, NoteNoRoom)
+	}
+	argv := c.argv(req, prompt)
 	sink := &eventSink{round: req.Round, onEvent: req.OnEvent}
 	p := &codexParser{sink: sink, calls: callNames{}}
 	stream := newJSONStream(orDiscard(req.Stdout), sink, "codex exec --json", p.line)
 	stderr := newTailWriter(orDiscard(req.Stderr))
+	loop := startSteers(req.Steers, func(s wire.Steer) { reports.notDelivered(s, NoteCodexMidRun) })
 	// The runner's environment as it is: the key reaches codex through env_key.
+	started := time.Now()
 	st, err := exec(ctx, argv, append([]string(nil), req.Env...), stream, stderr)
+	loop.stop()
+	// In the prompt: the agent had them from its start, if it started.
+	for _, s := range given {
+		if err == nil && st.Error == "" {
+			reports.delivered(s, started)
+		} else {
+			reports.notDelivered(s, NoteNotTaken)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to run the codex harness (round %d): %w", req.Round, err)
 	}

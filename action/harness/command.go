@@ -2,10 +2,15 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
@@ -60,7 +65,9 @@ exec sh -c "$1"
 // Command is the command harness: a repository's own program (harness.command in
 // .github/bumper.yml, a shell command line) run with `sh -c` in the repository. It
 // reads the task from files named in its environment, may report events on stdout
-// (EventPrefix) or in EventsFile, and succeeds when it exits with status 0.
+// (EventPrefix) or in EventsFile, and succeeds when it exits with status 0. While it
+// runs, each writer's steer is placed as a file in its steering directory
+// ($BUMPER_STEER_DIR, see steerFile), which it reads if it wants.
 type Command struct {
 	command string
 }
@@ -135,7 +142,9 @@ func (c *Command) Run(ctx context.Context, exec Exec, req Request) (*Result, err
 	stdout, stderr := orDiscard(req.Stdout), orDiscard(req.Stderr)
 	sink := &eventSink{round: req.Round, onEvent: req.OnEvent}
 	events := newStdoutEvents(stdout, sink)
-	st, err := exec(ctx, c.argv(), c.env(req), events, stderr)
+	steering := &steeringFiles{steers: req.Steers, reports: &steerReports{fn: req.OnSteer}, files: map[string]wire.Steer{}}
+	st, err := exec(ctx, c.argv(), c.env(req), events, stderr, Input{Steering: true, Ready: steering.ready, Placed: steering.placed})
+	steering.finish()
 	if err != nil {
 		return nil, fmt.Errorf("failed to run the command harness (round %d): %w", req.Round, err)
 	}
@@ -156,4 +165,75 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
+}
+
+// steeringFiles places each steer of a round in the program's steering directory.
+type steeringFiles struct {
+	steers  <-chan wire.Steer
+	reports *steerReports
+
+	mu    sync.Mutex
+	feed  Feed
+	loop  *steerLoop
+	seq   int
+	ended bool
+	// files are the steers placed and not yet answered for, by file name.
+	files map[string]wire.Steer
+}
+
+// ready starts taking steers; Exec calls it before the program runs.
+func (f *steeringFiles) ready(feed Feed) {
+	f.mu.Lock()
+	f.feed = feed
+	f.mu.Unlock()
+	f.loop = startSteers(f.steers, f.give)
+}
+
+func (f *steeringFiles) give(s wire.Steer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		f.reports.notDelivered(s, NoteFinished)
+		return
+	}
+	f.seq++
+	name, data := steerFile(f.seq, s)
+	f.files[name] = s
+	if err := f.feed.Place(name, data); err != nil {
+		delete(f.files, name)
+		f.reports.notDelivered(s, "failed to place it in the steering directory: "+err.Error())
+	}
+}
+
+// placed is the VM's word on a file: in the directory (the program may read it from
+// now on), or not.
+func (f *steeringFiles) placed(name string, at time.Time, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.files[name]
+	if !ok {
+		return
+	}
+	delete(f.files, name)
+	switch {
+	case err == nil:
+		f.reports.delivered(s, at)
+	case errors.Is(err, ErrCommandEnded):
+		f.reports.notDelivered(s, NoteFinished)
+	default:
+		f.reports.notDelivered(s, "the VM did not place it: "+err.Error())
+	}
+}
+
+// finish stops taking steers once the program has ended; Exec told placed about every
+// file it accepted.
+func (f *steeringFiles) finish() {
+	f.loop.stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ended = true
+	for _, name := range slices.Sorted(maps.Keys(f.files)) {
+		f.reports.notDelivered(f.files[name], NoteFinished)
+	}
+	f.files = nil
 }

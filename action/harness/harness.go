@@ -6,12 +6,15 @@
 // through the runner's Exec (the VM's sandbox session, in /workspace/repo, as the
 // unprivileged user), streams its output to the transcript sinks, reads its events as
 // they arrive (turns, tool calls, self-reported cost) and judges whether it succeeded.
-// The host cannot write into the VM while it runs, so what a later round needs (the
-// verification feedback) travels in that round's environment and argv.
+// What a later round needs (the verification feedback) travels in that round's
+// environment and argv or prompt. While a round runs, the host's only way in is the
+// command's Input: its standard input and its steering directory, which carry the
+// writers' /steer words (Request.Steers) to the agent as each harness can take them.
 //
 // Three adapters: command (a repository's own program; see Command), claude-code
-// (Anthropic's Claude Code CLI, `claude -p … --output-format stream-json`; see
-// ClaudeCode) and codex (OpenAI's Codex CLI, `codex exec --json`; see Codex). The CLI
+// (Anthropic's Claude Code CLI, `claude -p --input-format stream-json --output-format
+// stream-json`; see ClaudeCode) and codex (OpenAI's Codex CLI, `codex exec --json`; see
+// Codex). The CLI
 // adapters need their release pinned (.github/bumper.yml's harness.version); the
 // releases they were checked against are in versions.go (DefaultCLIs).
 //
@@ -22,10 +25,13 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"syscall"
+	"time"
 
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -37,7 +43,50 @@ import (
 //
 // A command that ran, failed, was killed or could not start is an ExitStatus, not an
 // error: the error is for a VM or a session that could not run anything any more.
-type Exec func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (ExitStatus, error)
+//
+// in, at most one, asks for a way into the command while it runs (Input); without it
+// the command reads nothing.
+type Exec func(ctx context.Context, argv, env []string, stdout, stderr io.Writer, in ...Input) (ExitStatus, error)
+
+// Input asks Exec for a way into the command while it runs: its standard input, its
+// steering directory, or both.
+type Input struct {
+	// Stdin makes the command's standard input a pipe that the Feed writes to; without
+	// it the command reads nothing.
+	Stdin bool
+	// Steering gives the command a steering directory, named by SteerDirEnv in its
+	// environment, that the Feed places files in: readable by the command's user,
+	// writable only by the VM's agent, made empty for each command and removed after.
+	Steering bool
+	// Ready is called once with the command's Feed, before the command starts (what is
+	// fed before it runs waits for it, in order), from Exec's goroutine.
+	Ready func(Feed)
+	// Placed is told, once for each file the Feed accepted, when it is in the steering
+	// directory (err nil), or why it is not (ErrCommandEnded: the command ended first;
+	// else the VM refused it), before Exec returns. It must not block.
+	Placed func(name string, at time.Time, err error)
+}
+
+// Feed is a running command's way in. Its methods may be called from any goroutine;
+// once the command has ended they fail.
+type Feed interface {
+	// Write sends p to the command's standard input.
+	Write(p []byte) (int, error)
+	// CloseStdin closes it: the command reads end of file after what was written.
+	CloseStdin() error
+	// Place puts a file in the command's steering directory: a name of letters, digits,
+	// '.', '_' and '-' that starts with a letter or digit, never one placed before; at
+	// most 64 KiB, at most 256 files per command.
+	Place(name string, data []byte) error
+}
+
+// ErrCommandEnded is Input.Placed's error for a file the command ended before the VM
+// placed.
+var ErrCommandEnded = errors.New("the command ended before the file was placed")
+
+// SteerDirEnv names a command's steering directory in its environment (the VM's agent
+// sets it; sandbox/agentproto.SteerDirEnv).
+const SteerDirEnv = "BUMPER_STEER_DIR"
 
 // ExitStatus is how a command ended, as the guest reported it.
 type ExitStatus struct {
@@ -111,6 +160,17 @@ type Request struct {
 	// OnEvent, when set, is called for each event as it arrives (up to MaxEvents), one
 	// at a time, from the goroutine that writes the agent's output.
 	OnEvent func(Event)
+	// Steers are writers' words for the agent while the round runs (/steer), oldest
+	// first: the harness takes each when it can give it to the agent (claude-code as a
+	// user message on the CLI's input, command as a file in the steering directory,
+	// codex only those waiting when the round starts, in its prompt). Those waiting when
+	// the round starts are in the channel's buffer when Run is called. The runner never
+	// closes it; a harness stops taking when the round ends. Nil: none.
+	Steers <-chan wire.Steer
+	// OnSteer is told, once for each steer the harness took, when it reached the agent
+	// (DeliveredAt) or why it did not (Note), before Run returns; from any goroutine,
+	// one call at a time.
+	OnSteer func(wire.SteerDelivery)
 }
 
 // Result is how a round went.

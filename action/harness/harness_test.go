@@ -92,16 +92,41 @@ type fakeExec struct {
 	err    error
 
 	argv, env []string
+	// input is what the command was asked to take, feed what it was fed.
+	input *Input
+	feed  *fakeFeed
+	// during, when set, runs after the input is ready and before the output is played:
+	// the harness's steers come meanwhile.
+	during func(f *fakeFeed)
+	// placeFiles says the VM places every file: Placed is told so before Exec returns,
+	// else that the command ended first.
+	placeFiles bool
 }
 
-func (f *fakeExec) exec(_ context.Context, argv, env []string, stdout, stderr io.Writer) (ExitStatus, error) {
+func (f *fakeExec) exec(_ context.Context, argv, env []string, stdout, stderr io.Writer, in ...Input) (ExitStatus, error) {
 	f.argv, f.env = argv, env
+	if len(in) > 1 {
+		return ExitStatus{}, fmt.Errorf("%d inputs", len(in))
+	}
+	if len(in) == 1 {
+		f.input = &in[0]
+		f.feed = newFakeFeed()
+		if in[0].Ready != nil {
+			in[0].Ready(f.feed)
+		}
+	}
+	if f.during != nil {
+		f.during(f.feed)
+	}
 	for _, w := range f.writes {
 		if n, err := stdout.Write([]byte(w)); n != len(w) || err != nil {
 			return ExitStatus{}, fmt.Errorf("stdout Write = %d, %w", n, err)
 		}
 	}
 	io.WriteString(stderr, f.stderr)
+	if f.feed != nil {
+		f.feed.end(f.input, f.placeFiles)
+	}
 	return f.status, f.err
 }
 
@@ -356,7 +381,7 @@ func TestCommandRunErrors(t *testing.T) {
 // TestConcurrentSinks: stdout and stderr may be written from two goroutines at once.
 func TestConcurrentSinks(t *testing.T) {
 	h := newTestCommand(t, "true")
-	exec := func(_ context.Context, _, _ []string, stdout, stderr io.Writer) (ExitStatus, error) {
+	exec := func(_ context.Context, _, _ []string, stdout, stderr io.Writer, _ ...Input) (ExitStatus, error) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for range 1000 {

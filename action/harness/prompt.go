@@ -16,9 +16,9 @@ const (
 
 // agentPrompt is the prompt a CLI harness gives the agent for a round. The task stays
 // in its file (the runner wrote it there with its conventions, and it may be long);
-// the prompt names it. A later round's feedback goes in the prompt itself: the host
-// cannot write into the running VM, and argv is how the CLI takes a prompt. The
-// feedback is bounded as the command harness bounds it (valid UTF-8, no NUL, at most
+// the prompt names it. A later round's feedback goes in the prompt itself (claude-code
+// takes it as its input's first message, codex as its last argument). The feedback is
+// bounded as the command harness bounds it (valid UTF-8, no NUL, at most
 // MaxFeedbackBytes), so the prompt stays far below Linux's 128 KiB for one argument.
 func agentPrompt(req Request) string {
 	var b strings.Builder
@@ -39,6 +39,30 @@ func agentPrompt(req Request) string {
 		"Fix what it reports and keep the rest of the task done.\n\n%s\n%s\n%s\n",
 		req.Round, feedbackStart, feedback, feedbackEnd)
 	return b.String()
+}
+
+// withSteers is a prompt with the writers' steers that came before the round started,
+// each as steerMessage writes it, as far as they fit in maxPromptSteers bytes: it
+// returns the prompt and the steers it holds.
+func withSteers(prompt string, steers []wire.Steer) (string, []wire.Steer, []wire.Steer) {
+	if len(steers) == 0 {
+		return prompt, nil, nil
+	}
+	var b strings.Builder
+	var in, out []wire.Steer
+	for _, s := range steers {
+		m := steerMessage(s)
+		if b.Len()+len(m)+1 > maxPromptSteers {
+			out = append(out, s)
+			continue
+		}
+		b.WriteString("\n" + m)
+		in = append(in, s)
+	}
+	if len(in) == 0 {
+		return prompt, nil, out
+	}
+	return prompt + "\n\nWriters sent these steers for this round before it started, oldest first.\n" + b.String(), in, out
 }
 
 // promptSummary stands for the prompt in a displayed command line.

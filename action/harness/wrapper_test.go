@@ -18,7 +18,7 @@ import (
 // session would run it, except that the paths the harness names (/workspace/…, /out)
 // are moved under root. The wrapper script is run for real, not read.
 func localExec(root string) Exec {
-	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (ExitStatus, error) {
+	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer, in ...Input) (ExitStatus, error) {
 		moved := []string{"PATH=/usr/bin:/bin", "HOME=" + root, "LC_ALL=C"}
 		for _, e := range env {
 			k, v, _ := strings.Cut(e, "=")
@@ -31,7 +31,7 @@ func localExec(root string) Exec {
 		cmd.Dir = filepath.Join(root, "workspace", "repo")
 		cmd.Env = moved
 		cmd.Stdout, cmd.Stderr = stdout, stderr
-		err := cmd.Run()
+		err := runLocal(cmd, root, in)
 		var exitErr *exec.ExitError
 		switch {
 		case err == nil:

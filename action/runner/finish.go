@@ -44,6 +44,9 @@ func finish(ctx context.Context, cfg Config, rec *recorder, p *produced, runErr 
 		})
 	}
 	rec.ev.Outcome, rec.ev.OutcomeReason = outcome, cut(reason, maxLine)
+	if p.link != nil {
+		rec.ev.Steers = p.link.steers.close()
+	}
 	rec.ev.Finish(cfg.Now().UTC())
 	res := &Result{Outcome: outcome, Reason: reason, PullRequest: p.pullNumber(cfg.Stage), Evidence: rec.ev, CostMicroUSD: rec.ev.Cost.MeteredMicroUSD}
 	if p.pull != nil {
@@ -152,7 +155,7 @@ func report(ctx context.Context, cfg Config, rec *recorder, p *produced, digest 
 	// The pull request goes with the progress that hands it to review, where the App
 	// checks it; named here too, it would be read back from GitHub twice.
 	e := wire.Evidence{Digest: digest, ImageDigest: p.imageDigest(cfg), CostMicroUSD: rec.ev.Cost.MeteredMicroUSD,
-		Outcome: string(outcome), Reason: wireReason(reason)}
+		Outcome: string(outcome), Reason: wireReason(reason), Steers: p.link.steers.deliveries()}
 	if a := rec.ev.Audit; a != nil {
 		e.AuditHead = a.Head
 	}

@@ -63,16 +63,20 @@ func (r *run) boot(ctx context.Context, s *session, ws *workspace.Workspace) (*g
 
 // exec runs one command in the VM, in the repository: the harness's and
 // verification's way in.
-func (vm *guest) exec(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
-	return vm.execIn(workspace.GuestRepo)(ctx, argv, env, stdout, stderr)
+func (vm *guest) exec(ctx context.Context, argv, env []string, stdout, stderr io.Writer, in ...harness.Input) (harness.ExitStatus, error) {
+	return vm.execIn(workspace.GuestRepo)(ctx, argv, env, stdout, stderr, in...)
 }
 
 // execIn runs commands in the VM in dir (the guest's default is the workspace disk's
 // root): a review run's reviewer runs in the base commit's tree.
 func (vm *guest) execIn(dir string) harness.Exec {
-	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
+	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer, in ...harness.Input) (harness.ExitStatus, error) {
+		inputs, err := sandboxInput(in)
+		if err != nil {
+			return harness.ExitStatus{Code: -1, Error: err.Error()}, err
+		}
 		argv = append([]string{"sh", "-c", `cd "$0" && exec "$@"`, dir}, argv...)
-		res, err := vm.s.Run(ctx, argv, env, stdout, stderr)
+		res, err := vm.s.Run(ctx, argv, env, stdout, stderr, inputs...)
 		vm.last = sandbox.Result{}
 		if res != nil {
 			vm.last = *res
@@ -92,6 +96,32 @@ func (vm *guest) execIn(dir string) harness.Exec {
 		}
 		return st, nil
 	}
+}
+
+// sandboxInput is a harness's Input as the sandbox takes it: its Feed is the sandbox's
+// Input, given to Ready before the command runs.
+func sandboxInput(in []harness.Input) ([]*sandbox.Input, error) {
+	switch {
+	case len(in) == 0:
+		return nil, nil
+	case len(in) > 1:
+		return nil, fmt.Errorf("a command takes one input, not %d", len(in))
+	}
+	h := in[0]
+	cfg := sandbox.InputConfig{Stdin: h.Stdin, Steering: h.Steering}
+	if h.Placed != nil {
+		cfg.Placed = func(name string, at time.Time, err error) {
+			if errors.Is(err, sandbox.ErrInputEnded) {
+				err = harness.ErrCommandEnded
+			}
+			h.Placed(name, at, err)
+		}
+	}
+	s := sandbox.NewInput(cfg)
+	if h.Ready != nil {
+		h.Ready(s)
+	}
+	return []*sandbox.Input{s}, nil
 }
 
 // collectOut copies the guest's /out to the workspace's out directory, and what the

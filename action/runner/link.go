@@ -28,10 +28,13 @@ type link struct {
 	// once the session opened.
 	reason string
 	vm     *sandbox.Session
+
+	// steers are the writers' /steer words serve's answers carry, for the agent.
+	steers *steerHub
 }
 
 func newLink(serve *appclient.Client, expires time.Time, now func() time.Time) *link {
-	return &link{now: now, serve: serve, issued: now(), expires: expires}
+	return &link{now: now, serve: serve, issued: now(), expires: expires, steers: newSteerHub(now)}
 }
 
 // client is serve's client with the current run token.
@@ -59,8 +62,9 @@ func (l *link) guard(vm *sandbox.Session) string {
 
 // pollStop asks serve every period whether to stop; when it says so, or refuses the
 // run's token (the run is over as far as serve knows), the run's context ends with
-// errStopped and the VM is killed at once. It also refreshes the run token once half of
-// its life is gone, so a run may outlive one token.
+// errStopped and the VM is killed at once. The writers' steers in its answers go to the
+// agent (steerHub). It also refreshes the run token once half of its life is gone, so a
+// run may outlive one token.
 func (l *link) pollStop(ctx context.Context, period time.Duration, cancel context.CancelCauseFunc) {
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -80,6 +84,7 @@ func (l *link) pollStop(ctx context.Context, period time.Duration, cancel contex
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to ask serve whether to stop")
 			continue
 		}
+		l.steers.offer(st.Steers)
 		if !st.Stop {
 			continue
 		}

@@ -80,6 +80,8 @@ func (r *run) rounds(ctx context.Context, vm *guest) (string, error) {
 	verifyCmds := policy.Verification
 	maxRounds := max(policy.Bounds.VerificationRounds, 1)
 	feedback, head := "", ""
+	// The steers serve kept for the run are in the task the first round reads.
+	r.link.steers.fromTask(r.grant.task.Steers)
 	for round := 1; ; round++ {
 		if err := r.rec.phase(ctx, evidence.PhaseAgent, round, func(ctx context.Context) (detail string, err error) {
 			detail, head, err = r.agentRound(ctx, vm, h, round, feedback)
@@ -136,7 +138,10 @@ func (r *run) agentRound(ctx context.Context, vm *guest, h harness.Harness, roun
 		}
 	}
 	counter := &toolCounter{h: ev.Harness}
-	res, err := h.Run(ctx, vm.exec, harness.Request{Round: round, Feedback: feedback, Env: r.agentEnv(), Stdout: w, Stderr: w, OnEvent: counter.event})
+	steers := r.link.steers.startRound(h.Name())
+	res, err := h.Run(ctx, vm.exec, harness.Request{Round: round, Feedback: feedback, Env: r.agentEnv(), Stdout: w, Stderr: w, OnEvent: counter.event,
+		Steers: steers, OnSteer: r.link.steers.report})
+	r.link.steers.endRound()
 	if err != nil {
 		return "", "", fmt.Errorf("failed to run the %s harness: %w", h.Name(), err)
 	}

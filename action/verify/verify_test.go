@@ -34,7 +34,7 @@ type fakeVM struct {
 	env   [][]string
 }
 
-func (f *fakeVM) exec(_ context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
+func (f *fakeVM) exec(_ context.Context, argv, env []string, stdout, stderr io.Writer, _ ...harness.Input) (harness.ExitStatus, error) {
 	f.argv = append(f.argv, argv)
 	f.env = append(f.env, env)
 	p, ok := f.plays[argv[len(argv)-1]]
@@ -210,7 +210,7 @@ func TestGoTestJSONNow(t *testing.T) {
 // shellExec runs commands with this machine's sh in dir, as the VM's session would
 // in /workspace/repo.
 func shellExec(dir string) harness.Exec {
-	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
+	return func(ctx context.Context, argv, env []string, stdout, stderr io.Writer, _ ...harness.Input) (harness.ExitStatus, error) {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
 		err := cmd.Run()
@@ -489,7 +489,7 @@ func TestEnormousOutput(t *testing.T) {
 		}
 		var p *goTestParser
 		vm := &fakeVM{plays: map[string]play{"check": {stdout: chunks(b.String(), 1<<16), status: harness.ExitStatus{Code: 1}}}}
-		exec := func(ctx context.Context, argv, env []string, stdout, stderr io.Writer) (harness.ExitStatus, error) {
+		exec := func(ctx context.Context, argv, env []string, stdout, stderr io.Writer, _ ...harness.Input) (harness.ExitStatus, error) {
 			st, err := vm.exec(ctx, argv, env, stdout, stderr)
 			p = stdout.(*stream).o.gotest
 			if p.clips > p.maxClips {

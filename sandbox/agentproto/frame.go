@@ -5,9 +5,11 @@
 // so a hostile peer cannot make the other side buffer more than that. Which frame types
 // each side accepts is fixed here: the host accepts only what a guest may report (hello,
 // output, result), the guest only what the host may ask (run, shutdown). No frame type
-// makes the host execute anything. The device names both ends agree on (the agent's
-// virtio-serial port, the disks' serials) are here too, so neither side imports the
-// other.
+// makes the host execute anything. While a command runs, input flows host→guest only
+// (its standard input, files for its steering directory); the guest's one answer to it
+// says whether a file was placed, naming a file the host sent. The device names both
+// ends agree on (the agent's virtio-serial port, the disks' serials) are here too, so
+// neither side imports the other.
 package agentproto
 
 import (
@@ -27,7 +29,8 @@ const MaxChunk = 32 << 10
 // Type says what a frame carries.
 type Type byte
 
-// Frame types. Guest→host: Hello, Stdout, Stderr, Result. Host→guest: Run, Shutdown.
+// Frame types. Guest→host: Hello, Stdout, Stderr, Result, Prepared, Steered. Host→guest:
+// Run, Shutdown, Prepare, and while a command runs Stdin, StdinClose and Steer.
 const (
 	TypeHello    Type = 1 // guest→host, JSON Hello: the agent is ready for a Run
 	TypeRun      Type = 2 // host→guest, JSON Run: configure the guest and run a command
@@ -37,6 +40,12 @@ const (
 	TypeShutdown Type = 6 // host→guest, empty: sync and power off
 	TypePrepare  Type = 7 // host→guest, JSON Prepare: get ready to be snapshotted
 	TypePrepared Type = 8 // guest→host, empty: prepared, idle, and may be saved now
+	// TypeStdin, TypeStdinClose and TypeSteer go to the command that runs (Run.Stdin,
+	// Run.Steering); one that arrives after it ended is dropped.
+	TypeStdin      Type = 9  // host→guest, raw bytes (≤ MaxChunk) for the command's standard input
+	TypeStdinClose Type = 10 // host→guest, empty: close the command's standard input
+	TypeSteer      Type = 11 // host→guest, JSON SteerFile: place a file in the command's steering directory
+	TypeSteered    Type = 12 // guest→host, JSON SteerAck: the file of a Steer is in place, or why not
 )
 
 func (t Type) String() string {
@@ -57,15 +66,23 @@ func (t Type) String() string {
 		return "prepare"
 	case TypePrepared:
 		return "prepared"
+	case TypeStdin:
+		return "stdin"
+	case TypeStdinClose:
+		return "stdin-close"
+	case TypeSteer:
+		return "steer"
+	case TypeSteered:
+		return "steered"
 	}
 	return fmt.Sprintf("type(%d)", byte(t))
 }
 
 // GuestTypes are the frame types the host accepts from a guest.
-var GuestTypes = []Type{TypeHello, TypeStdout, TypeStderr, TypeResult, TypePrepared}
+var GuestTypes = []Type{TypeHello, TypeStdout, TypeStderr, TypeResult, TypePrepared, TypeSteered}
 
 // HostTypes are the frame types the guest accepts from the host.
-var HostTypes = []Type{TypeRun, TypeShutdown, TypePrepare}
+var HostTypes = []Type{TypeRun, TypeShutdown, TypePrepare, TypeStdin, TypeStdinClose, TypeSteer}
 
 // ErrFrameTooLarge is returned when a frame's declared length exceeds MaxFrameSize.
 var ErrFrameTooLarge = errors.New("frame larger than the protocol maximum")

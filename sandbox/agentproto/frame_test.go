@@ -60,6 +60,12 @@ func TestReadRejects(t *testing.T) {
 		{"result frame to guest", append(header(3, TypeResult), '{', '}'), HostTypes, ErrUnexpectedType},
 		{"prepare frame from guest", append(header(3, TypePrepare), '{', '}'), GuestTypes, ErrUnexpectedType},
 		{"prepared frame to guest", header(1, TypePrepared), HostTypes, ErrUnexpectedType},
+		// The input of a running command flows host→guest only: a guest cannot write
+		// into the host, and the host cannot be told it placed a file.
+		{"stdin frame from guest", append(header(2, TypeStdin), 'x'), GuestTypes, ErrUnexpectedType},
+		{"stdin-close frame from guest", header(1, TypeStdinClose), GuestTypes, ErrUnexpectedType},
+		{"steer frame from guest", append(header(3, TypeSteer), '{', '}'), GuestTypes, ErrUnexpectedType},
+		{"steered frame to guest", append(header(3, TypeSteered), '{', '}'), HostTypes, ErrUnexpectedType},
 		{"unknown type", header(1, Type(99)), GuestTypes, ErrUnexpectedType},
 		{"truncated payload", append(header(10, TypeStdout), 'a'), GuestTypes, io.ErrUnexpectedEOF},
 		{"truncated header", []byte{0, 0}, GuestTypes, io.ErrUnexpectedEOF},

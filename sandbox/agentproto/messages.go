@@ -15,7 +15,9 @@ import (
 //   - 1: one Run per boot.
 //   - 2: any number of Runs in turn, the guest set up by the first only, the agent user's
 //     processes killed and /out written after each.
-const Version = 2
+//   - 3: input while a command runs: its standard input (Stdin, StdinClose) and files
+//     placed in its steering directory (Steer, answered by Steered).
+const Version = 3
 
 // Hello is the guest's first frame: the agent is up and waits for a Run. It repeats
 // until the host's first frame arrives.
@@ -72,6 +74,15 @@ type Run struct {
 	// GrowRoot asks the agent to grow the root filesystem to its disk, which the host
 	// made larger than the image's template.
 	GrowRoot bool `json:"grow_root,omitempty"`
+	// Stdin makes the command's standard input a pipe the host feeds with stdin frames
+	// while it runs, until a stdin-close frame (or its end); without it the command
+	// reads /dev/null.
+	Stdin bool `json:"stdin,omitempty"`
+	// Steering gives the command a steering directory, named by SteerDirEnv in its
+	// environment: made empty for it, readable by its user and writable only by the
+	// agent, which places there the file of each steer frame while the command runs and
+	// removes it all when the command ends.
+	Steering bool `json:"steering,omitempty"`
 }
 
 // Validate checks a Run before the agent acts on it.
@@ -147,8 +158,78 @@ func (p *Prepare) Validate() error {
 	return nil
 }
 
-// maxText bounds the free-text fields of a Result the host will keep.
+// maxText bounds the free-text fields of a Result or SteerAck the host will keep.
 const maxText = 4096
+
+// SteerDirEnv names a command's steering directory in its environment (Run.Steering).
+const SteerDirEnv = "BUMPER_STEER_DIR"
+
+// Bounds of a steering directory: a file's size, and the files one command may be
+// given. A steer frame (the file as JSON, its data in base64) stays far below
+// MaxFrameSize.
+const (
+	MaxSteerFile  = 64 << 10
+	MaxSteerFiles = 256
+)
+
+// maxSteerName bounds a steering file's name.
+const maxSteerName = 100
+
+// SteerFile is a file the host places in the running command's steering directory.
+type SteerFile struct {
+	// Name is the file's name in the directory (CheckSteerName); no file of that name
+	// may be there already.
+	Name string `json:"name"`
+	// Data is the file's content, at most MaxSteerFile bytes.
+	Data []byte `json:"data"`
+}
+
+// Validate checks a SteerFile before it is sent or placed.
+func (f *SteerFile) Validate() error {
+	if err := CheckSteerName(f.Name); err != nil {
+		return err
+	}
+	if len(f.Data) > MaxSteerFile {
+		return fmt.Errorf("steering file %s is %d bytes, more than the %d allowed", f.Name, len(f.Data), MaxSteerFile)
+	}
+	return nil
+}
+
+// CheckSteerName says why name cannot be a steering file's: it must be one path
+// component of letters, digits, '.', '_' and '-', starting with a letter or a digit (so
+// never "." or "..", a hidden file or the agent's own temporary names), at most 100
+// bytes.
+func CheckSteerName(name string) error {
+	if name == "" || len(name) > maxSteerName {
+		return fmt.Errorf("steering file name %q must be 1 to %d bytes", name, maxSteerName)
+	}
+	for i, c := range []byte(name) {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return fmt.Errorf("steering file name %q must be letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+		}
+	}
+	return nil
+}
+
+// SteerAck is the guest's answer to a steer frame: the file is in the steering
+// directory (Error empty), or why it is not. The host treats it as untrusted: it must
+// name a file the host sent and has not heard of yet.
+type SteerAck struct {
+	Name  string `json:"name"`
+	Error string `json:"error,omitempty"`
+}
+
+// Validate checks a SteerAck received from a guest.
+func (a *SteerAck) Validate() error {
+	if err := CheckSteerName(a.Name); err != nil {
+		return fmt.Errorf("guest steering answer: %w", err)
+	}
+	if len(a.Error) > maxText {
+		return fmt.Errorf("guest steering answer's error exceeds %d bytes", maxText)
+	}
+	return nil
+}
 
 // Validate checks a Result received from a guest.
 func (r *Result) Validate() error {

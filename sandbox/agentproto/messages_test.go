@@ -1,6 +1,7 @@
 package agentproto
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -13,6 +14,7 @@ func TestDecodeRun(t *testing.T) {
 	}{
 		{"valid", `{"argv":["true"],"clock_unix_nano":1,"max_procs":64,"workspace":true,"out_max_bytes":10}`, ""},
 		{"valid with network", `{"argv":["true"],"max_procs":64,"out_max_bytes":10,"network":{"address":"10.0.2.15/24","gateway":"10.0.2.2"}}`, ""},
+		{"valid with input", `{"argv":["true"],"max_procs":64,"out_max_bytes":10,"stdin":true,"steering":true}`, ""},
 		{"no argv", `{"argv":[],"max_procs":64,"out_max_bytes":10}`, "no command"},
 		{"bad env", `{"argv":["true"],"env":["NOEQUALS"],"max_procs":64,"out_max_bytes":10}`, "KEY=VALUE"},
 		{"no proc limit", `{"argv":["true"],"max_procs":0,"out_max_bytes":10}`, "max_procs"},
@@ -67,6 +69,59 @@ func TestDecodePrepare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { checkDecode[Prepare](t, tt.payload, tt.wantErr) })
+	}
+}
+
+func TestDecodeSteerFile(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string
+		wantErr string
+	}{
+		{"valid", `{"name":"001-4711.md","data":"aGVsbG8K"}`, ""},
+		{"empty data", `{"name":"a","data":""}`, ""},
+		{"no name", `{"name":"","data":""}`, "must be 1 to"},
+		{"a path", `{"name":"../../etc/passwd","data":""}`, "must be letters"},
+		{"a directory", `{"name":"a/b","data":""}`, "must be letters"},
+		{"dot", `{"name":".","data":""}`, "must be letters"},
+		{"dot dot", `{"name":"..","data":""}`, "must be letters"},
+		{"hidden, as the agent's temporary files", `{"name":".tmp-a","data":""}`, "must be letters"},
+		{"a flag", `{"name":"-rf","data":""}`, "must be letters"},
+		{"a NUL", `{"name":"a\u0000b","data":""}`, "must be letters"},
+		{"a new line", `{"name":"a\nb","data":""}`, "must be letters"},
+		{"not ASCII", `{"name":"ａ","data":""}`, "must be letters"},
+		{"too long", `{"name":"` + strings.Repeat("a", maxSteerName+1) + `","data":""}`, "must be 1 to"},
+		{"too large", `{"name":"a","data":"` + base64.StdEncoding.EncodeToString(make([]byte, MaxSteerFile+1)) + `"}`, "more than the"},
+		{"unknown field", `{"name":"a","data":"","mode":"4755"}`, "unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkDecode[SteerFile](t, tt.payload, tt.wantErr) })
+	}
+	t.Run("the largest fits a frame", func(t *testing.T) {
+		b, err := Encode(SteerFile{Name: strings.Repeat("a", maxSteerName), Data: make([]byte, MaxSteerFile)})
+		if err != nil || len(b)+1 > MaxFrameSize {
+			t.Fatalf("largest steer frame: %d bytes, %v", len(b)+1, err)
+		}
+	})
+}
+
+// TestDecodeSteerAck: what a guest says of a file it was sent is bounded and names a
+// file as the host names them, or it is refused.
+func TestDecodeSteerAck(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string
+		wantErr string
+	}{
+		{"placed", `{"name":"001-4711.md"}`, ""},
+		{"refused", `{"name":"001-4711.md","error":"no space left"}`, ""},
+		{"no name", `{"error":"x"}`, "must be 1 to"},
+		{"a path", `{"name":"/etc/shadow"}`, "must be letters"},
+		{"huge error", `{"name":"a","error":"` + strings.Repeat("e", maxText+1) + `"}`, "exceeds"},
+		{"unknown field", `{"name":"a","run":["sh"]}`, "unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkDecode[SteerAck](t, tt.payload, tt.wantErr) })
 	}
 }
 

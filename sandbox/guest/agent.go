@@ -2,8 +2,10 @@
 // the host over one virtio-serial port with the agentproto framing, sets the guest up as
 // the host's first request asks (network, workspace, root size), then runs the host's
 // commands one at a time as the unprivileged agent user: it sets the clock, streams the
-// command's output, kills whatever the agent user left running, and writes /out to the
-// out disk as a tar. It powers off when the host says so or goes away.
+// command's output, feeds it what the host sends while it runs (its standard input, the
+// files of its steering directory), kills whatever the agent user left running, and
+// writes /out to the out disk as a tar. It powers off when the host says so or goes
+// away.
 package guest
 
 import (
@@ -31,6 +33,8 @@ const (
 	logKeyExit  = "exit_code"
 	logKeyBytes = "bytes"
 	logKeyCount = "count"
+	logKeyFrame = "frame"
+	logKeyName  = "name"
 
 	logKeyComponent = "component"
 )
@@ -77,6 +81,12 @@ type Config struct {
 	// CommandGrace bounds how long output pipes are drained after the command exits
 	// while a background child still holds them.
 	CommandGrace time.Duration
+	// SteerDir is where a command that takes steers (Run.Steering) gets its steering
+	// directory, made afresh for it and removed when it ends. Its parent must be
+	// writable by the agent alone (the guest's /run): the command's user may read the
+	// directory but never change it, so nothing it does can make the agent write
+	// anywhere else. Empty: such a command does not run.
+	SteerDir string
 }
 
 // Agent serves one host connection.
@@ -150,14 +160,18 @@ func (a *Agent) Serve(ctx context.Context) error {
 	}()
 	stopHello := sync.OnceFunc(func() { close(heard); <-helloDone })
 	defer stopHello()
+	done := make(chan struct{})
+	defer close(done)
+	frames := a.readFrames(done)
 	for {
-		f, err := a.r.Read()
-		if errors.Is(err, io.EOF) {
+		fe := <-frames
+		if errors.Is(fe.err, io.EOF) {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("failed to read from host: %w", err)
+		if fe.err != nil {
+			return fmt.Errorf("failed to read from host: %w", fe.err)
 		}
+		f := fe.f
 		stopHello()
 		switch f.Type {
 		case agentproto.TypeShutdown:
@@ -175,7 +189,10 @@ func (a *Agent) Serve(ctx context.Context) error {
 			}
 		case agentproto.TypeRun:
 			a.ran = true
-			res := a.handleRun(ctx, f.Payload)
+			res, err := a.handleRun(ctx, f.Payload, frames)
+			if err != nil {
+				return err
+			}
 			payload, err := agentproto.Encode(res)
 			if err != nil {
 				return err
@@ -183,25 +200,58 @@ func (a *Agent) Serve(ctx context.Context) error {
 			if err := a.w.Write(agentproto.TypeResult, payload); err != nil {
 				return err
 			}
+		default:
+			// Input for a command that has ended: the host sent it before it read the
+			// command's result. Nothing waits for it.
+			log.Debug().Str(logKeyFrame, f.Type.String()).Msg("dropped input that came after its command ended")
 		}
 	}
 }
 
+// frameOrErr is one read from the host.
+type frameOrErr struct {
+	f   agentproto.Frame
+	err error
+}
+
+// readFrames reads the host's frames into the channel it returns, until a read fails
+// (that error is the last value) or done closes: the agent takes the host's input
+// while a command runs, and its next request after.
+func (a *Agent) readFrames(done <-chan struct{}) <-chan frameOrErr {
+	ch := make(chan frameOrErr)
+	go func() {
+		for {
+			f, err := a.r.Read()
+			select {
+			case ch <- frameOrErr{f, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
 // handleRun sets the guest up on the first run, runs the command, ends what it left
 // running and writes /out. Failures become the Result's Error so the host learns why.
-func (a *Agent) handleRun(ctx context.Context, payload []byte) agentproto.Result {
+// The error is for a host that broke the protocol or went away while the command ran:
+// the agent then serves no more.
+func (a *Agent) handleRun(ctx context.Context, payload []byte, frames <-chan frameOrErr) (agentproto.Result, error) {
 	log := zerolog.Ctx(ctx)
 	var req agentproto.Run
 	if err := agentproto.Decode(payload, &req); err != nil {
-		return agentproto.Result{ExitCode: -1, Error: err.Error()}
+		return agentproto.Result{ExitCode: -1, Error: err.Error()}, nil
 	}
 	if a.leftover != nil {
-		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("not run: processes of an earlier command could not be ended: %v", a.leftover)}
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("not run: processes of an earlier command could not be ended: %v", a.leftover)}, nil
 	}
 	// Every time: a restored snapshot's clock is stale, and an emulated clock drifts
 	// over a long session.
 	if err := a.cfg.System.SetClock(time.Unix(0, req.ClockUnixNano)); err != nil {
-		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to set clock: %v", err)}
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to set clock: %v", err)}, nil
 	}
 	uid, gid := a.user()
 	if !a.setUp {
@@ -209,10 +259,13 @@ func (a *Agent) handleRun(ctx context.Context, payload []byte) agentproto.Result
 		a.setupErr = a.setup(&req, uid, gid)
 	}
 	if a.setupErr != nil {
-		return agentproto.Result{ExitCode: -1, Error: a.setupErr.Error()}
+		return agentproto.Result{ExitCode: -1, Error: a.setupErr.Error()}, nil
 	}
 	log.Info().Strs(logKeyArgv, req.Argv).Msg("running command")
-	res := a.runCommand(ctx, &req)
+	res, err := a.runCommand(ctx, &req, frames)
+	if err != nil {
+		return res, err
+	}
 	log.Info().Int(logKeyExit, res.ExitCode).Msg("command ended")
 	// A daemon, a background job or a stuck child of this command must not run on into
 	// the next one (which may be the verification of what this one did), nor write to
@@ -231,7 +284,7 @@ func (a *Agent) handleRun(ctx context.Context, payload []byte) agentproto.Result
 		res.OutError = err.Error()
 	}
 	log.Info().Int64(logKeyBytes, n).Msg("wrote /out")
-	return res
+	return res, nil
 }
 
 // setup does what a guest needs once per boot, as the first run asks: grow the root
@@ -263,32 +316,73 @@ func (a *Agent) user() (int, int) {
 	return os.Getuid(), os.Getgid()
 }
 
-func (a *Agent) runCommand(ctx context.Context, req *agentproto.Run) agentproto.Result {
+// runCommand runs the command to its end, feeding it the host's input meanwhile. The
+// error is for a host that broke the protocol or went away: the command is killed.
+func (a *Agent) runCommand(ctx context.Context, req *agentproto.Run, frames <-chan frameOrErr) (agentproto.Result, error) {
 	dir := req.Dir
 	if dir == "" {
 		dir = a.cfg.WorkspaceDir
 	}
-	cmd, err := a.command(context.Background(), req.Argv, req.Env, dir, req.MaxProcs)
+	env := req.Env
+	var steer *steerDir
+	if req.Steering {
+		if a.cfg.SteerDir == "" {
+			return agentproto.Result{ExitCode: -1, Error: "not run: this agent has no steering directory to give the command"}, nil
+		}
+		d, err := makeSteerDir(a.cfg.SteerDir)
+		if err != nil {
+			return agentproto.Result{ExitCode: -1, Error: err.Error()}, nil
+		}
+		defer d.remove(zerolog.Ctx(ctx))
+		steer = d
+		// Last, so an entry of the host's cannot name another directory.
+		env = append(append([]string(nil), env...), agentproto.SteerDirEnv+"="+d.path)
+	}
+	cmd, err := a.command(context.Background(), req.Argv, env, dir, req.MaxProcs)
 	if err != nil {
-		return agentproto.Result{ExitCode: -1, Error: err.Error()}
+		return agentproto.Result{ExitCode: -1, Error: err.Error()}, nil
 	}
 	cmd.Stdout = &frameWriter{w: a.w, t: agentproto.TypeStdout}
 	cmd.Stderr = &frameWriter{w: a.w, t: agentproto.TypeStderr}
 	cmd.WaitDelay = a.cfg.CommandGrace
-	err = cmd.Run()
+	var stdin *stdinPump
+	if req.Stdin {
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to give %q its input: %v", req.Argv[0], err)}, nil
+		}
+		stdin = newStdinPump(w)
+	}
+	if err := cmd.Start(); err != nil {
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to run %q: %v", req.Argv[0], err)}, nil
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if stdin != nil {
+		go stdin.run()
+	}
+	in := &input{a: a, log: zerolog.Ctx(ctx), stdin: stdin, steer: steer, exited: exited}
+	if err := in.serve(frames); err != nil {
+		// Setsid made the command a process group of its own.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		stdin.stop()
+		return agentproto.Result{ExitCode: -1, Error: err.Error()}, err
+	}
+	stdin.stop()
 	var exitErr *exec.ExitError
-	switch {
+	switch err := in.waitErr; {
 	case err == nil:
-		return agentproto.Result{ExitCode: 0}
+		return agentproto.Result{ExitCode: 0}, nil
 	case errors.As(err, &exitErr):
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return agentproto.Result{ExitCode: -1, Signal: ws.Signal().String()}
+			return agentproto.Result{ExitCode: -1, Signal: ws.Signal().String()}, nil
 		}
-		return agentproto.Result{ExitCode: exitErr.ExitCode()}
+		return agentproto.Result{ExitCode: exitErr.ExitCode()}, nil
 	case errors.Is(err, exec.ErrWaitDelay):
-		return agentproto.Result{ExitCode: cmd.ProcessState.ExitCode()}
+		return agentproto.Result{ExitCode: cmd.ProcessState.ExitCode()}, nil
 	default:
-		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to run %q: %v", req.Argv[0], err)}
+		return agentproto.Result{ExitCode: -1, Error: fmt.Sprintf("failed to run %q: %v", req.Argv[0], err)}, nil
 	}
 }
 
@@ -370,7 +464,16 @@ func warmCodec() error {
 	if err := agentproto.Decode(b, &agentproto.Run{}); err != nil {
 		return fmt.Errorf("failed to warm the codec: %w", err)
 	}
-	_, err = agentproto.Encode(agentproto.Result{ExitCode: 1, Signal: "s", Error: "e", OutBytes: 1, OutError: "o", Leftover: 1, KillError: "k"})
+	if _, err := agentproto.Encode(agentproto.Result{ExitCode: 1, Signal: "s", Error: "e", OutBytes: 1, OutError: "o", Leftover: 1, KillError: "k"}); err != nil {
+		return err
+	}
+	if b, err = agentproto.Encode(agentproto.SteerFile{Name: "a", Data: []byte("b")}); err != nil {
+		return err
+	}
+	if err := agentproto.Decode(b, &agentproto.SteerFile{}); err != nil {
+		return fmt.Errorf("failed to warm the codec: %w", err)
+	}
+	_, err = agentproto.Encode(agentproto.SteerAck{Name: "a", Error: "e"})
 	return err
 }
 

@@ -22,6 +22,9 @@ const (
 	// AgentHome is the agent user's home: where an environment's setup leaves its
 	// caches and tools (repoconfig.AgentHome, which a test keeps equal).
 	AgentHome = "/home/agent"
+	// SteerDir is a command's steering directory (Config.SteerDir): on /run, the
+	// agent's own tmpfs, where the agent user can write nothing.
+	SteerDir = "/run/bumper-steer"
 )
 
 // AgentPath is every command's PATH. The agent user's own bin directories come first,
@@ -96,6 +99,7 @@ func serve(ctx context.Context) error {
 		WorkspaceDir: WorkspaceDir,
 		OutDir:       OutDir,
 		OutDevice:    outDev,
+		SteerDir:     SteerDir,
 		Credential:   &syscall.Credential{Uid: AgentUID, Gid: AgentGID, Groups: []uint32{}},
 		BaseEnv: []string{
 			"PATH=" + AgentPath,

@@ -16,11 +16,14 @@ func (r *renderer) sections() []*section {
 	if r.e.Round != nil {
 		secs = append(secs, r.roundSection())
 	}
-	return append(secs,
+	secs = append(secs,
 		r.phasesSection(), r.commandsSection(), r.testsSection(), r.filesSection(),
-		r.egressSection(), r.decisionsSection(), r.sandboxSection(), r.approvalsSection(),
-		r.auditSection(), r.revocationSection(),
+		r.egressSection(), r.decisionsSection(),
 	)
+	if st := r.steersSection(); st != nil {
+		secs = append(secs, st)
+	}
+	return append(secs, r.sandboxSection(), r.approvalsSection(), r.auditSection(), r.revocationSection())
 }
 
 // track builds an item and marks it trimmed when the quoter cut something meanwhile.

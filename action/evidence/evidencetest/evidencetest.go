@@ -184,6 +184,13 @@ func Failed() *evidence.Evidence {
 	conf := 0.4
 	e.Review = &evidence.Review{HeadCommit: e.BaseCommit, Verdict: "request_changes", Confidence: &conf, Findings: 2,
 		VerdictDigest: "sha256:" + strings.Repeat("ab", 32), Problem: "the reviewer wrote a second verdict.json after the first was read"}
+	// Two writers' steers: one the agent got while it worked, one that came too late.
+	e.Steers = []evidence.Steer{
+		{ID: 9001, Author: "maintainer", CreatedAt: at(40), ArrivedAt: at(42), Via: evidence.SteerViaMessage, DeliveredAt: at(43),
+			Text: "Use the existing helper in util.go instead of a new one."},
+		{ID: 9002, Author: "octo-cat", CreatedAt: at(90), ArrivedAt: at(91), Note: "the agent had finished its work in the round when it came",
+			Text: "Also keep the old flag working."},
+	}
 	return e
 }
 
