@@ -68,6 +68,20 @@ if grep -q '^## Review round [0-9]*: what the writers asked' "$BUMPER_TASK"; the
 fi
 
 case "$scenario" in
+steer)
+	# Waits for a writer's /steer in its steering directory (issue #24), shows it, then
+	# does the work.
+	echo "agent: waiting for a steer"
+	i=0
+	while [ -z "$(ls "$BUMPER_STEER_DIR" 2>/dev/null)" ] && [ "$i" -lt 600 ]; do
+		sleep 1
+		i=$((i + 1))
+	done
+	for f in "$BUMPER_STEER_DIR"/*; do
+		[ -f "$f" ] && sed 's/^/agent: steer | /' "$f"
+	done
+	sed -i 's/^echo 3$/echo 4/' widgets.sh
+	;;
 fix)
 	if [ "$BUMPER_ROUND" = 1 ]; then
 		# The task may ask for a pause (longer than a test's run token lives, so that

@@ -71,6 +71,7 @@ type parsed struct {
 	stream       bool
 	tools        []DeclaredTool
 	results      []ToolResult // every result the request carries; Tool is filled in by the server
+	userTexts    []string     // Anthropic: every text the user's messages carry, in order
 	includeUsage bool         // Chat Completions: stream_options.include_usage
 }
 
@@ -147,16 +148,25 @@ func parseAnthropic(body []byte, countTokens bool) (parsed, error) {
 		}
 		var blocks []struct {
 			Type      string          `json:"type"`
+			Text      string          `json:"text"`
 			ToolUseID string          `json:"tool_use_id"`
 			Content   json.RawMessage `json:"content"`
 			IsError   bool            `json:"is_error"`
 		}
 		if json.Unmarshal(m.Content, &blocks) != nil {
-			continue // a string content: no tool results
+			// A string content: no tool results, and the whole of it a text.
+			var text string
+			if m.Role == "user" && json.Unmarshal(m.Content, &text) == nil {
+				p.userTexts = append(p.userTexts, text)
+			}
+			continue
 		}
 		for _, b := range blocks {
-			if b.Type == "tool_result" && b.ToolUseID != "" {
+			switch {
+			case b.Type == "tool_result" && b.ToolUseID != "":
 				p.results = append(p.results, ToolResult{CallID: b.ToolUseID, Output: textOf(b.Content), IsError: b.IsError})
+			case b.Type == "text" && m.Role == "user":
+				p.userTexts = append(p.userTexts, b.Text)
 			}
 		}
 	}

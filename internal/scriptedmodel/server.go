@@ -87,8 +87,12 @@ type Request struct {
 	// ToolResults are the results the request carries, for calls of earlier turns, that
 	// no earlier request carried.
 	ToolResults []ToolResult
-	Outcome     Outcome
-	Turn        int // the script turn played, from 0; -1 for none
+	// UserTexts are the texts of the user's messages the request carries, every one of
+	// them, in order (Anthropic Messages only): what a client added to the conversation
+	// between turns, such as a steer, shows here.
+	UserTexts []string
+	Outcome   Outcome
+	Turn      int // the script turn played, from 0; -1 for none
 	// Calls are the tool calls the response made.
 	Calls []ToolCall
 	// Usage is the usage the response reported; nil for none.
@@ -485,6 +489,7 @@ func (s *Server) play(p parsed, rec *Request, d dialect, bodyLen int) (reply, *F
 	defer s.mu.Unlock()
 	defer func() { s.requests = append(s.requests, *rec) }()
 	rec.ToolResults = s.newResults(p.results)
+	rec.UserTexts = p.userTexts
 	r := reply{id: s.nextIDLocked(replyIDPrefix[d]), model: p.model, created: s.opts.Now().Unix(), stream: p.stream, includeUsage: p.includeUsage}
 	if d == dialectResponses {
 		r.textID = s.nextIDLocked("msg_")
