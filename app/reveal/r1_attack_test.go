@@ -78,6 +78,19 @@ func TestR1HiddenTextStillMissed(t *testing.T) {
 			why:     "0.75 × 0.75 × 0.5 = 28 % of the normal size",
 		},
 		{
+			name:    "the comment idiom [//]: # (…) after lone CR line ends",
+			in:      "Count the widgets.\r\r[//]: # (" + r1Payload + ")\r",
+			needles: []string{r1Payload},
+			why: "CommonMark (cmark-gfm, GitHub) ends a line at a lone CR, so this is an unused link reference definition the page drops; " +
+				"goldmark keeps a lone CR inside the line, so Scan sees one visible paragraph (the same input with LF is reported)",
+		},
+		{
+			name:    "a Mermaid comment after lone CR line ends",
+			in:      "Count the widgets.\r\r```mermaid\rgraph TD\r  A[Count]\r%% " + r1Payload + "\r```\r",
+			needles: []string{r1Payload},
+			why:     "as above: every block-level rule of Scan (definitions, footnotes, diagrams, math blocks, viewers) is off when lines end in CR",
+		},
+		{
 			name:    "a bidi override written as a reference without its semicolon, in an HTML block",
 			in:      "<div>\nsafe &#x202e txet desrever\n</div>\n",
 			needles: []string{"&#x202e"},
