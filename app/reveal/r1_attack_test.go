@@ -131,3 +131,28 @@ func TestR1OffScreenCodeLine(t *testing.T) {
 	}
 	t.Errorf("text 400 columns to the right in a code block is not reported: %q", in)
 }
+
+// TestR1NoticeHidesThePayloadBehindDecoys: the notice is bounded (issue #22 item 4),
+// and an attacker shapes the issue so that the bound falls before the payload: forty
+// harmless HTML comments first (a template's "<!-- describe the bug -->" lines) list
+// in full, and the forty-first, the instruction, is only counted ("…and 1 more not
+// listed: 1 HTML comment(s)"); or one comment opens with 400 characters of template
+// text and the instruction after them is "… (N more characters)". The approver reads a
+// notice of nothing but decoys and approves the payload. Whatever the notice leaves
+// out, it must show the approver where the rest is, as the overflow notice does ("read
+// the issue's Markdown source (Edit) before you approve"), or show the payload.
+func TestR1NoticeHidesThePayloadBehindDecoys(t *testing.T) {
+	decoys := strings.Repeat("<!-- Please describe the bug and how to reproduce it. -->\n\n", MaxListed)
+	long := "<!-- " + strings.Repeat("Thank you for filing an issue. Please fill in the sections below. ", 7) + r1Payload + " -->\n"
+	for name, body := range map[string]string{
+		"forty decoys first":     "Count the widgets.\n\n" + decoys + "<!-- " + r1Payload + " -->\n",
+		"a long decoy before it": "Count the widgets.\n\n" + long,
+	} {
+		t.Run(name, func(t *testing.T) {
+			notice := Render(Scan(body))
+			if !strings.Contains(notice, r1Payload) && !strings.Contains(notice, "Markdown source") {
+				t.Errorf("the status comment's notice neither shows the payload nor sends the approver to the source:\n%s", notice[max(0, len(notice)-600):])
+			}
+		})
+	}
+}
