@@ -256,8 +256,13 @@ func (s *scanner) codeSpan(start, stop int) {
 		return
 	}
 	s.code = append(s.code, [2]int{a - 1, b + 1})
+	if s.mathSpans == nil {
+		s.mathSpans = map[int]bool{}
+	}
+	s.mathSpans[start] = true
+	s.measureMath(start, stop, a-1, b+1)
 	if cmd := mathHides(s.src[start:stop], true); cmd != "" {
-		s.add(MathHiding, a-1, Finding{Text: string(s.src[a-1 : b+1]), Target: cmd})
+		s.add(MathHiding, a-1, Finding{Text: s.text(a-1, b+1), Target: cmd})
 	}
 }
 
@@ -305,7 +310,17 @@ func (s *scanner) mathInText(start, stop int) {
 		inline := !isSpaceByte(m[0]) && !isSpaceByte(m[len(m)-1]) &&
 			(b[1] >= len(s.src) || s.src[b[1]] < '0' || s.src[b[1]] > '9')
 		if cmd := mathHides(m, display || inline); cmd != "" {
-			s.add(MathHiding, a[0], Finding{Text: string(s.src[a[0]:b[1]]), Target: cmd})
+			s.add(MathHiding, a[0], Finding{Text: s.text(a[0], b[1]), Target: cmd})
 		}
+		s.measureMath(a[1], b[0], a[0], b[1])
+	}
+}
+
+// measureMath notes the letters of the TeX src[start:stop] that are smaller than the
+// text around it, for tinyText; src[from:to] is the whole math, delimiters included.
+func (s *scanner) measureMath(start, stop, from, to int) {
+	if m, ok := measureMath(s.src[start:stop], start); ok {
+		m.from, m.to = from, to
+		s.mathSizes = append(s.mathSizes, m)
 	}
 }

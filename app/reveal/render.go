@@ -23,24 +23,33 @@ const (
 	// MaxQuote is the most characters of one quoted text Render shows; it says how
 	// many more there are.
 	MaxQuote = 400
+	// WrapColumns is the longest line of a quoted block Render writes, in columns: a
+	// longer one is broken, each continuation starting with wrapMark. Quoted lines stay
+	// inside the status comment's width (see maxColumn), so the notice hides nothing
+	// off to the right itself.
+	WrapColumns = 100
 
-	maxQuoteLines = 20  // lines of one quoted block
-	maxInline     = 200 // characters of a link's text or target
-	maxContext    = 120 // characters of the context of a hidden character
-	maxNames      = 6   // distinct characters named per finding
-	maxCommand    = 80  // characters of a MathHiding command
-	itemsBudget   = MaxRenderLen - 1000
+	maxQuoteLines   = 20  // lines of one quoted block
+	maxInline       = 200 // characters of a link's text or target
+	maxContext      = 120 // characters of the context of a hidden character
+	maxNames        = 6   // distinct characters named per finding
+	maxCommand      = 80  // characters of a MathHiding command
+	itemsBudget     = MaxRenderLen - 1000
+	wrapMark        = "↪ "
+	wrapMarkColumns = 2
 )
 
 const (
 	header = "**This issue contains text the rendered page does not show.** " +
 		"The agent will read it; approve only if you accept it:\n\n"
-	legend = "\nQuotes are shown as code, with hidden characters written as `[U+XXXX]`."
 	// markerNote is added when a quote contained an HTML comment marker. Written out,
 	// the markers would end the HTML comment that carries the status comment's record
 	// (and start new ones), so quotes show them with a space inserted.
 	markerNote = " HTML comment markers in quotes are shown with a space, as `<! --` and `-- >`."
 )
+
+var legend = fmt.Sprintf("\nQuotes are shown as code, with hidden characters written as `[U+XXXX]`"+
+	" and lines longer than %d columns broken, each continuation starting with `%s`.", WrapColumns, strings.TrimSpace(wrapMark))
 
 // Render writes findings as Markdown for the approver: a bold lead sentence and a list,
 // one item per finding in the order given (title findings first, if the caller puts
@@ -54,7 +63,9 @@ const (
 // space instead: "<!--" is shown as "<! --" and "-->" as "-- >" (repeated until
 // neither is left), and a note says so. Hidden characters are shown as "[U+202E]" in
 // quotes and by name in the item. The output therefore never contains "<!--", "-->",
-// a hidden character (any rune Scan classifies), raw HTML or a live @mention.
+// a hidden character (any rune Scan classifies), raw HTML or a live @mention. A quoted
+// block's lines longer than WrapColumns are broken, so nothing of the notice lies past
+// the comment's right edge.
 //
 // The output is bounded: at most MaxListed items, each quote cut at MaxQuote characters
 // (or maxQuoteLines lines) with "… (K more characters)", items dropped once the output
@@ -136,6 +147,20 @@ func (q *quoter) item(f Finding) string {
 	case DeepNesting:
 		return "- " + where + ": **markup nested deeper than browsers show** (" + q.inline(f.Target, maxCommand) +
 			" elements): what the page shows of this issue, and at what size, cannot be told; all of it:" + q.block(f.Text)
+	case DiagramStyled:
+		return "- " + where + ": **Mermaid diagram that styles its own text**, with " + q.inline(f.Target, maxInline) +
+			" (a style can make any label invisible or too small to read); the whole diagram:" + q.block(f.Text)
+	case DroppedCells:
+		return "- " + where + ": **table cells past the header's count** (the page drops them):" + q.block(f.Text)
+	case OffScreen:
+		return fmt.Sprintf("- %s: **code past column %d** (code is shown unwrapped: out of view unless the reader scrolls sideways):", where, maxColumn) +
+			q.block(f.Text)
+	case LinkDestination:
+		label := "**link or image destination holding spaces or hidden characters**"
+		if strings.TrimSpace(f.Visible) != "" {
+			label += ", behind " + q.inline(f.Visible, maxInline)
+		}
+		return "- " + where + ": " + label + " (shown only on mouse-over, if at all):" + q.block(f.Text)
 	case LinkTitle:
 		return "- " + where + ": **link or image title** (shown only on mouse-over):" + q.block(f.Text)
 	case ImageAlt:
@@ -254,8 +279,8 @@ func RuneName(r rune) string {
 // counts summarises findings by kind, e.g. "2 HTML comments, 1 raw HTML".
 func counts(findings []Finding) string {
 	order := []Kind{HTMLComment, RawHTML, InvisibleChar, BidiControl, TagChar, LinkMismatch,
-		LinkTitle, ImageAlt, LinkDefinition, FootnoteDefinition, DiagramHidden, MathHiding,
-		ViewerBlock, Collapsed, TinyText, DeepNesting}
+		LinkTitle, LinkDestination, ImageAlt, LinkDefinition, FootnoteDefinition, DiagramHidden,
+		DiagramStyled, MathHiding, ViewerBlock, Collapsed, TinyText, DroppedCells, OffScreen, DeepNesting}
 	n := map[Kind]int{}
 	other := 0
 	for _, f := range findings {
@@ -293,6 +318,10 @@ var nouns = map[Kind]string{
 	ViewerBlock:        "map or 3D model block(s)",
 	Collapsed:          "collapsed section(s)",
 	TinyText:           "text(s) too small to read",
+	LinkDestination:    "link destination(s) holding spaces",
+	DiagramStyled:      "styled diagram(s)",
+	DroppedCells:       "row(s) of dropped table cells",
+	OffScreen:          "run(s) of code past column 120",
 	DeepNesting:        "deeply nested markup",
 }
 
@@ -304,14 +333,16 @@ func percent(size float64) string {
 	return fmt.Sprintf("%.0f %%", size*100)
 }
 
-// block quotes s: a code span after a space if it is one short line, else a fenced
-// block indented under the list item. Either ends the line.
+// block quotes s: a code span after a space if it is one line (GitHub wraps inline
+// code, so a long line stays in view and whole), else a fenced block indented under the
+// list item, its long lines broken (wrap). Either ends the line.
 func (q *quoter) block(s string) string {
 	s, more := truncate(s, MaxQuote, maxQuoteLines)
 	s = q.Text(s)
-	if !strings.Contains(s, "\n") && utf8.RuneCountInString(s) <= 100 {
-		return " " + mdcode.Span(s) + moreNote(more) + "\n"
+	if !strings.Contains(s, "\n") {
+		return " " + mdcode.Span(strings.ReplaceAll(s, "\t", " ")) + moreNote(more) + "\n"
 	}
+	s = wrap(s)
 	fence := mdcode.Fence(s)
 	var b strings.Builder
 	b.WriteString("\n  " + fence + "text\n")
@@ -332,6 +363,34 @@ func (q *quoter) block(s string) string {
 func (q *quoter) inline(s string, limit int) string {
 	s, more := truncate(s, limit, 1<<30)
 	return q.Span(s) + moreNote(more)
+}
+
+// wrap breaks the lines of s longer than WrapColumns (counted as a code block counts
+// them, see columns) into lines that are not, each continuation starting with wrapMark.
+func wrap(s string) string {
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		col := 0
+		for _, r := range line {
+			w := columns(r)
+			if r == '\t' {
+				w = tabWidth - col%tabWidth
+			}
+			if col+w > WrapColumns && col > wrapMarkColumns {
+				b.WriteString("\n" + wrapMark)
+				col = wrapMarkColumns
+				if r == '\t' {
+					w = tabWidth - col%tabWidth
+				}
+			}
+			b.WriteRune(r)
+			col += w
+		}
+	}
+	return b.String()
 }
 
 func moreNote(more int) string {

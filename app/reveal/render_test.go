@@ -185,7 +185,7 @@ func TestRender(t *testing.T) {
 		{
 			name:     "long quote is cut",
 			findings: []Finding{{Kind: RawHTML, Line: 1, Text: long}},
-			want:     []string{fmt.Sprintf("  … (%d more characters)\n", len(long)-MaxQuote)},
+			want:     []string{"`" + strings.Repeat("x", MaxQuote) + "` " + fmt.Sprintf("… (%d more characters)\n", len(long)-MaxQuote)},
 		},
 		{
 			name:     "many lines are cut",

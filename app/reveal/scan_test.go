@@ -674,6 +674,19 @@ func largeInputs() []struct {
 		{name: "many small texts", in: strings.Repeat("<sub><sub><sub>x</sub></sub></sub> y ", 5000)},
 		{name: "misnested formatting", in: strings.Repeat("<small><p><b>x</small>", 10000)},
 		{name: "many html blocks with text", in: strings.Repeat("<div>\n<sub>x</sub>\n</div>\n\n", 10000)},
+		{name: "many dropped table cells", in: "| a |\n|---|\n" + strings.Repeat("| 1 | x | y |\n", 10000)},
+		{name: "many long code lines", in: "```\n" + strings.Repeat(strings.Repeat("x ", 100)+"\t\u65e5\n", 500) + "```\n"},
+		{name: "many unclosed pre", in: strings.Repeat("<pre>\n", 20000)},
+		{name: "many inline pre", in: strings.Repeat("x <pre> "+strings.Repeat(" ", 130)+"y\n", 1000)},
+		{name: "many link destinations with spaces", in: strings.Repeat("[a](<b c>) ![d](<e f>) ", 3000)},
+		{name: "many styled diagrams", in: strings.Repeat("```mermaid\ngraph TD\nA:::h\nstyle A fill:#fff\n```\n", 5000)},
+		{name: "deeply nested scripts", in: "<small>$" + strings.Repeat("x^{", 30000) + "$</small>"},
+		{name: "many scripts", in: "$x" + strings.Repeat("^", 50000) + "y$"},
+		{name: "many fractions", in: "$" + strings.Repeat("\\frac", 20000) + "$"},
+		{name: "many small math spans", in: "<small>" + strings.Repeat("$\\tiny x$ ", 10000)},
+		{name: "many references without semicolons", in: "<div>\n" + strings.Repeat("&#x202e", 10000) + "&shy\n</div>\n"},
+		{name: "many lone carriage returns", in: strings.Repeat("a\r[//]: # (b)\r\r", 10000)},
+		{name: "a diagram after lone carriage returns", in: "```mermaid\r" + strings.Repeat("%% x\rA-->B\r", 20000) + "```\r"},
 	}
 }
 
