@@ -589,6 +589,75 @@ func TestScan(t *testing.T) {
 			in:   "a\r\n\r\n<!-- x -->\r\nb\r\n",
 			want: []Finding{{Kind: HTMLComment, Line: 3, Text: "<!-- x -->"}},
 		},
+		{
+			name: "lone CR line ends count lines and quote as written",
+			in:   "a\rb\r\r<!-- c -->\rd\r\n",
+			want: []Finding{{Kind: HTMLComment, Line: 4, Text: "<!-- c -->"}},
+		},
+		// Tables.
+		{
+			name: "short rows and full rows drop nothing",
+			in:   "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 |\n",
+		},
+		{
+			name: "dropped cells are quoted as written, escaped pipes too",
+			in:   "a\r\n\r\n| a |\r\n|---|\r\n| 1 | x \\| y |\r\n",
+			want: []Finding{{Kind: DroppedCells, Line: 5, Text: "x \\| y"}},
+		},
+		// Link destinations.
+		{
+			name: "destinations that are addresses are left to the reader",
+			in:   "See [docs](https://example.com/docs), [x](./foo.md) and ![image](img.png).\n",
+		},
+		{
+			name: "destinations holding spaces, written or percent-encoded",
+			in:   "See [docs](<a b>), ![image](<my pic.png>) and [c](https://example.com/a%20b).\n",
+			want: []Finding{
+				{Kind: LinkDestination, Line: 1, Text: "a b", Visible: "docs", Target: "a b"},
+				{Kind: LinkDestination, Line: 1, Text: "my pic.png", Visible: "image", Target: "my pic.png"},
+				{Kind: LinkDestination, Line: 1, Text: "https://example.com/a%20b", Visible: "c", Target: "https://example.com/a%20b"},
+			},
+		},
+		// Code past the right edge.
+		{
+			name: "a short code line is in view",
+			in:   "```go\nx := 1 // short line\n```\n",
+		},
+		{
+			name: "tabs count to their stops",
+			in:   "```\n\tx" + strings.Repeat("\t", 15) + "y\n```\n",
+			want: []Finding{{Kind: OffScreen, Line: 2, Text: "y"}},
+		},
+		{
+			name: "pre past the right edge",
+			in:   "<pre>\nabc" + strings.Repeat(" ", 120) + "z\n</pre>\n",
+			want: []Finding{{Kind: OffScreen, Line: 2, Text: "z"}},
+		},
+		// Mermaid styling.
+		{
+			name: "an unstyled diagram, a class diagram's class, ::: in a label",
+			in:   "```mermaid\ngraph TD\nA --> B\n```\n\n```mermaid\nclassDiagram\nclass Animal\n```\n\n```mermaid\ngraph TD\nA[\"a:::b\"] --> B\n```\n",
+		},
+		// Math size.
+		{
+			name: "scripts and fractions alone are readable, and one script in <sub>",
+			in:   "$\\frac{a}{b}$ and $x_i^2$ and <sub>$x_i$</sub>\n",
+		},
+		{
+			name: "\\tiny inside <small>",
+			in:   "<small>$\\tiny x$</small>\n",
+			want: []Finding{{Kind: TinyText, Line: 1, Text: "$\\tiny x$", Target: "<small> \\tiny", Size: 0.45}},
+		},
+		// References without ";" in raw HTML.
+		{
+			name: "visible references without semicolons in HTML",
+			in:   "<div>\nfoo &amp bar &copy 2024 &#xe9\n</div>\n",
+		},
+		// Self-closing tags.
+		{
+			name: "a void element's self-closing flag",
+			in:   "<br/>x\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
