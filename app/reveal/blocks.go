@@ -43,7 +43,7 @@ func (s *scanner) fenced(n *ast.FencedCodeBlock) {
 			s.add(ViewerBlock, start, Finding{Text: s.quote(start, stop)})
 		}
 	default:
-		s.codeBlock(lines)
+		s.codeBlock(n)
 	}
 }
 

@@ -302,8 +302,8 @@ func (q *quoter) item(f Finding, where string) string {
 	case DroppedCells:
 		return "- " + where + ": **table cells past the header's count** (the page drops them):" + q.block(f.Text)
 	case OffScreen:
-		return fmt.Sprintf("- %s: **code past column %d** (code is shown unwrapped: out of view unless the reader scrolls sideways):", where, maxColumn) +
-			q.block(f.Text)
+		return "- " + where + ": **code or table past column " + q.inline(f.Target, maxCommand) +
+			"** (shown unwrapped: out of view unless the reader scrolls sideways):" + q.block(f.Text)
 	case LinkDestination:
 		label := "**link or image destination holding spaces or hidden characters**"
 		if strings.TrimSpace(f.Visible) != "" {
@@ -481,7 +481,7 @@ var nouns = map[Kind]string{
 	LinkDestination:    "link destination(s) holding spaces",
 	DiagramStyled:      "styled diagram(s)",
 	DroppedCells:       "row(s) of dropped table cells",
-	OffScreen:          "run(s) of code past column 120",
+	OffScreen:          "run(s) of code or table past the right edge",
 	DeepNesting:        "deeply nested markup",
 }
 

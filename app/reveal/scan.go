@@ -90,10 +90,12 @@ const (
 	// which GitHub drops from the page. Text is the cells as written, from the first
 	// dropped one to the end of the row.
 	DroppedCells Kind = "dropped-cells"
-	// OffScreen is text of a code block (fenced, indented or <pre>) past column
-	// maxColumn (120): GitHub shows code unwrapped, so it is out of view until the
-	// reader scrolls sideways. Text is, for each such line of a run of them, the line
-	// from its first letter past the column.
+	// OffScreen is text past the columns in view: maxColumn (120), less what the lists
+	// and blockquotes around it take. GitHub shows code (fenced, indented or <pre>)
+	// unwrapped, and a table as wide as its columns' longest words, so what lies past
+	// the right edge is out of view until the reader scrolls sideways. Text is, for each
+	// such line of a run of them, the line from its first letter past the column, or,
+	// for a table, each row's cells past it; Target is the column.
 	OffScreen Kind = "off-screen"
 	// DeepNesting is markup nested deeper than a browser builds (512 elements), past
 	// which what the page shows, and at what size, cannot be told. Text is the whole
@@ -199,6 +201,7 @@ type scanner struct {
 	covered      int          // end of the last RawHTML finding; nested tags are inside it
 	collapsed    int          // end of the last Collapsed finding; nested <details> are inside it
 	preformatted int          // end of the last <pre> checked; nested ones are inside it
+	indent       int          // the columns the lists and blockquotes around the walk take
 	mathText     [][2]int     // byte ranges of blocks whose inline content may hold $math$
 	htmlRanges   [][2]int     // byte ranges of raw HTML: HTML blocks and tags
 	mathSizes    []mathShrink // the math whose letters are smaller than the text around it
@@ -281,7 +284,10 @@ func (s *scanner) lineOf(off int) int {
 }
 
 func (s *scanner) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
-	if !entering {
+	if k := containerIndent(n); entering {
+		s.indent += k
+	} else {
+		s.indent -= k
 		return ast.WalkContinue, nil
 	}
 	switch n := n.(type) {
@@ -304,13 +310,15 @@ func (s *scanner) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if start, stop, ok := span(n.Lines()); ok {
 			s.code = append(s.code, [2]int{start, stop})
 		}
-		s.codeBlock(n.Lines())
+		s.codeBlock(n)
 		return ast.WalkSkipChildren, nil
 	case *ast.Paragraph, *ast.TextBlock, *ast.Heading, *east.TableCell:
 		// Blocks of inline content, where GitHub finds $math$.
 		if start, stop, ok := span(n.Lines()); ok {
 			s.mathText = append(s.mathText, [2]int{start, stop})
 		}
+	case *east.Table:
+		s.table(n)
 	case *east.TableRow:
 		s.tableRow(n)
 	case *ast.HTMLBlock:

@@ -626,12 +626,26 @@ func TestScan(t *testing.T) {
 		{
 			name: "tabs count to their stops",
 			in:   "```\n\tx" + strings.Repeat("\t", 15) + "y\n```\n",
-			want: []Finding{{Kind: OffScreen, Line: 2, Text: "y"}},
+			want: []Finding{{Kind: OffScreen, Line: 2, Text: "y", Target: "120"}},
 		},
 		{
 			name: "pre past the right edge",
 			in:   "<pre>\nabc" + strings.Repeat(" ", 120) + "z\n</pre>\n",
-			want: []Finding{{Kind: OffScreen, Line: 2, Text: "z"}},
+			want: []Finding{{Kind: OffScreen, Line: 2, Text: "z", Target: "120"}},
+		},
+		{
+			name: "code in a blockquote in a list has less width",
+			in:   "- a\n\n  > ```\n  > " + strings.Repeat("x", 111) + "y\n  > ```\n",
+			want: []Finding{{Kind: OffScreen, Line: 4, Text: "y", Target: "111"}},
+		},
+		{
+			name: "a table of short columns is in view",
+			in:   "| OS | Version | Go | Arch | Result | Notes |\n|---|---|---|---|---|---|\n| Ubuntu 22.04 | v1.2.3 | go1.22.1 | amd64 | fails | crashes on start with SIGSEGV |\n",
+		},
+		{
+			name: "a table of long words scrolls: its cells past the edge",
+			in:   "| " + strings.Repeat("w", 60) + " | " + strings.Repeat("x", 60) + " |\n|---|---|\n| a | b |\n",
+			want: []Finding{{Kind: OffScreen, Line: 1, Text: strings.Repeat("x", 60) + "\nb", Target: "120"}},
 		},
 		// Mermaid styling.
 		{
@@ -754,6 +768,9 @@ func largeInputs() []struct {
 		{name: "many fractions", in: "$" + strings.Repeat("\\frac", 20000) + "$"},
 		{name: "many small math spans", in: "<small>" + strings.Repeat("$\\tiny x$ ", 10000)},
 		{name: "many references without semicolons", in: "<div>\n" + strings.Repeat("&#x202e", 10000) + "&shy\n</div>\n"},
+		{name: "a wide table of many rows", in: "|" + strings.Repeat(" widgets |", 40) + "\n|" + strings.Repeat("---|", 40) + "\n" + strings.Repeat("|"+strings.Repeat(" 3 |", 40)+"\n", 500)},
+		{name: "many wide tables", in: strings.Repeat("| "+strings.Repeat("w", 70)+" | "+strings.Repeat("x", 70)+" |\n|---|---|\n\n", 400)},
+		{name: "code deep in blockquotes", in: strings.Repeat("> ", 1000) + "```\n" + strings.Repeat(strings.Repeat("> ", 1000)+"x <pre> y\n", 30)},
 		{name: "many lone carriage returns", in: strings.Repeat("a\r[//]: # (b)\r\r", 10000)},
 		{name: "a diagram after lone carriage returns", in: "```mermaid\r" + strings.Repeat("%% x\rA-->B\r", 20000) + "```\r"},
 	}
