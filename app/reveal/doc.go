@@ -77,8 +77,10 @@
 //     when the reader expands it. This is milder than the rest, and reported with its
 //     summary so the approver can find and open it. A self-closing <details/> opens
 //     one too: HTML ignores "/>" on elements that are not void.
-//   - Code (fenced, indented, <pre>) past column 120: GitHub shows it unwrapped, so it is
-//     out of view until the reader scrolls sideways.
+//   - Code (fenced, indented, <pre>) past column 120, less the width the lists and
+//     blockquotes around it take: GitHub shows it unwrapped, so it is out of view until
+//     the reader scrolls sideways. Likewise the cells of a table past that edge: GitHub
+//     lets a table as wide as its columns' longest words scroll sideways.
 //
 // Markdown structure comes from goldmark (CommonMark with GitHub's extensions), with line
 // ends read as CommonMark reads them (a lone CR ends a line, which goldmark does not do
