@@ -64,3 +64,30 @@ func TestPayloadInATableColumnOffScreen(t *testing.T) {
 	}
 	t.Errorf("a table cell past the right edge is not reported:%s\ninput: %q", dump(fs), in)
 }
+
+// TestPayloadPushedOffScreenInMath: MathJax does not wrap math, and GitHub lets a wide
+// formula run past the right edge (or scroll); an attacker spaces the payload hundreds
+// of em to the right of a visible symbol with positive spacing, which no rule against
+// negative spacing catches, or writes it as one unbroken \text.
+func TestPayloadPushedOffScreenInMath(t *testing.T) {
+	tests := []struct{ name, in string }{
+		{name: "display math, \\hspace", in: "Count the widgets.\n\n$$x\\hspace{80em}\\text{" + attackPayload + "}$$\n"},
+		{name: "inline math, \\hspace", in: "Count the widgets. $x\\hspace{80em}\\text{" + attackPayload + "}$\n"},
+		{name: "sixty \\qquad", in: "Count the widgets.\n\n$$x" + strings.Repeat("\\qquad", 60) + "\\text{" + attackPayload + "}$$\n"},
+		{name: "\\kern in a math code span", in: "Count the widgets. $`x\\kern 50em\\text{" + attackPayload + "}`$\n"},
+		{name: "\\mkern in mu", in: "Count the widgets.\n\n$$x\\mkern1000mu\\text{" + attackPayload + "}$$\n"},
+		{name: "\\hskip in a math block", in: "Count the widgets.\n\n```math\nx\\hskip 30cm \\text{" + attackPayload + "}\n```\n"},
+		{name: "a long unbroken \\text", in: "Count the widgets.\n\n$$\\text{" + strings.Repeat("widgets ", 20) + attackPayload + "}$$\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := Scan(tt.in)
+			for _, f := range fs {
+				if strings.Contains(f.Text, attackPayload) {
+					return
+				}
+			}
+			t.Errorf("math past the right edge is not reported:%s\ninput: %q", dump(fs), tt.in)
+		})
+	}
+}
