@@ -33,6 +33,7 @@ func (s *scanner) fenced(n *ast.FencedCodeBlock) {
 	case "math":
 		from, to := s.fenceExtent(n)
 		s.measureMath(first, last, from, to)
+		s.mathPastEdge(first, last, from, to)
 		if cmd := mathHides(s.src[first:last], true); cmd != "" {
 			start, stop := s.fenceExtent(n)
 			s.add(MathHiding, start, Finding{Text: s.quote(start, stop), Target: cmd})

@@ -261,6 +261,7 @@ func (s *scanner) codeSpan(start, stop int) {
 	}
 	s.mathSpans[start] = true
 	s.measureMath(start, stop, a-1, b+1)
+	s.mathPastEdge(start, stop, a-1, b+1)
 	if cmd := mathHides(s.src[start:stop], true); cmd != "" {
 		s.add(MathHiding, a-1, Finding{Text: s.text(a-1, b+1), Target: cmd})
 	}
@@ -313,6 +314,35 @@ func (s *scanner) mathInText(start, stop int) {
 			s.add(MathHiding, a[0], Finding{Text: s.text(a[0], b[1]), Target: cmd})
 		}
 		s.measureMath(a[1], b[0], a[0], b[1])
+	}
+	s.mathInTextPastEdge(runs)
+}
+
+// mathInTextPastEdge reports the math between the dollar runs of a block of inline
+// content that is wider than the columns in view. Width, unlike a hiding command, is
+// found in prose too, so here the runs are paired as GitHub pairs them, left to right:
+// a run opens math unless a space follows it ("$$" always), and the math runs to the
+// next run that can close it, one with no space before it and no digit after ("$$"
+// always); a "$5" inside is part of it.
+func (s *scanner) mathInTextPastEdge(runs [][2]int) {
+	display := func(r [2]int) bool { return r[1]-r[0] >= 2 }
+	for k := 0; k+1 < len(runs); k++ {
+		a := runs[k]
+		if !display(a) && (a[1] >= len(s.src) || isSpaceByte(s.src[a[1]])) {
+			continue
+		}
+		l := k + 1
+		for ; l < len(runs); l++ {
+			b := runs[l]
+			if display(b) || (!isSpaceByte(s.src[b[0]-1]) && (b[1] >= len(s.src) || s.src[b[1]] < '0' || s.src[b[1]] > '9')) {
+				break
+			}
+		}
+		if l == len(runs) {
+			return // no run after a closes math, nor any after a later one
+		}
+		s.mathPastEdge(a[1], runs[l][0], a[0], runs[l][1])
+		k = l
 	}
 }
 

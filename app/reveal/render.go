@@ -302,7 +302,7 @@ func (q *quoter) item(f Finding, where string) string {
 	case DroppedCells:
 		return "- " + where + ": **table cells past the header's count** (the page drops them):" + q.block(f.Text)
 	case OffScreen:
-		return "- " + where + ": **code or table past column " + q.inline(f.Target, maxCommand) +
+		return "- " + where + ": **code, table or math past column " + q.inline(f.Target, maxCommand) +
 			"** (shown unwrapped: out of view unless the reader scrolls sideways):" + q.block(f.Text)
 	case LinkDestination:
 		label := "**link or image destination holding spaces or hidden characters**"
@@ -481,7 +481,7 @@ var nouns = map[Kind]string{
 	LinkDestination:    "link destination(s) holding spaces",
 	DiagramStyled:      "styled diagram(s)",
 	DroppedCells:       "row(s) of dropped table cells",
-	OffScreen:          "run(s) of code or table past the right edge",
+	OffScreen:          "run(s) of code, table or math past the right edge",
 	DeepNesting:        "deeply nested markup",
 }
 

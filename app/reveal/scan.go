@@ -91,11 +91,12 @@ const (
 	// dropped one to the end of the row.
 	DroppedCells Kind = "dropped-cells"
 	// OffScreen is text past the columns in view: maxColumn (120), less what the lists
-	// and blockquotes around it take. GitHub shows code (fenced, indented or <pre>)
-	// unwrapped, and a table as wide as its columns' longest words, so what lies past
-	// the right edge is out of view until the reader scrolls sideways. Text is, for each
-	// such line of a run of them, the line from its first letter past the column, or,
-	// for a table, each row's cells past it; Target is the column.
+	// and blockquotes around it take. GitHub shows code (fenced, indented or <pre>) and
+	// math unwrapped, and a table as wide as its columns' longest words, so what lies
+	// past the right edge is out of view until the reader scrolls sideways. Text is, for
+	// each such line of a run of them, the line from its first letter past the column;
+	// for a table, each row's cells past it; for math, the whole of it. Target is the
+	// column.
 	OffScreen Kind = "off-screen"
 	// DeepNesting is markup nested deeper than a browser builds (512 elements), past
 	// which what the page shows, and at what size, cannot be told. Text is the whole
@@ -162,8 +163,10 @@ func Scan(markdown string) []Finding {
 	s.definitions()
 	s.unusedFootnotes(footnotes)
 	for _, r := range s.mathText {
+		s.indent = r[2]
 		s.mathInText(r[0], r[1])
 	}
+	s.indent = 0
 	s.chars()
 	s.entities()
 	s.tinyText(doc)
@@ -202,7 +205,7 @@ type scanner struct {
 	collapsed    int          // end of the last Collapsed finding; nested <details> are inside it
 	preformatted int          // end of the last <pre> checked; nested ones are inside it
 	indent       int          // the columns the lists and blockquotes around the walk take
-	mathText     [][2]int     // byte ranges of blocks whose inline content may hold $math$
+	mathText     [][3]int     // byte ranges of blocks whose inline content may hold $math$, and their indent
 	htmlRanges   [][2]int     // byte ranges of raw HTML: HTML blocks and tags
 	mathSizes    []mathShrink // the math whose letters are smaller than the text around it
 	mathSpans    map[int]bool // where the content of each $`…`$ starts: math, not code
@@ -315,7 +318,7 @@ func (s *scanner) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
 	case *ast.Paragraph, *ast.TextBlock, *ast.Heading, *east.TableCell:
 		// Blocks of inline content, where GitHub finds $math$.
 		if start, stop, ok := span(n.Lines()); ok {
-			s.mathText = append(s.mathText, [2]int{start, stop})
+			s.mathText = append(s.mathText, [3]int{start, stop, s.indent})
 		}
 	case *east.Table:
 		s.table(n)

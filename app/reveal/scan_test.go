@@ -647,6 +647,16 @@ func TestScan(t *testing.T) {
 			in:   "| " + strings.Repeat("w", 60) + " | " + strings.Repeat("x", 60) + " |\n|---|---|\n| a | b |\n",
 			want: []Finding{{Kind: OffScreen, Line: 1, Text: strings.Repeat("x", 60) + "\nb", Target: "120"}},
 		},
+		{
+			name: "ordinary math, and prose between dollars, are in view",
+			in: "$E = mc^2$ and $\\sum_{i=0}^{n} x_i \\quad y$. It costs $5 and " + strings.Repeat("word ", 40) + "then $10.\n\n" +
+				"$$a$$ " + strings.Repeat("word ", 40) + "$$b$$\n",
+		},
+		{
+			name: "math spaced past the right edge is quoted whole",
+			in:   "See $x\\hspace{40em}y\\hspace{2in}z$.\n",
+			want: []Finding{{Kind: OffScreen, Line: 1, Text: "$x\\hspace{40em}y\\hspace{2in}z$", Target: "120"}},
+		},
 		// Mermaid styling.
 		{
 			name: "an unstyled diagram, a class diagram's class, ::: in a label",
@@ -771,6 +781,8 @@ func largeInputs() []struct {
 		{name: "a wide table of many rows", in: "|" + strings.Repeat(" widgets |", 40) + "\n|" + strings.Repeat("---|", 40) + "\n" + strings.Repeat("|"+strings.Repeat(" 3 |", 40)+"\n", 500)},
 		{name: "many wide tables", in: strings.Repeat("| "+strings.Repeat("w", 70)+" | "+strings.Repeat("x", 70)+" |\n|---|---|\n\n", 400)},
 		{name: "code deep in blockquotes", in: strings.Repeat("> ", 1000) + "```\n" + strings.Repeat(strings.Repeat("> ", 1000)+"x <pre> y\n", 30)},
+		{name: "many math spans spaced wide", in: strings.Repeat("$x\\hspace{9em}y$ $5 ", 5000)},
+		{name: "many dollars without a closer", in: strings.Repeat("$x $", 20000)},
 		{name: "many lone carriage returns", in: strings.Repeat("a\r[//]: # (b)\r\r", 10000)},
 		{name: "a diagram after lone carriage returns", in: "```mermaid\r" + strings.Repeat("%% x\rA-->B\r", 20000) + "```\r"},
 	}
