@@ -79,8 +79,10 @@
 //     one too: HTML ignores "/>" on elements that are not void.
 //   - Code (fenced, indented, <pre>) past column 120, less the width the lists and
 //     blockquotes around it take: GitHub shows it unwrapped, so it is out of view until
-//     the reader scrolls sideways. Likewise the cells of a table past that edge: GitHub
-//     lets a table as wide as its columns' longest words scroll sideways.
+//     the reader scrolls sideways. Likewise the cells of a table past that edge (GitHub
+//     lets a table as wide as its columns' longest words scroll sideways), and math
+//     wider than it (MathJax does not wrap; positive spacing, \hspace{80em}, or a long
+//     \text puts text there), its width estimated wide.
 //
 // Markdown structure comes from goldmark (CommonMark with GitHub's extensions), with line
 // ends read as CommonMark reads them (a lone CR ends a line, which goldmark does not do

@@ -13,7 +13,8 @@ import (
 // background (\color{white}), attach it to nothing visible (\href, \style, \class,
 // \label, \texttip), define macros instead of typesetting (\newcommand), or move and
 // overlap it (\smash, \rlap, negative \hspace); and "%" starts a comment that runs to
-// the end of the line. Sizes (\tiny) are not counted: small text is still visible.
+// the end of the line. How small math sets its letters (\tiny, scripts) is measured
+// with the elements around it (mathsize.go), and how wide it runs (mathwidth.go).
 
 // hidingMacros are the commands whose use makes math worth reporting, whatever their
 // arguments.
