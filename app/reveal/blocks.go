@@ -12,10 +12,11 @@ import (
 
 // --- fenced blocks GitHub renders ---------------------------------------------------
 
-// fenced reports what a fenced block that GitHub renders as something other than code
-// hides: the comments and directives of a Mermaid diagram, math that hides text, and
-// the whole of a block shown in a map or 3D viewer. GitHub picks the renderer by the
-// first word of the info string; it is compared without regard to case.
+// fenced reports what a fenced block hides: for one that GitHub renders as something
+// other than code, the comments, directives and styling of a Mermaid diagram, math that
+// hides text, and the whole of a block shown in a map or 3D viewer; for code, text past
+// the block's right edge. GitHub picks the renderer by the first word of the info
+// string; it is compared without regard to case.
 func (s *scanner) fenced(n *ast.FencedCodeBlock) {
 	lines := n.Lines()
 	first, last, ok := span(lines)
@@ -25,16 +26,25 @@ func (s *scanner) fenced(n *ast.FencedCodeBlock) {
 	switch strings.ToLower(string(n.Language(s.src))) {
 	case "mermaid":
 		s.mermaid(lines)
+		if line, ok := s.mermaidStyled(lines); ok {
+			start, stop := s.fenceExtent(n)
+			s.add(DiagramStyled, start, Finding{Text: s.quote(start, stop), Target: line})
+		}
 	case "math":
+		from, to := s.fenceExtent(n)
+		s.measureMath(first, last, from, to)
+		s.mathPastEdge(first, last, from, to)
 		if cmd := mathHides(s.src[first:last], true); cmd != "" {
 			start, stop := s.fenceExtent(n)
-			s.add(MathHiding, start, Finding{Text: trimEOL(s.src[start:stop]), Target: cmd})
+			s.add(MathHiding, start, Finding{Text: s.quote(start, stop), Target: cmd})
 		}
 	case "geojson", "topojson", "stl":
 		if len(bytes.TrimSpace(s.src[first:last])) > 0 {
 			start, stop := s.fenceExtent(n)
-			s.add(ViewerBlock, start, Finding{Text: trimEOL(s.src[start:stop])})
+			s.add(ViewerBlock, start, Finding{Text: s.quote(start, stop)})
 		}
+	default:
+		s.codeBlock(n)
 	}
 }
 
@@ -134,8 +144,79 @@ func (s *scanner) mermaid(lines *text.Segments) {
 		i = j
 	}
 	for _, r := range found {
-		s.add(DiagramHidden, r[0], Finding{Text: trimEOL(s.src[r[0]:r[1]])})
+		s.add(DiagramHidden, r[0], Finding{Text: s.quote(r[0], r[1])})
 	}
+}
+
+// mermaidStyling are the Mermaid statements that style a diagram's elements: style,
+// classDef and class (and the class shorthand ":::"), linkStyle, cssClass; and click,
+// which attaches links and tooltips (text shown on mouse-over). Each can make a label
+// invisible (its colour that of its fill, a font size of 0, display:none) or hide text.
+var mermaidStyling = map[string]bool{
+	"style": true, "classDef": true, "class": true, "linkStyle": true, "cssClass": true, "click": true,
+}
+
+// mermaidStyled says whether a Mermaid diagram styles its own elements, and returns the
+// first line that does: a statement of mermaidStyling (in a class diagram "class"
+// declares a class and is not counted), the ":::" class shorthand outside a quoted
+// label, or HTML in a label with a style attribute or a <font> element. Which label a
+// style reaches, and whether it then shows, Scan does not work out: the diagram is
+// reported whole, so that the approver can read every label.
+func (s *scanner) mermaidStyled(lines *text.Segments) (string, bool) {
+	n := lines.Len()
+	line := func(i int) []byte { seg := lines.At(i); return bytes.TrimSpace(s.src[seg.Start:seg.Stop]) }
+	i := 0
+	for i < n && len(line(i)) == 0 {
+		i++
+	}
+	if i < n && string(line(i)) == "---" {
+		// Front matter, which mermaid reports when it holds more than a title.
+		for j := i + 1; j < n; j++ {
+			if string(line(j)) == "---" {
+				i = j + 1
+				break
+			}
+		}
+	}
+	classDiagram, seenType := false, false
+	for ; i < n; i++ {
+		seg := lines.At(i)
+		l := line(i)
+		if len(l) == 0 || bytes.HasPrefix(l, []byte("%%")) {
+			continue
+		}
+		word := l
+		if k := bytes.IndexAny(l, " \t"); k >= 0 {
+			word = l[:k]
+		}
+		if !seenType {
+			seenType = true
+			classDiagram = bytes.HasPrefix(word, []byte("classDiagram"))
+		}
+		styled := mermaidStyling[string(word)] && len(word) < len(l) && !(classDiagram && string(word) == "class")
+		if lower := bytes.ToLower(l); styled || mermaidShorthand(l) ||
+			bytes.Contains(lower, []byte("style=")) || bytes.Contains(lower, []byte("<font")) {
+			return s.quote(seg.Start+bytes.Index(s.src[seg.Start:seg.Stop], l), seg.Stop), true
+		}
+	}
+	return "", false
+}
+
+// mermaidShorthand says whether a Mermaid line applies a class with ":::" outside a
+// double-quoted label.
+func mermaidShorthand(line []byte) bool {
+	quoted := false
+	for k := 0; k+2 < len(line); k++ {
+		switch line[k] {
+		case '"':
+			quoted = !quoted
+		case ':':
+			if !quoted && line[k+1] == ':' && line[k+2] == ':' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // accessibility says whether a Mermaid line (without its indentation) sets the
@@ -168,6 +249,36 @@ func mermaidComment(line []byte) int {
 		}
 	}
 	return -1
+}
+
+// --- tables -------------------------------------------------------------------------
+
+// tableRow reports the cells of a table row past the header's number of cells, which
+// GitHub (cmark-gfm), like goldmark, drops: goldmark stops reading the row after the
+// last cell it keeps, so what follows that cell on the row's line, but for the pipes
+// and spaces around it, was dropped.
+func (s *scanner) tableRow(row *east.TableRow) {
+	if _, header := row.Parent().(*east.TableHeader); header || row.ChildCount() == 0 {
+		return
+	}
+	cell, ok := row.LastChild().(*east.TableCell)
+	if !ok || cell.Lines().Len() == 0 {
+		return // a cell goldmark added to fill a short row
+	}
+	from := cell.Lines().At(cell.Lines().Len() - 1).Stop
+	if from < 0 || from > len(s.src) {
+		return
+	}
+	to := s.lineEnd(from)
+	for to > from && (isSpaceByte(s.src[to-1]) || s.src[to-1] == '|') {
+		to--
+	}
+	for from < to && (isSpaceByte(s.src[from]) || s.src[from] == '|') {
+		from++
+	}
+	if from < to {
+		s.add(DroppedCells, from, Finding{Text: s.text(from, to)})
+	}
 }
 
 // --- footnotes ----------------------------------------------------------------------
@@ -205,7 +316,7 @@ func (s *scanner) unusedFootnotes(all []*east.Footnote) {
 			continue
 		}
 		stop := max(s.blockEnd(fn), start)
-		s.add(FootnoteDefinition, start, Finding{Text: trimEOL(s.src[start:stop])})
+		s.add(FootnoteDefinition, start, Finding{Text: s.quote(start, stop)})
 	}
 }
 
@@ -263,16 +374,22 @@ func (s *scanner) details(open, body int) {
 	from, summary := body, ""
 	rest := s.src[body:closeAt]
 	at := body + len(rest) - len(bytes.TrimLeft(rest, " \t\r\n"))
-	if t, ok := parseTag(s.src[at:closeAt]); ok && t.name == "summary" && !t.close && !t.selfClosing {
+	if t, ok := parseTag(s.src[at:closeAt]); ok && t.name == "summary" && !t.close {
 		inner := at + t.length
 		if e := s.matchClose("summary", inner); e >= 0 && e <= closeAt {
 			if k := bytes.LastIndex(s.lower[inner:e], []byte("</summary")); k >= 0 {
-				summary = string(bytes.TrimSpace(s.src[inner : inner+k]))
+				summary = strings.TrimSpace(s.text(inner, inner+k))
 			}
 			from = e
 		}
 	}
-	if t := bytes.Trim(s.src[from:closeAt], " \t\r\n"); len(t) > 0 {
-		s.add(Collapsed, open, Finding{Text: string(t), Visible: summary})
+	for from < closeAt && isSpaceByte(s.src[from]) {
+		from++
+	}
+	for closeAt > from && isSpaceByte(s.src[closeAt-1]) {
+		closeAt--
+	}
+	if from < closeAt {
+		s.add(Collapsed, open, Finding{Text: s.text(from, closeAt), Visible: summary})
 	}
 }

@@ -56,13 +56,15 @@ func emojiPart(s string, i int, r rune) bool {
 	return false
 }
 
-// chars reports the runs of hidden characters in s, one finding per run of one kind.
-func (s *scanner) chars(str string) {
+// chars reports the runs of hidden characters in the input, one finding per run of one
+// kind.
+func (s *scanner) chars() {
+	str := s.str
 	var kind Kind
 	start, end := -1, -1
 	flush := func() {
 		if start >= 0 {
-			s.add(kind, start, Finding{Text: str[start:end], Context: context(str, start, end)})
+			s.add(kind, start, Finding{Text: s.text(start, end), Context: s.context(start, end)})
 		}
 		start = -1
 	}
@@ -87,12 +89,14 @@ func (s *scanner) chars(str string) {
 // contextRunes is how many characters context keeps on each side.
 const contextRunes = 30
 
-// context is the text around str[start:end] on the same line.
-func context(str string, start, end int) string {
+// context is the input as written around what src[start:end] stands for, on its line.
+func (s *scanner) context(start, end int) string {
+	str := s.orig
+	start, end = s.origOff(start), s.origOff(end)
 	a := start
 	for n := 0; n < contextRunes && a > 0; n++ {
 		r, w := utf8.DecodeLastRuneInString(str[:a])
-		if r == '\n' {
+		if r == '\n' || r == '\r' {
 			break
 		}
 		a -= w
@@ -108,42 +112,104 @@ func context(str string, start, end int) string {
 	return str[a:b]
 }
 
+// entityRE matches the character references Markdown text decodes: CommonMark's, which
+// end in ";" and have at most 6 hex or 7 decimal digits.
 var entityRE = regexp.MustCompile(`&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});`)
 
-// entities reports character references outside code that the page decodes into hidden
-// characters (&#x202E;, &zwj;), adjacent ones of one kind as one finding. s.code must
-// be sorted.
+// htmlEntityRE matches what a browser may decode as a character reference in raw HTML
+// (HTML's rules): numeric references of any length, and named ones, with or without
+// the ";" (HTML decodes "&#x202e" followed by a space, and the legacy names such as
+// "&shy" without it).
+var htmlEntityRE = regexp.MustCompile(`&(?:#[xX][0-9a-fA-F]+|#[0-9]+|[A-Za-z][A-Za-z0-9]{0,31});?`)
+
+// maxRefDigits is more digits than any code point needs once leading zeros are gone: a
+// longer number is out of range, which a browser decodes as U+FFFD.
+const maxRefDigits = 8
+
+// entities reports character references that the page decodes into hidden characters
+// (&#x202E;, &zwj;), adjacent ones of one kind as one finding: in Markdown text (outside
+// code) those CommonMark decodes, and in raw HTML (HTML blocks, tags) those a browser
+// decodes, which need no ";". s.code must be sorted.
 func (s *scanner) entities() {
-	var kind Kind
-	start, end := -1, -1
-	flush := func() {
-		if start >= 0 {
-			s.add(kind, start, Finding{Text: string(s.src[start:end]), Context: context(s.str, start, end)})
-		}
-		start = -1
+	sort.Slice(s.htmlRanges, func(i, j int) bool { return s.htmlRanges[i][0] < s.htmlRanges[j][0] })
+	type ref struct {
+		start, end int
+		kind       Kind
 	}
-	for _, m := range entityRE.FindAllIndex(s.src, -1) {
-		if s.inCode(m[0]) {
-			continue
-		}
-		var k Kind
-		for _, r := range html.UnescapeString(string(s.src[m[0]:m[1]])) {
-			if c, ok := classify(r); ok {
-				k = c
-				break
+	var refs []ref
+	note := func(start, end int, decoded string) {
+		for _, r := range decoded {
+			if k, ok := classify(r); ok {
+				refs = append(refs, ref{start, end, k})
+				return
 			}
 		}
-		switch {
-		case k == "":
-			flush()
-		case start >= 0 && k == kind && m[0] == end:
-			end = m[1]
-		default:
-			flush()
-			kind, start, end = k, m[0], m[1]
+	}
+	for _, m := range entityRE.FindAllIndex(s.src, -1) {
+		if !s.inCode(m[0]) && !s.inHTML(m[0]) {
+			note(m[0], m[1], html.UnescapeString(string(s.src[m[0]:m[1]])))
 		}
 	}
-	flush()
+	for _, h := range s.htmlRanges {
+		for _, m := range htmlEntityRE.FindAllIndex(s.src[h[0]:h[1]], -1) {
+			if end, decoded, ok := htmlReference(s.src[h[0]+m[0] : h[0]+m[1]]); ok {
+				note(h[0]+m[0], h[0]+m[0]+end, decoded)
+			}
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].start < refs[j].start })
+	for i := 0; i < len(refs); {
+		j := i + 1
+		for j < len(refs) && refs[j].kind == refs[i].kind && refs[j].start == refs[j-1].end {
+			j++
+		}
+		start, end := refs[i].start, refs[j-1].end
+		s.add(refs[i].kind, start, Finding{Text: s.text(start, end), Context: s.context(start, end)})
+		i = j
+	}
+}
+
+// htmlReference decodes the character reference at the start of m (a match of
+// htmlEntityRE) as a browser does, and returns how much of m it takes. A named
+// reference without ";" takes the longest name HTML decodes without one; ok is false
+// when m decodes to nothing.
+func htmlReference(m []byte) (end int, decoded string, ok bool) {
+	ref := string(m)
+	if len(ref) > 2 && ref[1] == '#' {
+		hex := ref[2] == 'x' || ref[2] == 'X'
+		digits := strings.TrimSuffix(ref[2:], ";")
+		prefix := "&#"
+		if hex {
+			digits, prefix = digits[1:], "&#x"
+		}
+		digits = strings.TrimLeft(digits, "0")
+		if len(digits) > maxRefDigits {
+			return len(m), "\uFFFD", true
+		}
+		if digits == "" {
+			digits = "0"
+		}
+		return len(m), html.UnescapeString(prefix + digits + ";"), true
+	}
+	if strings.HasSuffix(ref, ";") {
+		if d := html.UnescapeString(ref); d != ref {
+			return len(m), d, true
+		}
+		ref = ref[:len(ref)-1]
+	}
+	for n := len(ref); n > 2; n-- {
+		if d := html.UnescapeString(ref[:n]); d != ref[:n] {
+			return n, d, true
+		}
+	}
+	return 0, "", false
+}
+
+// inHTML says whether off lies in raw HTML: an HTML block or a tag. s.htmlRanges must be
+// sorted.
+func (s *scanner) inHTML(off int) bool {
+	i := sort.Search(len(s.htmlRanges), func(i int) bool { return s.htmlRanges[i][0] > off })
+	return i > 0 && off < s.htmlRanges[i-1][1]
 }
 
 func (s *scanner) inCode(off int) bool {

@@ -13,7 +13,8 @@ import (
 // background (\color{white}), attach it to nothing visible (\href, \style, \class,
 // \label, \texttip), define macros instead of typesetting (\newcommand), or move and
 // overlap it (\smash, \rlap, negative \hspace); and "%" starts a comment that runs to
-// the end of the line. Sizes (\tiny) are not counted: small text is still visible.
+// the end of the line. How small math sets its letters (\tiny, scripts) is measured
+// with the elements around it (mathsize.go), and how wide it runs (mathwidth.go).
 
 // hidingMacros are the commands whose use makes math worth reporting, whatever their
 // arguments.
@@ -256,8 +257,14 @@ func (s *scanner) codeSpan(start, stop int) {
 		return
 	}
 	s.code = append(s.code, [2]int{a - 1, b + 1})
+	if s.mathSpans == nil {
+		s.mathSpans = map[int]bool{}
+	}
+	s.mathSpans[start] = true
+	s.measureMath(start, stop, a-1, b+1)
+	s.mathPastEdge(start, stop, a-1, b+1)
 	if cmd := mathHides(s.src[start:stop], true); cmd != "" {
-		s.add(MathHiding, a-1, Finding{Text: string(s.src[a-1 : b+1]), Target: cmd})
+		s.add(MathHiding, a-1, Finding{Text: s.text(a-1, b+1), Target: cmd})
 	}
 }
 
@@ -305,7 +312,46 @@ func (s *scanner) mathInText(start, stop int) {
 		inline := !isSpaceByte(m[0]) && !isSpaceByte(m[len(m)-1]) &&
 			(b[1] >= len(s.src) || s.src[b[1]] < '0' || s.src[b[1]] > '9')
 		if cmd := mathHides(m, display || inline); cmd != "" {
-			s.add(MathHiding, a[0], Finding{Text: string(s.src[a[0]:b[1]]), Target: cmd})
+			s.add(MathHiding, a[0], Finding{Text: s.text(a[0], b[1]), Target: cmd})
 		}
+		s.measureMath(a[1], b[0], a[0], b[1])
+	}
+	s.mathInTextPastEdge(runs)
+}
+
+// mathInTextPastEdge reports the math between the dollar runs of a block of inline
+// content that is wider than the columns in view. Width, unlike a hiding command, is
+// found in prose too, so here the runs are paired as GitHub pairs them, left to right:
+// a run opens math unless a space follows it ("$$" always), and the math runs to the
+// next run that can close it, one with no space before it and no digit after ("$$"
+// always); a "$5" inside is part of it.
+func (s *scanner) mathInTextPastEdge(runs [][2]int) {
+	display := func(r [2]int) bool { return r[1]-r[0] >= 2 }
+	for k := 0; k+1 < len(runs); k++ {
+		a := runs[k]
+		if !display(a) && (a[1] >= len(s.src) || isSpaceByte(s.src[a[1]])) {
+			continue
+		}
+		l := k + 1
+		for ; l < len(runs); l++ {
+			b := runs[l]
+			if display(b) || (!isSpaceByte(s.src[b[0]-1]) && (b[1] >= len(s.src) || s.src[b[1]] < '0' || s.src[b[1]] > '9')) {
+				break
+			}
+		}
+		if l == len(runs) {
+			return // no run after a closes math, nor any after a later one
+		}
+		s.mathPastEdge(a[1], runs[l][0], a[0], runs[l][1])
+		k = l
+	}
+}
+
+// measureMath notes the letters of the TeX src[start:stop] that are smaller than the
+// text around it, for tinyText; src[from:to] is the whole math, delimiters included.
+func (s *scanner) measureMath(start, stop, from, to int) {
+	if m, ok := measureMath(s.src[start:stop], start); ok {
+		m.from, m.to = from, to
+		s.mathSizes = append(s.mathSizes, m)
 	}
 }

@@ -104,10 +104,11 @@ func checkSafe(t *testing.T, out string) {
 
 func TestRender(t *testing.T) {
 	long := strings.Repeat("x", 10000)
+	// Distinct findings: Render lists findings that differ only by line as one item.
 	many := make([]Finding, 10000)
 	for i := range many {
 		many[i] = Finding{Kind: []Kind{HTMLComment, InvisibleChar, LinkMismatch}[i%3], Line: i + 1,
-			Text: "<!-- " + strings.Repeat("@a ", 200) + "-->", Visible: "https://a.example", Target: "https://b.example"}
+			Text: fmt.Sprintf("<!-- %d ", i) + strings.Repeat("@a ", 200) + "-->", Visible: "https://a.example", Target: fmt.Sprintf("https://b.example/%d", i)}
 	}
 	tests := []struct {
 		name     string
@@ -185,7 +186,7 @@ func TestRender(t *testing.T) {
 		{
 			name:     "long quote is cut",
 			findings: []Finding{{Kind: RawHTML, Line: 1, Text: long}},
-			want:     []string{fmt.Sprintf("  … (%d more characters)\n", len(long)-MaxQuote)},
+			want:     []string{"`" + strings.Repeat("x", MaxQuote) + "` " + fmt.Sprintf("… (%d more characters)\n", len(long)-MaxQuote)},
 		},
 		{
 			name:     "many lines are cut",
@@ -236,9 +237,16 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
-			name:     "new kinds are counted",
+			// Forty common findings first: the rare kinds after them are listed, and
+			// HTML comments (an issue template's) are what is left out and counted.
+			name:     "every kind is counted, rare kinds are listed first",
 			findings: append(append([]Finding(nil), many[:MaxListed]...), Scan("[^1]: a\n\n<details>b</details>\n\n$\\phantom{c}$\n\n```geojson\n{}\n```\n\n```mermaid\n%% d\n```\n")...),
-			want:     []string{"1 unused footnote(s), 1 hidden diagram text(s), 1 math span(s) that can hide text, 1 map or 3D model block(s), 1 collapsed section(s)."},
+			want: []string{
+				"It found 45 (14 HTML comment(s), 13 run(s) of invisible characters, 13 misleading link(s), 1 unused footnote(s), " +
+					"1 hidden diagram text(s), 1 math span(s) that can hide text, 1 map or 3D model block(s), 1 collapsed section(s)): ",
+				"- line 1: **footnote definition no reference uses**", "- line 12: **Mermaid comment", "- line 5: **math that can hide text**",
+				"- line 7: **block shown as a map", "more not listed: 4 HTML comment(s), 1 collapsed section(s).\n",
+			},
 		},
 		{
 			name:     "text too small to read",

@@ -15,6 +15,8 @@ import (
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
 
 // Kind says why a finding is hidden from the rendered page.
@@ -41,6 +43,10 @@ const (
 	LinkMismatch Kind = "link-mismatch"
 	// LinkTitle is the title of a link or image, shown only on mouse-over.
 	LinkTitle Kind = "link-title"
+	// LinkDestination is a link's or image's destination that is not an address (see
+	// address): prose, shown only on mouse-over, if at all. Text is the destination as
+	// written; for a reference link it is reported at its definition, once.
+	LinkDestination Kind = "link-destination"
 	// ImageAlt is an image's alt text, not shown while the image displays.
 	ImageAlt Kind = "image-alt"
 	// LinkDefinition is a link reference definition that no link uses; the page
@@ -54,6 +60,11 @@ const (
 	// front matter other than a title, and accessibility titles and descriptions
 	// (accTitle, accDescr). Consecutive hidden lines are one finding.
 	DiagramHidden Kind = "diagram-hidden"
+	// DiagramStyled is a Mermaid diagram that styles its own elements (style, classDef,
+	// class, ":::", linkStyle, cssClass, click, or HTML with a style in a label): a
+	// style can make a label invisible or unreadably small, and click adds tooltips.
+	// Text is the whole block, Target its first styling line.
+	DiagramStyled Kind = "diagram-styled"
 	// MathHiding is math ($…$, $$…$$, $`…`$ or a fenced "math" block, which GitHub
 	// typesets with MathJax) that uses a command able to hide, recolour, cover or move
 	// text, or to keep it out of the output: \phantom, \color with a colour that does
@@ -75,6 +86,18 @@ const (
 	// its letters relative to normal (0 for not shown), Target the elements that make
 	// it so ("<sub>×12"). Consecutive texts that small are one finding.
 	TinyText Kind = "tiny-text"
+	// DroppedCells are the cells of a table row past the number of the header's cells,
+	// which GitHub drops from the page. Text is the cells as written, from the first
+	// dropped one to the end of the row.
+	DroppedCells Kind = "dropped-cells"
+	// OffScreen is text past the columns in view: maxColumn (120), less what the lists
+	// and blockquotes around it take. GitHub shows code (fenced, indented or <pre>) and
+	// math unwrapped, and a table as wide as its columns' longest words, so what lies
+	// past the right edge is out of view until the reader scrolls sideways. Text is, for
+	// each such line of a run of them, the line from its first letter past the column;
+	// for a table, each row's cells past it; for math, the whole of it. Target is the
+	// column.
+	OffScreen Kind = "off-screen"
 	// DeepNesting is markup nested deeper than a browser builds (512 elements), past
 	// which what the page shows, and at what size, cannot be told. Text is the whole
 	// input and Target the depth.
@@ -122,21 +145,29 @@ var md = goldmark.New(
 // Scan reports, in the order they occur, what the rendered page of markdown (an issue
 // body) hides from a reader. It is pure and deterministic. For an issue, report
 // append(ScanTitle(title), Scan(body)...).
+//
+// Line ends are read as CommonMark reads them: "\r\n", and a lone "\r" too, end a line
+// (goldmark keeps a lone "\r" inside its line, so Scan parses the input with its line
+// ends written "\n"). Line counts lines so, and Text and Context are quoted from the
+// input as written.
 func Scan(markdown string) []Finding {
-	src := []byte(markdown)
-	s := &scanner{src: src, str: markdown, lineStarts: lineStarts(src), used: map[string]bool{}}
+	norm, crlf := normalizeLineEnds(markdown)
+	src := []byte(norm)
+	s := &scanner{src: src, str: norm, orig: markdown, crlf: crlf, lineStarts: lineStarts(src), used: map[string]bool{}}
 	var footnotes []*east.Footnote
 	pc := parser.NewContext()
 	pc.Set(footnotesKey, &footnotes)
 	doc := md.Parser().Parse(text.NewReader(src), parser.WithContext(pc))
 	_ = ast.Walk(doc, s.visit)
 	sort.Slice(s.code, func(i, j int) bool { return s.code[i][0] < s.code[j][0] })
-	s.unusedDefinitions()
+	s.definitions()
 	s.unusedFootnotes(footnotes)
 	for _, r := range s.mathText {
+		s.indent = r[2]
 		s.mathInText(r[0], r[1])
 	}
-	s.chars(markdown)
+	s.indent = 0
+	s.chars()
 	s.entities()
 	s.tinyText(doc)
 	return s.sorted()
@@ -146,8 +177,8 @@ func Scan(markdown string) []Finding {
 // GitHub shows a title's HTML and Markdown as written, so nothing else in it hides.
 // The findings have InTitle set and Line 1 (a title has one line).
 func ScanTitle(title string) []Finding {
-	s := &scanner{src: []byte(title), str: title, lineStarts: []int{0}}
-	s.chars(title)
+	s := &scanner{src: []byte(title), str: title, orig: title, lineStarts: []int{0}}
+	s.chars()
 	out := s.sorted()
 	for i := range out {
 		out[i].InTitle = true
@@ -161,18 +192,25 @@ type hit struct {
 }
 
 type scanner struct {
-	src        []byte
-	str        string // src as a string
-	lower      []byte // src with ASCII letters in lower case, made when needed
-	closeRead  int    // bytes matchClose has read
-	lineStarts []int
-	hits       []hit
-	code       [][2]int // byte ranges shown as code (or as $`math`$), sorted after the walk
-	covered    int      // end of the last RawHTML finding; nested tags are inside it
-	collapsed  int      // end of the last Collapsed finding; nested <details> are inside it
-	mathText   [][2]int // byte ranges of blocks whose inline content may hold $math$
-	used       map[string]bool
-	defs       []*ast.LinkReferenceDefinition
+	src          []byte // the input with its line ends written "\n"
+	str          string // src as a string
+	orig         string // the input as written
+	crlf         []int  // the offsets in src of each "\n" that stands for a "\r\n" in orig
+	lower        []byte // src with ASCII letters in lower case, made when needed
+	closeRead    int    // bytes matchClose has read
+	lineStarts   []int
+	hits         []hit
+	code         [][2]int     // byte ranges shown as code (or as $`math`$), sorted after the walk
+	covered      int          // end of the last RawHTML finding; nested tags are inside it
+	collapsed    int          // end of the last Collapsed finding; nested <details> are inside it
+	preformatted int          // end of the last <pre> checked; nested ones are inside it
+	indent       int          // the columns the lists and blockquotes around the walk take
+	mathText     [][3]int     // byte ranges of blocks whose inline content may hold $math$, and their indent
+	htmlRanges   [][2]int     // byte ranges of raw HTML: HTML blocks and tags
+	mathSizes    []mathShrink // the math whose letters are smaller than the text around it
+	mathSpans    map[int]bool // where the content of each $`…`$ starts: math, not code
+	used         map[string]bool
+	defs         []*ast.LinkReferenceDefinition
 }
 
 func (s *scanner) add(kind Kind, off int, f Finding) {
@@ -193,6 +231,44 @@ func (s *scanner) sorted() []Finding {
 	return out
 }
 
+// normalizeLineEnds writes each "\r\n" and each lone "\r" of s as "\n", and returns
+// the offsets in the result of the "\n"s that stand for a "\r\n" (a lone "\r" keeps
+// its length, so it needs no note).
+func normalizeLineEnds(s string) (string, []int) {
+	if strings.IndexByte(s, '\r') < 0 {
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	var crlf []int
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\r' {
+			if i+1 < len(s) && s[i+1] == '\n' {
+				crlf = append(crlf, len(b))
+				i++
+			}
+			c = '\n'
+		}
+		b = append(b, c)
+	}
+	return string(b), crlf
+}
+
+// origOff is the offset in the input as written of src's offset off.
+func (s *scanner) origOff(off int) int {
+	return off + sort.SearchInts(s.crlf, off)
+}
+
+// text is the input as written that src[start:stop] stands for.
+func (s *scanner) text(start, stop int) string {
+	return s.orig[s.origOff(start):s.origOff(stop)]
+}
+
+// quote is text(start, stop) without the line end it may end with.
+func (s *scanner) quote(start, stop int) string {
+	return strings.TrimRight(s.text(start, stop), "\r\n")
+}
+
 func lineStarts(src []byte) []int {
 	starts := []int{0}
 	for i, c := range src {
@@ -211,7 +287,10 @@ func (s *scanner) lineOf(off int) int {
 }
 
 func (s *scanner) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
-	if !entering {
+	if k := containerIndent(n); entering {
+		s.indent += k
+	} else {
+		s.indent -= k
 		return ast.WalkContinue, nil
 	}
 	switch n := n.(type) {
@@ -234,12 +313,17 @@ func (s *scanner) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if start, stop, ok := span(n.Lines()); ok {
 			s.code = append(s.code, [2]int{start, stop})
 		}
+		s.codeBlock(n)
 		return ast.WalkSkipChildren, nil
 	case *ast.Paragraph, *ast.TextBlock, *ast.Heading, *east.TableCell:
 		// Blocks of inline content, where GitHub finds $math$.
 		if start, stop, ok := span(n.Lines()); ok {
-			s.mathText = append(s.mathText, [2]int{start, stop})
+			s.mathText = append(s.mathText, [3]int{start, stop, s.indent})
 		}
+	case *east.Table:
+		s.table(n)
+	case *east.TableRow:
+		s.tableRow(n)
 	case *ast.HTMLBlock:
 		s.htmlBlock(n)
 	case *ast.RawHTML:
@@ -260,10 +344,6 @@ func span(segs *text.Segments) (start, stop int, ok bool) {
 		return 0, 0, false
 	}
 	return segs.At(0).Start, segs.At(segs.Len() - 1).Stop, true
-}
-
-func trimEOL(b []byte) string {
-	return string(bytes.TrimRight(b, "\r\n"))
 }
 
 // --- HTML -------------------------------------------------------------------------
@@ -291,6 +371,7 @@ func (s *scanner) rawHTML(n *ast.RawHTML) {
 // and, once, the markup outside the harmless set: the whole range, extended to the
 // closing tag of any element outside the set (which may lie in a later block).
 func (s *scanner) html(start, stop int) {
+	s.htmlRanges = append(s.htmlRanges, [2]int{start, stop})
 	hostile := false
 	end := stop // the end of the RawHTML finding
 	for i := start; i < stop; {
@@ -303,7 +384,7 @@ func (s *scanner) html(start, stop int) {
 		switch {
 		case bytes.HasPrefix(rest, []byte("<!--")):
 			e := commentEnd(s.src, i, stop)
-			s.add(HTMLComment, i, Finding{Text: trimEOL(s.src[i:e])})
+			s.add(HTMLComment, i, Finding{Text: s.quote(i, e)})
 			i = e
 		case bytes.HasPrefix(rest, []byte("<?")):
 			hostile = true
@@ -320,14 +401,20 @@ func (s *scanner) html(start, stop int) {
 				i++
 				continue
 			}
-			if t.name == "details" && !t.close && !t.selfClosing && t.harmless() && i >= s.covered {
+			// HTML ignores "/>" on an element that is not void: <details/> opens a
+			// collapsed section like <details> does.
+			opens := !t.close && !voidElements[t.name]
+			if t.name == "details" && opens && t.harmless() && i >= s.covered {
 				if _, open := t.attrs["open"]; !open {
 					s.details(i, i+t.length)
 				}
 			}
+			if t.name == "pre" && opens && i >= s.preformatted {
+				s.pre(i + t.length)
+			}
 			if !t.harmless() {
 				hostile = true
-				if start >= s.covered && !t.close && !t.selfClosing && !voidElements[t.name] {
+				if start >= s.covered && opens {
 					if e := s.matchClose(t.name, i+t.length); e > end {
 						end = e
 					}
@@ -337,7 +424,7 @@ func (s *scanner) html(start, stop int) {
 		}
 	}
 	if hostile && start >= s.covered {
-		s.add(RawHTML, start, Finding{Text: trimEOL(s.src[start:end])})
+		s.add(RawHTML, start, Finding{Text: s.quote(start, end)})
 		s.covered = end
 	}
 }
@@ -526,7 +613,7 @@ func (t tag) harmless() bool {
 		}
 	}
 	if t.name == "img" {
-		return genericAlt(t.attrs["alt"])
+		return genericAlt(t.attrs["alt"]) && address([]byte(t.attrs["src"]))
 	}
 	return true
 }
@@ -548,6 +635,11 @@ func (s *scanner) link(n *ast.Link) {
 	case misleading(visible, dest):
 		s.add(LinkMismatch, n.Pos(), Finding{Text: dest, Visible: visible, Target: dest})
 	}
+	// A reference link's destination is checked once, at its definition; a link whose
+	// text shows its destination hides nothing of it.
+	if n.Reference == nil && !address(n.Destination) && !(looksLikeURL(strings.TrimSpace(visible)) && !misleading(visible, dest)) {
+		s.add(LinkDestination, n.Pos(), Finding{Text: dest, Visible: visible, Target: dest})
+	}
 }
 
 func (s *scanner) image(n *ast.Image) {
@@ -557,8 +649,12 @@ func (s *scanner) image(n *ast.Image) {
 	if len(n.Title) > 0 {
 		s.add(LinkTitle, n.Pos(), Finding{Text: string(n.Title), Target: string(n.Destination)})
 	}
-	if alt, _ := s.visibleText(n); !genericAlt(alt) {
+	alt, _ := s.visibleText(n)
+	if !genericAlt(alt) {
 		s.add(ImageAlt, n.Pos(), Finding{Text: alt, Target: string(n.Destination)})
+	}
+	if n.Reference == nil && !address(n.Destination) {
+		s.add(LinkDestination, n.Pos(), Finding{Text: string(n.Destination), Visible: alt, Target: string(n.Destination)})
 	}
 }
 
@@ -596,13 +692,18 @@ func (s *scanner) visibleText(n ast.Node) (string, bool) {
 	return b.String(), image
 }
 
-func (s *scanner) unusedDefinitions() {
+// definitions reports the link reference definitions no link uses, whole, and of the
+// used ones a destination that is not an address.
+func (s *scanner) definitions() {
 	seen := map[string]bool{}
 	for _, d := range s.defs {
 		label := util.ToLinkReference(d.Label)
 		// The first definition of a label wins; later ones are never used.
 		if s.used[label] && !seen[label] {
 			seen[label] = true
+			if start, _, ok := span(d.Lines()); ok && !address(d.Destination) {
+				s.add(LinkDestination, start, Finding{Text: string(d.Destination), Visible: string(d.Label), Target: string(d.Destination)})
+			}
 			continue
 		}
 		seen[label] = true
@@ -610,7 +711,7 @@ func (s *scanner) unusedDefinitions() {
 		if !ok {
 			continue
 		}
-		s.add(LinkDefinition, start, Finding{Text: trimEOL(s.src[start:stop]), Target: string(d.Destination)})
+		s.add(LinkDefinition, start, Finding{Text: s.quote(start, stop), Target: string(d.Destination)})
 	}
 }
 
@@ -623,6 +724,63 @@ var (
 	// fileRE matches a bare file name that domainRE would take for a domain.
 	fileRE = regexp.MustCompile(`^[\w.-]+\.(?:go|md|py|js|ts|tsx|jsx|json|ya?ml|toml|txt|sh|rs|c|h|cc|cpp|hpp|java|kt|rb|php|cs|swift|sql|proto|mod|sum|lock|html|css|xml|tf|mk|cfg|ini|conf|log|diff|patch)$`)
 )
+
+// maxDecodes bounds how many times address decodes percent-encoding that decodes to more
+// of it ("%2520").
+const maxDecodes = 4
+
+// address says whether a link's or image's destination is an address, which the reader
+// can see on mouse-over and which, like the target of any link, the notice leaves to
+// them; a destination that is not one is prose the page shows only on mouse-over, if
+// at all. It is an address unless, with its backslash escapes, character references
+// and percent-encoding decoded, it holds whitespace or a hidden character: a URL has
+// none, and words set apart by spaces are prose whatever the scheme or path around
+// them. Words run together with hyphens, underscores or "+" (a slug, a search) are not
+// told apart from an address.
+func address(dest []byte) bool {
+	d := util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(dest)))
+	for range maxDecodes {
+		next := percentDecode(d)
+		if bytes.Equal(next, d) {
+			break
+		}
+		d = next
+	}
+	for _, r := range string(d) {
+		if unicode.IsSpace(r) || hiddenchar.Is(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// percentDecode decodes the %XX escapes of b, leaving other "%"s as they are.
+func percentDecode(b []byte) []byte {
+	if bytes.IndexByte(b, '%') < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
+			out = append(out, unhex(b[i+1])<<4|unhex(b[i+2]))
+			i += 2
+			continue
+		}
+		out = append(out, b[i])
+	}
+	return out
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f'
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c | 0x20 - 'a' + 10
+}
 
 // looksLikeURL says whether a reader takes text for a claim about where a link goes.
 func looksLikeURL(v string) bool {

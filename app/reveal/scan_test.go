@@ -589,6 +589,99 @@ func TestScan(t *testing.T) {
 			in:   "a\r\n\r\n<!-- x -->\r\nb\r\n",
 			want: []Finding{{Kind: HTMLComment, Line: 3, Text: "<!-- x -->"}},
 		},
+		{
+			name: "lone CR line ends count lines and quote as written",
+			in:   "a\rb\r\r<!-- c -->\rd\r\n",
+			want: []Finding{{Kind: HTMLComment, Line: 4, Text: "<!-- c -->"}},
+		},
+		// Tables.
+		{
+			name: "short rows and full rows drop nothing",
+			in:   "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 |\n",
+		},
+		{
+			name: "dropped cells are quoted as written, escaped pipes too",
+			in:   "a\r\n\r\n| a |\r\n|---|\r\n| 1 | x \\| y |\r\n",
+			want: []Finding{{Kind: DroppedCells, Line: 5, Text: "x \\| y"}},
+		},
+		// Link destinations.
+		{
+			name: "destinations that are addresses are left to the reader",
+			in:   "See [docs](https://example.com/docs), [x](./foo.md) and ![image](img.png).\n",
+		},
+		{
+			name: "destinations holding spaces, written or percent-encoded",
+			in:   "See [docs](<a b>), ![image](<my pic.png>) and [c](https://example.com/a%20b).\n",
+			want: []Finding{
+				{Kind: LinkDestination, Line: 1, Text: "a b", Visible: "docs", Target: "a b"},
+				{Kind: LinkDestination, Line: 1, Text: "my pic.png", Visible: "image", Target: "my pic.png"},
+				{Kind: LinkDestination, Line: 1, Text: "https://example.com/a%20b", Visible: "c", Target: "https://example.com/a%20b"},
+			},
+		},
+		// Code past the right edge.
+		{
+			name: "a short code line is in view",
+			in:   "```go\nx := 1 // short line\n```\n",
+		},
+		{
+			name: "tabs count to their stops",
+			in:   "```\n\tx" + strings.Repeat("\t", 15) + "y\n```\n",
+			want: []Finding{{Kind: OffScreen, Line: 2, Text: "y", Target: "120"}},
+		},
+		{
+			name: "pre past the right edge",
+			in:   "<pre>\nabc" + strings.Repeat(" ", 120) + "z\n</pre>\n",
+			want: []Finding{{Kind: OffScreen, Line: 2, Text: "z", Target: "120"}},
+		},
+		{
+			name: "code in a blockquote in a list has less width",
+			in:   "- a\n\n  > ```\n  > " + strings.Repeat("x", 111) + "y\n  > ```\n",
+			want: []Finding{{Kind: OffScreen, Line: 4, Text: "y", Target: "111"}},
+		},
+		{
+			name: "a table of short columns is in view",
+			in:   "| OS | Version | Go | Arch | Result | Notes |\n|---|---|---|---|---|---|\n| Ubuntu 22.04 | v1.2.3 | go1.22.1 | amd64 | fails | crashes on start with SIGSEGV |\n",
+		},
+		{
+			name: "a table of long words scrolls: its cells past the edge",
+			in:   "| " + strings.Repeat("w", 60) + " | " + strings.Repeat("x", 60) + " |\n|---|---|\n| a | b |\n",
+			want: []Finding{{Kind: OffScreen, Line: 1, Text: strings.Repeat("x", 60) + "\nb", Target: "120"}},
+		},
+		{
+			name: "ordinary math, and prose between dollars, are in view",
+			in: "$E = mc^2$ and $\\sum_{i=0}^{n} x_i \\quad y$. It costs $5 and " + strings.Repeat("word ", 40) + "then $10.\n\n" +
+				"$$a$$ " + strings.Repeat("word ", 40) + "$$b$$\n",
+		},
+		{
+			name: "math spaced past the right edge is quoted whole",
+			in:   "See $x\\hspace{40em}y\\hspace{2in}z$.\n",
+			want: []Finding{{Kind: OffScreen, Line: 1, Text: "$x\\hspace{40em}y\\hspace{2in}z$", Target: "120"}},
+		},
+		// Mermaid styling.
+		{
+			name: "an unstyled diagram, a class diagram's class, ::: in a label",
+			in:   "```mermaid\ngraph TD\nA --> B\n```\n\n```mermaid\nclassDiagram\nclass Animal\n```\n\n```mermaid\ngraph TD\nA[\"a:::b\"] --> B\n```\n",
+		},
+		// Math size.
+		{
+			name: "scripts and fractions alone are readable, and one script in <sub>",
+			in:   "$\\frac{a}{b}$ and $x_i^2$ and <sub>$x_i$</sub>\n",
+		},
+		{
+			name: "\\tiny inside <small>",
+			in:   "<small>$\\tiny x$</small>\n",
+			want: []Finding{{Kind: TinyText, Line: 1, Text: "$\\tiny x$", Target: "<small> \\tiny", Size: 0.45}},
+		},
+		// References without ";" in raw HTML.
+		{
+			name: "visible references without semicolons in HTML",
+			in:   "<div>\nfoo &amp bar &copy 2024 &#xe9\n</div>\n",
+		},
+		// Self-closing tags.
+		{
+			name: "a void element's self-closing flag",
+			in:   "<br/>x\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -674,6 +767,24 @@ func largeInputs() []struct {
 		{name: "many small texts", in: strings.Repeat("<sub><sub><sub>x</sub></sub></sub> y ", 5000)},
 		{name: "misnested formatting", in: strings.Repeat("<small><p><b>x</small>", 10000)},
 		{name: "many html blocks with text", in: strings.Repeat("<div>\n<sub>x</sub>\n</div>\n\n", 10000)},
+		{name: "many dropped table cells", in: "| a |\n|---|\n" + strings.Repeat("| 1 | x | y |\n", 10000)},
+		{name: "many long code lines", in: "```\n" + strings.Repeat(strings.Repeat("x ", 100)+"\t\u65e5\n", 500) + "```\n"},
+		{name: "many unclosed pre", in: strings.Repeat("<pre>\n", 20000)},
+		{name: "many inline pre", in: strings.Repeat("x <pre> "+strings.Repeat(" ", 130)+"y\n", 1000)},
+		{name: "many link destinations with spaces", in: strings.Repeat("[a](<b c>) ![d](<e f>) ", 3000)},
+		{name: "many styled diagrams", in: strings.Repeat("```mermaid\ngraph TD\nA:::h\nstyle A fill:#fff\n```\n", 5000)},
+		{name: "deeply nested scripts", in: "<small>$" + strings.Repeat("x^{", 30000) + "$</small>"},
+		{name: "many scripts", in: "$x" + strings.Repeat("^", 50000) + "y$"},
+		{name: "many fractions", in: "$" + strings.Repeat("\\frac", 20000) + "$"},
+		{name: "many small math spans", in: "<small>" + strings.Repeat("$\\tiny x$ ", 10000)},
+		{name: "many references without semicolons", in: "<div>\n" + strings.Repeat("&#x202e", 10000) + "&shy\n</div>\n"},
+		{name: "a wide table of many rows", in: "|" + strings.Repeat(" widgets |", 40) + "\n|" + strings.Repeat("---|", 40) + "\n" + strings.Repeat("|"+strings.Repeat(" 3 |", 40)+"\n", 500)},
+		{name: "many wide tables", in: strings.Repeat("| "+strings.Repeat("w", 70)+" | "+strings.Repeat("x", 70)+" |\n|---|---|\n\n", 400)},
+		{name: "code deep in blockquotes", in: strings.Repeat("> ", 1000) + "```\n" + strings.Repeat(strings.Repeat("> ", 1000)+"x <pre> y\n", 30)},
+		{name: "many math spans spaced wide", in: strings.Repeat("$x\\hspace{9em}y$ $5 ", 5000)},
+		{name: "many dollars without a closer", in: strings.Repeat("$x $", 20000)},
+		{name: "many lone carriage returns", in: strings.Repeat("a\r[//]: # (b)\r\r", 10000)},
+		{name: "a diagram after lone carriage returns", in: "```mermaid\r" + strings.Repeat("%% x\rA-->B\r", 20000) + "```\r"},
 	}
 }
 

@@ -54,7 +54,7 @@ const maxDepth = 512
 // reads it. Markup nested deeper than maxDepth, which no browser shows as written, is
 // reported whole (DeepNesting).
 func (s *scanner) tinyText(doc ast.Node) {
-	m := newMarkRenderer(s.src)
+	m := newMarkRenderer(s.src, s.mathSpans)
 	r := renderer.NewRenderer(renderer.WithNodeRenderers(
 		util.Prioritized(gmhtml.NewRenderer(gmhtml.WithUnsafe()), 1000),
 		util.Prioritized(extension.NewTableHTMLRenderer(), 500),
@@ -68,8 +68,10 @@ func (s *scanner) tinyText(doc ast.Node) {
 		return // a bytes.Buffer does not fail
 	}
 	sizes := make([]textSize, len(m.pieces))
-	for i := range sizes {
+	ms := s.mathShrinks()
+	for i, p := range m.pieces {
 		sizes[i].min = -1
+		sizes[i].math = shrinkOf(ms, p[0], p[1])
 	}
 	// Whether GitHub's sanitizer drops the elements it does not keep from the page a
 	// parser built (which the rendering, parsed, stands for) or from the markup before
@@ -80,7 +82,7 @@ func (s *scanner) tinyText(doc ast.Node) {
 		page, err := html.Parse(bytes.NewReader(rendered))
 		if err != nil {
 			// The only error the parser returns is for more than maxDepth open elements.
-			s.add(DeepNesting, 0, Finding{Text: trimEOL(s.src), Target: fmt.Sprint(maxDepth)})
+			s.add(DeepNesting, 0, Finding{Text: s.quote(0, len(s.src)), Target: fmt.Sprint(maxDepth)})
 			return
 		}
 		measure(page, 1, nil, m.marker, sizes)
@@ -126,9 +128,12 @@ func keptTags(rendered []byte) []byte {
 
 // textSize is what measure found of one piece of the input's text on the page.
 type textSize struct {
-	min     float64  // the smallest size of its letters below minSize, or -1
-	within  []string // the shrinking elements around it there, outermost first
-	visible bool     // some of its letters are at a readable size
+	min     float64    // the smallest size of its letters below minSize, or -1
+	within  []string   // the shrinking elements around it there, outermost first
+	visible bool       // some of its letters are at a readable size
+	math    mathShrink // the smallest math in it (factor 1 if none), set before measure
+	// mathSmall is set when its math's letters are below minSize on the page.
+	mathSmall bool
 }
 
 // measure walks the page, scaling the size by the elements it enters, and notes for each
@@ -164,11 +169,11 @@ func measureText(data string, size float64, within []string, marker string, size
 		}
 		if cur >= 0 && strings.IndexFunc(text, letter) >= 0 {
 			t := &sizes[cur]
-			switch {
-			case size >= minSize:
-				t.visible = true
-			case t.min < 0 || size < t.min:
-				t.min, t.within = size, within
+			t.note(size, within)
+			if t.math.factor < 1 && size*t.math.factor < minSize {
+				// The piece holds math whose letters are smaller still.
+				t.note(size*t.math.factor, append(within[:len(within):len(within)], t.math.why...))
+				t.mathSmall = true
 			}
 		}
 		if next < 0 {
@@ -184,6 +189,16 @@ func measureText(data string, size float64, within []string, marker string, size
 			cur = -1
 		}
 		data = strings.TrimPrefix(data[digits:], ";")
+	}
+}
+
+// note takes letters at size, inside the elements within, into t.
+func (t *textSize) note(size float64, within []string) {
+	switch {
+	case size >= minSize:
+		t.visible = true
+	case t.min < 0 || size < t.min:
+		t.min, t.within = size, within
 	}
 }
 
@@ -206,7 +221,13 @@ func (s *scanner) reportTiny(pieces [][2]int, sizes []textSize) {
 			}
 		}
 		start, stop := pieces[first][0], pieces[last][1]
-		text := strings.TrimSpace(string(s.src[start:stop]))
+		for i := first; i <= last; i++ {
+			// Small because of math: quote the whole math, dollars included.
+			if m := sizes[i].math; m.factor < 1 && sizes[i].mathSmall {
+				start, stop = min(start, m.from), max(stop, m.to)
+			}
+		}
+		text := strings.TrimSpace(s.text(start, stop))
 		s.add(TinyText, start, Finding{Text: text, Size: sizes[smallest].min, Target: elementsText(sizes[smallest].within)})
 		first = -1
 	}
@@ -230,7 +251,7 @@ func (s *scanner) reportTiny(pieces [][2]int, sizes []textSize) {
 }
 
 // elementsText names the elements around a text, outermost first, with repeats
-// counted: "<sub>×12 <small>".
+// counted, and the math commands that shrink it as written: "<sub>×12 <small> \tiny _".
 func elementsText(names []string) string {
 	var parts []string
 	for i := 0; i < len(names); {
@@ -238,7 +259,10 @@ func elementsText(names []string) string {
 		for j < len(names) && names[j] == names[i] {
 			j++
 		}
-		p := "<" + names[i] + ">"
+		p := names[i]
+		if isASCIILetter(p[0]) && !scriptEnvironments[p] {
+			p = "<" + p + ">"
+		}
 		if j-i > 1 {
 			p += fmt.Sprintf("×%d", j-i)
 		}

@@ -25,11 +25,14 @@ type markRenderer struct {
 	src    []byte // the input
 	marker string
 	pieces [][2]int
+	// mathSpans holds where the content of each $`…`$ starts: GitHub typesets it as
+	// math, not as code (whose smaller font would count twice with the math's).
+	mathSpans map[int]bool
 }
 
-func newMarkRenderer(src []byte) *markRenderer {
+func newMarkRenderer(src []byte, mathSpans map[int]bool) *markRenderer {
 	sum := sha256.Sum256(src)
-	return &markRenderer{src: src, marker: fmt.Sprintf("bumper%x:", sum[:12])}
+	return &markRenderer{src: src, marker: fmt.Sprintf("bumper%x:", sum[:12]), mathSpans: mathSpans}
 }
 
 // RegisterFuncs replaces goldmark's renderers of the nodes that carry the input's text.
@@ -76,14 +79,18 @@ func (m *markRenderer) codeSpan(w util.BufWriter, src []byte, node ast.Node, ent
 	if !entering {
 		return ast.WalkContinue, nil
 	}
-	_, _ = w.WriteString("<code>")
+	open, closing := "<code>", "</code>"
+	if t, ok := node.FirstChild().(*ast.Text); ok && m.mathSpans[t.Segment.Start] {
+		open, closing = "<span>", "</span>"
+	}
+	_, _ = w.WriteString(open)
 	for c := node.FirstChild(); c != nil; c = c.NextSibling() {
 		if t, ok := c.(*ast.Text); ok {
 			m.mark(w, t.Segment.Start, t.Segment.Stop)
 			gmhtml.DefaultWriter.RawWrite(w, t.Segment.Value(src))
 		}
 	}
-	_, _ = w.WriteString("</code>")
+	_, _ = w.WriteString(closing)
 	return ast.WalkSkipChildren, nil
 }
 
@@ -91,14 +98,18 @@ func (m *markRenderer) codeBlock(w util.BufWriter, src []byte, node ast.Node, en
 	if !entering {
 		return ast.WalkContinue, nil
 	}
-	_, _ = w.WriteString("<pre><code>")
+	open, closing := "<pre><code>", "</code></pre>\n"
+	if f, ok := node.(*ast.FencedCodeBlock); ok && strings.EqualFold(string(f.Language(src)), "math") {
+		open, closing = "<div>", "</div>\n" // typeset as math, not shown as code
+	}
+	_, _ = w.WriteString(open)
 	lines := node.Lines()
 	for i := range lines.Len() {
 		seg := lines.At(i)
 		m.mark(w, seg.Start, seg.Stop)
 		gmhtml.DefaultWriter.RawWrite(w, seg.Value(src))
 	}
-	_, _ = w.WriteString("</code></pre>\n")
+	_, _ = w.WriteString(closing)
 	return ast.WalkSkipChildren, nil
 }
 
