@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/bumperdev/bumper/internal/ghhtml"
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
 
@@ -90,22 +91,9 @@ func (s *scanner) tinyText(doc ast.Node) {
 	s.reportTiny(m.pieces, sizes)
 }
 
-// keptElements are the elements GitHub's HTML sanitizer keeps (html-pipeline's
-// SanitizationFilter allowlist), and those GitHub's renderer adds of its own (task list
-// checkboxes, the footnotes' section).
-var keptElements = map[atom.Atom]bool{
-	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
-	atom.Br: true, atom.B: true, atom.I: true, atom.Strong: true, atom.Em: true, atom.A: true,
-	atom.Pre: true, atom.Code: true, atom.Img: true, atom.Tt: true, atom.Div: true, atom.Ins: true,
-	atom.Del: true, atom.Sup: true, atom.Sub: true, atom.P: true, atom.Ol: true, atom.Ul: true,
-	atom.Table: true, atom.Thead: true, atom.Tbody: true, atom.Tfoot: true, atom.Blockquote: true,
-	atom.Dl: true, atom.Dt: true, atom.Dd: true, atom.Kbd: true, atom.Q: true, atom.Samp: true,
-	atom.Var: true, atom.Hr: true, atom.Ruby: true, atom.Rt: true, atom.Rp: true, atom.Li: true,
-	atom.Tr: true, atom.Td: true, atom.Th: true, atom.S: true, atom.Strike: true, atom.Summary: true,
-	atom.Details: true, atom.Caption: true, atom.Figure: true, atom.Figcaption: true, atom.Abbr: true,
-	atom.Bdo: true, atom.Cite: true, atom.Dfn: true, atom.Mark: true, atom.Small: true,
-	atom.Span: true, atom.Time: true, atom.Wbr: true, atom.Input: true, atom.Section: true,
-}
+// keptElement reports whether GitHub keeps element a of a text's HTML: its sanitizer's
+// allowlist, and what its renderer adds of its own (the footnotes' section).
+func keptElement(a atom.Atom) bool { return ghhtml.Kept(a) || ghhtml.AddedByRenderer(a) }
 
 // keptTags is the rendering with the tags of elements GitHub's sanitizer does not keep
 // taken out (their text stays), as a sanitizer that rewrites the markup as it streams
@@ -118,7 +106,7 @@ func keptTags(rendered []byte) []byte {
 		case html.ErrorToken:
 			return out.Bytes()
 		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
-			if name, _ := z.TagName(); !keptElements[atom.Lookup(name)] {
+			if name, _ := z.TagName(); !keptElement(atom.Lookup(name)) {
 				continue
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/bumperdev/bumper/internal/ghhtml"
 )
 
 // markdown renders the Markdown people and the App write (issue and pull request
@@ -32,24 +34,6 @@ func renderMarkdown(src string) template.HTML {
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>") //nolint:gosec // escaped just here
 	}
 	return sanitize(buf.Bytes())
-}
-
-// allowedElements are the elements GitHub's HTML sanitizer keeps (html-pipeline's
-// SanitizationFilter allowlist), and the task list's checkboxes, which GitHub adds after
-// sanitizing. Any other element is dropped and its content kept, as there; the
-// elements in droppedWhole go with their content.
-var allowedElements = map[atom.Atom]bool{
-	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
-	atom.Br: true, atom.B: true, atom.I: true, atom.Strong: true, atom.Em: true, atom.A: true,
-	atom.Pre: true, atom.Code: true, atom.Img: true, atom.Tt: true, atom.Div: true, atom.Ins: true,
-	atom.Del: true, atom.Sup: true, atom.Sub: true, atom.P: true, atom.Ol: true, atom.Ul: true,
-	atom.Table: true, atom.Thead: true, atom.Tbody: true, atom.Tfoot: true, atom.Blockquote: true,
-	atom.Dl: true, atom.Dt: true, atom.Dd: true, atom.Kbd: true, atom.Q: true, atom.Samp: true,
-	atom.Var: true, atom.Hr: true, atom.Ruby: true, atom.Rt: true, atom.Rp: true, atom.Li: true,
-	atom.Tr: true, atom.Td: true, atom.Th: true, atom.S: true, atom.Strike: true, atom.Summary: true,
-	atom.Details: true, atom.Caption: true, atom.Figure: true, atom.Figcaption: true, atom.Abbr: true,
-	atom.Bdo: true, atom.Cite: true, atom.Dfn: true, atom.Mark: true, atom.Small: true,
-	atom.Span: true, atom.Time: true, atom.Wbr: true, atom.Input: true,
 }
 
 // droppedWhole are elements whose content is no text to show: scripts, styles, embedded
@@ -116,7 +100,7 @@ func clean(n *html.Node) []*html.Node {
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		kids = append(kids, clean(c)...)
 	}
-	if !allowedElements[n.DataAtom] {
+	if !ghhtml.Kept(n.DataAtom) {
 		return kids
 	}
 	out := &html.Node{Type: html.ElementNode, Data: n.Data, DataAtom: n.DataAtom}

@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/bumperdev/bumper/internal/ghhtml"
 )
 
 func TestParseDiffClassesAndLineNumbers(t *testing.T) {
@@ -200,7 +202,7 @@ func FuzzRenderMarkdown(f *testing.F) {
 			switch n.Type {
 			case html.TextNode:
 			case html.ElementNode:
-				if !allowedElements[n.DataAtom] || n.Namespace != "" {
+				if !ghhtml.Kept(n.DataAtom) || n.Namespace != "" {
 					t.Fatalf("element <%s> in %q from %q", n.Data, out, src)
 				}
 				for _, a := range n.Attr {
