@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestSteerCommandHarness(t *testing.T) {
 func TestSteerClaudeCode(t *testing.T) {
 	const words = "STEER-E2E: keep the comment line as it is."
 	w, model := agentWorld(t, "claude-code", append(scriptedmodel.Script{
-		scriptedmodel.Do(scriptedmodel.RunCommand("sleep 45; echo slept")),
+		scriptedmodel.Do(scriptedmodel.RunCommand("timeout 40 tail -f /dev/null; echo waited")),
 	}, fixWidgets(scriptedmodel.WriteFile("/workspace/repo/widgets.sh", "#!/bin/sh\n# Prints the widget count.\necho 4\n"))...), "")
 	n := w.openIssue("Count to 4", "test.sh wants 4 widgets, but widgets.sh prints 3.")
 	w.label(n, "agent:implement")
@@ -86,7 +87,7 @@ func TestSteerClaudeCode(t *testing.T) {
 	}
 	// The steer comes while the command runs, so the CLI's next step, the request that
 	// brings the command's result, carries it at the latest.
-	first, slept := -1, -1
+	first, waited := -1, -1
 	for i, r := range model.Requests() {
 		for _, text := range r.UserTexts {
 			if strings.Contains(text, words) && first < 0 {
@@ -94,15 +95,25 @@ func TestSteerClaudeCode(t *testing.T) {
 			}
 		}
 		for _, tr := range r.ToolResults {
-			if strings.Contains(tr.Output, "slept") && slept < 0 {
-				slept = i
+			if strings.Contains(tr.Output, "waited") && waited < 0 {
+				waited = i
+			}
+			// The CLI may hand a message that came during a tool's run to the model
+			// with the tool's result.
+			if strings.Contains(tr.Output, words) && first < 0 {
+				first = i
 			}
 		}
 	}
-	if first < 0 || slept < 0 || first > slept {
-		t.Fatalf("the steer reached the model in request %d, the command's result in request %d", first, slept)
-	}
 	ev := readEvidence(t, w.out(run))
+	if first < 0 || waited < 0 || first > waited {
+		var seen []string
+		for i, r := range model.Requests() {
+			seen = append(seen, fmt.Sprintf("request %d (%s, turn %d): user texts %q, tool results %+v", i, r.Path, r.Turn, r.UserTexts, r.ToolResults))
+		}
+		t.Fatalf("the steer reached the model in request %d, the command's result in request %d; the evidence's steers %+v\n%s\n%s",
+			first, waited, ev.Steers, strings.Join(seen, "\n"), w.jobLog(run))
+	}
 	if len(ev.Steers) != 1 || ev.Steers[0].Via != evidence.SteerViaMessage || ev.Steers[0].DeliveredAt.IsZero() {
 		t.Fatalf("the evidence's steers: %+v", ev.Steers)
 	}

@@ -237,20 +237,22 @@ func TestCountTokens(t *testing.T) {
 	}
 }
 
-// TestAnthropicUserTexts: the server records the texts of the user's messages, a
-// string content and text blocks alike, and not the assistant's or a tool result's, so
-// a test can see what a client added between turns (a steer).
+// TestAnthropicUserTexts: the server records the texts of the client's messages (the
+// user's, and a system message in the list, where Claude Code puts words that came
+// while the model worked), a string content and text blocks alike, and not the
+// assistant's or a tool result's, so a test can see what a client added (a steer).
 func TestAnthropicUserTexts(t *testing.T) {
 	s := start(t, Script{Say("ok")}, Options{Key: testKey, EveryRequest: true})
 	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[` +
 		`{"role":"user","content":"first"},` +
 		`{"role":"assistant","content":[{"type":"text","text":"not the user's"}]},` +
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"a result"},{"type":"text","text":"STEER: use the helper"}]}]}`
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"a result"},{"type":"text","text":"STEER: use the helper"}]},` +
+		`{"role":"system","content":[{"type":"text","text":"The user sent a new message while you were working"}]}]}`
 	if resp := anthropic(t, s, body); resp.status != 200 {
 		t.Fatalf("status %d: %s", resp.status, resp.body)
 	}
 	reqs := s.Requests()
-	if got := reqs[len(reqs)-1].UserTexts; len(got) != 2 || got[0] != "first" || got[1] != "STEER: use the helper" {
+	if got := reqs[len(reqs)-1].UserTexts; len(got) != 3 || got[0] != "first" || got[1] != "STEER: use the helper" || got[2] != "The user sent a new message while you were working" {
 		t.Fatalf("UserTexts = %q", got)
 	}
 }

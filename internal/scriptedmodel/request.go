@@ -71,7 +71,7 @@ type parsed struct {
 	stream       bool
 	tools        []DeclaredTool
 	results      []ToolResult // every result the request carries; Tool is filled in by the server
-	userTexts    []string     // Anthropic: every text the user's messages carry, in order
+	userTexts    []string     // Anthropic: every text the client's messages carry, in order
 	includeUsage bool         // Chat Completions: stream_options.include_usage
 }
 
@@ -156,7 +156,7 @@ func parseAnthropic(body []byte, countTokens bool) (parsed, error) {
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			// A string content: no tool results, and the whole of it a text.
 			var text string
-			if m.Role == "user" && json.Unmarshal(m.Content, &text) == nil {
+			if m.Role != "assistant" && json.Unmarshal(m.Content, &text) == nil {
 				p.userTexts = append(p.userTexts, text)
 			}
 			continue
@@ -165,7 +165,7 @@ func parseAnthropic(body []byte, countTokens bool) (parsed, error) {
 			switch {
 			case b.Type == "tool_result" && b.ToolUseID != "":
 				p.results = append(p.results, ToolResult{CallID: b.ToolUseID, Output: textOf(b.Content), IsError: b.IsError})
-			case b.Type == "text" && m.Role == "user":
+			case b.Type == "text" && m.Role != "assistant":
 				p.userTexts = append(p.userTexts, b.Text)
 			}
 		}

@@ -87,9 +87,10 @@ type Request struct {
 	// ToolResults are the results the request carries, for calls of earlier turns, that
 	// no earlier request carried.
 	ToolResults []ToolResult
-	// UserTexts are the texts of the user's messages the request carries, every one of
-	// them, in order (Anthropic Messages only): what a client added to the conversation
-	// between turns, such as a steer, shows here.
+	// UserTexts are the texts of the client's messages the request carries (every
+	// message not the assistant's: the user's, and the system messages Claude Code puts
+	// in the list for words that came while the model worked), in order (Anthropic
+	// Messages only): what a client added to the conversation, such as a steer.
 	UserTexts []string
 	Outcome   Outcome
 	Turn      int // the script turn played, from 0; -1 for none
