@@ -11,9 +11,7 @@ import (
 	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
-	"github.com/bumperdev/bumper/app/reveal"
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -338,104 +336,4 @@ func (r *reader) revise(ctx context.Context, in ledger.Input) error {
 	}
 	r.out.inputs = append(r.out.inputs, in)
 	return nil
-}
-
-// maxListed bounds the lines a round's reply lists of each kind.
-const maxListed = 20
-
-// roundReply is what Bumper says on the pull request of a round: what it takes (author,
-// kind, place) and leaves out (author, association, why), what waits for the next
-// round, and what the taken text hides from a reader of the page. started is false when
-// nothing could be taken, and no round started.
-func roundReply(rec *ledger.Record, round, bound int, r readTask, started bool) string {
-	var b strings.Builder
-	q := &mdcode.Quoter{}
-	if started {
-		fmt.Fprintf(&b, "**Revise round %d of %d** · Bumper's agent works from `%.12s` on what is listed below, pushes a new commit to `%s` (keeping the ones on it), verifies it and has it reviewed again.\n\n",
-			round, bound, rec.PullHead, rec.WorkBranch)
-		fmt.Fprintf(&b, "**Taken** (%d):\n\n", len(r.review))
-		for i, c := range r.review {
-			if i == maxListed {
-				fmt.Fprintf(&b, "- …and %d more\n", len(r.review)-maxListed)
-				break
-			}
-			fmt.Fprintf(&b, "- %s\n", takenLine(q, c))
-		}
-	} else {
-		b.WriteString("**No revise round starts:** nothing that was asked may reach Bumper's agent.\n")
-	}
-	if len(r.leftOut) > 0 {
-		fmt.Fprintf(&b, "\n**Left out**, never shown to the agent (%d):\n\n", len(r.leftOut))
-		for i, l := range r.leftOut {
-			if i == maxListed {
-				fmt.Fprintf(&b, "- …and %d more\n", len(r.leftOut)-maxListed)
-				break
-			}
-			assoc := ""
-			if l.Association != "" {
-				assoc = " (" + strings.ToLower(l.Association) + ")"
-			}
-			fmt.Fprintf(&b, "- %s%s, comment %d: %s\n", q.Span(l.Author), assoc, l.ID, leftOutWhy(l.Reason))
-		}
-	}
-	if r.waiting > 0 {
-		fmt.Fprintf(&b, "\n%d more comment(s) wait for the next round: a round takes at most %d.\n", r.waiting, wire.MaxReviewComments)
-	}
-	var found []reveal.Finding
-	for _, t := range r.texts {
-		found = append(found, reveal.Scan(t)...)
-	}
-	if notice := reveal.RenderWith(takenHeader, found); notice != "" {
-		b.WriteString("\n" + notice)
-	}
-	if q.Hidden {
-		b.WriteString("\nHidden characters in names and places are shown as `[U+XXXX]`.\n")
-	}
-	return b.String()
-}
-
-// takenHeader leads the note on hidden text in what a round took.
-const takenHeader = "**What was taken contains text the rendered page does not show.** The agent will read it:\n\n"
-
-// takenLine names one comment a round takes, without its text.
-func takenLine(q *mdcode.Quoter, c wire.ReviewComment) string {
-	who := "@" + c.Author
-	if c.Kind == wire.ReviewKindFinding {
-		who = "Bumper's reviewer"
-	}
-	switch c.Kind {
-	case wire.ReviewKindReview:
-		return who + "'s review"
-	case wire.ReviewKindRevise:
-		return who + "'s `/revise`"
-	}
-	where := "the review"
-	if c.Path != "" {
-		// A path is the reviewer's to name, up to GitHub's limits: cut, so that the list
-		// stays short whatever the paths.
-		where = q.Span(fmt.Sprintf("%s:%d", cutBytes(oneLine(c.Path), 200), c.Line))
-	}
-	what := "comment"
-	if c.Kind == wire.ReviewKindFinding {
-		what = "finding"
-	}
-	if len(c.Thread) > 0 {
-		return fmt.Sprintf("%s's %s on %s, in a thread of %d earlier comment(s)", who, what, where, len(c.Thread))
-	}
-	return fmt.Sprintf("%s's %s on %s", who, what, where)
-}
-
-// leftOutWhy says a LeftOut reason in words.
-func leftOutWhy(reason string) string {
-	switch reason {
-	case wire.LeftOutNotWriter:
-		return "its author may not give Bumper commands here"
-	case wire.LeftOutBot:
-		return "a bot's"
-	case wire.LeftOutEdited:
-		return "edited after it was given"
-	case wire.LeftOutTooMany:
-		return fmt.Sprintf("past the %d comments a round takes", wire.MaxReviewComments)
-	}
-	return reason
 }

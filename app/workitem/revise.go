@@ -13,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/roundreply"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -196,7 +197,7 @@ func (s *Service) startRevise(ctx context.Context, gh GitHub, it *item, pol repo
 		return err
 	}
 	if len(r.review) == 0 {
-		it.replyAfterSave(rec.PullRequest, roundReply(rec, used+1, bound, r, false))
+		it.replyAfterSave(rec.PullRequest, roundreply.Text(roundreply.Round{Number: used + 1, Bound: bound, Head: rec.PullHead, Branch: rec.WorkBranch, Review: r.review, LeftOut: r.leftOut, Waiting: r.waiting, Texts: r.texts, Started: false}))
 		rec.Pending = nil
 		return nil
 	}
@@ -211,7 +212,7 @@ func (s *Service) startRevise(ctx context.Context, gh GitHub, it *item, pol repo
 		return nil // the dispatch failed: dispatch said so and handed the pull request back
 	}
 	a.Inputs, rec.Pending = r.inputs, r.rest
-	it.replyAfterSave(rec.PullRequest, roundReply(rec, used+1, bound, r, true))
+	it.replyAfterSave(rec.PullRequest, roundreply.Text(roundreply.Round{Number: used + 1, Bound: bound, Head: rec.PullHead, Branch: rec.WorkBranch, Review: r.review, LeftOut: r.leftOut, Waiting: r.waiting, Texts: r.texts, Started: true}))
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, a.Number).Int(logkey.Pull, rec.PullRequest).Msg("dispatched a revise round")
 	return nil
 }
