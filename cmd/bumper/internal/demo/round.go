@@ -143,7 +143,7 @@ func (d *demo) maintainerReviews(ctx context.Context, s *step) (string, error) {
 		"  " + roundAsk,
 		"Bumper's reply on the pull request:",
 	}
-	d.pending = append(d.pending, indent(excerpt(reply, 3))...)
+	d.pending = append(d.pending, indent(excerpt(reply, 4))...)
 	return fmt.Sprintf("review %d; revise round %d dispatched %s after it (workflow run %d, stage %s)",
 		cv.reviewID, cv.round, cv.dispatchedAt.Sub(cv.reviewedAt).Round(100*time.Millisecond), run.ID, run.Inputs["stage"]), nil
 }
@@ -178,7 +178,7 @@ func (d *demo) reviseRound(ctx context.Context, s *step) (string, error) {
 		return "", ctx.Err()
 	}
 	c := d.client(ghemu.DefaultMaintainer)
-	commit, _, err := c.Git.GetCommit(ctx, d.owner, d.repo, cv.newHead)
+	commit, _, err := c.Repositories.GetCommit(ctx, d.owner, d.repo, cv.newHead, nil)
 	if err != nil {
 		return "", fmt.Errorf("failed to read the round's commit: %w", err)
 	}
@@ -198,7 +198,7 @@ func (d *demo) reviseRound(ctx context.Context, s *step) (string, error) {
 		return "", err
 	}
 	d.pending = []string{
-		fmt.Sprintf("%s: %.12s → %.12s, %q (its parent is the reviewed head)", d.pull.GetHead().GetRef(), cv.reviewedHead, cv.newHead, firstLine(commit.GetMessage())),
+		fmt.Sprintf("%s: %.12s → %.12s, %q (its parent is the reviewed head)", d.pull.GetHead().GetRef(), cv.reviewedHead, cv.newHead, firstLine(commit.GetCommit().GetMessage())),
 		"the reply in the maintainer's thread, by " + botLogin + ":",
 	}
 	d.pending = append(d.pending, indent(excerpt(reply.GetBody(), 3))...)
