@@ -209,7 +209,10 @@ func (d *demo) reviseRound(ctx context.Context, s *step) (string, error) {
 
 // reviewAgain waits for the review run on the round's head.
 func (d *demo) reviewAgain(ctx context.Context, s *step) (string, error) {
-	seen := map[int64]bool{d.reviewRun.ID: true}
+	seen := map[int64]bool{}
+	if d.reviewRun != nil {
+		seen[d.reviewRun.ID] = true
+	}
 	run, err := d.waitDispatch(ctx, s, wire.StageReview, "the review run of the round's head", seen)
 	if err != nil {
 		return "", err

@@ -261,3 +261,26 @@ func TestReplyAsText(t *testing.T) {
 		})
 	}
 }
+
+// TestConversationSkipped: the round runs on the sample with its scripted agent or a
+// CLI; with a program or a repository of the user's it is skipped, saying why.
+func TestConversationSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{name: "the scripted agent", cfg: Config{Agent: AgentCommand}},
+		{name: "claude code", cfg: Config{Agent: AgentClaudeCode}},
+		{name: "codex against a real model", cfg: Config{Agent: AgentCodex, ModelBaseURL: "https://api.openai.com"}},
+		{name: "the user's program", cfg: Config{Agent: AgentCommand, AgentCmd: "my-agent"}, want: "--agent-cmd"},
+		{name: "the user's repository", cfg: Config{Agent: AgentCommand, RepoDir: "x", IssueFile: "i.md"}, want: "written for the sample's code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := (&demo{cfg: tc.cfg}).conversationSkipped()
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Fatalf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}
