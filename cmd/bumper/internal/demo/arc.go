@@ -19,8 +19,8 @@ const (
 	botLogin     = ghemu.DefaultAppSlug + "[bot]"
 	// stateWait bounds the wait for serve to answer a comment or a label.
 	stateWait = time.Minute
-	// reviewDispatchWait bounds the wait for the review run after the pull request.
-	reviewDispatchWait = 2 * time.Minute
+	// dispatchWait bounds the wait for serve to dispatch a run: a review run, a round.
+	dispatchWait = 2 * time.Minute
 )
 
 func (d *demo) openAndLabel(ctx context.Context, s *step) (string, error) {
@@ -143,57 +143,76 @@ func (d *demo) review(ctx context.Context, s *step) (string, error) {
 	if d.reviewerOff {
 		return "the reviewer is off in " + policyPath + " (reviewer: false)", nil
 	}
-	deadline := time.Now().Add(reviewDispatchWait)
-	for d.reviewRun == nil {
-		runs, err := d.e.Runs(d.owner, d.repo)
-		if err != nil {
-			return "", fmt.Errorf("failed to list the workflow runs: %w", err)
-		}
-		for i := range runs {
-			if runs[i].Inputs["stage"] == string(wire.StageReview) {
-				d.reviewRun = &runs[i]
-			}
-		}
-		if d.reviewRun != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("no review run was dispatched within %v of the pull request: %s", reviewDispatchWait, d.statusSummary(ctx))
-		}
-		s.update("waiting for serve to dispatch the review run")
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	if err := d.waitRun(ctx, s, d.reviewRun); err != nil {
+	run, err := d.waitDispatch(ctx, s, wire.StageReview, "the review run", nil)
+	if err != nil {
 		return "", err
 	}
+	d.reviewRun = run
+	return d.awaitVerdict(ctx, s, run)
+}
+
+// waitDispatch waits for serve to dispatch a run of the stage, other than those seen,
+// and returns it.
+func (d *demo) waitDispatch(ctx context.Context, s *step, stage wire.Stage, what string, seen map[int64]bool) (*ghemu.RunInfo, error) {
+	deadline := time.Now().Add(dispatchWait)
+	for {
+		runs, err := d.e.Runs(d.owner, d.repo)
+		if err != nil {
+			return nil, fmt.Errorf("failed to list the workflow runs: %w", err)
+		}
+		for i := range runs {
+			if runs[i].Inputs["stage"] == string(stage) && !seen[runs[i].ID] {
+				return &runs[i], nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("serve dispatched no %s within %v: %s", what, dispatchWait, d.statusSummary(ctx))
+		}
+		s.update("waiting for serve to dispatch " + what)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// awaitVerdict waits for a review run and finds its result on the pull request's head:
+// the App's review and the bumper/verdict check.
+func (d *demo) awaitVerdict(ctx context.Context, s *step, run *ghemu.RunInfo) (string, error) {
+	if err := d.waitRun(ctx, s, run); err != nil {
+		return "", err
+	}
+	if err := d.refreshPull(ctx); err != nil {
+		return "", err
+	}
+	head := d.pull.GetHead().GetSHA()
 	c := d.client(ghemu.DefaultMaintainer)
-	reviews, _, err := c.PullRequests.ListReviews(ctx, d.owner, d.repo, d.pull.GetNumber(), nil)
+	reviews, _, err := c.PullRequests.ListReviews(ctx, d.owner, d.repo, d.pull.GetNumber(), &gogithub.ListOptions{PerPage: 100})
 	if err != nil {
 		return "", fmt.Errorf("failed to list the pull request's reviews: %w", err)
 	}
 	var review *gogithub.PullRequestReview
 	for _, r := range reviews {
-		if r.GetUser().GetLogin() == botLogin {
+		// The App's replies in threads are reviews too (GitHub makes one, without a body,
+		// for each): the verdict is the one with a body.
+		if r.GetUser().GetLogin() == botLogin && r.GetCommitID() == head && r.GetBody() != "" {
 			review = r
 		}
 	}
 	if review == nil {
-		return "", fmt.Errorf("the review run succeeded but no review by %s is on #%d: %s", botLogin, d.pull.GetNumber(), d.statusSummary(ctx))
+		return "", fmt.Errorf("the review run succeeded but no review by %s is on #%d's head %.12s: %s", botLogin, d.pull.GetNumber(), head, d.statusSummary(ctx))
 	}
 	checks, err := d.checks(ctx)
 	if err != nil {
 		return "", err
 	}
 	if !strings.Contains(checks, "bumper/verdict ") {
-		return "", fmt.Errorf("no bumper/verdict check run on the pull request's head (its checks: %s)", checks)
+		return "", fmt.Errorf("no bumper/verdict check run on the pull request's head %.12s (its checks: %s)", head, checks)
 	}
 	d.pending = append([]string{"the review (" + review.GetState() + "):"}, indent(excerpt(review.GetBody(), 3))...)
-	d.pending = append(d.pending, "checks: "+checks)
-	return fmt.Sprintf("workflow run %d: a %s review on #%d", d.reviewRun.ID, review.GetState(), d.pull.GetNumber()), nil
+	d.pending = append(d.pending, "checks on "+fmt.Sprintf("%.12s", head)+": "+checks)
+	return fmt.Sprintf("workflow run %d: a %s review on #%d", run.ID, review.GetState(), d.pull.GetNumber()), nil
 }
 
 func indent(lines []string) []string {

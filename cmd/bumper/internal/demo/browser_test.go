@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,10 +22,11 @@ import (
 
 // TestDemoInBrowser runs the demo as `bumper demo` does (the emulator, serve, the local
 // runner running the real `bumper run` with its firewall and a QEMU microVM, the
-// sample's Go environment, the scripted agent and reviewer), then opens its pull
-// request page in headless Chromium while the servers are up: the evidence in the
-// description, the verdict's check and review, the check runs and the diff, and takes
-// the screenshot the README shows. The files the demo promises are in its output
+// sample's Go environment, the scripted agent and reviewer, the conversation round the
+// maintainer's inline comment starts), then opens its pull request page in headless
+// Chromium while the servers are up: the evidence in the description, the verdict's
+// check and review, the check runs, the diff, the maintainer's thread with the App's
+// reply shown as text, and takes the screenshot the README shows. The files the demo promises are in its output
 // directory.
 func TestDemoInBrowser(t *testing.T) {
 	testgate.Slow(t, "the whole demo: QEMU microVMs under TCG, and headless Chromium")
@@ -45,6 +47,8 @@ func TestDemoInBrowser(t *testing.T) {
 		checks                             []string
 		diffPaths                          []string
 		addLines, delLines                 int
+		thread                             []string
+		replyCode                          string
 		shot                               []byte
 		err                                error
 	}
@@ -77,6 +81,10 @@ func TestDemoInBrowser(t *testing.T) {
 			page.diffPaths = get(bctx, &page.err, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#diff .diff-path")].map(e => e.textContent)`))
 			page.addLines = get(bctx, &page.err, chromedp.Evaluate[int](`document.querySelectorAll("#diff tr.diff-add").length`))
 			page.delLines = get(bctx, &page.err, chromedp.Evaluate[int](`document.querySelectorAll("#diff tr.diff-del").length`))
+			thread := fmt.Sprintf("#thread-%d", r.Thread)
+			page.thread = get(bctx, &page.err, chromedp.Evaluate[[]string](`[...document.querySelectorAll("`+thread+` .thread-comment")].map(c => c.textContent)`))
+			// The reply's words are code, not Markdown: the last code span of its body.
+			page.replyCode = get(bctx, &page.err, chromedp.Evaluate[string](`[...document.querySelectorAll("`+thread+` .thread-comment")].pop()?.querySelector(".markdown code:last-of-type")?.textContent ?? ""`))
 			page.shot = get(bctx, &page.err, chromedp.FullScreenshot(100))
 		},
 	}
@@ -104,10 +112,13 @@ func TestDemoInBrowser(t *testing.T) {
 		{"the page is the pull request's", strings.Contains(page.title, "Total skips the first box"), page.title, "the pull request's title"},
 		{"the description is the evidence of a successful run with the Go tests", strings.Contains(page.evidence, "Bumper evidence: success") && strings.Contains(page.evidence, "1 passed, 0 failed") && strings.Contains(page.evidence, "go test ./..."), textcut.FitRunes(page.evidence, 300, textcut.Ellipsis), "Bumper evidence: success … 1 passed, 0 failed … go test ./..."},
 		{"the evidence and verdict check runs", strings.Contains(strings.Join(page.checks, ","), "bumper/evidence success") && strings.Contains(strings.Join(page.checks, ","), "bumper/verdict"), page.checks, "bumper/evidence success, bumper/verdict …"},
-		{"the verdict check succeeded (approve, confidence 0.9 ≥ 0.8)", page.verdictConclusion == "success", page.verdictConclusion, "success"},
+		{"the verdict check on the round's head succeeded (approve, confidence 0.95 ≥ 0.8)", page.verdictConclusion == "success", page.verdictConclusion, "success"},
 		{"the reviewer's COMMENT review with its summary", page.reviewState == "COMMENTED" && strings.Contains(page.reviewBody, "first box"), page.reviewState + ": " + page.reviewBody, "COMMENTED: … first box …"},
 		{"the reviewer's inline nit on widgets.go", strings.Contains(page.inline, "widgets.go") && strings.Contains(page.inline, "range boxes"), page.inline, "widgets.go line 7 … range boxes"},
-		{"the diff changes widgets.go by one line", strings.Join(page.diffPaths, ",") == "widgets.go" && page.addLines == 1 && page.delLines == 1, [3]any{page.diffPaths, page.addLines, page.delLines}, "widgets.go +1 -1"},
+		{"the diff changes widgets.go's loop, as the round left it", strings.Join(page.diffPaths, ",") == "widgets.go" && page.addLines == 2 && page.delLines == 2, [3]any{page.diffPaths, page.addLines, page.delLines}, "widgets.go +2 -2"},
+		{"the maintainer's thread: the comment, then the App's reply", len(page.thread) == 2 && strings.Contains(page.thread[0], "range boxes") && strings.Contains(page.thread[0], "maintainer") &&
+			strings.Contains(page.thread[1], "bumper") && strings.Contains(page.thread[1], "Changed in"), page.thread, "[maintainer … range boxes, bumper[bot] … Changed in …]"},
+		{"the reply's words are shown as text (code)", page.replyCode == roundReplyText, page.replyCode, roundReplyText},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			if !c.ok {
@@ -116,7 +127,7 @@ func TestDemoInBrowser(t *testing.T) {
 		})
 	}
 	t.Run("the files the demo promises", func(t *testing.T) {
-		for _, f := range append(append([]string{}, implementFiles...), reviewFiles...) {
+		for _, f := range outFiles() {
 			if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 				t.Errorf("%s: %v", f, err)
 			}

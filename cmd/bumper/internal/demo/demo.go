@@ -90,6 +90,9 @@ func (e *StepError) Unwrap() error { return e.Err }
 type Result struct {
 	PullURL string
 	Files   []string
+	// Thread is the maintainer's review thread the conversation round answered; 0
+	// without a round.
+	Thread int64
 }
 
 // demo is one run of the arc.
@@ -110,8 +113,10 @@ type demo struct {
 	pending []string
 	// implRun and reviewRun are the runs the arc waits for; pull the pull request.
 	implRun, reviewRun *ghemu.RunInfo
-	pull               *gogithub.PullRequest
-	pullURL            string
+	// conv is the conversation round, once the maintainer reviewed.
+	conv    *conversation
+	pull    *gogithub.PullRequest
+	pullURL string
 	// current is the run being waited for, whose log explains a failure.
 	current *ghemu.RunInfo
 	// serveLn is serve's listener, reserved before the emulator starts; sctx carries
@@ -131,7 +136,13 @@ type demo struct {
 // report says where to look.
 func (d *demo) report(files []string) {
 	w := d.cfg.Stdout
-	fmt.Fprintf(w, "\nThe whole arc worked, in %s.\n\n", time.Since(d.start).Round(time.Second))
+	fmt.Fprintf(w, "\nThe whole arc worked, in %s.\n", time.Since(d.start).Round(time.Second))
+	if d.conv != nil {
+		for _, l := range d.conv.summary() {
+			fmt.Fprintln(w, l)
+		}
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "The pull request page: %s\n", d.pullURL)
 	if d.cfg.Keep {
 		fmt.Fprintf(w, "  (the web view: issues, the pull request's evidence, checks, review and diff, the workflow runs)\n")
@@ -142,7 +153,11 @@ func (d *demo) report(files []string) {
 	for _, f := range files {
 		fmt.Fprintf(w, "  %s\n", filepath.Base(f))
 	}
-	fmt.Fprintf(w, "  runs/    every file of each run (the agent's transcript, the verification's output)\n")
+	runs := "implement/, review/"
+	if d.conv != nil {
+		runs += ", and the round's revise/ and review-2/"
+	}
+	fmt.Fprintf(w, "  runs/    every file of each run (the agent's transcript, the verification's output): %s\n", runs)
 	fmt.Fprintf(w, "  logs/    the emulator's, serve's and the runs' job logs\n")
 }
 
@@ -198,10 +213,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := d.prepareOut(); err != nil {
 		return nil, &StepError{Step: "prepare " + cfg.Out, Err: err}
 	}
-	for _, s := range []struct {
+	type arcStep struct {
 		title string
 		do    func(context.Context, *step) (string, error)
-	}{
+	}
+	steps := []arcStep{
 		{"Start the GitHub emulator", func(ctx context.Context, s *step) (string, error) { return d.startEmulator(ctx, user) }},
 		{"Start bumper serve (the App)", func(ctx context.Context, s *step) (string, error) { return d.startServe(ctx) }},
 		{"The maintainer opens an issue and labels it agent:implement", d.openAndLabel},
@@ -210,7 +226,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{"The run: firewall, microVM, agent, verification", d.implement},
 		{"The pull request with its evidence", d.pullRequest},
 		{"The review run: the reviewer's verdict", d.review},
-	} {
+	}
+	skipped := d.conversationSkipped()
+	if skipped == "" {
+		steps = append(steps,
+			arcStep{"The maintainer asks for a change in an inline comment", d.maintainerReviews},
+			arcStep{"The revise round: a commit on the same branch and a reply in the thread", d.reviseRound},
+			arcStep{"The review run on the round's head", d.reviewAgain})
+	}
+	for _, s := range steps {
 		st := d.p.start(s.title)
 		res, err := s.do(ctx, st)
 		if err != nil {
@@ -225,12 +249,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		d.p.note(d.pending...)
 		d.pending = nil
 	}
+	if skipped != "" {
+		fmt.Fprintf(cfg.Stdout, "No conversation round: %s.\n", skipped)
+	}
 	files, err := d.collect()
 	if err != nil {
 		return nil, &StepError{Step: "copy the run's files", Err: err}
 	}
 	d.report(files)
 	res := &Result{PullURL: d.pullURL, Files: files}
+	if d.conv != nil {
+		res.Thread = d.conv.commentID
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(*res)
 	}

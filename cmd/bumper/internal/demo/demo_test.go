@@ -67,8 +67,8 @@ func TestSampleFix(t *testing.T) {
 		t.Fatalf("before the fix, go test: %v\n%s", err, out)
 	}
 	// The agent's and the model's edit, taken from their scripts so they cannot drift.
-	if sed := regexpSed(t, files[".bumper/agent.sh"]); sed != fixSed {
-		t.Fatalf("the agent's edit %q is not the model's %q", sed, fixSed)
+	if seds := regexpSeds(t, files[".bumper/agent.sh"]); len(seds) != 2 || seds[1] != fixSed || seds[0] != rangeSed {
+		t.Fatalf("the agent's edits %q are not the model's: the round's %q, the fix %q", seds, rangeSed, fixSed)
 	}
 	cmd := exec.Command("sed", "-i", fixSed, "widgets.go")
 	cmd.Dir = dir
@@ -80,17 +80,21 @@ func TestSampleFix(t *testing.T) {
 	}
 }
 
-// regexpSed is the sed expression of the agent script's edit.
-func regexpSed(t *testing.T, script string) string {
+// regexpSeds are the sed expressions of the agent script's edits, in the script's
+// order.
+func regexpSeds(t *testing.T, script string) []string {
 	t.Helper()
+	var seds []string
 	for _, l := range strings.Split(script, "\n") {
-		if rest, ok := strings.CutPrefix(l, "sed -i '"); ok {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "sed -i '"); ok {
 			expr, _, _ := strings.Cut(rest, "'")
-			return expr
+			seds = append(seds, expr)
 		}
 	}
-	t.Fatal("the agent script makes no sed edit")
-	return ""
+	if len(seds) == 0 {
+		t.Fatal("the agent script makes no sed edit")
+	}
+	return seds
 }
 
 // TestPolicyExample: the file the demo offers a repository without one is one Bumper

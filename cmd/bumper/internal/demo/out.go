@@ -18,7 +18,19 @@ import (
 var (
 	implementFiles = []string{"evidence.json", "evidence.md", "audit.jsonl", "pr.diff"}
 	reviewFiles    = []string{"verdict.json"}
+	// roundFiles are the revise round's, by the name it left them under: its evidence
+	// beside the implementing run's, and the agent's replies.
+	roundFiles = map[string]string{"evidence.json": "round-evidence.json", "evidence.md": "round-evidence.md", "replies.json": "replies.json"}
 )
+
+// outFiles are the names of every file the demo copies to Out's top.
+func outFiles() []string {
+	fs := append(slices.Clone(implementFiles), reviewFiles...)
+	for _, f := range roundFiles {
+		fs = append(fs, f)
+	}
+	return append(fs, "pull-request.html")
+}
 
 // prepareOut makes Out and its logs directory, and the demo's working directory.
 func (d *demo) prepareOut() error {
@@ -26,7 +38,7 @@ func (d *demo) prepareOut() error {
 	if err := os.MkdirAll(d.logs, 0o755); err != nil {
 		return fmt.Errorf("failed to create %s: %w", d.logs, err)
 	}
-	for _, f := range append(slices.Clone(implementFiles), append(reviewFiles, "pull-request.html")...) {
+	for _, f := range outFiles() {
 		// A file of an earlier demo must not pass for this one's.
 		if err := os.Remove(filepath.Join(d.cfg.Out, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("failed to remove an earlier demo's %s: %w", f, err)
@@ -52,11 +64,12 @@ func (d *demo) logFile(name string) (*os.File, error) {
 }
 
 // collect copies the runs' files to Out: the implementing run's evidence, audit log and
-// diff, the review's verdict, every file of both runs under runs/, the job logs, and the
-// pull request's page as the web view serves it.
+// diff, the verdict on the pull request's head (the last review's), the round's evidence
+// and replies, every file of each run under runs/, the job logs, and the pull request's
+// page as the web view serves it.
 func (d *demo) collect() ([]string, error) {
 	var files []string
-	copyRun := func(run *ghemu.RunInfo, top []string, name string) error {
+	copyRun := func(run *ghemu.RunInfo, top map[string]string, name string) error {
 		if run == nil {
 			return nil
 		}
@@ -71,26 +84,32 @@ func (d *demo) collect() ([]string, error) {
 		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 			return fmt.Errorf("failed to copy run %d's files: %w", run.ID, err)
 		}
-		for _, f := range top {
+		for f, to := range top {
 			if _, err := os.Stat(filepath.Join(src, f)); err != nil && run.Conclusion != "success" {
 				continue // a failed run may have stopped before writing it
 			}
-			if err := copyFile(filepath.Join(src, f), filepath.Join(d.cfg.Out, f)); err != nil {
+			if err := copyFile(filepath.Join(src, f), filepath.Join(d.cfg.Out, to)); err != nil {
 				return err
 			}
-			files = append(files, filepath.Join(d.cfg.Out, f))
+			if p := filepath.Join(d.cfg.Out, to); !slices.Contains(files, p) {
+				files = append(files, p)
+			}
 		}
 		if log, err := d.e.RunLog(d.owner, d.repo, run.ID); err == nil {
 			_ = os.WriteFile(filepath.Join(d.logs, name+"-job.log"), log, 0o644)
 		}
 		return nil
 	}
-	if err := copyRun(d.implRun, implementFiles, "implement"); err != nil {
-		return nil, err
+	runs := []runCopy{{d.implRun, same(implementFiles), "implement"}, {d.reviewRun, same(reviewFiles), "review"}}
+	if d.conv != nil {
+		runs = append(runs, runCopy{d.conv.run, roundFiles, "revise"}, runCopy{d.conv.reviewRun, same(reviewFiles), "review-2"})
 	}
-	if err := copyRun(d.reviewRun, reviewFiles, "review"); err != nil {
-		return nil, err
+	for _, r := range runs {
+		if err := copyRun(r.run, r.top, r.name); err != nil {
+			return nil, err
+		}
 	}
+	slices.Sort(files)
 	if page, err := fetch(d.pullURL); d.pullURL != "" && err == nil {
 		p := filepath.Join(d.cfg.Out, "pull-request.html")
 		if err := os.WriteFile(p, page, 0o644); err == nil {
@@ -98,6 +117,23 @@ func (d *demo) collect() ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// runCopy is a run whose files collect copies: those at Out's top (by the name the run
+// left them under), and all of them under runs/name.
+type runCopy struct {
+	run  *ghemu.RunInfo
+	top  map[string]string
+	name string
+}
+
+// same maps each name to itself.
+func same(names []string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = n
+	}
+	return m
 }
 
 func copyFile(src, dst string) error {

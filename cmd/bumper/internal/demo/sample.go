@@ -132,14 +132,33 @@ func agentPolicy(policy, agent, agentCmd string, scripted bool) (string, error) 
 // (.bumper/agent.sh holds the same, which a test checks) and the scripted model's.
 const fixSed = `s/for i := 1; i < len(boxes); i++ {/for i := 0; i < len(boxes); i++ {/`
 
-// modelScript is what the scripted model server plays to a real CLI on the sample: fix
-// the loop with a shell command (both CLIs have one), run the tests, and say so.
+// rangeSed is the change the maintainer asks for in the conversation round (roundAsk),
+// as the scripted agent and the scripted model make it: the loop as a range over the
+// boxes.
+const rangeSed = `s/^\tfor i := 0; i < len(boxes); i++ {$/\tfor _, n := range boxes {/; s/^\t\ttotal += boxes\[i\]$/\t\ttotal += n/`
+
+// roundReplyText is the scripted model's reply in the maintainer's thread.
+const roundReplyText = "Total now ranges over the boxes: no index, so no box to skip."
+
+// modelScript is what the scripted model server plays to a real CLI on the sample. The
+// server reads no prompt and plays one conversation across runs, so its turns follow
+// the demo's arc: the implementing run fixes the loop with a shell command (both CLIs
+// have one), runs the tests and says so; the review round's run, a new CLI session,
+// makes the change the maintainer asked for, runs the tests, and writes the reply for
+// the thread TASK.md names into /out/replies.json.
 func modelScript() scriptedmodel.Script {
 	return scriptedmodel.Script{
 		scriptedmodel.Do(scriptedmodel.RunCommand("cd /workspace/repo && sed -i '" + fixSed + "' widgets.go && go test ./...")),
 		scriptedmodel.Say("Total now starts at the first box; go test ./... passes."),
+		scriptedmodel.Do(scriptedmodel.RunCommand("cd /workspace/repo && sed -i '" + rangeSed + "' widgets.go && go test ./... && " + repliesCommand)),
+		scriptedmodel.Say("Total ranges over the boxes, as the review asked; go test ./... passes, and the reply is in /out/replies.json."),
 	}
 }
+
+// repliesCommand writes the round's reply: one for the first review thread TASK.md
+// names (the thread_id a reply gives).
+const repliesCommand = `t=$(sed -n 's/^.*Its review thread is \([0-9]*\): to answer there.*$/\1/p' /workspace/task/TASK.md | head -n 1) && ` +
+	`printf '{"schema_version": 1, "replies": [{"thread_id": %s, "changed": true, "body": "%s"}]}\n' "$t" '` + roundReplyText + `' >/out/replies.json`
 
 // sampleSeed is the emulator's world with the sample repository: the default seed's
 // organisation, people and App, its repository's files replaced by the sample's.

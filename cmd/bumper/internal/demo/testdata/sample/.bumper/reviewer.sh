@@ -4,7 +4,13 @@
 set -eu
 diff=${BUMPER_REVIEW_DIFF:-/task/pr.diff}
 out=${BUMPER_VERDICT:-/out/verdict.json}
-if grep -q '^+	for i := 0; i < len(boxes); i++ {' "$diff"; then
+if grep -q '^+	for _, n := range boxes {' "$diff" && grep -q '^+		total += n$' "$diff"; then
+	cat >"$out" <<'JSON'
+{"schema_version": 1, "verdict": "approve", "confidence": 0.95,
+ "summary": "`Total` now ranges over the boxes, so it counts every box with no index to get wrong; the existing table test covers it and passes.",
+ "findings": []}
+JSON
+elif grep -q '^+	for i := 0; i < len(boxes); i++ {' "$diff"; then
 	cat >"$out" <<'JSON'
 {"schema_version": 1, "verdict": "approve", "confidence": 0.9,
  "summary": "The loop now starts at the first box, so `Total` counts every box; the existing table test covers it and passes.",
