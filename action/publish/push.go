@@ -59,6 +59,12 @@ type Pushed struct {
 	UpToDate bool
 	// Workflows are the paths under .github/workflows/ that the pushed commits touch.
 	Workflows []string
+	// Via is how the branch was published: ViaAPI (Publish, the commits GitHub's and
+	// signed) or ViaPush (Push, git through the gateway).
+	Via string
+	// Commits is the number of the round's commits Publish created; Verified how many
+	// of them GitHub says are verified.
+	Commits, Verified int
 	// Remote are the git host's "remote:" lines, if any.
 	Remote []string
 }
@@ -116,7 +122,7 @@ func gitPush(ctx context.Context, o Options, dst string) (*Pushed, error) {
 	if o.Head != "" && o.Head != head {
 		return nil, fmt.Errorf("%w: %s names %s, not the verified head %s", ErrInvalidOptions, workspace.ResultRef, head, o.Head)
 	}
-	p := &Pushed{Branch: strings.TrimPrefix(dst, "refs/heads/"), Ref: dst, Head: head}
+	p := &Pushed{Branch: strings.TrimPrefix(dst, "refs/heads/"), Ref: dst, Head: head, Via: ViaPush}
 	if p.Workflows, err = workflowPaths(ctx, w, head); err != nil {
 		return nil, err
 	}

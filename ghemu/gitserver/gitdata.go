@@ -85,12 +85,16 @@ func (s *Server) MakeTree(ctx context.Context, owner, repo, base string, entries
 	}
 	// remove stages the deletion of path and of everything below it.
 	remove := func(path string) error {
-		out, err := s.run(ctx, dir, nil, env, "ls-files", "-z", "--", ":(literal)"+path)
+		// A bare repository's ls-files matches no pathspec: the whole index, filtered.
+		if err := flush(); err != nil {
+			return err
+		}
+		out, err := s.run(ctx, dir, nil, env, "ls-files", "-z")
 		if err != nil {
 			return fmt.Errorf("failed to list %s: %w", path, err)
 		}
 		for _, p := range strings.Split(string(out), "\x00") {
-			if p != "" {
+			if p == path || strings.HasPrefix(p, path+"/") {
 				fmt.Fprintf(&info, "0 %s\t%s\x00", zeroOID(base), p)
 			}
 		}
