@@ -334,9 +334,41 @@ func moveBranch(ctx context.Context, gh *github.Client, owner, name string, p *P
 		_, _, err = gh.Git.UpdateRef(ctx, owner, name, &github.Reference{Ref: github.String(p.Ref), Object: &github.GitObject{SHA: github.String(p.Head)}}, false)
 	}
 	if err != nil {
+		if s := strings.ToLower(err.Error()); strings.Contains(s, "workflow") && strings.Contains(s, "permission") {
+			return workflowsError(p, err.Error(), true)
+		}
 		return &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: GitHub refused to move %s to %s: %v", ErrPushRefused, p.Ref, p.Head, err)}
 	}
 	return nil
+}
+
+// PublishOrPush publishes through the API (Publish); a change too large for it is
+// pushed with git through the gateway (Push, after open, which the runner uses to open
+// the gateway's pushes) unless base or the work branch requires signed commits: then
+// it is ErrSignaturesRequired and nothing is pushed. A push says why in
+// Pushed.Note, with what could not be read of the branches' rules.
+func PublishOrPush(ctx context.Context, gh *github.Client, o Options, base string, open func() (closeFn func())) (*Pushed, error) {
+	p, err := Publish(ctx, gh, o)
+	if !errors.Is(err, ErrTooLargeForAPI) {
+		return p, err
+	}
+	note := err.Error()
+	branch, serr := SignaturesRequired(ctx, gh, o.Workspace.Repository, base, o.Workspace.Branch)
+	switch {
+	case branch != "":
+		return nil, fmt.Errorf("%w: %s requires them and %v, so only an unsigned git push could publish it; nothing was pushed: ask for a smaller change (at most %d file changes and %d MiB of new content)",
+			ErrSignaturesRequired, branch, err, MaxAPIFiles, MaxAPIBytes>>20)
+	case serr != nil:
+		note += "; " + serr.Error()
+	}
+	if open != nil {
+		defer open()()
+	}
+	if p, err = Push(ctx, o); err != nil {
+		return nil, err
+	}
+	p.Note = note
+	return p, nil
 }
 
 // SignaturesRequired asks GitHub whether any of branches requires signed commits

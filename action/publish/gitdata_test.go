@@ -168,25 +168,6 @@ func TestPublishRefusals(t *testing.T) {
 			t.Fatal("the work branch was created")
 		}
 	})
-	t.Run("more than MaxAPIFiles files is too large and sends nothing", func(t *testing.T) {
-		w := h.prepare(t, 1, 1)
-		files := map[string]string{}
-		for i := 0; i <= MaxAPIFiles; i++ {
-			files[fmt.Sprintf("gen/%03d.txt", i)] = fmt.Sprintln(i)
-		}
-		rw := rewritten(t, h, w, func(repo string) {
-			writeFiles(t, repo, files)
-			guestGit(t, repo, "add", "-A")
-			guestGit(t, repo, "commit", "-q", "-m", "Generate")
-		})
-		_, err := Publish(ctx, h.gh, Options{Workspace: w, Head: rw.Head, Permissions: h.perms})
-		if !errors.Is(err, ErrTooLargeForAPI) {
-			t.Fatalf("Publish of %d files = %v, want ErrTooLargeForAPI", len(files), err)
-		}
-		if _, ok := h.refs(t)["refs/heads/bumper/1-1"]; ok {
-			t.Fatal("the work branch was created")
-		}
-	})
 	t.Run("SignaturesRequired reads the branch rule", func(t *testing.T) {
 		admin := emutest.InstallationClient(t, h.e)
 		if b, err := SignaturesRequired(ctx, admin, fullName, "main", "bumper/1-1"); err != nil || b != "" {
@@ -197,6 +178,45 @@ func TestPublishRefusals(t *testing.T) {
 		}
 		if b, err := SignaturesRequired(ctx, admin, fullName, "main", "bumper/1-1"); err != nil || b != "main" {
 			t.Fatalf("with the rule: %q, %v", b, err)
+		}
+	})
+	t.Run("more than MaxAPIFiles files: no push under required signatures, else a git push saying why", func(t *testing.T) {
+		w := h.prepare(t, 1, 1)
+		files := map[string]string{}
+		for i := 0; i <= MaxAPIFiles; i++ {
+			files[fmt.Sprintf("gen/%03d.txt", i)] = fmt.Sprintln(i)
+		}
+		rw := rewritten(t, h, w, func(repo string) {
+			writeFiles(t, repo, files)
+			guestGit(t, repo, "add", "-A")
+			guestGit(t, repo, "commit", "-q", "-m", "Generate")
+		})
+		o := Options{Workspace: w, GitURL: h.gitURL, Issue: 1, Attempt: 1, Head: rw.Head, Permissions: h.perms}
+		if _, err := Publish(ctx, h.gh, o); !errors.Is(err, ErrTooLargeForAPI) {
+			t.Fatalf("Publish of %d files = %v, want ErrTooLargeForAPI", len(files), err)
+		}
+		// The App's own client can read the rule (administration: read).
+		admin := emutest.InstallationClient(t, h.e)
+		opened := 0
+		open := func() func() { opened++; return func() {} }
+		if _, err := PublishOrPush(ctx, admin, o, "main", open); !errors.Is(err, ErrSignaturesRequired) || !strings.Contains(err.Error(), "main requires") {
+			t.Fatalf("PublishOrPush under required signatures = %v, want ErrSignaturesRequired naming main", err)
+		}
+		if _, ok := h.refs(t)["refs/heads/bumper/1-1"]; ok || opened != 0 {
+			t.Fatalf("the work branch was created, or pushes opened (%d)", opened)
+		}
+		if err := h.e.SetBranchProtection(owner, repoName, ghemu.SeedProtection{Branch: "main"}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := PublishOrPush(ctx, admin, o, "main", open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Via != ViaPush || !strings.Contains(p.Note, "more than 300 file changes") || opened != 1 {
+			t.Fatalf("PublishOrPush = %+v (pushes opened %d), want a git push saying the change is too large", p, opened)
+		}
+		if got := h.refs(t)["refs/heads/bumper/1-1"]; got != rw.Head {
+			t.Fatalf("the work branch is at %q, want the pushed %s", got, rw.Head)
 		}
 	})
 }

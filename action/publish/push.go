@@ -65,6 +65,8 @@ type Pushed struct {
 	// Commits is the number of the round's commits Publish created; Verified how many
 	// of them GitHub says are verified.
 	Commits, Verified int
+	// Note says why the branch was pushed with git rather than through the API.
+	Note string
 	// Remote are the git host's "remote:" lines, if any.
 	Remote []string
 }
