@@ -356,7 +356,7 @@ func PublishOrPush(ctx context.Context, gh *github.Client, o Options, base strin
 	branch, serr := SignaturesRequired(ctx, gh, o.Workspace.Repository, base, o.Workspace.Branch)
 	switch {
 	case branch != "":
-		return nil, fmt.Errorf("%w: %s requires them and %v, so only an unsigned git push could publish it; nothing was pushed: ask for a smaller change (at most %d file changes and %d MiB of new content)",
+		return nil, fmt.Errorf("%w: %s requires them and %w, so only an unsigned git push could publish it; nothing was pushed: ask for a smaller change (at most %d file changes and %d MiB of new content)",
 			ErrSignaturesRequired, branch, err, MaxAPIFiles, MaxAPIBytes>>20)
 	case serr != nil:
 		note += "; " + serr.Error()
