@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 
@@ -25,6 +26,12 @@ const (
 	// MaxAPIBytes is the most bytes of new blob content sent through the API: sent
 	// base64-encoded, one request a blob, well under GitHub's request limits.
 	MaxAPIBytes = 16 << 20
+	// MaxAPICommits is the most commits of a round created through the API: each
+	// costs three requests besides its blobs.
+	MaxAPICommits = 100
+	// maxRateWait is the longest wait for GitHub's secondary rate limit (content
+	// creation is limited per minute) before a request is tried again, three times.
+	maxRateWait = 90 * time.Second
 )
 
 // Errors of Publish, wrapped with details.
@@ -182,6 +189,9 @@ func ownCommits(ctx context.Context, w *workspace.Workspace, head string) ([]own
 			return nil, nil, fmt.Errorf("%w: more than %d file changes", ErrTooLargeForAPI, MaxAPIFiles)
 		}
 		commits = append(commits, c)
+		if len(commits) > MaxAPICommits {
+			return nil, nil, fmt.Errorf("%w: more than %d commits", ErrTooLargeForAPI, MaxAPICommits)
+		}
 	}
 	if len(commits) == 0 {
 		return nil, nil, fmt.Errorf("%w: no commit of the round's to publish", ErrNoResult)
@@ -239,8 +249,12 @@ func sendBlob(ctx context.Context, gh *github.Client, w *workspace.Workspace, ow
 	if err != nil {
 		return fmt.Errorf("failed to read blob %s: %w", sha, err)
 	}
-	b, _, err := gh.Git.CreateBlob(ctx, owner, name, &github.Blob{
-		Content: github.String(base64.StdEncoding.EncodeToString(content)), Encoding: github.String("base64")})
+	var b *github.Blob
+	err = limited(ctx, func() (err error) {
+		b, _, err = gh.Git.CreateBlob(ctx, owner, name, &github.Blob{
+			Content: github.String(base64.StdEncoding.EncodeToString(content)), Encoding: github.String("base64")})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("failed to create blob %s on GitHub: %w", sha, err)
 	}
@@ -272,7 +286,11 @@ func createCommit(ctx context.Context, gh *github.Client, owner, name string, c 
 		if err != nil {
 			return nil, err
 		}
-		t, _, err := gh.Git.CreateTree(ctx, owner, name, base, entries)
+		var t *github.Tree
+		err = limited(ctx, func() (err error) {
+			t, _, err = gh.Git.CreateTree(ctx, owner, name, base, entries)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("failed to create the tree of %s on GitHub: %w", c.id, err)
 		}
@@ -289,8 +307,12 @@ func createCommit(ctx context.Context, gh *github.Client, owner, name string, c 
 		parents = append(parents, &github.Commit{SHA: github.String(p)})
 	}
 	// No author, committer or signature: GitHub makes the commit the App's and signs it.
-	made, _, err := gh.Git.CreateCommit(ctx, owner, name, &github.Commit{Message: github.String(c.message),
-		Tree: &github.Tree{SHA: github.String(tree)}, Parents: parents}, nil)
+	var made *github.Commit
+	err := limited(ctx, func() (err error) {
+		made, _, err = gh.Git.CreateCommit(ctx, owner, name, &github.Commit{Message: github.String(c.message),
+			Tree: &github.Tree{SHA: github.String(tree)}, Parents: parents}, nil)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the commit of %s on GitHub: %w", c.id, err)
 	}
@@ -304,6 +326,31 @@ func createCommit(ctx context.Context, gh *github.Client, owner, name string, c 
 		}
 	}
 	return made, nil
+}
+
+// limited runs call, and when GitHub answers with its secondary rate limit (which
+// limits content creation per minute) waits as long as it says, at most maxRateWait,
+// and tries again, three times in all.
+func limited(ctx context.Context, call func() error) error {
+	for try := 1; ; try++ {
+		err := call()
+		var rl *github.AbuseRateLimitError
+		if !errors.As(err, &rl) || try == 3 {
+			return err
+		}
+		// Without a Retry-After GitHub asks for at least a minute.
+		wait := time.Minute
+		if rl.RetryAfter != nil {
+			wait = min(max(*rl.RetryAfter, 0), maxRateWait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (while waiting out GitHub's rate limit)", err)
+		case <-t.C:
+		}
+	}
 }
 
 // parentTree is the tree of parent as GitHub holds it: a round's commit was just

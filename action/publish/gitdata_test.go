@@ -220,3 +220,39 @@ func TestPublishRefusals(t *testing.T) {
 		}
 	})
 }
+
+func TestLimitedWaitsOutTheSecondaryRateLimit(t *testing.T) {
+	ctx := testCtx(t)
+	now := time.Duration(0)
+	limit := &github.AbuseRateLimitError{Message: "You have exceeded a secondary rate limit.", RetryAfter: &now}
+	tests := []struct {
+		name      string
+		failures  int
+		wantCalls int
+		wantErr   bool
+	}{
+		{"answered at once", 0, 1, false},
+		{"limited twice, then answered", 2, 3, false},
+		{"limited three times: the limit's error", 5, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			err := limited(ctx, func() error {
+				if calls++; calls <= tt.failures {
+					return limit
+				}
+				return nil
+			})
+			if calls != tt.wantCalls || (err != nil) != tt.wantErr {
+				t.Fatalf("limited: %d calls, %v; want %d calls, error %v", calls, err, tt.wantCalls, tt.wantErr)
+			}
+		})
+	}
+	t.Run("another error is not retried", func(t *testing.T) {
+		calls := 0
+		if err := limited(ctx, func() error { calls++; return errors.New("422") }); err == nil || calls != 1 {
+			t.Fatalf("limited: %d calls, %v", calls, err)
+		}
+	})
+}
