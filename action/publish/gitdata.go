@@ -137,7 +137,7 @@ func Publish(ctx context.Context, gh *github.Client, o Options) (*Pushed, error)
 	if p.Head == "" {
 		return nil, fmt.Errorf("%w: %s was not among the round's commits", ErrTreeMismatch, head)
 	}
-	return p, moveBranch(ctx, gh, owner, name, p)
+	return p, moveBranch(ctx, gh, owner, name, p, o.From)
 }
 
 // ownCommits reads the round's commits, parents first, with what each changes against
@@ -366,17 +366,23 @@ func parentTree(ctx context.Context, gh *github.Client, owner, name, parent stri
 	return c.GetTree().GetSHA(), nil
 }
 
-// moveBranch creates the work branch at p.Head, or fast-forwards it there.
-func moveBranch(ctx context.Context, gh *github.Client, owner, name string, p *Pushed) error {
+// moveBranch creates the work branch at p.Head, or fast-forwards it there; with from,
+// only from that commit.
+func moveBranch(ctx context.Context, gh *github.Client, owner, name string, p *Pushed, from string) error {
 	ref, resp, err := gh.Git.GetRef(ctx, owner, name, p.Ref)
+	missing := resp != nil && resp.StatusCode == http.StatusNotFound
 	switch {
-	case resp != nil && resp.StatusCode == http.StatusNotFound:
+	case missing && from != "":
+		return &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: %s no longer exists on GitHub; a round on a pull request only moves its branch on from %s, never creates it", ErrPushRefused, p.Ref, from)}
+	case missing:
 		_, _, err = gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String(p.Ref), Object: &github.GitObject{SHA: github.String(p.Head)}})
 	case err != nil:
 		return fmt.Errorf("failed to read %s on GitHub: %w", p.Ref, err)
 	case ref.GetObject().GetSHA() == p.Head:
 		p.UpToDate = true
 		return nil
+	case from != "" && ref.GetObject().GetSHA() != from:
+		return &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: %s is at %s on GitHub, not at %s where the run started (someone pushed to it since); nothing was moved", ErrPushRefused, p.Ref, ref.GetObject().GetSHA(), from)}
 	default:
 		_, _, err = gh.Git.UpdateRef(ctx, owner, name, &github.Reference{Ref: github.String(p.Ref), Object: &github.GitObject{SHA: github.String(p.Head)}}, false)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu/gitserver"
 )
 
 // rewritten is the agent's work rewritten as the App's, as the runner does before
@@ -166,6 +167,39 @@ func TestPublishRefusals(t *testing.T) {
 		}
 		if _, ok := h.refs(t)["refs/heads/bumper/1-1"]; ok {
 			t.Fatal("the work branch was created")
+		}
+	})
+	t.Run("a round on a pull request never moves a branch someone moved or deleted", func(t *testing.T) {
+		w := h.prepare(t, 1, 1)
+		rw := rewritten(t, h, w, func(repo string) {
+			writeFiles(t, repo, map[string]string{"widgets.sh": "echo 4\n"})
+			guestGit(t, repo, "commit", "-q", "-am", "Count four")
+		})
+		o := Options{Workspace: w, Head: rw.Head, Permissions: h.perms, From: h.base}
+		// The branch was deleted since the run started: it is not created again.
+		if _, err := Publish(ctx, h.gh, o); !errors.Is(err, ErrPushRefused) {
+			t.Fatalf("Publish onto a deleted branch = %v, want ErrPushRefused", err)
+		}
+		if _, ok := h.refs(t)["refs/heads/bumper/1-1"]; ok {
+			t.Fatal("the deleted branch was created again")
+		}
+		// A maintainer pushed to it since, on top of the head the run started at.
+		if err := h.e.Git().UpdateRef(ctx, owner, repoName, "refs/heads/bumper/1-1", h.base, ""); err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := h.e.Git().CommitFiles(ctx, owner, repoName, "bumper/1-1", h.base, map[string][]byte{"NOTES": []byte("mine\n")}, "A maintainer's note",
+			gitserver.Signature{Name: "Mae Maintainer", Email: "maintainer@example.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Publish(ctx, h.gh, o); !errors.Is(err, ErrPushRefused) || !strings.Contains(err.Error(), "someone pushed") {
+			t.Fatalf("Publish onto a moved branch = %v, want ErrPushRefused", err)
+		}
+		if got := h.refs(t)["refs/heads/bumper/1-1"]; got != theirs {
+			t.Fatalf("the branch is at %s, want the maintainer's %s", got, theirs)
+		}
+		if err := h.e.Git().DeleteRef(ctx, owner, repoName, "refs/heads/bumper/1-1"); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("SignaturesRequired reads the branch rule", func(t *testing.T) {

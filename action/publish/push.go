@@ -40,6 +40,12 @@ type Options struct {
 	// workspace's.
 	Issue, Attempt int
 	Branch         string
+	// From, for Publish, is the commit the branch must be at before it moves (a fix,
+	// revise or update run's pull request head, as the firewall's push_from guards a
+	// push): the branch is then never created, and one moved since (a person's push)
+	// or deleted is refused. Empty (an implement run): the branch is created, or
+	// fast-forwarded as a push would.
+	From string
 	// Head, when set, is the commit Result returned; refs/bumper/result must name it.
 	Head string
 	// Permissions are the installation token's (wire.ExchangeResponse.Permissions).

@@ -12,6 +12,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence/risk"
 	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 // push bundles the work branch in the VM, checks the bundle on the host, and pushes it
@@ -131,6 +132,11 @@ func (r *run) publish(ctx context.Context, vm *guest, ws *workspace.Workspace, h
 	o := publish.Options{
 		Workspace: ws, GitURL: "http://" + vm.s.ProxyAddr() + "/git/" + r.cfg.WorkItem.Repository + ".git",
 		Issue: r.cfg.WorkItem.Issue, Attempt: r.cfg.Attempt, Branch: r.grant.branch, Head: head, Permissions: r.grant.Permissions,
+	}
+	if r.cfg.Stage != wire.StageImplement {
+		// A round on a pull request moves its branch on from the head it started at,
+		// as the firewall's push_from holds a push to.
+		o.From = r.grant.HeadCommit
 	}
 	// Pushes are closed while the agent runs; the runner opens them for its own push
 	// only, with no process of the agent left in the VM.
