@@ -83,6 +83,10 @@ type SeedProtection struct {
 	// branch is "behind" and cannot merge until updated. As on GitHub it binds only
 	// with at least one required check.
 	Strict bool `yaml:"strict" json:"strict"`
+	// RequiredSignatures is "Require signed commits" (required_signatures): a pull
+	// request with a commit that is not verified cannot merge into the branch, and a
+	// push or ref update to an unverified commit is refused.
+	RequiredSignatures bool `yaml:"required_signatures" json:"required_signatures"`
 }
 
 // maxRequiredReviews is GitHub's upper bound on required_approving_review_count.

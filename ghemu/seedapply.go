@@ -118,7 +118,8 @@ func seedRepo(w *state.World, git *gitserver.Server, sr SeedRepository, now time
 // creates carry its ID, and the protection API renders it.
 func newProtection(w *state.World, p SeedProtection) *state.Protection {
 	prot := &state.Protection{RequiredChecks: slices.Clone(p.RequiredChecks), RequiredReviews: p.RequiredReviews,
-		EnforceAdmins: p.EnforceAdmins, BypassApps: slices.Clone(p.BypassApps), Strict: p.Strict}
+		EnforceAdmins: p.EnforceAdmins, BypassApps: slices.Clone(p.BypassApps), Strict: p.Strict,
+		RequiredSignatures: p.RequiredSignatures}
 	for check, slug := range p.RequiredCheckApps {
 		if prot.CheckApps == nil {
 			prot.CheckApps = map[string]int64{}

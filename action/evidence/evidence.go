@@ -52,11 +52,17 @@ type Evidence struct {
 	// VerifiedCommit is the head as the agent made it and verification judged it, when
 	// the run pushed its rewrite as the App's (HeadCommit, the same tree): the commit the
 	// agent's transcripts and logs name.
-	VerifiedCommit string    `json:"verified_commit,omitempty"`
-	Branch         string    `json:"branch,omitempty"`
-	PullRequest    int       `json:"pull_request,omitempty"`
-	StartedAt      time.Time `json:"started_at"`
-	EndedAt        time.Time `json:"ended_at"`
+	VerifiedCommit string `json:"verified_commit,omitempty"`
+	// PublishedVia is how the run published Branch: "api" (GitHub's Git Data API, the
+	// commits GitHub's and signed: Verified) or "git-push" (unsigned, through the git
+	// gateway, when the change is too large for the API); PublishedNote says why a
+	// push was used. Empty when nothing was published.
+	PublishedVia  string    `json:"published_via,omitempty"`
+	PublishedNote string    `json:"published_note,omitempty"`
+	Branch        string    `json:"branch,omitempty"`
+	PullRequest   int       `json:"pull_request,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	EndedAt       time.Time `json:"ended_at"`
 	// WallTimeMS is EndedAt − StartedAt in milliseconds (see Finish).
 	WallTimeMS int64 `json:"wall_time_ms"`
 	// Environment is nil when the repository declares none (or the run ended before

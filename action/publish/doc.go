@@ -9,6 +9,10 @@
 // (workspace.Workspace.Git) and sends refs/bumper/result, which workspace.Result left
 // in the host's repository, to refs/heads/bumper/<issue>-<attempt> through the gateway
 // (plain HTTP, no credential: the gateway adds the token and enforces the push policy).
+// Publish, which the runner uses instead of Push, creates the rewritten commits on
+// GitHub through its Git Data API with the runner's client, so GitHub signs them as the
+// App's, checking each tree against the host's; PublishOrPush falls back to Push for a
+// change past the API's bounds unless a branch requires signed commits.
 // OpenPullRequest and EvidenceCheckRun use the runner's own GitHub client with the
 // run's installation token, straight to the GitHub API, never through the VM's gateway.
 // Revoke deletes the token. Nothing here logs a token or puts one in an error.

@@ -40,6 +40,12 @@ type Options struct {
 	// workspace's.
 	Issue, Attempt int
 	Branch         string
+	// From, for Publish, is the commit the branch must be at before it moves (a fix,
+	// revise or update run's pull request head, as the firewall's push_from guards a
+	// push): the branch is then never created, and one moved since (a person's push)
+	// or deleted is refused. Empty (an implement run): the branch is created, or
+	// fast-forwarded as a push would.
+	From string
 	// Head, when set, is the commit Result returned; refs/bumper/result must name it.
 	Head string
 	// Permissions are the installation token's (wire.ExchangeResponse.Permissions).
@@ -59,6 +65,14 @@ type Pushed struct {
 	UpToDate bool
 	// Workflows are the paths under .github/workflows/ that the pushed commits touch.
 	Workflows []string
+	// Via is how the branch was published: ViaAPI (Publish, the commits GitHub's and
+	// signed) or ViaPush (Push, git through the gateway).
+	Via string
+	// Commits is the number of the round's commits Publish created; Verified how many
+	// of them GitHub says are verified.
+	Commits, Verified int
+	// Note says why the branch was pushed with git rather than through the API.
+	Note string
 	// Remote are the git host's "remote:" lines, if any.
 	Remote []string
 }
@@ -116,7 +130,7 @@ func gitPush(ctx context.Context, o Options, dst string) (*Pushed, error) {
 	if o.Head != "" && o.Head != head {
 		return nil, fmt.Errorf("%w: %s names %s, not the verified head %s", ErrInvalidOptions, workspace.ResultRef, head, o.Head)
 	}
-	p := &Pushed{Branch: strings.TrimPrefix(dst, "refs/heads/"), Ref: dst, Head: head}
+	p := &Pushed{Branch: strings.TrimPrefix(dst, "refs/heads/"), Ref: dst, Head: head, Via: ViaPush}
 	if p.Workflows, err = workflowPaths(ctx, w, head); err != nil {
 		return nil, err
 	}

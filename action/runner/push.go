@@ -12,6 +12,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence/risk"
 	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/app/wire"
 )
 
 // push bundles the work branch in the VM, checks the bundle on the host, and pushes it
@@ -48,17 +49,11 @@ func (r *run) push(ctx context.Context, vm *guest, head string, m merged) (strin
 	if err := checkEvidence(ctx, ev, r.cfg.Now().UTC(), "nothing was pushed"); err != nil {
 		return "", "", err
 	}
-	// Pushes are closed while the agent runs; the runner opens them for its own push
-	// only, with no process of the agent left in the VM.
-	vm.s.fw.SetPushOpen(true)
-	defer vm.s.fw.SetPushOpen(false)
-	pushed, err := publish.Push(ctx, publish.Options{
-		Workspace: ws, GitURL: "http://" + vm.s.ProxyAddr() + "/git/" + r.cfg.WorkItem.Repository + ".git",
-		Issue: r.cfg.WorkItem.Issue, Attempt: r.cfg.Attempt, Branch: r.grant.branch, Head: rw.Head, Permissions: r.grant.Permissions,
-	})
+	pushed, err := r.publish(ctx, vm, ws, rw.Head)
 	if err != nil {
-		return "", "", failWith(evidence.OutcomeFailure, "%w", err)
+		return "", "", err
 	}
+	ev.HeadCommit = pushed.Head
 	return pushed.Head, fmt.Sprintf("%s at %.12s: %d commit(s), %d file(s) changed, +%d −%d", pushed.Branch, pushed.Head, res.Commits,
 		res.Diff.FilesChanged, res.Diff.Insertions, res.Diff.Deletions), nil
 }
@@ -126,4 +121,32 @@ func (r *run) rewrite(ctx context.Context, ws *workspace.Workspace, head string)
 		return nil, failWith(evidence.OutcomeError, "failed to make the agent's commits the App's; nothing was pushed: %w", err)
 	}
 	return rw, nil
+}
+
+// publish publishes the round's rewritten commits: through GitHub's Git Data API with
+// the runner's own client (the installation token, on the host), so that GitHub signs
+// them as the App's; a change past the API's bounds is pushed with git through the
+// firewall's git gateway instead, unsigned, unless the base branch or the work branch
+// requires signed commits. The evidence says which.
+func (r *run) publish(ctx context.Context, vm *guest, ws *workspace.Workspace, head string) (*publish.Pushed, error) {
+	o := publish.Options{
+		Workspace: ws, GitURL: "http://" + vm.s.ProxyAddr() + "/git/" + r.cfg.WorkItem.Repository + ".git",
+		Issue: r.cfg.WorkItem.Issue, Attempt: r.cfg.Attempt, Branch: r.grant.branch, Head: head, Permissions: r.grant.Permissions,
+	}
+	if r.cfg.Stage != wire.StageImplement {
+		// A round on a pull request moves its branch on from the head it started at,
+		// as the firewall's push_from holds a push to.
+		o.From = r.grant.HeadCommit
+	}
+	// Pushes are closed while the agent runs; the runner opens them for its own push
+	// only, with no process of the agent left in the VM.
+	pushed, err := publish.PublishOrPush(ctx, r.grant.gh, o, r.grant.BaseBranch, func() func() {
+		vm.s.fw.SetPushOpen(true)
+		return func() { vm.s.fw.SetPushOpen(false) }
+	})
+	if err != nil {
+		return nil, failWith(evidence.OutcomeFailure, "%w", err)
+	}
+	r.rec.ev.PublishedVia, r.rec.ev.PublishedNote = pushed.Via, cut(pushed.Note, maxLine)
+	return pushed, nil
 }

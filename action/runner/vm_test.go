@@ -208,6 +208,10 @@ func TestRoundsInVM(t *testing.T) {
 		if strings.Join(c.Parents, " ") != theirs+" "+m2 || c.Author.Name != botLogin {
 			t.Fatalf("the pushed head %s: parents %v, by %s; want the old head then the base branch's, by the App", head, c.Parents, c.Author.Name)
 		}
+		// Published through GitHub's API: the App's merge commit is signed (Verified).
+		if gc, _, err := reader.Git.GetCommit(ctx, owner, repo, head); err != nil || !gc.GetVerification().GetVerified() || ev.PublishedVia != publish.ViaAPI {
+			t.Fatalf("the published head %s: %v, verification %+v, published via %q", head, err, gc.GetVerification(), ev.PublishedVia)
+		}
 		for _, old := range []string{bumpers, theirs, m1, m2} {
 			if ok, err := e.Git().IsAncestor(ctx, owner, repo, old, head); err != nil || !ok {
 				t.Errorf("%s is not in the branch's history under its own id", old)

@@ -43,6 +43,11 @@ func (s *Service) Merge(ctx context.Context, w *state.World, rp *state.Repo, is 
 		if why := rp.ProtectionUnmet(p, who.App); why != "" {
 			return "", apierr.New(http.StatusMethodNotAllowed, why)
 		}
+		if prot != nil && prot.RequiredSignatures {
+			if err := s.checkSigned(ctx, rp, p); err != nil {
+				return "", err
+			}
+		}
 		if prot.RequiresUpToDate() {
 			mc, err := s.check(ctx, rp, p)
 			if err != nil {
@@ -159,4 +164,28 @@ func (s *Service) Refresh(ctx context.Context, w *state.World, rp *state.Repo, p
 		return
 	}
 	w.MarkChanged()
+}
+
+// maxSignedCheck bounds the commits of a pull request the signature rule reads.
+const maxSignedCheck = 10000
+
+// checkSigned refuses the merge of a pull request into a branch that requires signed
+// commits when any of its commits (from the base to the head) is not verified, as
+// GitHub refuses it (405). GitHub's web page says "The base branch requires all
+// commits to be signed."; the REST message here is the rule's own wording,
+// "Commits must have verified signatures.", which GitHub is reported to answer.
+func (s *Service) checkSigned(ctx context.Context, rp *state.Repo, p *state.Pull) error {
+	shas, err := s.git.CommitsBetween(ctx, rp.Owner, rp.Name, p.BaseSHA, p.HeadSHA, maxSignedCheck+1)
+	if err != nil {
+		return err
+	}
+	if len(shas) > maxSignedCheck {
+		return apierr.New(http.StatusMethodNotAllowed, "Commits must have verified signatures.")
+	}
+	for _, sha := range shas {
+		if !rp.Verification(sha).Verified {
+			return apierr.New(http.StatusMethodNotAllowed, "Commits must have verified signatures.")
+		}
+	}
+	return nil
 }

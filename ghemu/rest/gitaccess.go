@@ -77,6 +77,10 @@ func (g *GitRules) CheckPush(r *http.Request, owner, name string, updates []pktl
 		}
 		who, _ := authenticate(st, r)
 		for _, u := range updates {
+			if !u.IsDelete() && unsignedMove(who, rp, u.Ref, u.New) {
+				out = fmt.Errorf("GH006: Protected branch update failed for %s. Commits must have verified signatures", u.Ref)
+				return
+			}
 			if refIsProtected(who, rp, u.Ref) {
 				out = fmt.Errorf("GH006: Protected branch update failed for %s. Changes must be made through a pull request", u.Ref)
 				return
@@ -141,6 +145,23 @@ func (g *GitRules) Pushed(r *http.Request, owner, name string, updates []pktline
 // refIsProtected reports whether branch protection refuses who a direct update of ref.
 // GitHub applies it alike to pushes and to API ref updates: only an admin's own
 // credential passes, and only while the protection does not enforce admins.
+// unsignedMove reports whether moving ref to sha moves a branch that requires signed commits to a
+// commit the emulator did not sign. A push brings new commits, which the emulator
+// never verifies (it knows no one's keys): only a ref moved to a commit made through
+// the Git Data API with an installation token passes. Admins are held to it only
+// when the protection enforces admins, as on GitHub.
+func unsignedMove(who *principal, rp *state.Repo, ref, sha string) bool {
+	branch, ok := cutBranch(ref)
+	prot := rp.Protection(branch)
+	if !ok || prot == nil || !prot.RequiredSignatures {
+		return false
+	}
+	if isAdmin(who, rp) && !prot.EnforceAdmins {
+		return false
+	}
+	return !rp.Verification(sha).Verified
+}
+
 func refIsProtected(who *principal, rp *state.Repo, ref string) bool {
 	branch, ok := cutBranch(ref)
 	if !ok || rp.Protection(branch) == nil {

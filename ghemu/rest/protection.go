@@ -42,7 +42,7 @@ func (a *API) getBranchProtection(w http.ResponseWriter, r *http.Request, c *cal
 			"contexts": contexts, "checks": checks,
 			"contexts_url": api + "/required_status_checks/contexts"},
 		"enforce_admins":                   obj{"url": api + "/enforce_admins", "enabled": p.EnforceAdmins},
-		"required_signatures":              obj{"url": api + "/required_signatures", "enabled": false},
+		"required_signatures":              obj{"url": api + "/required_signatures", "enabled": p.RequiredSignatures},
 		"required_linear_history":          obj{"enabled": false},
 		"allow_force_pushes":               obj{"enabled": false},
 		"allow_deletions":                  obj{"enabled": false},
@@ -66,4 +66,37 @@ func (a *API) getBranchProtection(w http.ResponseWriter, r *http.Request, c *cal
 		o["required_pull_request_reviews"] = reviews
 	}
 	apierr.WriteJSON(w, http.StatusOK, o)
+}
+
+// getRequiredSignatures and setRequiredSignatures serve …/protection/required_signatures:
+// GET says whether the branch requires signed commits, POST turns it on, DELETE off;
+// a branch without protection is 404 "Branch not protected", as on GitHub.
+func (a *API) getRequiredSignatures(w http.ResponseWriter, _ *http.Request, c *call) {
+	a.requiredSignatures(w, c, nil)
+}
+
+func (a *API) setRequiredSignatures(w http.ResponseWriter, r *http.Request, c *call) {
+	on := r.Method == http.MethodPost
+	a.requiredSignatures(w, c, &on)
+}
+
+func (a *API) requiredSignatures(w http.ResponseWriter, c *call, set *bool) {
+	name := c.params["branch"]
+	p := c.repo.Protection(name)
+	if p == nil {
+		apierr.Write(w, apierr.New(http.StatusNotFound, "Branch not protected"))
+		return
+	}
+	if set != nil {
+		np := *p
+		np.RequiredSignatures = *set
+		c.repo.Protect(name, &np)
+		if !*set {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		p = &np
+	}
+	api := c.st.BaseURL() + "/repos/" + c.repo.FullName() + "/branches/" + url.PathEscape(name) + "/protection/required_signatures"
+	apierr.WriteJSON(w, http.StatusOK, obj{"url": api, "enabled": p.RequiredSignatures})
 }

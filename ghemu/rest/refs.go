@@ -70,6 +70,10 @@ func (a *API) createRef(w http.ResponseWriter, r *http.Request, c *call) {
 		apierr.Write(w, apierr.Unprocessable("Object does not exist"))
 		return
 	}
+	if unsignedMove(c.who, c.repo, req.Ref, req.SHA) {
+		apierr.Write(w, apierr.Unprocessable("Protected branch update failed for "+req.Ref+". Commits must have verified signatures."))
+		return
+	}
 	if err := a.git.UpdateRef(r.Context(), c.repo.Owner, c.repo.Name, req.Ref, req.SHA, ""); err != nil {
 		apierr.Write(w, refError(err))
 		return
@@ -91,6 +95,10 @@ func (a *API) updateRef(w http.ResponseWriter, r *http.Request, c *call) {
 	full := "refs/" + strings.TrimPrefix(c.params["ref"], "refs/")
 	if !render.IsSHA(req.SHA) {
 		apierr.Write(w, apierr.Unprocessable("Object does not exist"))
+		return
+	}
+	if unsignedMove(c.who, c.repo, full, req.SHA) {
+		apierr.Write(w, apierr.Unprocessable("Protected branch update failed for "+full+". Commits must have verified signatures."))
 		return
 	}
 	if refIsProtected(c.who, c.repo, full) {

@@ -75,7 +75,7 @@ func renderCommit(c *call, rp *state.Repo, ci *gitserver.CommitInfo) obj {
 			"url": api + "/git/commits/" + ci.SHA, "author": person(ci.Author),
 			"committer": person(ci.Committer), "message": ci.Message, "comment_count": 0,
 			"tree":         obj{"sha": ci.Tree, "url": api + "/git/trees/" + ci.Tree},
-			"verification": obj{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil, "verified_at": nil},
+			"verification": renderVerification(rp.Verification(ci.SHA)),
 		},
 		"author": gitUser(ci.Author), "committer": gitUser(ci.Committer), "parents": parents,
 	}

@@ -37,6 +37,7 @@ func (a *API) register() {
 	actionsR := need{auth: authRepo, perm: "actions", level: "read", userLevel: "read"}
 	actionsW := need{auth: authRepo, perm: "actions", level: "write", userLevel: "write"}
 	adminR := need{auth: authRepo, perm: "administration", level: "read", userLevel: "admin"}
+	adminW := need{auth: authRepo, perm: "administration", level: "write", userLevel: "admin"}
 	statusesR := need{auth: authRepo, perm: "statuses", level: "read", userLevel: "read"}
 	statusesW := need{auth: authRepo, perm: "statuses", level: "write", userLevel: "write"}
 
@@ -59,6 +60,9 @@ func (a *API) register() {
 
 	// Repositories, branches, collaborators, contents.
 	rt.add(get, "/repos/{owner}/{repo}", meta, a.getRepo)
+	rt.add(get, "/repos/{owner}/{repo}/branches/{branch}/protection/required_signatures", adminR, a.getRequiredSignatures)
+	rt.add(post, "/repos/{owner}/{repo}/branches/{branch}/protection/required_signatures", adminW, a.setRequiredSignatures)
+	rt.add(del, "/repos/{owner}/{repo}/branches/{branch}/protection/required_signatures", adminW, a.setRequiredSignatures)
 	rt.add(get, "/repos/{owner}/{repo}/branches/{branch}/protection", adminR, a.getBranchProtection)
 	rt.add(get, "/repos/{owner}/{repo}/branches/{branch}", meta, a.getBranch)
 	rt.add(get, "/repos/{owner}/{repo}/collaborators/{username}/permission", meta, a.getCollaboratorPermission)
@@ -119,6 +123,12 @@ func (a *API) register() {
 
 	// Commit statuses.
 	rt.add(post, "/repos/{owner}/{repo}/statuses/{sha}", statusesW, a.createStatus)
+
+	// Git data: blobs, trees and commits (gitdata.go).
+	rt.add(post, "/repos/{owner}/{repo}/git/blobs", contentsW, a.createBlob)
+	rt.add(post, "/repos/{owner}/{repo}/git/trees", contentsW, a.createTree)
+	rt.add(post, "/repos/{owner}/{repo}/git/commits", contentsW, a.createCommit)
+	rt.add(get, "/repos/{owner}/{repo}/git/commits/{commit_sha}", contentsR, a.getGitCommit)
 
 	// Git references.
 	rt.add(get, "/repos/{owner}/{repo}/git/ref/{ref...}", contentsR, a.getRef)

@@ -79,6 +79,7 @@ type repoFile struct {
 	Runs           map[int64]*WorkflowRun   `json:"runs"`
 	NextRunNumber  int                      `json:"next_run_number"`
 	Workflows      map[string]int64         `json:"workflows"`
+	Verifications  map[string]*Verification `json:"verifications,omitempty"`
 }
 
 func (r *Repo) file() *repoFile {
@@ -87,7 +88,7 @@ func (r *Repo) file() *repoFile {
 		UpdatedAt: r.UpdatedAt, PushedAt: r.PushedAt, Protected: r.protected, Collaborators: r.collaborators,
 		Labels: r.labels, NextNumber: r.nextNumber, Issues: r.issues, Comments: r.comments, Pulls: r.pulls,
 		Reviews: r.reviews, ReviewComments: r.reviewComments, CheckRuns: r.checkRuns, Statuses: r.statuses,
-		Runs: r.runs, NextRunNumber: r.nextRunNumber, Workflows: r.workflows}
+		Runs: r.runs, NextRunNumber: r.nextRunNumber, Workflows: r.workflows, Verifications: r.verifications}
 }
 
 func (f *repoFile) repo() *Repo {
@@ -96,5 +97,5 @@ func (f *repoFile) repo() *Repo {
 		protected: f.Protected, collaborators: f.Collaborators, labels: f.Labels, nextNumber: f.NextNumber,
 		issues: f.Issues, comments: f.Comments, pulls: f.Pulls, reviews: f.Reviews,
 		reviewComments: f.ReviewComments, checkRuns: f.CheckRuns, statuses: f.Statuses, runs: f.Runs,
-		nextRunNumber: f.NextRunNumber, workflows: f.Workflows}
+		nextRunNumber: f.NextRunNumber, workflows: f.Workflows, verifications: f.Verifications}
 }

@@ -77,6 +77,22 @@ type Protection struct {
 	// merging": a pull request whose head lacks commits of the base cannot merge. As on
 	// GitHub it binds only alongside a required check.
 	Strict bool `json:"strict,omitempty"`
+	// RequiredSignatures is required_signatures, "Require signed commits": a pull
+	// request whose commits are not all verified cannot merge into the branch, and a
+	// push that would move it to an unverified commit is refused.
+	RequiredSignatures bool `json:"required_signatures,omitempty"`
+}
+
+// Verification is what GitHub says of a commit's signature (the verification object
+// of a commit). The emulator records one for each commit it signs (created through
+// the Git Data API with an installation token, no author or committer of the
+// caller's); a commit without one is unsigned.
+type Verification struct {
+	Verified   bool      `json:"verified"`
+	Reason     string    `json:"reason"`
+	Signature  string    `json:"signature"`
+	Payload    string    `json:"payload"`
+	VerifiedAt time.Time `json:"verified_at"`
 }
 
 // RequiresUpToDate reports whether the protection holds pull requests to an up-to-date

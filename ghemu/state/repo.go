@@ -34,7 +34,8 @@ type Repo struct {
 	statuses       map[int64]*CommitStatus
 	runs           map[int64]*WorkflowRun
 	nextRunNumber  int
-	workflows      map[string]int64 // workflow file path -> ID; nil until the first dispatch
+	workflows      map[string]int64         // workflow file path -> ID; nil until the first dispatch
+	verifications  map[string]*Verification // by commit SHA: the commits the emulator signed
 }
 
 // init ties the repository to its world and gives it the collections a state saved
@@ -52,6 +53,7 @@ func (r *Repo) init(w *World) {
 	initMap(&r.checkRuns)
 	initMap(&r.statuses)
 	initMap(&r.runs)
+	initMap(&r.verifications)
 	r.nextNumber = max(r.nextNumber, 1)
 	r.nextRunNumber = max(r.nextRunNumber, 1)
 }
@@ -99,6 +101,21 @@ func (r *Repo) Protect(branch string, p *Protection) {
 // Unprotect removes the protection of branch.
 func (r *Repo) Unprotect(branch string) {
 	delete(r.protected, branch)
+	r.world.changed = true
+}
+
+// Verification is what GitHub says of commit sha's signature: the one recorded when
+// the emulator signed it, else unsigned.
+func (r *Repo) Verification(sha string) Verification {
+	if v := r.verifications[sha]; v != nil {
+		return *v
+	}
+	return Verification{Reason: "unsigned"}
+}
+
+// SetVerification records the signature of commit sha.
+func (r *Repo) SetVerification(sha string, v Verification) {
+	r.verifications[sha] = &v
 	r.world.changed = true
 }
 

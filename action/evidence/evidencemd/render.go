@@ -314,6 +314,15 @@ func (r *renderer) diffLine() string {
 		if e.VerifiedCommit != "" && e.VerifiedCommit != e.HeadCommit {
 			s += " (the agent's " + q.inline(e.VerifiedCommit, 64) + ", rewritten as the App's)"
 		}
+		switch e.PublishedVia {
+		case "api":
+			s += ", published through GitHub's API (signed, Verified)"
+		case "git-push":
+			s += ", pushed unsigned with git"
+			if e.PublishedNote != "" {
+				s += " (" + q.inline(e.PublishedNote, 300) + ")"
+			}
+		}
 	}
 	if e.Branch != "" {
 		s += " on " + q.inline(e.Branch, 64)

@@ -108,9 +108,12 @@ func Realistic() *evidence.Evidence {
 		HeadCommit: "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
 		// The agent's head, which the run pushed rewritten as the App's.
 		VerifiedCommit: "3b18e512dba79e4c8300dd08aeb37f8e728b8dad",
-		Branch:         "bumper/42-2",
-		PullRequest:    57,
-		StartedAt:      at(0),
+		// Too large for GitHub's API: pushed with git, unsigned.
+		PublishedVia:  "git-push",
+		PublishedNote: "the change is too large to publish through GitHub's Git Data API: more than 300 file changes",
+		Branch:        "bumper/42-2",
+		PullRequest:   57,
+		StartedAt:     at(0),
 		Harness: &evidence.Harness{Name: "claude-code", Version: "2.1.328", Turns: 14,
 			ToolCalls: map[string]int{"Bash": 9, "Read": 7, "Edit": 4, "Grep": 2}},
 		Environment: &evidence.Environment{ID: SHA(5), BaseImageDigest: SHA(6), ImageDigest: SHA(2),
