@@ -1,7 +1,8 @@
 // Package repoconfig reads a repository's .github/bumper.yml: who may approve, plans,
 // bounds, the harness, the allowlist, the agent's GitHub API, verification, the
-// reviewer and the output gates' protected paths. The App and the runner read the same file with this one parser, always at
-// the approved base commit, so the two can never disagree on what it says.
+// reviewer and the output gates' protected paths. The App and the runner read the same
+// file with this one parser, always at the approved base commit, so the two can never
+// disagree on what it says.
 package repoconfig
 
 import (
