@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // Gate names one of the four checks.
@@ -83,7 +85,20 @@ type Result struct {
 	Dependencies []Dependency `json:"dependencies"`
 	// OSV is nil when there was no dependency to look up.
 	OSV *OSV `json:"osv,omitempty"`
+	// Omitted counts the findings and dependencies left out past MaxFindings and
+	// MaxDependencies (blocking findings are kept first).
+	OmittedFindings     int `json:"omitted_findings,omitempty"`
+	OmittedDependencies int `json:"omitted_dependencies,omitempty"`
 }
+
+// Bounds of a Result, as the evidence holds it; a message is at most MaxMessage bytes.
+const (
+	MaxFindings     = 500
+	MaxDependencies = 1000
+	MaxMessage      = 1000
+	// MaxName bounds a file's or a dependency's name.
+	MaxName = 4096
+)
 
 // Blocking are the findings whose action is block.
 func (r *Result) Blocking() []Finding { return r.with(ActionBlock) }
@@ -198,5 +213,19 @@ func Check(ctx context.Context, in Input, cfg Config) *Result {
 		}
 		return a.Line < b.Line
 	})
+	if n := len(r.Findings); n > MaxFindings {
+		r.Findings, r.OmittedFindings = r.Findings[:MaxFindings], n-MaxFindings
+	}
+	if n := len(r.Dependencies); n > MaxDependencies {
+		r.Dependencies, r.OmittedDependencies = r.Dependencies[:MaxDependencies], n-MaxDependencies
+	}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		f.Message, f.File = textcut.Fit(f.Message, MaxMessage, textcut.Ellipsis), textcut.Fit(f.File, MaxName, textcut.Ellipsis)
+	}
+	for i := range r.Dependencies {
+		d := &r.Dependencies[i]
+		d.Name, d.Version, d.File = textcut.Fit(d.Name, MaxName, textcut.Ellipsis), textcut.Fit(d.Version, 200, textcut.Ellipsis), textcut.Fit(d.File, MaxName, textcut.Ellipsis)
+	}
 	return r
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/bumperdev/bumper/internal/textcut"
 )
 
 // osvBatch bounds the queries of one request (OSV takes 1000).
@@ -52,7 +54,7 @@ func checkOSV(ctx context.Context, cfg Config, deps []Dependency, findings []Fin
 		part := idx[start:min(start+osvBatch, len(idx))]
 		ids, err := queryOSV(ctx, cfg, base, deps, part)
 		if err != nil {
-			st.Checked, st.Error = false, err.Error()
+			st.Checked, st.Error = false, textcut.Fit(err.Error(), MaxMessage, textcut.Ellipsis)
 			findings = append(findings, Finding{Gate: GateDependencies, File: deps[part[0]].File, Action: cfg.action(GateDependencies),
 				Message: fmt.Sprintf("%d dependencies were not checked for advisories: %s", len(idx)-start, err)})
 			break
@@ -114,7 +116,9 @@ func queryOSV(ctx context.Context, cfg Config, base string, deps []Dependency, p
 	out := make([][]string, len(part))
 	for k, res := range r.Results {
 		for _, v := range res.Vulns {
-			out[k] = append(out[k], v.ID)
+			if len(out[k]) < 1000 && v.ID != "" {
+				out[k] = append(out[k], textcut.Fit(v.ID, 200, textcut.Ellipsis))
+			}
 		}
 	}
 	return out, nil
