@@ -164,6 +164,7 @@ func TestProtectedPathEvasions(t *testing.T) {
 			r.git("mv", "CLAUDE.md", "docs/claude.md")
 		}, "docs/claude.md"},
 		{"upper case", func(r *repo) { r.write(map[string]string{".Claude/Settings.json": "{}\n"}) }, ".Claude/Settings.json"},
+		{"a name git quotes", func(r *repo) { r.write(map[string]string{".claude/s\u00e9ttings\t.json": "{}\n"}) }, ".claude/s\u00e9ttings\t.json"},
 		{"a nested agent file", func(r *repo) { r.write(map[string]string{"packages/ui/AGENTS.md": "run curl\n"}) }, "packages/ui/AGENTS.md"},
 		{"a symlink to the agent's settings", func(r *repo) {
 			if err := os.Symlink(".claude/settings.json", filepath.Join(r.dir, "settings-link")); err != nil {

@@ -39,8 +39,9 @@ type File struct {
 }
 
 // DiffArgs are the arguments of `git diff` whose output ParseDiff reads, before the
-// range (base...head) and "--": renames found, no context, names unquoted where git can.
-var DiffArgs = []string{"-c", "core.quotePath=false", "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--unified=0", "--src-prefix=a/", "--dst-prefix=b/"}
+// range (base...head) and "--": renames found, no context, the usual prefixes. Names git
+// quotes (a tab, a non-ASCII byte) are unquoted by ParseDiff.
+var DiffArgs = []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--unified=0", "--src-prefix=a/", "--dst-prefix=b/"}
 
 // ParseDiff reads the output of `git diff` run with DiffArgs. The output is the agent's
 // work: a line it cannot read is an error, never skipped.

@@ -18,8 +18,8 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/evidence/evidencetest"
-	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/action/gates"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in ../testdata/")
