@@ -221,6 +221,8 @@ func Check(ctx context.Context, in Input, cfg Config) *Result {
 	}
 	for i := range r.Findings {
 		f := &r.Findings[i]
+		// A file may be named with a secret: no finding quotes it.
+		f.File, _ = MaskText(f.File)
 		f.Message, f.File = textcut.Fit(f.Message, MaxMessage, textcut.Ellipsis), textcut.Fit(f.File, MaxName, textcut.Ellipsis)
 	}
 	for i := range r.Dependencies {

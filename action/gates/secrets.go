@@ -189,6 +189,24 @@ func Mask(secret string) string {
 	return fmt.Sprintf("%s%s (%d characters)", secret[:keep], strings.Repeat("*", 8), utf8.RuneCountInString(secret))
 }
 
+// MaskText is s with every secret the secrets gate finds in it masked (Mask), for
+// text that goes out beside the findings: a file's name, a line of the evidence. A text
+// whose secret shows only once hidden characters are dropped is masked whole.
+func MaskText(s string) (string, bool) {
+	plain := stripHidden(s)
+	hits := findSecrets(plain, false)
+	if len(hits) == 0 {
+		return s, false
+	}
+	if plain != s {
+		return fmt.Sprintf("[masked: %d characters holding a secret]", utf8.RuneCountInString(s)), true
+	}
+	for _, h := range hits {
+		s = strings.ReplaceAll(s, h.secret, Mask(h.secret))
+	}
+	return s, true
+}
+
 // stripHidden drops hidden characters (a zero-width space inside a token).
 func stripHidden(s string) string {
 	plain := true
