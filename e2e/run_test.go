@@ -56,8 +56,17 @@ func TestRunToPullRequest(t *testing.T) {
 				pr.GetHead().GetRef(), pr.GetHead().GetSHA(), pr.GetBase().GetRef(), ev.PullRequest, ev.HeadCommit, pr.GetBody())
 		}
 		checks, _, err := w.user(ghemu.DefaultMaintainer).Checks.ListCheckRunsForRef(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, ev.HeadCommit, nil)
-		if err != nil || checks.GetTotal() != 1 || checks.CheckRuns[0].GetName() != "bumper/evidence" || checks.CheckRuns[0].GetConclusion() != "success" {
+		if err != nil || checks.GetTotal() != 2 {
 			t.Fatalf("check runs on the head: %+v (%v)", checks, err)
+		}
+		// The evidence, and the output gates, which found nothing for a person.
+		for _, c := range checks.CheckRuns {
+			if (c.GetName() != "bumper/evidence" && c.GetName() != "bumper/gates") || c.GetConclusion() != "success" {
+				t.Errorf("check run %s on the head: %s", c.GetName(), c.GetConclusion())
+			}
+		}
+		if ev.Gates == nil || len(ev.Gates.Findings) != 0 {
+			t.Errorf("the evidence's gates: %+v, want run and clean", ev.Gates)
 		}
 		main, _, err := w.user(ghemu.DefaultMaintainer).Repositories.GetBranch(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "main", 0)
 		if err != nil || main.GetCommit().GetSHA() != ev.BaseCommit {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/textcut"
 )
@@ -95,6 +96,9 @@ type Evidence struct {
 	// Steers are the writers' /steer words the run was given, in the order it had
 	// them, and what became of each.
 	Steers []Steer `json:"steers,omitempty"`
+	// Gates are the output gates' results over what the run would publish (the diff,
+	// the commit messages, the texts posted for the agent); nil when they did not run.
+	Gates *gates.Result `json:"gates,omitempty"`
 }
 
 // Review is what a review run concluded about the pull request's head: the verdict the
@@ -202,6 +206,7 @@ const (
 	PhaseMerge        PhaseName = "merge" // an update run's merge of the base branch's head
 	PhaseAgent        PhaseName = "agent"
 	PhaseVerification PhaseName = "verification"
+	PhaseGates        PhaseName = "gates" // the output gates, on the host, before the push
 	PhasePush         PhaseName = "push"
 	PhasePullRequest  PhaseName = "pull_request"
 	PhaseReport       PhaseName = "report"

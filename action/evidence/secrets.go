@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 	"github.com/bumperdev/bumper/internal/jsondoc"
 	"github.com/bumperdev/bumper/internal/textcut"
@@ -120,6 +121,11 @@ func redactSecrets(s string) (string, bool) {
 	}
 	if kind := secretIn(s); kind != "" {
 		return "[redacted " + kind + ", split by hidden characters]", true
+	}
+	// The output gates know more formats (AWS, GCP, Azure, Slack, npm, Stripe, JWTs,
+	// generic assignments): what they find is masked too.
+	if m, ok := gates.MaskText(s); ok {
+		return m, true
 	}
 	return s, changed
 }

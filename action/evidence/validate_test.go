@@ -538,3 +538,33 @@ func TestDisagree(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactTheGatesFormats: credentials only the output gates know (an AWS key, a
+// Slack token, a JWT) in what the agent wrote are masked in the bundle too: a run the
+// secrets gate blocked still writes its evidence, and it must not quote them.
+func TestRedactTheGatesFormats(t *testing.T) {
+	secrets := []string{
+		"AKIA" + "Q3ZX7WBN4KEPLM2R",
+		"xoxb-" + "123456789012-1234567890123-" + strings.Repeat("aZ9", 8),
+		"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6ImNpIn0." + strings.Repeat("Qw8", 12),
+	}
+	e := evidencetest.Realistic()
+	e.Ledger.Decisions[0].Choice = "the key is " + secrets[0]
+	e.Ledger.Decisions[1].Rationale = "posted with " + secrets[1]
+	e.Tests[0].Failures[0].Excerpt = "Authorization: " + secrets[2]
+	if _, err := e.Redact(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := e.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets {
+		if strings.Contains(string(data), s[4:]) {
+			t.Errorf("the bundle still quotes %.8s…", s)
+		}
+	}
+	if err := e.Validate(); err != nil {
+		t.Fatalf("the redacted bundle does not validate: %v", err)
+	}
+}

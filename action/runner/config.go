@@ -38,6 +38,9 @@ const (
 	DiffFile             = "pr.diff"
 	PlanFile             = "plan.md"
 	DecisionsFile        = "decisions.json"
+	// WorkBundleFile is the agent's work as a git bundle, kept when the output gates
+	// block the push.
+	WorkBundleFile = "work.bundle"
 	// EnvironmentLogFile and EnvironmentAuditFile are the environment's setup output
 	// and its firewall's audit log, when this run ran the setup.
 	EnvironmentLogFile   = "environment.log"
@@ -134,6 +137,9 @@ type Config struct {
 	MaxJobLog int64
 	// HTTPClient is used for GitHub's API (nil: a client with a 60 s timeout).
 	HTTPClient *http.Client
+	// OSVURL is the OSV API the dependencies gate asks from the host (BUMPER_OSV_URL;
+	// empty: gates.DefaultOSVURL).
+	OSVURL string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
@@ -38,6 +39,15 @@ func (r *run) push(ctx context.Context, vm *guest, head string, m merged) (strin
 	ev := r.rec.ev
 	ev.HeadCommit, ev.VerifiedCommit, ev.Branch, ev.Diff = rw.Head, rw.Verified, ws.Branch, res.Diff
 	ev.Risk = risk.Note(res.Diff.Paths())
+	// The output gates judge what would be published, as rewritten; a blocking finding
+	// ends the run here. Their time is a phase of its own: what they cost each run.
+	var found *gates.Result
+	if err := r.rec.phase(ctx, evidence.PhaseGates, 0, func(ctx context.Context) (detail string, err error) {
+		found, detail, err = r.gate(ctx, ws, ws.OutDir, r.gateBase(), rw.Head)
+		return detail, err
+	}); err != nil {
+		return "", "", err
+	}
 	// The pull request's whole diff: a fix round's is from the base too.
 	if diff, err := ws.Git(ctx, nil, 32<<20, "diff", "--no-ext-diff", "--no-textconv", "--binary", r.grant.BaseCommit+"..."+rw.Head, "--"); err == nil {
 		r.rec.keep(DiffFile, diff)
@@ -54,8 +64,21 @@ func (r *run) push(ctx context.Context, vm *guest, head string, m merged) (strin
 		return "", "", err
 	}
 	ev.HeadCommit = pushed.Head
+	if err := r.gatesCheckRun(ctx, pushed.Head, found); err != nil {
+		return "", "", failWith(evidence.OutcomeError, "pushed %.12s, but %w", pushed.Head, err)
+	}
 	return pushed.Head, fmt.Sprintf("%s at %.12s: %d commit(s), %d file(s) changed, +%d −%d", pushed.Branch, pushed.Head, res.Commits,
 		res.Diff.FilesChanged, res.Diff.Insertions, res.Diff.Deletions), nil
+}
+
+// gateBase is where what the run would publish starts: the commit the run started
+// from, or for an update round the base branch's head it merged (what the pull request
+// changes against it; the base branch's own changes are not the agent's).
+func (r *run) gateBase() string {
+	if rd := r.rec.ev.Round; rd != nil && rd.Merge != nil && workspace.IsCommitID(rd.Merge.To) {
+		return rd.Merge.To
+	}
+	return r.start()
 }
 
 // takeWork brings the agent's work back to the host: the work branch bundled in the VM

@@ -21,7 +21,8 @@ var failing = []string{"failure", "timed_out", "action_required", "startup_failu
 
 // failedRequired lists the base branch's required checks whose latest run on the pull
 // request's head failed. Bumper's own checks are not CI: a failing verdict is the
-// reviewer's opinion, which a fix round does not argue with. A check pinned to an App
+// reviewer's opinion, which a fix round does not argue with, and failing gates ask for
+// a person, not for the agent to make its findings go away. A check pinned to an App
 // counts only from that App's check runs: another's of the same name (any App can name a
 // check anything) starts nothing.
 func (s *Service) failedRequired(ctx context.Context, gh GitHub, rec *ledger.Record) ([]CheckRun, error) {
@@ -29,7 +30,9 @@ func (s *Service) failedRequired(ctx context.Context, gh GitHub, rec *ledger.Rec
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the required checks of %s: %w", rec.BaseBranch, err)
 	}
-	required = slices.DeleteFunc(required, func(c RequiredCheck) bool { return c.Name == CheckEvidence || c.Name == CheckVerdict })
+	required = slices.DeleteFunc(required, func(c RequiredCheck) bool {
+		return c.Name == CheckEvidence || c.Name == CheckVerdict || c.Name == CheckGates
+	})
 	if len(required) == 0 {
 		return nil, nil
 	}

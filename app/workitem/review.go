@@ -22,6 +22,9 @@ import (
 const (
 	CheckEvidence = "bumper/evidence"
 	CheckVerdict  = "bumper/verdict"
+	// CheckGates is the runner's output gates (docs/gates.md): it fails while a finding
+	// needs a person, and a writer's approving review of its head clears it (gates.go).
+	CheckGates = "bumper/gates"
 )
 
 // reviewPermissions are a review run's: it reads the code, the pull request and its

@@ -40,6 +40,9 @@ type ReviewEvent struct {
 // asked of Bumper (a reader's /revise, which is, gets the commands' refusal).
 func (s *Service) HandleReview(ctx context.Context, gh GitHub, ev ReviewEvent) error {
 	rv := ev.Review
+	if ev.Action == "submitted" && rv.State == "APPROVED" {
+		return s.clearGates(ctx, gh, ev)
+	}
 	if ev.Action != "submitted" || (rv.State != "CHANGES_REQUESTED" && rv.State != "COMMENTED") {
 		return nil
 	}

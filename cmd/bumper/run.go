@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ const (
 	// envResolve pins names to addresses in the run's firewalls (HOST:IP, separated by
 	// commas or spaces): the runner host's registry mirrors on private addresses.
 	envResolve = "BUMPER_FIREWALL_RESOLVE"
+	// envOSV is the OSV API the output gates' dependencies gate asks from the runner
+	// host (docs/gates.md); absent: https://api.osv.dev.
+	envOSV = "BUMPER_OSV_URL"
 
 	defaultAnthropicBase = "https://api.anthropic.com"
 	defaultOpenAIBase    = "https://api.openai.com"
@@ -111,6 +115,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if cfg.Resolve, err = resolvePins(strings.FieldsFunc(os.Getenv(envResolve), func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
 		env.Errorf("%s: %v", envResolve, err)
 		return exitError{code: 2}
+	}
+	if cfg.OSVURL = os.Getenv(envOSV); cfg.OSVURL != "" {
+		if u, err := url.Parse(cfg.OSVURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			env.Errorf("%s: %q is not an http(s) URL; set it to OSV's API base, e.g. https://api.osv.dev", envOSV, cfg.OSVURL)
+			return exitError{code: 2}
+		}
 	}
 	cfg.RepositoryID, _ = strconv.ParseInt(os.Getenv("GITHUB_REPOSITORY_ID"), 10, 64)
 	cfg.Trigger.RunID, _ = strconv.ParseInt(actx.RunID, 10, 64)

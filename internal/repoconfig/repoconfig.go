@@ -1,7 +1,8 @@
 // Package repoconfig reads a repository's .github/bumper.yml: who may approve, plans,
-// bounds, the harness, the allowlist, the agent's GitHub API, verification and the
-// reviewer. The App and the runner read the same file with this one parser, always at
-// the approved base commit, so the two can never disagree on what it says.
+// bounds, the harness, the allowlist, the agent's GitHub API, verification, the
+// reviewer and the output gates' protected paths. The App and the runner read the same
+// file with this one parser, always at the approved base commit, so the two can never
+// disagree on what it says.
 package repoconfig
 
 import (
@@ -70,6 +71,9 @@ type Config struct {
 	// Environment is the repository's toolchain, built into an image derived from the
 	// base image (issue #12); nil when the file declares none.
 	Environment *Environment `yaml:"environment"`
+	// ProtectedPaths are the output gates' protected-path rules; nil (the key absent)
+	// keeps their defaults (docs/gates.md), an empty list protects nothing.
+	ProtectedPaths []ProtectedPath `yaml:"protected_paths"`
 
 	// Revision identifies the file's content ("default" when absent); approvals bind to it.
 	Revision string `yaml:"-"`
@@ -255,6 +259,9 @@ func Parse(raw []byte) (Config, error) {
 			return Config{}, err
 		}
 		p.Environment = &env
+	}
+	if err := checkProtected(p.ProtectedPaths); err != nil {
+		return Config{}, err
 	}
 	if p.Bounds.FixRounds > MaxFixRounds {
 		return Config{}, fmt.Errorf("%s: bounds.fix_rounds is %d; at most %d fix rounds are allowed", Path, p.Bounds.FixRounds, MaxFixRounds)

@@ -178,6 +178,25 @@ func TestSchemaRefuses(t *testing.T) {
 		{"duplicate cache", v1 + "environment: {setup: s.sh, cache_paths: [~/.npm, ~/.npm]}\n", "twice", ""},
 		{"duplicate cache, expanded", v1 + "environment: {setup: s.sh, cache_paths: [~/.npm, /home/agent/.npm]}\n", "twice", cannotNormalise},
 		{"too many caches", v1 + "environment: {setup: s.sh, cache_paths: [" + numbered("~/c%d", repoconfig.MaxEnvironmentCachePaths+1) + "]}\n", "at most 20", ""},
+		// Protected paths.
+		{"protected without an action", v1 + "protected_paths: [{paths: [deploy/**]}]\n", "action is missing", ""},
+		{"protected with another action", v1 + "protected_paths: [{paths: [deploy/**], action: allow}]\n", "is not block or review", ""},
+		{"protected without paths", v1 + "protected_paths: [{action: block}]\n", "paths is empty", ""},
+		{"protected with no paths", v1 + "protected_paths: [{paths: [], action: block}]\n", "paths is empty", ""},
+		{"protected typo", v1 + "protected_paths: [{path: [x], action: block}]\n", "field path not found", ""},
+		{"protected as a list of paths", v1 + "protected_paths: [deploy/**]\n", "cannot unmarshal", ""},
+		{"protected absolute", v1 + "protected_paths: [{paths: [/etc/x], action: block}]\n", "is not relative", ""},
+		{"protected home", v1 + "protected_paths: [{paths: [~/x], action: block}]\n", "is not relative", ""},
+		{"protected parent", v1 + "protected_paths: [{paths: [a/../../x], action: block}]\n", "leaves the repository", ""},
+		{"protected directory", v1 + "protected_paths: [{paths: [deploy/], action: block}]\n", "ends in /", ""},
+		{"protected ** inside a level", v1 + "protected_paths: [{paths: [\"deploy/**.tf\"], action: block}]\n", "** inside a level", ""},
+		{"protected root", v1 + "protected_paths: [{paths: [.], action: block}]\n", "names the repository's root", ""},
+		{"protected blank", v1 + "protected_paths: [{paths: [\" \"], action: block}]\n", "is empty", ""},
+		{"protected backslash", v1 + "protected_paths: [{paths: [\"a\\\\b\"], action: block}]\n", "backslash", ""},
+		{"protected bad class", v1 + "protected_paths: [{paths: [\"a/[x\"], action: block}]\n", "not a valid pattern", cannotGlob},
+		{"protected too long", v1 + "protected_paths: [{paths: [" + long("é", 600) + "], action: block}]\n", "at most 1024", cannotBytes},
+		{"too many protected rules", v1 + "protected_paths: [" + numbered("{paths: [d%d/**], action: review}", repoconfig.MaxProtectedRules+1) + "]\n", "at most 50 are allowed", ""},
+		{"too many protected paths", v1 + "protected_paths: [{paths: [" + numbered("d%d/**", repoconfig.MaxProtectedPaths+1) + "], action: review}]\n", "at most 100 are allowed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,11 +19,12 @@ import (
 	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/evidence/evidencetest"
 	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/action/gates"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in ../testdata/")
 
-const allSections = 11 // <details> sections Render writes, a run's steers included, besides a round's
+const allSections = 12 // <details> sections Render writes, a run's steers and gates included, besides a round's
 
 func TestMarkdownGolden(t *testing.T) {
 	for name, e := range map[string]*evidence.Evidence{"realistic.md": evidencetest.Realistic(), "failed.md": evidencetest.Failed(),
@@ -232,6 +233,11 @@ var huge = map[string]func() *evidence.Evidence{
 				Count: 1, Reasons: []string{strings.Repeat("why ", 25)}})
 			e.Tests = append(e.Tests, evidence.TestRun{Round: 3 + i%50, Command: strings.Repeat("t", 100), Failed: 1,
 				Failures: []evidence.Failure{{Name: "T", Excerpt: "x"}}})
+			if i < gates.MaxFindings {
+				e.Gates.Findings = append(e.Gates.Findings, gates.Finding{Gate: gates.GateLinks, File: fmt.Sprintf("docs/p%05d.md", i), Line: i + 1,
+					Action: gates.ActionReview, Message: attacks[i%len(attacks)] + strings.Repeat("m", 200)})
+			}
+			e.Gates.Dependencies = append(e.Gates.Dependencies, gates.Dependency{Ecosystem: "npm", Name: fmt.Sprintf("pkg-%05d", i), Version: "1.0.0", File: "package.json", Line: i + 1})
 		}
 		e.Risk = risk.Note(e.Diff.Paths())
 		return e

@@ -13,6 +13,9 @@ import (
 // update round's comes first.
 func (r *renderer) sections() []*section {
 	var secs []*section
+	if g := r.gatesSection(); g != nil {
+		secs = append(secs, g)
+	}
 	if r.e.Round != nil {
 		secs = append(secs, r.roundSection())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/evidence/risk"
+	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/app/wire"
 )
 
@@ -157,6 +158,14 @@ func Realistic() *evidence.Evidence {
 		Revocation: evidence.Revocation{Revoked: true, At: at(645.8)},
 		Artifact:   &evidence.Artifact{Name: "bumper-evidence-42-2", URL: "https://github.com/acme/widgets/actions/runs/9876543210/artifacts/1234567"},
 	}
+	// The output gates found one link for a person to look at; the dependency the
+	// run added has no advisory.
+	e.Gates = &gates.Result{
+		Findings: []gates.Finding{{Gate: gates.GateLinks, File: "docs/retries.md", Line: 12, Action: gates.ActionReview,
+			Message: "adds an image to backoff-diagrams.example, a host not on the allowlist"}},
+		Dependencies: []gates.Dependency{{Ecosystem: "Go", Name: "github.com/cenkalti/backoff/v4", Version: "v4.3.0", File: "go.mod", Line: 7}},
+		OSV:          &gates.OSV{URL: gates.DefaultOSVURL, Checked: true},
+	}
 	e.Finish(at(645.8))
 	return e
 }
@@ -187,6 +196,18 @@ func Failed() *evidence.Evidence {
 	conf := 0.4
 	e.Review = &evidence.Review{HeadCommit: e.BaseCommit, Verdict: "request_changes", Confidence: &conf, Findings: 2,
 		VerdictDigest: "sha256:" + strings.Repeat("ab", 32), Problem: "the reviewer wrote a second verdict.json after the first was read"}
+	// The gates blocked a token (masked), and OSV could not be reached.
+	e.Gates = &gates.Result{
+		Findings: []gates.Finding{
+			{Gate: gates.GateSecrets, File: "internal/retry/client.go", Line: 31, Action: gates.ActionBlock, Message: "GitHub personal access token ghp_******** (40 characters)"},
+			{Gate: gates.GateProtectedPaths, File: ".claude/settings.json", Action: gates.ActionReview, Message: "adds .claude/settings.json, which **/.claude/** protects"},
+			{Gate: gates.GateDependencies, File: "go.mod", Action: gates.ActionReview, Message: "1 dependencies were not checked for advisories: OSV at https://api.osv.dev could not be reached: connection refused"},
+		},
+		Dependencies:        []gates.Dependency{{Ecosystem: "npm", Name: "left-pad", Version: "1.3.0", File: "web/package.json", Line: 9, Advisories: []string{"GHSA-xxxx-yyyy-zzzz"}}},
+		OSV:                 &gates.OSV{URL: gates.DefaultOSVURL, Error: "OSV at https://api.osv.dev could not be reached: connection refused"},
+		OmittedFindings:     2,
+		OmittedDependencies: 1,
+	}
 	// Two writers' steers: one the agent got while it worked, one that came too late.
 	e.Steers = []evidence.Steer{
 		{ID: 9001, Author: "maintainer", CreatedAt: at(40), ArrivedAt: at(42), Via: evidence.SteerViaMessage, DeliveredAt: at(43),

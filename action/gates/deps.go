@@ -1,0 +1,151 @@
+package gates
+
+import (
+	"path"
+	"regexp"
+	"strings"
+)
+
+// The OSV ecosystems of the manifests read.
+const (
+	ecoGo    = "Go"
+	ecoNPM   = "npm"
+	ecoPyPI  = "PyPI"
+	ecoCrate = "crates.io"
+)
+
+var (
+	// goRequire is a go.mod require or replace line (in a block or alone).
+	goRequire = regexp.MustCompile(`^\s*(?:require\s+|replace\s+[^\s]+(?:\s+v[^\s]+)?\s*=>\s*)?([A-Za-z0-9][A-Za-z0-9._~/-]*\.[A-Za-z0-9._~/-]+)\s+(v[0-9][^\s/]*)`)
+	// jsonDep is a "name": "version" pair of package.json.
+	jsonDep = regexp.MustCompile(`"((?:@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*)"\s*:\s*"([~^=v]*[0-9][^"]*|[a-z]+:[^"]+)"`)
+	// lockPackage is package-lock.json's "node_modules/name": {; lockVersion its version.
+	lockPackage = regexp.MustCompile(`"(?:[^"]*/)?node_modules/((?:@[^/"]+/)?[^/"]+)"\s*:\s*\{`)
+	lockVersion = regexp.MustCompile(`^\s*"version"\s*:\s*"([^"]+)"`)
+	// pyDep is a requirement: name, extras, and an exact or lower-bound version.
+	pyDep = regexp.MustCompile(`^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:(==|===|>=|~=|>|!=|<=|<)\s*([0-9][A-Za-z0-9._*+!-]*))?`)
+	// poetryDep is pyproject's poetry form, name = "^1.2".
+	poetryDep = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*(?:"([~^=<>!]*\s*[0-9][^"]*)"|\{.*\bversion\s*=\s*"([~^=<>!]*\s*[0-9][^"]*)")`)
+	// cargoDep is Cargo.toml's name = "1.2" or name = { version = "1.2", … }.
+	cargoDep = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*=\s*(?:"([~^=<>]*\s*[0-9][^"]*)"|\{.*\bversion\s*=\s*"([~^=<>]*\s*[0-9][^"]*)")`)
+	// leadingVersion is the first version of a range: its lowest.
+	leadingVersion = regexp.MustCompile(`[0-9]+(?:\.[0-9A-Za-z*+-]+)*`)
+)
+
+// ownKeys are the keys of a package.json, pyproject.toml or Cargo.toml that are not
+// dependencies although written like them.
+var ownKeys = map[string]bool{
+	"version": true, "name": true, "node": true, "npm": true, "yarn": true, "pnpm": true, "engines": true, "edition": true,
+	"rust-version": true, "python": true, "requires-python": true, "lockfileversion": true, "resolver": true, "license": true,
+	"packagemanager": true, "description": true, "readme": true, "homepage": true, "repository": true,
+}
+
+// dependencies lists the dependencies the diff adds or changes, from the added lines
+// of the manifests and lock files it reads.
+func dependencies(files []File) []Dependency {
+	out := []Dependency{}
+	seen := map[string]bool{}
+	add := func(d Dependency) {
+		d.Version = lowest(d.Version)
+		key := d.Ecosystem + "\x00" + strings.ToLower(d.Name) + "\x00" + d.Version
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		out = append(out, d)
+	}
+	for _, f := range files {
+		if f.Status == StatusDeleted {
+			continue
+		}
+		base := path.Base(normPath(f.Path))
+		switch {
+		case base == "go.mod":
+			for _, l := range f.Added {
+				if m := goRequire.FindStringSubmatch(stripComment(l.Text, "//")); m != nil && !strings.HasPrefix(strings.TrimSpace(l.Text), "module") {
+					add(Dependency{Ecosystem: ecoGo, Name: m[1], Version: m[2], File: f.Path, Line: l.N})
+				}
+			}
+		case base == "package.json":
+			for _, l := range f.Added {
+				if m := jsonDep.FindStringSubmatch(l.Text); m != nil && !ownKeys[strings.ToLower(m[1])] {
+					add(Dependency{Ecosystem: ecoNPM, Name: m[1], Version: m[2], File: f.Path, Line: l.N})
+				}
+			}
+		case base == "package-lock.json" || base == "npm-shrinkwrap.json":
+			name := ""
+			for _, l := range f.Added {
+				if m := lockPackage.FindStringSubmatch(l.Text); m != nil {
+					name = m[1]
+					continue
+				}
+				if m := lockVersion.FindStringSubmatch(l.Text); m != nil && name != "" {
+					add(Dependency{Ecosystem: ecoNPM, Name: name, Version: m[1], File: f.Path, Line: l.N})
+					name = ""
+				}
+			}
+		case strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt"):
+			for _, l := range f.Added {
+				t := stripComment(l.Text, "#")
+				if strings.HasPrefix(strings.TrimSpace(t), "-") {
+					continue
+				}
+				if m := pyDep.FindStringSubmatch(t); m != nil {
+					add(Dependency{Ecosystem: ecoPyPI, Name: m[1], Version: pyVersion(m[2], m[3]), File: f.Path, Line: l.N})
+				}
+			}
+		case base == "pyproject.toml":
+			for _, l := range f.Added {
+				t := stripComment(l.Text, "#")
+				if m := poetryDep.FindStringSubmatch(t); m != nil && !ownKeys[strings.ToLower(m[1])] {
+					add(Dependency{Ecosystem: ecoPyPI, Name: m[1], Version: m[2] + m[3], File: f.Path, Line: l.N})
+					continue
+				}
+				// PEP 621: "name>=1.0", in a list.
+				if q := strings.TrimSpace(t); strings.HasPrefix(q, `"`) || strings.HasPrefix(q, `'`) {
+					if m := pyDep.FindStringSubmatch(q); m != nil {
+						add(Dependency{Ecosystem: ecoPyPI, Name: m[1], Version: pyVersion(m[2], m[3]), File: f.Path, Line: l.N})
+					}
+				}
+			}
+		case base == "cargo.toml":
+			for _, l := range f.Added {
+				if m := cargoDep.FindStringSubmatch(stripComment(l.Text, "#")); m != nil && !ownKeys[strings.ToLower(m[1])] {
+					add(Dependency{Ecosystem: ecoCrate, Name: m[1], Version: m[2] + m[3], File: f.Path, Line: l.N})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pyVersion is the version to ask OSV about for a requirement's operator: an exact or
+// lower-bound one; none for an upper bound or an exclusion.
+func pyVersion(op, v string) string {
+	switch op {
+	case "==", "===", ">=", "~=":
+		return v
+	}
+	return ""
+}
+
+// lowest is a version range's first version (^1.2.3 → 1.2.3); empty when it names none
+// (a git URL, a tag, *).
+func lowest(v string) string {
+	v = strings.TrimSpace(v)
+	if strings.Contains(v, ":") || strings.Contains(v, "*") {
+		return ""
+	}
+	if strings.HasPrefix(v, "v") && strings.Count(v, ".") >= 1 && len(v) > 1 && v[1] >= '0' && v[1] <= '9' {
+		// Go's versions keep their v.
+		return v
+	}
+	return leadingVersion.FindString(v)
+}
+
+func stripComment(s, mark string) string {
+	if i := strings.Index(s, mark); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
