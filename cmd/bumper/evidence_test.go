@@ -28,8 +28,8 @@ func runFiles(t *testing.T) (dir, pub, otherPub string) {
 	p := attest.Predicate{WorkItem: "acme/widgets#42", Stage: "implement", Attempt: 1,
 		Approval:      attest.Approval{Revision: revision.Of([]byte("a")), Approvers: []attest.Approver{{Login: "maintainer", At: at, CommentID: 9}}},
 		PolicyVersion: "default", BaseCommit: verifyOther,
-		RunnerClaims:  attest.Claims{ImageDigest: revision.Of([]byte("i")), Harness: attest.Harness{Name: "command"}, Verification: "passed"},
-		AttestedAt:    at}
+		RunnerClaims: attest.Claims{ImageDigest: revision.Of([]byte("i")), Harness: attest.Harness{Name: "command"}, Verification: "passed"},
+		AttestedAt:   at}
 	signer, other := newTestSigner(t), newTestSigner(t)
 	line, err := signer.Sign(context.Background(), verifyHead, revision.Of(evidence), p)
 	if err != nil {
