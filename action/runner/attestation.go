@@ -42,7 +42,7 @@ func runnerClaims(ev *evidence.Evidence) *wire.RunnerClaims {
 
 // keepAttestation writes serve's statement of the run to Out as attest.BundleFile and
 // names it, with its digest, at the end of evidence.md; a run serve did not attest says
-// why there instead. It returns the statement's digest ("" when none).
+// why there instead. It returns that line (evidencemd.Attestation), for the job summary.
 func keepAttestation(out string, r wire.EvidenceReceipt) (string, error) {
 	digest, why := "", r.Unattested
 	if r.Attestation != "" {
@@ -56,13 +56,14 @@ func keepAttestation(out string, r wire.EvidenceReceipt) (string, error) {
 	} else if why == "" {
 		why = "serve signed no statement (a serve without attestation)"
 	}
+	note := evidencemd.Attestation(digest, why)
 	f, err := os.OpenFile(filepath.Join(out, EvidenceMarkdownFile), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
-		return digest, fmt.Errorf("failed to name the statement in %s: %w", EvidenceMarkdownFile, err)
+		return note, fmt.Errorf("failed to name the statement in %s: %w", EvidenceMarkdownFile, err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString("\n" + evidencemd.Attestation(digest, why)); err != nil {
-		return digest, fmt.Errorf("failed to name the statement in %s: %w", EvidenceMarkdownFile, err)
+	if _, err := f.WriteString("\n" + note); err != nil {
+		return note, fmt.Errorf("failed to name the statement in %s: %w", EvidenceMarkdownFile, err)
 	}
-	return digest, nil
+	return note, nil
 }

@@ -51,7 +51,7 @@ func TestKeepAttestation(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(out, EvidenceMarkdownFile), []byte("# evidence\n"), 0o640); err != nil {
 				t.Fatal(err)
 			}
-			_, err := keepAttestation(out, tc.receipt)
+			note, err := keepAttestation(out, tc.receipt)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -66,7 +66,7 @@ func TestKeepAttestation(t *testing.T) {
 				t.Errorf("bundle %q, %v", bundle, err)
 			}
 			md, _ := os.ReadFile(filepath.Join(out, EvidenceMarkdownFile))
-			if !strings.HasPrefix(string(md), "# evidence\n") || !strings.Contains(string(md), tc.md) {
+			if !strings.HasPrefix(string(md), "# evidence\n") || !strings.Contains(string(md), tc.md) || !strings.HasSuffix(string(md), note) {
 				t.Errorf("evidence.md %q, want %q", md, tc.md)
 			}
 		})

@@ -62,6 +62,7 @@ func finish(ctx context.Context, cfg Config, rec *recorder, p *produced, runErr 
 		if err := tellServe(fctx, cfg, rec, p, digest, outcome, reason); err != nil {
 			runErr = errors.Join(runErr, err)
 		}
+		res.Attestation = p.attestation
 	}
 	log.Info().Str(logKeyOutcome, string(outcome)).Str(logKeyReason, reason).Int(logKeyPull, res.PullRequest).Msg("run ended")
 	return res, runErr
@@ -169,7 +170,7 @@ func report(ctx context.Context, cfg Config, rec *recorder, p *produced, digest 
 		if err != nil {
 			return "", fmt.Errorf("failed to report the evidence: %w", err)
 		}
-		if _, err := keepAttestation(rec.out, receipt); err != nil {
+		if p.attestation, err = keepAttestation(rec.out, receipt); err != nil {
 			// The report went through; the statement is missing from the artifact,
 			// which verification then says.
 			zerolog.Ctx(ctx).Error().Err(err).Msg("failed to keep serve's statement")
