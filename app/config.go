@@ -76,6 +76,13 @@ type BumperConfig struct {
 	PreviousRunTokenKeys []string `yaml:"previous_run_token_keys"`
 	// ApproveWindow is how long after an edit of the issue a bare /approve is refused.
 	ApproveWindow time.Duration `yaml:"approve_window"`
+	// AttestationKeyFile holds serve's attestation key (Ed25519, PKCS#8 PEM, mode 0600:
+	// docs/attestation.md): with it serve signs each run's statement. Empty: serve
+	// attests nothing.
+	AttestationKeyFile string `yaml:"attestation_key_file"`
+	// PreviousAttestationKeysFile holds public keys (PEM) serve still publishes after a
+	// rotation, so bundles signed before it verify against what serve publishes.
+	PreviousAttestationKeysFile string `yaml:"previous_attestation_keys_file"`
 }
 
 // LogConfig sets the log level and format.
@@ -139,8 +146,10 @@ func parseConfig(raw []byte, env func(string) (string, bool), dir string) (Confi
 	}
 	// Before the environment: BUMPER_PRIVATE_KEY_FILE is not in the file, so a relative
 	// one stays relative to the working directory.
-	if f := c.Bumper.PrivateKeyFile; dir != "" && f != "" && !filepath.IsAbs(f) {
-		c.Bumper.PrivateKeyFile = filepath.Join(dir, f)
+	for _, f := range []*string{&c.Bumper.PrivateKeyFile, &c.Bumper.AttestationKeyFile, &c.Bumper.PreviousAttestationKeysFile} {
+		if dir != "" && *f != "" && !filepath.IsAbs(*f) {
+			*f = filepath.Join(dir, *f)
+		}
 	}
 	c.applyEnv(env)
 	if c.GitHub.App.PrivateKey == "" && c.Bumper.PrivateKeyFile != "" {
@@ -192,6 +201,7 @@ func (c *Config) applyEnv(env func(string) (string, bool)) {
 	str("OIDC_ISSUER", &c.Bumper.OIDCIssuer)
 	str("RUN_TOKEN_KEY", &c.Bumper.RunTokenKey)
 	str("PRIVATE_KEY_FILE", &c.Bumper.PrivateKeyFile)
+	str("ATTESTATION_KEY_FILE", &c.Bumper.AttestationKeyFile)
 	str("LOG_LEVEL", &c.Log.Level)
 }
 

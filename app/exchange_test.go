@@ -285,7 +285,7 @@ func TestTokenExchange(t *testing.T) {
 			{wire.PathProgress, wire.Progress{State: "verifying"}, ledger.Verifying, http.StatusNoContent},
 			{wire.PathEvidence, wire.Evidence{Digest: "sha256:abc", CostMicroUSD: 1500}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: "sha256:head"}, ledger.Verifying, http.StatusForbidden},
-			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: auditHead}, ledger.Verifying, http.StatusNoContent},
+			{wire.PathEvidence, wire.Evidence{Digest: digest, CostMicroUSD: 1500, AuditHead: auditHead}, ledger.Verifying, http.StatusOK},
 			{wire.PathVerdict, wire.Verdict{Document: approveVerdict}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "reviewing"}, ledger.Verifying, http.StatusForbidden},
 			{wire.PathProgress, wire.Progress{State: "reviewing", PullRequest: pr, HeadCommit: head}, ledger.Reviewing, http.StatusNoContent},
@@ -403,7 +403,7 @@ func TestRunReasonReachesTheItem(t *testing.T) {
 		}
 	}
 	reason := "the run's model budget of $0.50 is spent: 3 calls refused; see `evidence.json` @octocat [x](https://evil.example)"
-	if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, wire.Evidence{Digest: digest, Outcome: "over_budget", Reason: reason}); code != http.StatusNoContent {
+	if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, wire.Evidence{Digest: digest, Outcome: "over_budget", Reason: reason}); code != http.StatusOK {
 		t.Fatalf("evidence: %d %s", code, body)
 	}
 	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
@@ -467,7 +467,7 @@ func TestDeliveredButFailedRunFails(t *testing.T) {
 	}
 	reason := strings.Repeat("<", wire.MaxReason)
 	e := wire.Evidence{Digest: ledger.ContentRevision([]byte("e")), Outcome: "failure", Reason: reason}
-	if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, e); code != http.StatusNoContent {
+	if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, e); code != http.StatusOK {
 		t.Fatalf("evidence: %d %s", code, body)
 	}
 	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {

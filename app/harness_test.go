@@ -103,6 +103,7 @@ func newHarnessOpts(t testing.TB, opts ghemu.Options) *harness {
 	cfg.GitHub.App.WebhookSecret = testSecret
 	cfg.Bumper.OIDCIssuer = e.OIDCIssuerURL()
 	cfg.Bumper.RunTokenKey = hex.EncodeToString([]byte(testRunTokenKey))
+	cfg.Bumper.AttestationKeyFile = attestationKeyFile(t)
 	h.cfg = cfg
 	sealer, err := ledger.NewSealer([]byte(testRunTokenKey))
 	if err != nil {

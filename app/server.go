@@ -114,6 +114,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	attester, err := cfg.attester()
+	if err != nil {
+		return nil, err
+	}
 	sched := newTrackingScheduler(cfg.Server.QueueSize, cfg.Server.Workers, handledBy(met, opts.OnHandled),
 		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
 			zerolog.Ctx(ctx).Error().Err(err).Str(githubapp.LogKeyEventType, d.EventType).
@@ -133,7 +137,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+cfg.Server.WebhookPath, hooks)
-	runnerapi.NewHandler(verifier, runTokens, svc).WithObserver(met).Register(mux)
+	api := runnerapi.NewHandler(verifier, runTokens, svc).WithObserver(met)
+	if attester != nil {
+		api.WithAttester(attester)
+	}
+	api.Register(mux)
 	health(mux)
 	srv := &Server{cfg: cfg, svc: svc, sched: sched, ready: ready,
 		redeliver: newRedeliverer(cc, cfg.Server.RedeliverWindow, opts.Now)}

@@ -191,9 +191,18 @@ func (c *Client) Progress(ctx context.Context, p wire.Progress) error {
 	return c.report(ctx, wire.PathProgress, p)
 }
 
-// Evidence reports the attempt's evidence bundle (POST /api/v1/run/evidence).
-func (c *Client) Evidence(ctx context.Context, e wire.Evidence) error {
-	return c.report(ctx, wire.PathEvidence, e)
+// Evidence reports the attempt's evidence bundle (POST /api/v1/run/evidence) and
+// returns serve's receipt: the run's signed statement, or why serve signed none (an
+// older serve answers 204, with neither). The statement is not checked here: the runner
+// writes it as serve sent it, and `bumper evidence verify` checks it against serve's
+// published key.
+func (c *Client) Evidence(ctx context.Context, e wire.Evidence) (wire.EvidenceReceipt, error) {
+	var r wire.EvidenceReceipt
+	if c.runToken == "" {
+		return r, errNoRunToken
+	}
+	err := c.call(ctx, http.MethodPost, wire.PathEvidence, c.runToken, e, &r, retryReport, c.runToken)
+	return r, err
 }
 
 // Verdict reports a review run's verdict (POST /api/v1/run/verdict).
@@ -332,7 +341,7 @@ func (c *Client) call(ctx context.Context, method, path, bearer string, in, out 
 			if tooLong {
 				return false, fmt.Errorf("serve's answer to %s is larger than %d bytes", path, maxResponse)
 			}
-			if out == nil {
+			if out == nil || code == http.StatusNoContent {
 				return false, nil
 			}
 			if err := decode(raw, out); err != nil {

@@ -246,3 +246,41 @@ func TestRetryStopsWithContext(t *testing.T) {
 		t.Fatalf("err %v after %v", err, time.Since(start))
 	}
 }
+
+// TestEvidenceReceipt: the evidence report returns serve's statement as sent, or why it
+// has none; an older serve's 204 is a receipt with neither, not an error.
+func TestEvidenceReceipt(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want       wire.EvidenceReceipt
+		wantErr    string
+	}{
+		{name: "a statement", status: 200, body: `{"attestation":"{\"payloadType\":\"x\"}"}`, want: wire.EvidenceReceipt{Attestation: `{"payloadType":"x"}`}},
+		{name: "why none", status: 200, body: `{"unattested":"no key"}`, want: wire.EvidenceReceipt{Unattested: "no key"}},
+		{name: "an older serve", status: 204},
+		{name: "garbled", status: 200, body: `{"attestation":`, wantErr: "does not decode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != wire.PathEvidence || r.Header.Get("Authorization") != "Bearer "+secretRunToken {
+					t.Errorf("%s %q", r.URL.Path, r.Header.Get("Authorization"))
+				}
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			}))
+			defer srv.Close()
+			c, err := New(srv.URL, AllowInsecureHTTP())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.WithRunToken(secretRunToken).Evidence(context.Background(), wire.Evidence{Digest: "sha256:x"})
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err %v, want %q", err, tc.wantErr)
+			case tc.wantErr == "" && (err != nil || got != tc.want):
+				t.Fatalf("receipt %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

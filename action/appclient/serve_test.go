@@ -359,7 +359,8 @@ func TestServeFailures(t *testing.T) {
 			return err
 		}},
 		{name: "lost answer to a report not repeated", drop: true, hits: 1, call: func() error {
-			return rc.Evidence(v.ctx, wire.Evidence{Digest: "sha256:" + strings.Repeat("0", 64)})
+			_, err := rc.Evidence(v.ctx, wire.Evidence{Digest: "sha256:" + strings.Repeat("0", 64)})
+			return err
 		}, wantErr: "serve may have taken it"},
 		{name: "lost answer to an exchange not repeated", drop: true, hits: 1, call: func() error {
 			_, err := flaky.Exchange(v.ctx, exchangeRequest(run2, v.oidcToken(run2)))

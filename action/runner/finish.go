@@ -62,6 +62,7 @@ func finish(ctx context.Context, cfg Config, rec *recorder, p *produced, runErr 
 		if err := tellServe(fctx, cfg, rec, p, digest, outcome, reason); err != nil {
 			runErr = errors.Join(runErr, err)
 		}
+		res.Attestation = p.attestation
 	}
 	log.Info().Str(logKeyOutcome, string(outcome)).Str(logKeyReason, reason).Int(logKeyPull, res.PullRequest).Msg("run ended")
 	return res, runErr
@@ -155,13 +156,24 @@ func report(ctx context.Context, cfg Config, rec *recorder, p *produced, digest 
 	// The pull request goes with the progress that hands it to review, where the App
 	// checks it; named here too, it would be read back from GitHub twice.
 	e := wire.Evidence{Digest: digest, ImageDigest: p.imageDigest(cfg), CostMicroUSD: rec.ev.Cost.MeteredMicroUSD,
-		Outcome: string(outcome), Reason: wireReason(reason), Steers: p.link.steers.deliveries()}
+		Outcome: string(outcome), Reason: wireReason(reason), Steers: p.link.steers.deliveries(), Claims: runnerClaims(rec.ev)}
 	if a := rec.ev.Audit; a != nil {
 		e.AuditHead = a.Head
 	}
+	// The head a writing run published, with its pull request: serve checks it on
+	// GitHub before it signs a statement about it.
+	if pull := p.pullNumber(cfg.Stage); outcome == evidence.OutcomeSuccess && pull > 0 && p.pushed != "" && cfg.Stage != wire.StageReview {
+		e.PullRequest, e.HeadCommit = pull, p.pushed
+	}
 	err = rec.phase(ctx, evidence.PhaseReport, 0, func(ctx context.Context) (string, error) {
-		if err := p.link.client().Evidence(ctx, e); err != nil {
+		receipt, err := p.link.client().Evidence(ctx, e)
+		if err != nil {
 			return "", fmt.Errorf("failed to report the evidence: %w", err)
+		}
+		if p.attestation, err = keepAttestation(rec.out, receipt); err != nil {
+			// The report went through; the statement is missing from the artifact,
+			// which verification then says.
+			zerolog.Ctx(ctx).Error().Err(err).Msg("failed to keep serve's statement")
 		}
 		if cfg.Stage == wire.StageReview {
 			// The evidence first, then the verdict: serve posts the review with both.

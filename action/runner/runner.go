@@ -46,6 +46,9 @@ type Result struct {
 	// Evidence is the final evidence, as written to Out; Digest its digest.
 	Evidence *evidence.Evidence
 	Digest   string
+	// Attestation is the line naming serve's signed statement of the run, or why there
+	// is none; empty when serve was not told of the evidence.
+	Attestation string
 	// CostMicroUSD is the firewall's metered model cost.
 	CostMicroUSD int64
 }
@@ -88,6 +91,9 @@ type produced struct {
 	// pushed is the head the run pushed; pull the pull request it opened or updated.
 	pushed string
 	pull   *pullRequest
+	// attestation is the evidence's line about serve's statement of the run, once
+	// serve answered the evidence report (evidencemd.Attestation).
+	attestation string
 }
 
 // pullNumber is the pull request the run names: the one it opened or pushed to, else

@@ -38,6 +38,10 @@ func JobSummary(res *Result, item wire.WorkItem, attempt, limit int) string {
 		// Shown as text: the reason may quote what the agent left (a ref name, say).
 		fmt.Fprintf(&b, "Why: %s\n\n", mdcode.Span(strings.Join(strings.Fields(res.Reason), " ")))
 	}
+	// Before the evidence, which is cut to what is left: the line is short and bounded.
+	if res.Attestation != "" {
+		b.WriteString(res.Attestation + "\n")
+	}
 	if res.Evidence != nil {
 		md, _ := evidencemd.Render(res.Evidence, limit-b.Len()-1024)
 		b.WriteString(md)

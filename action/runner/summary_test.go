@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // TestJobSummary checks the job summary (GITHUB_STEP_SUMMARY) shows what an admin
@@ -21,9 +23,11 @@ func TestJobSummary(t *testing.T) {
 		},
 		Cost: evidence.Cost{MeteredMicroUSD: 1_230_000, MeteredCalls: 3, BudgetMicroUSD: 5_000_000},
 	}
-	res := &Result{Outcome: evidence.OutcomeSuccess, PullRequest: 7, Evidence: ev, CostMicroUSD: 1_230_000}
+	res := &Result{Outcome: evidence.OutcomeSuccess, PullRequest: 7, Evidence: ev, CostMicroUSD: 1_230_000,
+		Attestation: evidencemd.Attestation(revision.Of([]byte("statement")), "")}
 	got := JobSummary(res, wire.WorkItem{Repository: "acme/widgets", Issue: 1}, 1, 1<<20)
 	for _, want := range []string{
+		"**Attested:** serve signed an in-toto statement", revision.Of([]byte("statement")),
 		"## Bumper: acme/widgets#1 attempt 1 — success",
 		"| phase | round | outcome | duration | started (UTC) | detail |",
 		"boot", "agent",

@@ -17,6 +17,7 @@ import (
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
+	"github.com/bumperdev/bumper/internal/attest"
 )
 
 // maxBody bounds request bodies; call-backs are small.
@@ -27,7 +28,7 @@ const maxBody = 1 << 20
 type Ledger interface {
 	Exchange(ctx context.Context, id workitem.Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error)
 	Progress(ctx context.Context, c wire.RunClaims, p wire.Progress) error
-	Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error
+	ReportEvidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) (workitem.Attestable, error)
 	Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error
 	ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error)
 	Refresh(ctx context.Context, c wire.RunClaims) error
@@ -40,6 +41,7 @@ type Handler struct {
 	tokens   *RunTokens
 	ledger   Ledger
 	observer Observer
+	attester *Attester
 }
 
 // NewHandler wires the endpoints.
@@ -51,7 +53,8 @@ func NewHandler(v *Verifier, t *RunTokens, l Ledger) *Handler {
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathTokenExchange, h.exchange)
 	mux.HandleFunc("POST "+wire.PathProgress, h.callback(wire.ScopeProgress, report(h.ledger.Progress)))
-	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(wire.ScopeEvidence, report(h.ledger.Evidence)))
+	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(wire.ScopeEvidence, h.evidence))
+	mux.HandleFunc("GET "+attest.KeyPath, h.publicKeys)
 	mux.HandleFunc("POST "+wire.PathVerdict, h.callback(wire.ScopeVerdict, report(h.ledger.Verdict)))
 	mux.HandleFunc("GET "+wire.PathShouldStop, h.callback(wire.ScopeShouldStop, func(ctx context.Context, c wire.RunClaims, _ []byte) (any, error) {
 		return h.ledger.ShouldStop(ctx, c)

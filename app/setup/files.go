@@ -10,6 +10,7 @@ import (
 	"text/template"
 
 	"github.com/bumperdev/bumper/app"
+	"github.com/bumperdev/bumper/internal/attest"
 )
 
 // The files Run writes into its directory.
@@ -18,11 +19,16 @@ const (
 	WebhookSecretFile = "webhook-secret"      // 0600
 	ServeConfigFile   = "serve.yml"           // 0600: it holds the webhook secret and the run token key
 	IdentityFile      = "app.json"            // 0644: the App's ID, slug, owner; nothing secret
+	// AttestationKeyFile is serve's attestation key (0600), which signs each run's
+	// statement; AttestationPublicKeyFile its public key (0644), for
+	// `bumper evidence verify --key` (docs/attestation.md).
+	AttestationKeyFile       = "attestation-key.pem"
+	AttestationPublicKeyFile = "attestation-public-key.pem"
 )
 
 // Files are the names Run writes, in the order it writes them.
 func Files() []string {
-	return []string{PrivateKeyFile, WebhookSecretFile, ServeConfigFile, IdentityFile}
+	return []string{PrivateKeyFile, WebhookSecretFile, AttestationKeyFile, AttestationPublicKeyFile, ServeConfigFile, IdentityFile}
 }
 
 // checkFree refuses a directory that already holds one of the files: an App's key is
@@ -84,9 +90,15 @@ func writeFiles(o Options, id Identity, pem, webhookSecret string) ([]string, er
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode the App's identity: %w", err)
 	}
+	attKey, attPub, err := attestationKeys()
+	if err != nil {
+		return nil, err
+	}
 	files := []outFile{
 		{PrivateKeyFile, []byte(pem), 0o600},
 		{WebhookSecretFile, []byte(webhookSecret + "\n"), 0o600},
+		{AttestationKeyFile, attKey, 0o600},
+		{AttestationPublicKeyFile, attPub, 0o644},
 		{ServeConfigFile, cfg, 0o600},
 		{IdentityFile, append(ident, '\n'), 0o644},
 	}
@@ -186,7 +198,7 @@ func ServeConfig(o Options, id Identity, keyFile, webhookSecret, runTokenKey str
 		"WebhookSecret": webhookSecret, "KeyFile": keyFile, "RunTokenKey": runTokenKey,
 		"PublicURL": strings.TrimRight(o.PublicURL, "/"), "WebhookPath": o.WebhookPath,
 		"Address": def.Server.Address, "Label": def.Bumper.TriggerLabel, "Workflow": def.Bumper.Workflow,
-		"OIDC": OIDCIssuer(o.GitHubURL, o.APIURL),
+		"OIDC": OIDCIssuer(o.GitHubURL, o.APIURL), "AttestationKeyFile": AttestationKeyFile,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to render serve's configuration: %w", err)
@@ -237,11 +249,28 @@ bumper:
   # Signs run tokens and status records: 32 random bytes, made by setup. Every replica
   # needs the same key; rotate it with previous_run_token_keys (docs/operating.md).
   run_token_key: {{.RunTokenKey}}
+  # serve's attestation key (mode 0600), made by setup: it signs each run's statement,
+  # and no runner or VM ever sees it. Its public key is attestation-public-key.pem
+  # beside this file and GET /api/v1/attestation/key (docs/attestation.md).
+  attestation_key_file: "{{.AttestationKeyFile}}"
 
 log:
   # debug, info, warn or error.
   level: info
 `))
+
+// attestationKeys makes serve's attestation key and its public key, as PEM.
+func attestationKeys() (key, public []byte, err error) {
+	key, err = attest.GenerateKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := attest.NewSigner(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, attest.EncodePublicKeys([]attest.PublicKey{s.PublicKey()}), nil
+}
 
 // joinPath joins for display, keeping a relative directory relative.
 func joinPath(dir, name string) string { return filepath.Join(dir, name) }

@@ -25,6 +25,7 @@ import (
 	"github.com/bumperdev/bumper/app/setup"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/internal/attest"
 )
 
 // formRE finds a form's action and its hidden fields in the pages (html/template
@@ -163,7 +164,8 @@ func TestManifestFlow(t *testing.T) {
 
 	// The files: each in place with its mode, the secrets where they belong.
 	modes := map[string]os.FileMode{setup.PrivateKeyFile: 0o600, setup.WebhookSecretFile: 0o600,
-		setup.ServeConfigFile: 0o600, setup.IdentityFile: 0o644}
+		setup.ServeConfigFile: 0o600, setup.IdentityFile: 0o644,
+		setup.AttestationKeyFile: 0o600, setup.AttestationPublicKeyFile: 0o644}
 	for name, mode := range modes {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
@@ -196,6 +198,19 @@ func TestManifestFlow(t *testing.T) {
 	}
 	if cfg.GitHub.App.IntegrationID != res.App.ID || cfg.GitHub.V3APIURL != e.BaseURL()+"/" {
 		t.Errorf("serve.yml: App %d at %s", cfg.GitHub.App.IntegrationID, cfg.GitHub.V3APIURL)
+	}
+	// The attestation key is named beside serve.yml, and its public half beside it.
+	if cfg.Bumper.AttestationKeyFile != filepath.Join(dir, setup.AttestationKeyFile) {
+		t.Errorf("serve.yml: attestation_key_file %q", cfg.Bumper.AttestationKeyFile)
+	}
+	attKey, _ := os.ReadFile(filepath.Join(dir, setup.AttestationKeyFile))
+	attPub, _ := os.ReadFile(filepath.Join(dir, setup.AttestationPublicKeyFile))
+	signer, err := attest.NewSigner(attKey)
+	if err != nil {
+		t.Fatalf("the attestation key setup wrote: %v", err)
+	}
+	if keys, err := attest.ParsePublicKeys(attPub); err != nil || len(keys) != 1 || keys[0].ID() != signer.PublicKey().ID() {
+		t.Errorf("%s is not the attestation key's public half: %v", setup.AttestationPublicKeyFile, err)
 	}
 	if cfg.Bumper.OIDCIssuer != e.OIDCIssuerURL() {
 		t.Errorf("serve.yml: oidc_issuer %s, the emulator's is %s", cfg.Bumper.OIDCIssuer, e.OIDCIssuerURL())

@@ -127,6 +127,44 @@ type Evidence struct {
 	// Steers says what became of each steer the run was given (in ShouldStop or the
 	// task): serve keeps the undelivered ones for the next round.
 	Steers []SteerDelivery `json:"steers,omitempty"`
+	// Claims are what the runner says of its run besides ImageDigest and CostMicroUSD,
+	// which serve signs in the attestation as the runner's claims (docs/attestation.md).
+	Claims *RunnerClaims `json:"claims,omitempty"`
+}
+
+// RunnerClaims are the parts of a run's attestation only the runner knows: serve signs
+// them as the runner's, not as facts it checked.
+type RunnerClaims struct {
+	// EnvironmentDigest is the repository's environment's key ("" when it declares none).
+	EnvironmentDigest string `json:"environment_digest,omitempty"`
+	// Harness and HarnessVersion name the agent that ran ("" when no agent round ran;
+	// no version for the command harness).
+	Harness        string `json:"harness,omitempty"`
+	HarnessVersion string `json:"harness_version,omitempty"`
+	// Verification is passed, failed or not_run: the repository's verification of the
+	// head the run published.
+	Verification string `json:"verification"`
+	// Gates are the output gates' results over what the run published; optional (none:
+	// no gate ran, which is not a pass).
+	Gates []GateResult `json:"gates,omitempty"`
+}
+
+// GateResult is one output gate's result: its name, pass, review, block or unavailable,
+// and how many findings it had.
+type GateResult struct {
+	Gate     string `json:"gate"`
+	Result   string `json:"result"`
+	Findings int    `json:"findings"`
+}
+
+// EvidenceReceipt is serve's answer to an evidence report: the run's attestation, or
+// why there is none.
+type EvidenceReceipt struct {
+	// Attestation is serve's signed statement of the run: one DSSE envelope as a line of
+	// JSON (internal/attest), which the runner writes to evidence.intoto.jsonl.
+	Attestation string `json:"attestation,omitempty"`
+	// Unattested says why serve signed nothing (no head commit it knows, no key).
+	Unattested string `json:"unattested,omitempty"`
 }
 
 // Run outcomes a runner reports in Evidence.Outcome.

@@ -41,6 +41,7 @@ func commands() map[string]command {
 		"env":         {summary: "build (or find) a repository's environment image from a checkout: bumper env build DIR", doc: "docs/environments.md", run: runEnv},
 		"firewall":    {summary: "run the default-deny egress proxy with gateways and audit log", doc: "docs/firewall.md", run: runFirewall},
 		"audit":       {summary: "verify a firewall audit log: bumper audit verify FILE", doc: "docs/firewall.md", run: runAudit},
+		"evidence":    {summary: "verify a run's signed statement offline: bumper evidence verify --key PEM|--url SERVE FILE; make serve's key: bumper evidence keygen", doc: "docs/attestation.md", run: runEvidence},
 		"guest-agent": {summary: "internal: PID 1 inside a sandbox VM (refuses to run on a host)", doc: "docs/sandbox.md", run: runGuestAgent},
 		"run":         {summary: "one dispatched run: token exchange, firewall, microVM, agent, verification, pull request (action.yml runs it)", doc: "docs/run.md", run: runRun},
 		"setup":       {summary: "create the GitHub App from its manifest and write serve's configuration (--url PUBLIC_URL [--org ORG])", doc: "docs/install.md", run: runSetup},

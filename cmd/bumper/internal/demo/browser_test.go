@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/bumperdev/bumper/internal/attest"
 	"github.com/bumperdev/bumper/internal/browsertest"
 	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/internal/textcut"
@@ -136,6 +137,33 @@ func TestDemoInBrowser(t *testing.T) {
 		var v verdict.Verdict
 		if err := json.Unmarshal(raw, &v); err != nil || v.Verdict != verdict.Approve {
 			t.Errorf("verdict.json: %v %+v", err, v)
+		}
+	})
+	t.Run("serve's statement of the run verifies", func(t *testing.T) {
+		pub, _ := os.ReadFile(filepath.Join(out, attestationPublicKey))
+		keys, err := attest.ParsePublicKeys(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle, _ := os.ReadFile(filepath.Join(out, attest.BundleFile))
+		line, err := attest.ReadBundle(bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := attest.Verify(context.Background(), line, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, _ := os.ReadFile(filepath.Join(out, attest.EvidenceName))
+		var head struct {
+			HeadCommit string `json:"head_commit"`
+		}
+		_ = json.Unmarshal(ev, &head)
+		if err := got.CheckEvidence(ev); err != nil {
+			t.Error(err)
+		}
+		if err := got.CheckCommit(head.HeadCommit); err != nil {
+			t.Error(err)
 		}
 	})
 }

@@ -12,11 +12,12 @@ import (
 	"strings"
 
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/internal/attest"
 )
 
 // The files a run leaves that the demo copies to Out, and where they come from.
 var (
-	implementFiles = []string{"evidence.json", "evidence.md", "audit.jsonl", "pr.diff"}
+	implementFiles = []string{"evidence.json", "evidence.md", attest.BundleFile, "audit.jsonl", "pr.diff"}
 	reviewFiles    = []string{"verdict.json"}
 	// roundFiles are the revise round's, by the name it left them under: its evidence
 	// beside the implementing run's, and the agent's replies.
@@ -31,6 +32,9 @@ func outFiles() []string {
 	}
 	return append(fs, "pull-request.html")
 }
+
+// attestationPublicKey is serve's attestation public key in Out.
+const attestationPublicKey = "attestation-public-key.pem"
 
 // prepareOut makes Out and its logs directory, and the demo's working directory.
 func (d *demo) prepareOut() error {

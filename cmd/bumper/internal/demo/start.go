@@ -14,6 +14,7 @@ import (
 
 	"github.com/bumperdev/bumper/app"
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/internal/attest"
 	"github.com/bumperdev/bumper/internal/scriptedmodel"
 )
 
@@ -139,6 +140,9 @@ func (d *demo) startServe(ctx context.Context) (string, error) {
 	cfg.GitHub.App.WebhookSecret = d.e.WebhookSecret()
 	cfg.Bumper.OIDCIssuer = d.e.OIDCIssuerURL()
 	cfg.Bumper.RunTokenKey = randomHex(32)
+	if cfg.Bumper.AttestationKeyFile, err = d.attestationKey(); err != nil {
+		return "", err
+	}
 	cfg.Server.Address = d.serveLn.Addr().String()
 	d.sctx = zerolog.New(logf).Level(zerolog.InfoLevel).With().Timestamp().Logger().WithContext(ctx)
 	srv, err := app.New(d.sctx, cfg, app.Options{})
@@ -156,6 +160,28 @@ func (d *demo) startServe(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("serve failed to read the work items from GitHub: %w", err)
 	}
 	return d.serveURL + " (webhooks at " + cfg.Server.WebhookPath + ")", nil
+}
+
+// attestationKey makes serve's attestation key in the demo's working directory (0600, as
+// serve wants it) and writes its public key to Out, for `bumper evidence verify --key`.
+func (d *demo) attestationKey() (string, error) {
+	key, err := attest.GenerateKey()
+	if err != nil {
+		return "", err
+	}
+	s, err := attest.NewSigner(key)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(d.work, "attestation-key.pem")
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		return "", fmt.Errorf("failed to write serve's attestation key: %w", err)
+	}
+	pub := filepath.Join(d.cfg.Out, attestationPublicKey)
+	if err := os.WriteFile(pub, attest.EncodePublicKeys([]attest.PublicKey{s.PublicKey()}), 0o644); err != nil {
+		return "", fmt.Errorf("failed to write serve's attestation public key: %w", err)
+	}
+	return path, nil
 }
 
 // close stops everything the demo started, last first.
