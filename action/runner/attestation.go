@@ -7,14 +7,15 @@ import (
 
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/evidence/evidencemd"
+	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/attest"
 	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // runnerClaims are the evidence's parts serve signs as the runner's claims: the
-// environment, the harness, and how the verification of the head ended. The output
-// gates' results join them once the runner has gates (wire.RunnerClaims.Gates).
+// environment, the harness, how the verification of the head ended, and what the
+// output gates found.
 func runnerClaims(ev *evidence.Evidence) *wire.RunnerClaims {
 	c := &wire.RunnerClaims{Verification: "not_run"}
 	if ev.Environment != nil {
@@ -37,7 +38,40 @@ func runnerClaims(ev *evidence.Evidence) *wire.RunnerClaims {
 			c.Verification = "not_run"
 		}
 	}
+	c.Gates = gateClaims(ev.Gates)
 	return c
+}
+
+// gateClaims sums the output gates' result per gate for the attestation: block when a
+// finding blocked, review when one asks for a person, unavailable when the gate could not
+// judge (OSV not answering for the dependencies), pass otherwise. No result (no gate
+// ran) claims nothing, which is not a pass.
+func gateClaims(r *gates.Result) []wire.GateResult {
+	if r == nil {
+		return nil
+	}
+	all := []gates.Gate{gates.GateSecrets, gates.GateProtectedPaths, gates.GateDependencies, gates.GateLinks}
+	out := make([]wire.GateResult, 0, len(all))
+	for _, g := range all {
+		res := wire.GateResult{Gate: string(g), Result: "pass"}
+		for _, f := range r.Findings {
+			if f.Gate != g {
+				continue
+			}
+			res.Findings++
+			switch {
+			case f.Action == gates.ActionBlock:
+				res.Result = "block"
+			case f.Action == gates.ActionReview && res.Result != "block":
+				res.Result = "review"
+			}
+		}
+		if g == gates.GateDependencies && r.OSV != nil && !r.OSV.Checked && res.Result == "pass" {
+			res.Result = "unavailable"
+		}
+		out = append(out, res)
+	}
+	return out
 }
 
 // keepAttestation writes serve's statement of the run to Out as attest.BundleFile and

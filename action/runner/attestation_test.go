@@ -3,11 +3,14 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/attest"
 	"github.com/bumperdev/bumper/internal/revision"
@@ -27,8 +30,34 @@ func TestRunnerClaims(t *testing.T) {
 	if got.Verification != "passed" || got.Harness != "claude-code" || got.HarnessVersion != "2.0.14" || got.EnvironmentDigest != ev.Environment.ID {
 		t.Errorf("claims %+v", got)
 	}
-	if got := runnerClaims(&evidence.Evidence{}); got.Verification != "not_run" {
-		t.Errorf("no verification ran: %+v", got)
+	if got := runnerClaims(&evidence.Evidence{}); got.Verification != "not_run" || got.Gates != nil {
+		t.Errorf("no verification and no gate ran: %+v", got)
+	}
+}
+
+// TestGateClaims: the attestation says per gate what the gates found, a blocking finding
+// over a review one, and a dependencies gate that could not ask OSV is unavailable,
+// never a pass.
+func TestGateClaims(t *testing.T) {
+	r := &gates.Result{
+		Findings: []gates.Finding{
+			{Gate: gates.GateProtectedPaths, File: ".claude/settings.json", Action: gates.ActionReview},
+			{Gate: gates.GateSecrets, File: "a.js", Line: 2, Action: gates.ActionReview},
+			{Gate: gates.GateSecrets, File: "b.js", Line: 3, Action: gates.ActionBlock},
+		},
+		OSV: &gates.OSV{URL: "https://osv.example", Error: "connection refused"},
+	}
+	got := gateClaims(r)
+	want := []wire.GateResult{{Gate: "secrets", Result: "block", Findings: 2}, {Gate: "protected_paths", Result: "review", Findings: 1},
+		{Gate: "dependencies", Result: "unavailable"}, {Gate: "links", Result: "pass"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("gateClaims = %+v, want %+v", got, want)
+	}
+	// What serve signs must pass the predicate's own checks.
+	for _, g := range got {
+		if !slices.Contains(attest.GateResults, g.Result) {
+			t.Errorf("gate %s: result %q is not one the attestation takes", g.Gate, g.Result)
+		}
 	}
 }
 
