@@ -13,7 +13,7 @@ import (
 // job log may show in a whole run (docs/security.md).
 const maxJobLog = 8 << 20
 
-// TestR1RefusedEntriesBounded: the agent fills /out with symlinks whose targets are
+// TestRefusedEntriesCannotFloodTheLog: the agent fills /out with symlinks whose targets are
 // absolute (each refused on the host) under long names. Extract reports every refused
 // entry with its name, without bound, and the runner logs the whole list in one line
 // of the job log (action/runner/guest.go collectOut: "entries of the VM's /out
@@ -21,7 +21,7 @@ const maxJobLog = 8 << 20
 // archive, far under the guest's 256 MiB cap and the 100,000-entry limit) are 11 MB of
 // log; PAX names of 4 KiB make it about 200 MB. The report must stay bounded (the first
 // few and a count), whatever the archive holds.
-func TestR1RefusedEntriesBounded(t *testing.T) {
+func TestRefusedEntriesCannotFloodTheLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 20 MB archive")
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
 
-// TestR1JobSummaryOneQuoter is issue #22's item 6 ("use one quoter") where it was not
+// TestJobSummaryQuotesHiddenCharacters is issue #22's item 6 ("use one quoter") where it was not
 // applied: the job summary quotes the run's reason and a review run's problem with a
 // bare mdcode.Span, not mdcode.Quoter, so a bidirectional override or zero-width
 // character in them shows raw on the workflow run's page, reordering what the admin
@@ -17,7 +17,7 @@ import (
 // quote the agent: a commit that fails gives its last lines of output (which a clean
 // filter the agent configured in .git/config prints during "git add -A"), a harness
 // that fails gives the agent's last words (a review run's problem is that reason).
-func TestR1JobSummaryOneQuoter(t *testing.T) {
+func TestJobSummaryQuotesHiddenCharacters(t *testing.T) {
 	hidden := "approve\u202e\u200b)sdrawkcab("
 	res := &Result{
 		Outcome: evidence.OutcomeFailure,

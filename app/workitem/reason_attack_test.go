@@ -9,14 +9,14 @@ import (
 	"github.com/bumperdev/bumper/internal/hiddenchar"
 )
 
-// TestR1RunReasonShowsHiddenCharacters is issue #22's item 6 ("use one quoter") on the
+// TestRunReasonCannotHideCharacters is issue #22's item 6 ("use one quoter") on the
 // status comment: the run's reason quotes the agent (the last lines a failed commit
 // printed, which a clean filter the agent set in .git/config writes during
 // "git add -A"; git's output about a path it named), and runEnded shows it in a bare
 // mdcode.Span, not through mdcode.Quoter. A right-to-left override in it reaches the
 // issue's status comment raw, reordering what the maintainer reads before a /retry;
 // the evidence and the reviewer's verdict write it as [U+202E].
-func TestR1RunReasonShowsHiddenCharacters(t *testing.T) {
+func TestRunReasonCannotHideCharacters(t *testing.T) {
 	e := newEnv(t, "")
 	it := e.granted()
 	reason := "failed to commit the agent's changes in round 1: the commit exit 1 (error: external filter 'lfs' failed: " +

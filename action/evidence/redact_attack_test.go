@@ -10,7 +10,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence/evidencetest"
 )
 
-// TestR1TokensAfterAWordCharacter: the patterns start with \b, so a token right after a
+// TestTokensAfterAWordCharacterAreRedacted: the patterns start with \b, so a token right after a
 // letter, digit or underscore is not redacted. That is how tokens are written in the
 // text a run quotes every day: URL-encoded (a query "access_token%3Dghs_…", a logged
 // header "Authorization%3A%20Bearer%20ghs_…"), JSON- or Go-escaped ("\nghp_…", as a
@@ -18,7 +18,7 @@ import (
 // token-shaped string in evidence.json and in the pull request's body (evidencemd uses
 // the same patterns), which GitHub's own secret scanning and anyone reading the pull
 // request take for one.
-func TestR1TokensAfterAWordCharacter(t *testing.T) {
+func TestTokensAfterAWordCharacterAreRedacted(t *testing.T) {
 	ghs := "ghs_" + strings.Repeat("Mn5", 12)
 	ghp := "ghp_" + strings.Repeat("aB3", 12)
 	ant := "sk-ant-api03-" + strings.Repeat("Xy7", 12)

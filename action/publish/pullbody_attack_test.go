@@ -7,7 +7,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence/evidencetest"
 )
 
-// TestR1PullBodyAsACommitMessage is issue #22's item 1 where the fix stops at the
+// TestPullBodyAsACommitMessageClosesNothing is issue #22's item 1 where the fix stops at the
 // pull request's Markdown: the body quotes the agent (its decision ledger, the test
 // output it wrote) in code, where GitHub's closing keywords and mentions do nothing,
 // but a repository whose squash (or merge) commit message is "Pull request title and
@@ -16,7 +16,7 @@ import (
 // its ledger then closes #6 when a person merges, and "#8" cross-references #8 from
 // the default branch. Text Bumper did not write must be inert in the body as plain
 // text too (ghref.Neutralize before quoting), so that only Bumper's "Fixes #N" acts.
-func TestR1PullBodyAsACommitMessage(t *testing.T) {
+func TestPullBodyAsACommitMessageClosesNothing(t *testing.T) {
 	ev := evidencetest.Realistic()
 	ev.Ledger.Decisions[0].Choice = "Fixes #6, closes acme/widgets#8 and GH-9; @maintainer agreed"
 	ev.Tests[0].Failures[0].Excerpt = "--- FAIL: TestCount\n    resolves: #10 https://github.com/acme/widgets/issues/11\n"
