@@ -146,14 +146,20 @@ func TestSignedCommits(t *testing.T) {
 	}
 	r := w.runIssue("Count to 4", "test.sh wants 4 widgets.\n\nscenario: fix", "success")
 	maint := w.user(ghemu.DefaultMaintainer)
-	commits, _, err := maint.PullRequests.ListCommits(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, r.ev.PullRequest, nil)
-	if err != nil || len(commits) == 0 {
-		t.Fatalf("the pull request's commits: %d (%v)", len(commits), err)
-	}
-	for _, c := range commits {
-		if v := c.GetCommit().GetVerification(); !v.GetVerified() || v.GetReason() != "valid" {
-			t.Errorf("commit %.12s is not verified: %+v", c.GetSHA(), v)
+	// The pull request's commits, from its head back to the base commit.
+	seen := 0
+	for sha := r.ev.HeadCommit; sha != r.ev.BaseCommit; {
+		c, _, err := maint.Repositories.GetCommit(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, sha, nil)
+		if err != nil || len(c.Parents) == 0 || seen > 20 {
+			t.Fatalf("walking the pull request's commits at %.12s: %v", sha, err)
 		}
+		if v := c.GetCommit().GetVerification(); !v.GetVerified() || v.GetReason() != "valid" {
+			t.Errorf("commit %.12s is not verified: %+v", sha, v)
+		}
+		sha, seen = c.Parents[0].GetSHA(), seen+1
+	}
+	if seen == 0 {
+		t.Fatal("the pull request has no commit")
 	}
 	if r.ev.PublishedVia != "api" {
 		t.Errorf("the evidence says the head was published by %q", r.ev.PublishedVia)

@@ -182,7 +182,8 @@ type Config struct {
 	Actions map[Gate]Action
 }
 
-func (c Config) action(g Gate) Action {
+// ActionOf is what gate g's findings do under c: its override, else the default.
+func (c Config) ActionOf(g Gate) Action {
 	if a, ok := c.Actions[g]; ok && a.Valid() {
 		return a
 	}
@@ -196,7 +197,7 @@ func (c Config) action(g Gate) Action {
 // finding (OSV.Error says why), never an error: what was not checked is said.
 func Check(ctx context.Context, in Input, cfg Config) *Result {
 	r := &Result{Findings: []Finding{}, Dependencies: []Dependency{}}
-	r.Findings = append(r.Findings, scanSecrets(in, cfg.action(GateSecrets))...)
+	r.Findings = append(r.Findings, scanSecrets(in, cfg.ActionOf(GateSecrets))...)
 	r.Findings = append(r.Findings, protectedPaths(in.Files, cfg)...)
 	r.Findings = append(r.Findings, outboundLinks(in, cfg)...)
 	r.Dependencies = dependencies(in.Files)

@@ -49,7 +49,7 @@ func outboundLinks(in Input, cfg Config) []Finding {
 				if imageRe.MatchString(text[:m[0]]) {
 					what = "an image"
 				}
-				out = append(out, Finding{Gate: GateLinks, File: file, Line: l.N, Action: cfg.action(GateLinks),
+				out = append(out, Finding{Gate: GateLinks, File: file, Line: l.N, Action: cfg.ActionOf(GateLinks),
 					Message: fmt.Sprintf("adds %s to %s, a host not on the allowlist", what, host)})
 			}
 		}

@@ -55,7 +55,7 @@ func checkOSV(ctx context.Context, cfg Config, deps []Dependency, findings []Fin
 		ids, err := queryOSV(ctx, cfg, base, deps, part)
 		if err != nil {
 			st.Checked, st.Error = false, textcut.Fit(err.Error(), MaxMessage, textcut.Ellipsis)
-			findings = append(findings, Finding{Gate: GateDependencies, File: deps[part[0]].File, Action: cfg.action(GateDependencies),
+			findings = append(findings, Finding{Gate: GateDependencies, File: deps[part[0]].File, Action: cfg.ActionOf(GateDependencies),
 				Message: fmt.Sprintf("%d dependencies were not checked for advisories: %s", len(idx)-start, err)})
 			break
 		}
@@ -63,7 +63,7 @@ func checkOSV(ctx context.Context, cfg Config, deps []Dependency, findings []Fin
 			deps[i].Advisories = ids[k]
 			if len(ids[k]) > 0 {
 				d := deps[i]
-				findings = append(findings, Finding{Gate: GateDependencies, File: d.File, Line: d.Line, Action: cfg.action(GateDependencies),
+				findings = append(findings, Finding{Gate: GateDependencies, File: d.File, Line: d.Line, Action: cfg.ActionOf(GateDependencies),
 					Message: fmt.Sprintf("%s %s %s has known advisories: %s", d.Ecosystem, d.Name, d.Version, strings.Join(d.Advisories, ", "))})
 			}
 		}

@@ -89,12 +89,21 @@ func gateInput(ctx context.Context, ws gitRepo, outDir, from, head string) (gate
 }
 
 // gatesConfig is the repository's settings for the gates: its protected paths (nil:
-// the defaults), its allowlist for links, GitHub's host, and OSV's URL.
+// the defaults), the other gates' actions (gates:), its allowlist for links, GitHub's
+// host, and OSV's URL.
 func (r *run) gatesConfig() gates.Config {
 	p := r.grant.policy
 	cfg := gates.Config{Allowlist: p.Allowlist, OSVURL: r.cfg.OSVURL}
 	if u, err := url.Parse(r.cfg.ServerURL); err == nil && u.Hostname() != "" {
 		cfg.GitHubHost = u.Hostname()
+	}
+	for g, a := range map[gates.Gate]*string{gates.GateSecrets: p.Gates.Secrets, gates.GateDependencies: p.Gates.Dependencies, gates.GateLinks: p.Gates.Links} {
+		if a != nil {
+			if cfg.Actions == nil {
+				cfg.Actions = map[gates.Gate]gates.Action{}
+			}
+			cfg.Actions[g] = gates.Action(*a)
+		}
 	}
 	if p.ProtectedPaths != nil {
 		cfg.Protected = make([]gates.Rule, 0, len(p.ProtectedPaths))

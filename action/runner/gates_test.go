@@ -241,3 +241,29 @@ func TestGatesReviewCheckRun(t *testing.T) {
 		t.Errorf("a clean head's summary names another head's findings:\n%s", s)
 	}
 }
+
+// TestGatesConfigActions: the repository's gates: key reaches the gates, and what it
+// leaves out keeps the defaults (secrets block, the rest review).
+func TestGatesConfigActions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		set  repoconfig.GateActions
+		want map[gates.Gate]gates.Action
+	}{
+		{"defaults", repoconfig.GateActions{}, map[gates.Gate]gates.Action{gates.GateSecrets: gates.ActionBlock, gates.GateDependencies: gates.ActionReview, gates.GateLinks: gates.ActionReview}},
+		{"advisories block", repoconfig.GateActions{Dependencies: ptr("block")}, map[gates.Gate]gates.Action{gates.GateSecrets: gates.ActionBlock, gates.GateDependencies: gates.ActionBlock, gates.GateLinks: gates.ActionReview}},
+		{"links block, secrets for review", repoconfig.GateActions{Links: ptr("block"), Secrets: ptr("review")}, map[gates.Gate]gates.Action{gates.GateSecrets: gates.ActionReview, gates.GateDependencies: gates.ActionReview, gates.GateLinks: gates.ActionBlock}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &run{grant: &grant{policy: repoconfig.Config{Gates: tt.set}}}
+			cfg := r.gatesConfig()
+			for g, want := range tt.want {
+				if got := cfg.ActionOf(g); got != want {
+					t.Errorf("%s: %s, want %s", g, got, want)
+				}
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -88,3 +88,30 @@ func protectedPattern(s string) string {
 	}
 	return ""
 }
+
+// GateActions are what the findings of the output gates other than protected_paths do:
+// block or review, nil for the gate's default (secrets block; a dependency with a known
+// advisory and a link off the allowlist are for review).
+type GateActions struct {
+	Secrets      *string `yaml:"secrets"`
+	Dependencies *string `yaml:"dependencies"`
+	Links        *string `yaml:"links"`
+}
+
+// check refuses an action that is neither block nor review, an empty one included.
+func (g GateActions) check() error {
+	for _, a := range []struct {
+		key string
+		v   *string
+	}{{"secrets", g.Secrets}, {"dependencies", g.Dependencies}, {"links", g.Links}} {
+		if a.v == nil {
+			continue
+		}
+		switch *a.v {
+		case ProtectBlock, ProtectReview:
+		default:
+			return fmt.Errorf("%s: gates.%s %q is not block or review; block stops the push, review pushes and waits for a writer's approval", Path, a.key, *a.v)
+		}
+	}
+	return nil
+}

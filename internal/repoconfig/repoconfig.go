@@ -74,6 +74,8 @@ type Config struct {
 	// ProtectedPaths are the output gates' protected-path rules; nil (the key absent)
 	// keeps their defaults (docs/gates.md), an empty list protects nothing.
 	ProtectedPaths []ProtectedPath `yaml:"protected_paths"`
+	// Gates sets what the other output gates' findings do (docs/gates.md).
+	Gates GateActions `yaml:"gates"`
 
 	// Revision identifies the file's content ("default" when absent); approvals bind to it.
 	Revision string `yaml:"-"`
@@ -261,6 +263,9 @@ func Parse(raw []byte) (Config, error) {
 		p.Environment = &env
 	}
 	if err := checkProtected(p.ProtectedPaths); err != nil {
+		return Config{}, err
+	}
+	if err := p.Gates.check(); err != nil {
 		return Config{}, err
 	}
 	if p.Bounds.FixRounds > MaxFixRounds {

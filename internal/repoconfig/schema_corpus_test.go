@@ -178,6 +178,11 @@ func TestSchemaRefuses(t *testing.T) {
 		{"duplicate cache", v1 + "environment: {setup: s.sh, cache_paths: [~/.npm, ~/.npm]}\n", "twice", ""},
 		{"duplicate cache, expanded", v1 + "environment: {setup: s.sh, cache_paths: [~/.npm, /home/agent/.npm]}\n", "twice", cannotNormalise},
 		{"too many caches", v1 + "environment: {setup: s.sh, cache_paths: [" + numbered("~/c%d", repoconfig.MaxEnvironmentCachePaths+1) + "]}\n", "at most 20", ""},
+		// The gates' actions.
+		{"gate action unknown", v1 + "gates: {secrets: allow}\n", "gates.secrets \"allow\" is not block or review", ""},
+		{"gate unknown", v1 + "gates: {licenses: block}\n", "field licenses not found", ""},
+		{"gates not a map", v1 + "gates: [secrets]\n", "cannot unmarshal", ""},
+		{"gate action empty", v1 + "gates: {links: \"\"}\n", "gates.links \"\" is not block or review", ""},
 		// Protected paths.
 		{"protected without an action", v1 + "protected_paths: [{paths: [deploy/**]}]\n", "action is missing", ""},
 		{"protected with another action", v1 + "protected_paths: [{paths: [deploy/**], action: allow}]\n", "is not block or review", ""},
