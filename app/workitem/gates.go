@@ -3,13 +3,10 @@ package workitem
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/rs/zerolog"
-
-	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/workitem/verdictpost"
 	"github.com/bumperdev/bumper/internal/textcut"
 )
 
@@ -22,20 +19,9 @@ import (
 // check passed already.
 func (s *Service) clearGates(ctx context.Context, gh GitHub, ev ReviewEvent) error {
 	rv := ev.Review
-	n, ok := s.itemByPull(ev.Repo.FullName, ev.Number)
-	if !ok {
-		if n, _, ok = WorkBranch(ev.HeadRef); !ok {
-			return nil
-		}
-	}
-	bot, err := s.botLogin(ctx)
-	if err != nil {
+	n, log, ok, err := s.reviewOf(ctx, ev, "approval clears no gates")
+	if !ok || err != nil {
 		return err
-	}
-	log := zerolog.Ctx(ctx).With().Str(logkey.User, rv.User).Int(logkey.Pull, ev.Number).Logger()
-	if strings.EqualFold(rv.User, bot) || authz.IsBot(rv.User, rv.UserType) {
-		log.Debug().Msg("a bot's approval clears no gates")
-		return nil
 	}
 	defer s.lock(ledger.ID(ev.Repo.FullName, n))()
 	it, err := s.load(ctx, gh, ev.Repo, n)
@@ -73,7 +59,7 @@ func (s *Service) clearGates(ctx context.Context, gh GitHub, ev ReviewEvent) err
 	}
 	head := fmt.Sprintf("Approved by `%s` in review %d of this commit: a person has read the findings below.\n\n", rv.User, rv.ID)
 	_, err = gh.CreateCheckRun(ctx, it.rec.Repository, CheckRun{Name: CheckGates, HeadSHA: rv.CommitID, Status: "completed", Conclusion: "success",
-		Title: "Findings approved by a writer's review", Summary: head + textcut.Fit(last.Summary, maxCheckSummary-len(head), textcut.Ellipsis), DetailsURL: last.DetailsURL})
+		Title: "Findings approved by a writer's review", Summary: head + textcut.Fit(last.Summary, verdictpost.MaxCheckSummary-len(head), textcut.Ellipsis), DetailsURL: last.DetailsURL})
 	if err != nil {
 		return fmt.Errorf("failed to clear %s on %.12s: %w", CheckGates, rv.CommitID, err)
 	}

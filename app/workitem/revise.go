@@ -46,21 +46,9 @@ func (s *Service) HandleReview(ctx context.Context, gh GitHub, ev ReviewEvent) e
 	if ev.Action != "submitted" || (rv.State != "CHANGES_REQUESTED" && rv.State != "COMMENTED") {
 		return nil
 	}
-	n, ok := s.itemByPull(ev.Repo.FullName, ev.Number)
-	if !ok {
-		if n, _, ok = WorkBranch(ev.HeadRef); !ok {
-			return nil
-		}
-	}
-	bot, err := s.botLogin(ctx)
-	if err != nil {
+	n, log, ok, err := s.reviewOf(ctx, ev, "review starts nothing")
+	if !ok || err != nil {
 		return err
-	}
-	log := zerolog.Ctx(ctx).With().Str(logkey.User, rv.User).Int(logkey.Pull, ev.Number).Logger()
-	if strings.EqualFold(rv.User, bot) || authz.IsBot(rv.User, rv.UserType) {
-		// Bumper's own reviewer included: a bot's words never start a round.
-		log.Debug().Msg("a bot's review starts nothing")
-		return nil
 	}
 	defer s.lock(ledger.ID(ev.Repo.FullName, n))()
 	it, err := s.load(ctx, gh, ev.Repo, n)
@@ -281,9 +269,33 @@ func answering(rec *ledger.Record, in ledger.Input) bool {
 // repository asks for that (reviewer.revise_on_findings): a failing verdict with
 // findings, whose review the App posted with body.
 func findingsInput(rec *ledger.Record, pol repoconfig.Config, o verdictOutcome) {
-	if !pol.Reviewer.ReviseOnFindings || o.rec.Passed || o.rec.Findings == 0 || o.rec.ReviewID == 0 || pol.Bounds.ReviewRounds == 0 ||
+	if !pol.Reviewer.ReviseOnFindings || o.Rec.Passed || o.Rec.Findings == 0 || o.Rec.ReviewID == 0 || pol.Bounds.ReviewRounds == 0 ||
 		len(rec.Pending) >= ledger.MaxPending || rec.HumanPush != nil {
 		return
 	}
-	rec.Pending = append(rec.Pending, ledger.Input{Kind: wire.ReviewKindFinding, ID: o.rec.ReviewID, Digest: textDigest(o.posted.Body)})
+	rec.Pending = append(rec.Pending, ledger.Input{Kind: wire.ReviewKindFinding, ID: o.Rec.ReviewID, Digest: textDigest(o.posted.Body)})
+}
+
+// reviewOf is the work item a review is on, with a logger naming who wrote it; ok is
+// false when the review is on no work item's pull request, or a bot wrote it (Bumper's
+// own reviewer included): a bot's words never start a round and its approval clears
+// nothing. what ends the debug line that says so.
+func (s *Service) reviewOf(ctx context.Context, ev ReviewEvent, what string) (int, zerolog.Logger, bool, error) {
+	rv := ev.Review
+	n, ok := s.itemByPull(ev.Repo.FullName, ev.Number)
+	if !ok {
+		if n, _, ok = WorkBranch(ev.HeadRef); !ok {
+			return 0, zerolog.Nop(), false, nil
+		}
+	}
+	bot, err := s.botLogin(ctx)
+	if err != nil {
+		return 0, zerolog.Nop(), false, err
+	}
+	log := zerolog.Ctx(ctx).With().Str(logkey.User, rv.User).Int(logkey.Pull, ev.Number).Logger()
+	if strings.EqualFold(rv.User, bot) || authz.IsBot(rv.User, rv.UserType) {
+		log.Debug().Msg("a bot's " + what)
+		return 0, log, false, nil
+	}
+	return n, log, true, nil
 }
