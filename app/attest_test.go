@@ -12,8 +12,11 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/internal/attest"
+	"github.com/bumperdev/bumper/internal/revision"
+	gogithub "github.com/google/go-github/v66/github"
 )
 
 // attestationKeyFile writes a fresh attestation key, mode 0600, as bumper setup does.
@@ -123,6 +126,28 @@ func TestAttestedEvidence(t *testing.T) {
 	if !strings.Contains(h.logs.String(), `"attested"`) {
 		t.Error("no audit line for the signature")
 	}
+	t.Run("the statement is on the head, as the App's check run", func(t *testing.T) {
+		list, _, err := h.user(ghemu.DefaultMaintainer).Checks.ListCheckRunsForRef(context.Background(), ghemu.DefaultOrg, ghemu.DefaultRepo, head,
+			&gogithub.ListCheckRunsOptions{CheckName: gogithub.String(workitem.CheckAttestation)})
+		if err != nil || len(list.CheckRuns) != 1 {
+			t.Fatalf("%s check runs on the head: %v %v", workitem.CheckAttestation, list, err)
+		}
+		cr := list.CheckRuns[0]
+		if cr.GetApp().GetSlug() != ghemu.DefaultAppSlug || cr.GetConclusion() != "success" ||
+			!strings.Contains(cr.GetOutput().GetSummary(), revision.Of([]byte(r.Attestation))) {
+			t.Errorf("check run by %q, %s: %s", cr.GetApp().GetSlug(), cr.GetConclusion(), cr.GetOutput().GetSummary())
+		}
+		// What a reviewer copies from the check run verifies as the artifact's line does.
+		text := cr.GetOutput().GetText()
+		body := strings.TrimSpace(text[strings.Index(text, "\n")+1 : strings.LastIndex(text, "\n")])
+		line, err := attest.ReadBundle([]byte(body))
+		if err != nil {
+			t.Fatalf("the check run's text is not the statement: %v\n%s", err, text)
+		}
+		if got, err := attest.Verify(context.Background(), line, h.publishedKeys()); err != nil || got.CheckCommit(head) != nil {
+			t.Errorf("the statement on the check run: %v", err)
+		}
+	})
 }
 
 // TestAttestationKeyMode: serve does not start with an attestation key others can read.

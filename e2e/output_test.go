@@ -12,6 +12,7 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/ghemu"
 )
 
@@ -163,6 +164,15 @@ func TestSignedCommits(t *testing.T) {
 	}
 	if r.ev.PublishedVia != "api" {
 		t.Errorf("the evidence says the head was published by %q", r.ev.PublishedVia)
+	}
+	// The head holds serve's signed statement of the run, as the App's check run.
+	checks, _, err := maint.Checks.ListCheckRunsForRef(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, r.ev.HeadCommit,
+		&gogithub.ListCheckRunsOptions{CheckName: gogithub.String(workitem.CheckAttestation)})
+	if err != nil || len(checks.CheckRuns) != 1 {
+		t.Fatalf("the head's %s check runs: %v %v", workitem.CheckAttestation, checks, err)
+	}
+	if s := checks.CheckRuns[0].GetOutput().GetText(); !strings.Contains(s, "application/vnd.in-toto+json") {
+		t.Errorf("the %s check run does not hold the statement:\n%s", workitem.CheckAttestation, s)
 	}
 	// The same change, pushed unsigned by a person.
 	if _, _, err := maint.Git.CreateRef(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, &gogithub.Reference{Ref: gogithub.String("refs/heads/by-hand"),

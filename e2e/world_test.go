@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/bumperdev/bumper/action/evidence"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bumperdev/bumper/action/evidence"
+
 	gogithub "github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/policy"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/internal/attest"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/repoconfig/repoconfigtest"
 	"github.com/bumperdev/bumper/internal/testgate"
@@ -283,6 +285,15 @@ func newWorld(t testing.TB, opts ...options) *world {
 	cfg.GitHub.App.WebhookSecret = webhookSecret
 	cfg.Bumper.OIDCIssuer = w.e.OIDCIssuerURL()
 	cfg.Bumper.RunTokenKey = hex.EncodeToString([]byte(runTokenKey))
+	// serve signs a statement of every run that publishes a head, as setup configures it.
+	key, err := attest.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bumper.AttestationKeyFile = filepath.Join(t.TempDir(), "attestation.pem")
+	if err := os.WriteFile(cfg.Bumper.AttestationKeyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv, err := app.New(w.ctx, cfg, app.Options{RunTokenTTL: ttl})
 	if err != nil {
 		t.Fatalf("serve: %v", err)

@@ -19,9 +19,6 @@ var (
 	goRequire = regexp.MustCompile(`^\s*(?:require\s+|replace\s+[^\s]+(?:\s+v[^\s]+)?\s*=>\s*)?([A-Za-z0-9][A-Za-z0-9._~/-]*\.[A-Za-z0-9._~/-]+)\s+(v[0-9][^\s/]*)`)
 	// jsonDep is a "name": "version" pair of package.json.
 	jsonDep = regexp.MustCompile(`"((?:@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*)"\s*:\s*"([~^=v]*[0-9][^"]*|[a-z]+:[^"]+)"`)
-	// lockPackage is package-lock.json's "node_modules/name": {; lockVersion its version.
-	lockPackage = regexp.MustCompile(`"(?:[^"]*/)?node_modules/((?:@[^/"]+/)?[^/"]+)"\s*:\s*\{`)
-	lockVersion = regexp.MustCompile(`^\s*"version"\s*:\s*"([^"]+)"`)
 	// pyDep is a requirement: name, extras, and an exact or lower-bound version.
 	pyDep = regexp.MustCompile(`^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:(==|===|>=|~=|>|!=|<=|<)\s*([0-9][A-Za-z0-9._*+!-]*))?`)
 	// poetryDep is pyproject's poetry form, name = "^1.2".
@@ -40,9 +37,10 @@ var ownKeys = map[string]bool{
 	"packagemanager": true, "description": true, "readme": true, "homepage": true, "repository": true,
 }
 
-// dependencies lists the dependencies the diff adds or changes, from the added lines
-// of the manifests and lock files it reads.
-func dependencies(files []File) []Dependency {
+// dependencies lists the dependencies the diff adds or changes: from the added lines of
+// the manifests, and from the lock files read whole (lockDependencies, whose findings
+// say which could not be read).
+func dependencies(files []File, locks []Lock, action Action) ([]Dependency, []Finding) {
 	out := []Dependency{}
 	seen := map[string]bool{}
 	add := func(d Dependency) {
@@ -70,18 +68,6 @@ func dependencies(files []File) []Dependency {
 			for _, l := range f.Added {
 				if m := jsonDep.FindStringSubmatch(l.Text); m != nil && !ownKeys[strings.ToLower(m[1])] {
 					add(Dependency{Ecosystem: ecoNPM, Name: m[1], Version: m[2], File: f.Path, Line: l.N})
-				}
-			}
-		case base == "package-lock.json" || base == "npm-shrinkwrap.json":
-			name := ""
-			for _, l := range f.Added {
-				if m := lockPackage.FindStringSubmatch(l.Text); m != nil {
-					name = m[1]
-					continue
-				}
-				if m := lockVersion.FindStringSubmatch(l.Text); m != nil && name != "" {
-					add(Dependency{Ecosystem: ecoNPM, Name: name, Version: m[1], File: f.Path, Line: l.N})
-					name = ""
 				}
 			}
 		case strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt"):
@@ -116,7 +102,11 @@ func dependencies(files []File) []Dependency {
 			}
 		}
 	}
-	return out
+	locked, findings := lockDependencies(files, locks, action)
+	for _, d := range locked {
+		add(d)
+	}
+	return out, findings
 }
 
 // pyVersion is the version to ask OSV about for a requirement's operator: an exact or

@@ -153,6 +153,9 @@ type Input struct {
 	Commits []Commit
 	// Texts are what Bumper posts for the agent (its decision ledger, its replies).
 	Texts []Text
+	// Locks are the lock files the diff changes (IsLockFile), whole at base and head;
+	// one the diff changes and Locks lacks is a finding: its pins were not checked.
+	Locks []Lock
 }
 
 // Rule protects paths: a change to a file any of whose Paths matches is a finding
@@ -200,7 +203,9 @@ func Check(ctx context.Context, in Input, cfg Config) *Result {
 	r.Findings = append(r.Findings, scanSecrets(in, cfg.ActionOf(GateSecrets))...)
 	r.Findings = append(r.Findings, protectedPaths(in.Files, cfg)...)
 	r.Findings = append(r.Findings, outboundLinks(in, cfg)...)
-	r.Dependencies = dependencies(in.Files)
+	var unread []Finding
+	r.Dependencies, unread = dependencies(in.Files, in.Locks, cfg.ActionOf(GateDependencies))
+	r.Findings = append(r.Findings, unread...)
 	if len(r.Dependencies) > 0 {
 		r.OSV, r.Findings = checkOSV(ctx, cfg, r.Dependencies, r.Findings)
 	}

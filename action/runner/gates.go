@@ -25,6 +25,9 @@ const GatesCheckName = "bumper/gates"
 // maxGateDiff bounds the diff the gates read; the workspace bounds the agent's anyway.
 const maxGateDiff = 64 << 20
 
+// maxLockFile bounds one lock file the dependencies gate reads whole.
+const maxLockFile = 32 << 20
+
 // gate runs the output gates (action/gates) on the host over what the push would
 // publish: the diff from..head and its commits as rewritten, and the texts posted for
 // the agent (its decision ledger and replies, as the VM left them). Their results go
@@ -69,6 +72,9 @@ func gateInput(ctx context.Context, ws gitRepo, outDir, from, head string) (gate
 	if in.Files, err = gates.ParseDiff(diff); err != nil {
 		return in, err
 	}
+	if in.Locks, err = gateLocks(ctx, ws, from, head, in.Files); err != nil {
+		return in, err
+	}
 	log, err := ws.Git(ctx, nil, maxGateDiff, "log", "-z", "--no-color", "--format=%H%n%B", from+".."+head, "--")
 	if err != nil {
 		return in, err
@@ -86,6 +92,39 @@ func gateInput(ctx context.Context, ws gitRepo, outDir, from, head string) (gate
 		}
 	}
 	return in, nil
+}
+
+// gateLocks reads each lock file the diff changes whole, at the head and at the diff's
+// base (the merge base of from and head, where base...head starts). A file too large
+// to read goes to the gate with why, and the gate says its pins were not checked.
+func gateLocks(ctx context.Context, ws gitRepo, from, head string, files []gates.File) ([]gates.Lock, error) {
+	var locks []gates.Lock
+	base := ""
+	for _, f := range files {
+		if f.Status == gates.StatusDeleted || f.Symlink || !gates.IsLockFile(f.Path) {
+			continue
+		}
+		if base == "" {
+			out, err := ws.Git(ctx, nil, 1<<10, "merge-base", from, head)
+			if err != nil {
+				return nil, err
+			}
+			base = strings.TrimSpace(string(out))
+		}
+		// cat-file, not show: the raw blob, never a textconv of it.
+		l := gates.Lock{Path: f.Path}
+		if l.Head, l.Err = ws.Git(ctx, nil, maxLockFile, "cat-file", "blob", head+":"+f.Path); l.Err == nil && f.Status != gates.StatusAdded {
+			old := f.Path
+			if f.OldPath != "" {
+				old = f.OldPath
+			}
+			// A base without the file (a rename git did not see) reads as none: every
+			// pin at the head is then new to the gate.
+			l.Base, _ = ws.Git(ctx, nil, maxLockFile, "cat-file", "blob", base+":"+old)
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
 }
 
 // gatesConfig is the repository's settings for the gates: its protected paths (nil:

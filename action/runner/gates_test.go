@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -267,3 +268,48 @@ func TestGatesConfigActions(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestGatesReadLockFilesWhole: an agent that bumps a pinned module only in go.sum, and
+// a package only on package-lock.json's version line (its name on an unchanged line),
+// does not get either past the dependencies gate: the runner gives the gate both lock
+// files whole, at the base and the head.
+func TestGatesReadLockFilesWhole(t *testing.T) {
+	h := hostRepo{dir: t.TempDir()}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(h.dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock := func(v string) string {
+		return "{\n  \"lockfileVersion\": 3,\n  \"packages\": {\n    \"node_modules/lodash\": {\n      \"version\": \"" + v + "\"\n    }\n  }\n}\n"
+	}
+	h.run(t, "init", "-q", "-b", "main")
+	write("go.sum", "golang.org/x/net v0.6.0 h1:a=\ngolang.org/x/net v0.6.0/go.mod h1:b=\n")
+	write("package-lock.json", lock("4.17.14"))
+	h.run(t, "add", "-A")
+	h.run(t, "commit", "-q", "-m", "base")
+	base := h.run(t, "rev-parse", "HEAD")
+	write("go.sum", "golang.org/x/net v0.7.0 h1:c=\ngolang.org/x/net v0.7.0/go.mod h1:d=\n")
+	write("package-lock.json", lock("4.17.15"))
+	h.run(t, "commit", "-q", "-am", "Bump")
+	head := h.run(t, "rev-parse", "HEAD")
+
+	in, err := gateInput(t.Context(), h, t.TempDir(), base, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Locks) != 2 {
+		t.Fatalf("locks %+v: want go.sum and package-lock.json", in.Locks)
+	}
+	res := gates.Check(t.Context(), in, gates.Config{OSVURL: osvWithAdvisory(t)})
+	var got []string
+	for _, d := range res.Dependencies {
+		got = append(got, fmt.Sprintf("%s %s %s:%d", d.Name, d.Version, d.File, d.Line))
+	}
+	if want := []string{"golang.org/x/net v0.7.0 go.sum:1", "lodash 4.17.15 package-lock.json:4"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("dependencies %q, want %q", got, want)
+	}
+	if f := res.ForReview(); len(f) != 1 || f[0].File != "go.sum" || !strings.Contains(f[0].Message, "GO-2023-1571") {
+		t.Errorf("findings %+v: want the advisory on go.sum", res.Findings)
+	}
+}

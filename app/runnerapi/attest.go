@@ -61,6 +61,11 @@ func (h *Handler) evidence(ctx context.Context, c wire.RunClaims, body []byte) (
 	}
 	zerolog.Ctx(ctx).Info().Str(logkey.Audit, "attested").Str(logkey.WorkItem, c.WorkItem.String()).
 		Int(logkey.Attempt, c.Attempt).Msg("signed the run's statement")
+	// The statement is the run's whether or not GitHub takes its check run: the runner
+	// keeps it, and the artifact is where verification reads it.
+	if err := h.ledger.PublishAttestation(ctx, c, a.Head, line); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str(logkey.WorkItem, c.WorkItem.String()).Msg("failed to post the statement on the head")
+	}
 	return wire.EvidenceReceipt{Attestation: string(line)}, nil
 }
 

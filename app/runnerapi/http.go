@@ -29,6 +29,7 @@ type Ledger interface {
 	Exchange(ctx context.Context, id workitem.Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error)
 	Progress(ctx context.Context, c wire.RunClaims, p wire.Progress) error
 	ReportEvidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) (workitem.Attestable, error)
+	PublishAttestation(ctx context.Context, c wire.RunClaims, head string, statement []byte) error
 	Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error
 	ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error)
 	Refresh(ctx context.Context, c wire.RunClaims) error

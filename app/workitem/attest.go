@@ -3,10 +3,13 @@ package workitem
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/attest"
+	"github.com/bumperdev/bumper/internal/mdcode"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // Attestable is what serve may sign of a run after its evidence report, from its own
@@ -58,4 +61,36 @@ func attestable(rec *ledger.Record, c wire.RunClaims) Attestable {
 		return Attestable{Why: "no approval of the run's revision in serve's record"}
 	}
 	return Attestable{Head: head, Predicate: p}
+}
+
+// PublishAttestation posts serve's signed statement of the current run on the head it
+// attests, as the bumper/attestation check run: its digest and how to check it in the
+// summary, the envelope itself in the text. The pull request's evidence then holds the
+// statement, which its bumper/evidence check run cannot: the runner wrote that before
+// serve signed, and the run's token is revoked by the time it reports. A review run's
+// statement stays in its artifact: the head's provenance is its writing run's.
+func (s *Service) PublishAttestation(ctx context.Context, c wire.RunClaims, head string, statement []byte) error {
+	if !writes(c.Stage) {
+		return nil
+	}
+	defer s.lock(c.WorkItem.String())()
+	gh, it, err := s.current(ctx, c)
+	if err != nil {
+		return err
+	}
+	if att := it.rec.CurrentAttempt(); att.HeadCommit != head {
+		return fmt.Errorf("failed to publish the statement: it names %.12s, the attempt's head is %.12s", head, att.HeadCommit)
+	}
+	line := strings.TrimSpace(string(statement))
+	summary := fmt.Sprintf("Serve signed an in-toto statement (DSSE, Ed25519) of this commit and the `%s` of %s's run (%s, attempt %d), "+
+		"with the approval and policy from its own record. Statement digest `%s`; the run's artifact holds it as `%s`, and it is below.\n\n"+
+		"Check it offline: save the text below as `%s`, then `bumper evidence verify --url SERVE %s` (docs/attestation.md).",
+		attest.EvidenceName, it.rec.ID(), c.Stage, c.Attempt, revision.Of([]byte(line)), attest.BundleFile, attest.BundleFile, attest.BundleFile)
+	fence := mdcode.Fence(line)
+	_, err = gh.CreateCheckRun(ctx, it.rec.Repository, CheckRun{Name: CheckAttestation, HeadSHA: head, Status: "completed", Conclusion: "success",
+		Title: "Signed by serve: this commit and its evidence", Summary: summary, Text: fence + "json\n" + line + "\n" + fence})
+	if err != nil {
+		return fmt.Errorf("failed to post the %s check run: %w", CheckAttestation, err)
+	}
+	return nil
 }

@@ -28,19 +28,8 @@ func (s *Service) clearGates(ctx context.Context, gh GitHub, ev ReviewEvent) err
 	if err != nil || it == nil || it.rec.PullRequest != ev.Number || rv.CommitID == "" {
 		return err
 	}
-	pol, err := s.policyAt(ctx, gh, it.rec.Repository, it.rec.BaseCommit)
-	if isInvalidPolicy(err) {
-		log.Info().Err(err).Msg("an approval clears no gates: the approved policy does not parse")
-		return nil
-	}
-	if err != nil {
+	if _, ok, err := s.reviewersPolicy(ctx, gh, it, rv, log, "approval clears no gates"); !ok || err != nil {
 		return err
-	}
-	if no, err := s.allowed(ctx, gh, it.rec.Repository, rv.User, rv.UserType, pol); err != nil {
-		return err
-	} else if no != nil {
-		log.Info().Str(logkey.Reason, no.why).Msg("an approval by someone who may not give commands clears no gates")
-		return nil
 	}
 	runs, err := gh.CheckRuns(ctx, it.rec.Repository, rv.CommitID)
 	if err != nil {

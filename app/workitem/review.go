@@ -23,6 +23,9 @@ const (
 	// CheckGates is the runner's output gates (docs/gates.md): it fails while a finding
 	// needs a person, and a writer's approving review of its head clears it (gates.go).
 	CheckGates = "bumper/gates"
+	// CheckAttestation holds serve's signed statement of the run that published the
+	// head (attest.go): the evidence check run was written before the statement existed.
+	CheckAttestation = "bumper/attestation"
 )
 
 // reviewPermissions are a review run's: it reads the code, the pull request and its

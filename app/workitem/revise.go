@@ -58,19 +58,9 @@ func (s *Service) HandleReview(ctx context.Context, gh GitHub, ev ReviewEvent) e
 	if it.stored.Handled(ev.Delivery) || it.rec.PullRequest != ev.Number {
 		return nil
 	}
-	pol, err := s.policyAt(ctx, gh, it.rec.Repository, it.rec.BaseCommit)
-	if isInvalidPolicy(err) {
-		log.Info().Err(err).Msg("a review starts nothing: the approved policy does not parse")
-		return nil
-	}
-	if err != nil {
+	pol, ok, err := s.reviewersPolicy(ctx, gh, it, rv, log, "review starts nothing")
+	if !ok || err != nil {
 		return err
-	}
-	if no, err := s.allowed(ctx, gh, it.rec.Repository, rv.User, rv.UserType, pol); err != nil {
-		return err
-	} else if no != nil {
-		log.Info().Str(logkey.Reason, no.why).Msg("a review by someone who may not give commands starts nothing")
-		return nil
 	}
 	if pol.Bounds.ReviewRounds == 0 {
 		return nil // the repository turned revise rounds off; reviews are for its people
@@ -298,4 +288,25 @@ func (s *Service) reviewOf(ctx context.Context, ev ReviewEvent, what string) (in
 		return 0, log, false, nil
 	}
 	return n, log, true, nil
+}
+
+// reviewersPolicy reads the item's approved policy and checks that the review's author
+// may give commands under it. ok is false, with the reason logged as "what", when the
+// policy does not parse or the author may not: the review then does nothing.
+func (s *Service) reviewersPolicy(ctx context.Context, gh GitHub, it *item, rv ReviewInfo, log zerolog.Logger, what string) (repoconfig.Config, bool, error) {
+	pol, err := s.policyAt(ctx, gh, it.rec.Repository, it.rec.BaseCommit)
+	if isInvalidPolicy(err) {
+		log.Info().Err(err).Msg("a " + what + ": the approved policy does not parse")
+		return pol, false, nil
+	}
+	if err != nil {
+		return pol, false, err
+	}
+	if no, err := s.allowed(ctx, gh, it.rec.Repository, rv.User, rv.UserType, pol); err != nil {
+		return pol, false, err
+	} else if no != nil {
+		log.Info().Str(logkey.Reason, no.why).Msg("a " + what + ": its author may not give commands")
+		return pol, false, nil
+	}
+	return pol, true, nil
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -94,7 +95,21 @@ type pullView struct {
 	Pending  []reviewComment
 	Diff     *diff
 	DiffNote string
+	// Commits are the pull request's commits, oldest first, as its Commits tab lists
+	// them; CommitsNote says why they could not be read.
+	Commits     []pullCommit
+	CommitsNote string
 }
+
+// pullCommit is one commit of a pull request with GitHub's badge: Verified for a
+// signature GitHub verified, Unverified for one it could not, none for an unsigned one.
+type pullCommit struct {
+	SHA, Headline, Author string
+	Badge                 string
+}
+
+// maxPullCommits is how many commits the page lists, as GitHub's Commits tab does.
+const maxPullCommits = 250
 
 // ---- pages ----
 
@@ -175,9 +190,46 @@ func (v *View) pull(w http.ResponseWriter, r *http.Request, owner, name, num str
 			pv.Diff.commentable(r.URL.Query().Get("comment"))
 		}
 	}
+	if pv.Commits, err = v.pullCommits(r.Context(), pg.Owner, pg.Repo, pv.BaseSHA, pv.HeadSHA); err != nil {
+		pv.CommitsNote = "The commits could not be read: " + err.Error()
+	}
 	pg.Data = pv
 	v.writePage(w, r, http.StatusOK, "pull", pg)
 	return nil
+}
+
+// pullCommits reads the commits of base..head, oldest first, each with the badge its
+// verification gives it.
+func (v *View) pullCommits(ctx context.Context, owner, name, base, head string) ([]pullCommit, error) {
+	shas, err := v.git.CommitsBetween(ctx, owner, name, base, head, maxPullCommits)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pullCommit, len(shas))
+	for i, sha := range shas {
+		ci, err := v.git.Commit(ctx, owner, name, sha)
+		if err != nil {
+			return nil, err
+		}
+		headline, _, _ := strings.Cut(ci.Message, "\n")
+		// rev-list is newest first; the tab reads oldest first.
+		out[len(shas)-1-i] = pullCommit{SHA: sha, Headline: headline, Author: ci.Author.Name}
+	}
+	v.store.Do(func(st *state.World) {
+		rp := st.Repo(owner, name)
+		if rp == nil {
+			return
+		}
+		for i := range out {
+			switch ver := rp.Verification(out[i].SHA); {
+			case ver.Verified:
+				out[i].Badge = "Verified"
+			case ver.Reason != "unsigned":
+				out[i].Badge = "Unverified"
+			}
+		}
+	})
+	return out, nil
 }
 
 // pullDiff serves diff_url and patch_url (…/pull/{n}.diff, .patch) as plain text.

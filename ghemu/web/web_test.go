@@ -134,6 +134,33 @@ func TestWebViewPages(t *testing.T) {
 			t.Errorf(".patch: %d\n%s", status, body)
 		}
 	})
+
+	// Last: it moves the pull request's head.
+	t.Run("the commits, with GitHub's Verified badge on the App's signed one", func(t *testing.T) {
+		c, _, err := bot.Git.GetCommit(ctx, org, repo, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, resp, err := bot.Git.CreateCommit(ctx, org, repo, &github.Commit{Message: github.String("Signed " + evil),
+			Tree: c.Tree, Parents: []*github.Commit{{SHA: github.String(head)}}}, nil)
+		emutest.WantStatus(t, resp, err, http.StatusCreated)
+		_, resp, err = bot.Git.UpdateRef(ctx, org, repo, &github.Reference{Ref: github.String("refs/heads/bumper/9-1"),
+			Object: &github.GitObject{SHA: signed.SHA}}, false)
+		emutest.WantStatus(t, resp, err, http.StatusOK)
+		_, _, body := webGet(t, e, pullPath)
+		for _, w := range []string{`id="commits"`, `data-sha="` + head + `" data-badge=""`, `data-sha="` + signed.GetSHA() + `" data-badge="Verified"`,
+			"Signed &lt;script&gt;"} {
+			if !strings.Contains(body, w) {
+				t.Errorf("missing %q", w)
+			}
+		}
+		if strings.Index(body, `data-sha="`+head) > strings.Index(body, `data-sha="`+signed.GetSHA()) {
+			t.Error("the commits are not oldest first")
+		}
+		if strings.Contains(body, "<script") {
+			t.Error("the commit's headline is not escaped")
+		}
+	})
 }
 
 func TestWebViewNotFound(t *testing.T) {

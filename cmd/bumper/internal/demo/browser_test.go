@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ func TestDemoInBrowser(t *testing.T) {
 		addLines, delLines                 int
 		thread                             []string
 		replyCode                          string
+		commitBadges                       []string
 		shot                               []byte
 		err                                error
 	}
@@ -86,6 +88,7 @@ func TestDemoInBrowser(t *testing.T) {
 			page.thread = get(bctx, &page.err, chromedp.Evaluate[[]string](`[...document.querySelectorAll("`+thread+` .thread-comment")].map(c => c.textContent)`))
 			// The reply's words are code, not Markdown: the last code span of its body.
 			page.replyCode = get(bctx, &page.err, chromedp.Evaluate[string](`[...document.querySelectorAll("`+thread+` .thread-comment")].pop()?.querySelector(".markdown code:last-of-type")?.textContent ?? ""`))
+			page.commitBadges = get(bctx, &page.err, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#commits .commit")].map(c => c.dataset.badge)`))
 			page.shot = get(bctx, &page.err, chromedp.FullScreenshot(100))
 		},
 	}
@@ -113,6 +116,8 @@ func TestDemoInBrowser(t *testing.T) {
 		{"the page is the pull request's", strings.Contains(page.title, "Total skips the first box"), page.title, "the pull request's title"},
 		{"the description is the evidence of a successful run with the Go tests", strings.Contains(page.evidence, "Bumper evidence: success") && strings.Contains(page.evidence, "1 passed, 0 failed") && strings.Contains(page.evidence, "go test ./..."), textcut.FitRunes(page.evidence, 300, textcut.Ellipsis), "Bumper evidence: success … 1 passed, 0 failed … go test ./..."},
 		{"the evidence and verdict check runs", strings.Contains(strings.Join(page.checks, ","), "bumper/evidence success") && strings.Contains(strings.Join(page.checks, ","), "bumper/verdict"), page.checks, "bumper/evidence success, bumper/verdict …"},
+		{"the output gates passed and serve's statement is on the round's head", strings.Contains(strings.Join(page.checks, ","), "bumper/gates success") && strings.Contains(strings.Join(page.checks, ","), "bumper/attestation success"), page.checks, "bumper/gates success, bumper/attestation success …"},
+		{"every commit is Verified (the App's, through the Git Data API)", len(page.commitBadges) > 0 && !slices.ContainsFunc(page.commitBadges, func(b string) bool { return b != "Verified" }), page.commitBadges, "[Verified …]"},
 		{"the verdict check on the round's head succeeded (approve, confidence 0.95 ≥ 0.8)", page.verdictConclusion == "success", page.verdictConclusion, "success"},
 		{"the reviewer's COMMENT review with its summary", page.reviewState == "COMMENTED" && strings.Contains(page.reviewBody, "first box"), page.reviewState + ": " + page.reviewBody, "COMMENTED: … first box …"},
 		{"the reviewer's inline nit on widgets.go", strings.Contains(page.inline, "widgets.go") && strings.Contains(page.inline, "range boxes"), page.inline, "widgets.go line 7 … range boxes"},
