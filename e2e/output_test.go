@@ -93,7 +93,8 @@ func TestOutputGates(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(r.out, "work.bundle")); err != nil {
 			t.Errorf("the blocked work is not in the artifact: %v", err)
 		}
-		if r.ev.Gates == nil || len(r.ev.Gates.Blocking()) != 1 {
+		// The token in config.js and in the decision ledger Bumper would post.
+		if r.ev.Gates == nil || len(r.ev.Gates.Blocking()) != 2 {
 			t.Fatalf("the evidence's gates: %+v", r.ev.Gates)
 		}
 		if strings.Contains(readAll(t, r.out), tokenBody) || strings.Contains(r.log, tokenBody) || strings.Contains(w.record(r.issue).Reason, tokenBody) {

@@ -89,7 +89,14 @@ type Result struct {
 	// MaxDependencies (blocking findings are kept first).
 	OmittedFindings     int `json:"omitted_findings,omitempty"`
 	OmittedDependencies int `json:"omitted_dependencies,omitempty"`
+
+	// secrets are the secrets the secrets gate found, as found: never in the evidence.
+	secrets []string
 }
+
+// Secrets are the secrets the secrets gate found, each once, in full: what the caller
+// must mask wherever it writes (MaskFound) and never write itself.
+func (r *Result) Secrets() []string { return r.secrets }
 
 // Bounds of a Result, as the evidence holds it; a message is at most MaxMessage bytes.
 const (
@@ -200,7 +207,8 @@ func (c Config) ActionOf(g Gate) Action {
 // finding (OSV.Error says why), never an error: what was not checked is said.
 func Check(ctx context.Context, in Input, cfg Config) *Result {
 	r := &Result{Findings: []Finding{}, Dependencies: []Dependency{}}
-	r.Findings = append(r.Findings, scanSecrets(in, cfg.ActionOf(GateSecrets))...)
+	found, secrets := scanSecrets(in, cfg.ActionOf(GateSecrets))
+	r.Findings, r.secrets = append(r.Findings, found...), secrets
 	r.Findings = append(r.Findings, protectedPaths(in.Files, cfg)...)
 	r.Findings = append(r.Findings, outboundLinks(in, cfg)...)
 	var unread []Finding

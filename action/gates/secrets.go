@@ -1,6 +1,7 @@
 package gates
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -207,6 +208,31 @@ func MaskText(s string) (string, bool) {
 	return s, true
 }
 
+// MaskLines is text of many lines with every secret the secrets gate finds masked, as
+// MaskText masks one line, for output as it streams (a job log). The rules run over the
+// whole text at once, which costs about what one line does when, as in most output, no
+// rule's keyword is there; only a text holding hidden characters is masked a line at a
+// time, so that a line whose secret shows once they are dropped is masked whole.
+func MaskLines(b []byte) []byte {
+	s := string(b)
+	plain := stripHidden(s)
+	if plain == s {
+		hits := findSecrets(s, false)
+		if len(hits) == 0 {
+			return b
+		}
+		for _, h := range hits {
+			s = strings.ReplaceAll(s, h.secret, Mask(h.secret))
+		}
+		return []byte(s)
+	}
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		lines[i], _ = MaskText(l)
+	}
+	return []byte(strings.Join(lines, ""))
+}
+
 // stripHidden drops hidden characters (a zero-width space inside a token).
 func stripHidden(s string) string {
 	plain := true
@@ -226,9 +252,10 @@ func stripHidden(s string) string {
 }
 
 // scanSecrets runs the secrets gate over the added lines, the file names, the commit
-// messages and the texts.
-func scanSecrets(in Input, action Action) []Finding {
+// messages and the texts. It returns the findings and the secrets found, each once.
+func scanSecrets(in Input, action Action) ([]Finding, []string) {
 	var out []Finding
+	var secrets []string
 	seen := map[string]bool{}
 	add := func(file string, line int, h secretHit, how string) {
 		key := fmt.Sprintf("%s\x00%d\x00%s", file, line, h.secret)
@@ -236,6 +263,10 @@ func scanSecrets(in Input, action Action) []Finding {
 			return
 		}
 		seen[key] = true
+		if !seen["\x00"+h.secret] {
+			seen["\x00"+h.secret] = true
+			secrets = append(secrets, h.secret)
+		}
 		out = append(out, Finding{Gate: GateSecrets, File: file, Line: line, Action: action,
 			Message: fmt.Sprintf("%s %s%s", h.kind, Mask(h.secret), how)})
 	}
@@ -253,7 +284,20 @@ func scanSecrets(in Input, action Action) []Finding {
 	for _, t := range in.Texts {
 		scanLines(t.Name, textLines(t.Body), add)
 	}
-	return out
+	return out, secrets
+}
+
+// MaskFound is data with each of secrets (Result.Secrets) masked (Mask), and whether
+// it held any: for the files a run keeps beside its evidence (the agent's transcript,
+// its ledger), which may quote what the gate found in the diff.
+func MaskFound(data []byte, secrets []string) ([]byte, bool) {
+	found := false
+	for _, s := range secrets {
+		if s != "" && bytes.Contains(data, []byte(s)) {
+			data, found = bytes.ReplaceAll(data, []byte(s), []byte(Mask(s))), true
+		}
+	}
+	return data, found
 }
 
 // scanLines scans each line, then each run of consecutive lines joined with what

@@ -31,7 +31,7 @@ func TestSecretsCorpus(t *testing.T) {
 		kind := strings.TrimSpace(strings.TrimPrefix(head, "+"))
 		t.Run(text[:min(len(text), 40)], func(t *testing.T) {
 			in := Input{Files: []File{{Path: "config/app.env", Status: StatusAdded, Added: []Line{{N: 7, Text: text}}}}}
-			got := scanSecrets(in, ActionBlock)
+			got, _ := scanSecrets(in, ActionBlock)
 			if strings.HasPrefix(head, "-") {
 				if len(got) > 0 {
 					t.Fatalf("a negative was found: %+v", got)

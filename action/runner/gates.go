@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -41,6 +42,16 @@ func (r *run) gate(ctx context.Context, ws gitRepo, outDir, from, head string) (
 	}
 	res := gates.Check(ctx, in, r.gatesConfig())
 	r.rec.ev.Gates = res
+	if secrets := res.Secrets(); len(secrets) > 0 {
+		// What the gate found in the diff may be quoted in what the run keeps (the
+		// agent's transcript, its ledger) and may be printed later: masked in both.
+		for _, s := range secrets {
+			r.cfg.Mask(s)
+		}
+		if err := maskKept(r.rec.out, secrets); err != nil {
+			return res, "", failWith(evidence.OutcomeError, "failed to mask the secrets the output gates found in the run's artifact; nothing was pushed: %w", err)
+		}
+	}
 	block, review := res.Blocking(), res.ForReview()
 	if len(block) > 0 {
 		kept := "the work is in the run's artifact as " + WorkBundleFile
@@ -92,6 +103,37 @@ func gateInput(ctx context.Context, ws gitRepo, outDir, from, head string) (gate
 		}
 	}
 	return in, nil
+}
+
+// maskKept masks secrets (gates.MaskFound) in every file the run has kept in out so
+// far, rewriting a file that held one whole (a new file renamed over it); files with a
+// NUL byte are binary and left as they are.
+func maskKept(out string, secrets []string) error {
+	return filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.IndexByte(data, 0) >= 0 {
+			return nil
+		}
+		masked, found := gates.MaskFound(data, secrets)
+		if !found {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		tmp := p + ".masking"
+		if err := os.WriteFile(tmp, masked, info.Mode().Perm()); err != nil {
+			return err
+		}
+		return os.Rename(tmp, p)
+	})
 }
 
 // gateLocks reads each lock file the diff changes whole, at the head and at the diff's

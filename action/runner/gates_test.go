@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,12 +140,37 @@ func TestGatesBlockThePush(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(vmOut, "decisions.json"), []byte(`{"schema_version": 1, "decisions": [{"question": "Which token?", "choice": "`+tok+`", "confidence": 0.5}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The agent printed the token too: its transcript, kept before the gates ran.
+	transcript := filepath.Join(out, "agent", "transcript.jsonl")
+	binary := filepath.Join(out, "agent", "core")
+	if err := os.MkdirAll(filepath.Dir(transcript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(transcript, []byte(`{"type":"text","text":"wrote `+tok+` to config.js"}`+"\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(binary, []byte("\x00"+tok), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var masked []string
 	r := testRun(Config{WorkItem: wire.WorkItem{Repository: "acme/widgets", Issue: 1}, Stage: wire.StageImplement, Attempt: 1, Out: out,
-		ServerURL: "https://github.com", OSVURL: osvWithAdvisory(t)}, &grant{policy: repoconfig.Default()})
+		ServerURL: "https://github.com", OSVURL: osvWithAdvisory(t), Mask: func(s string) { masked = append(masked, s) }}, &grant{policy: repoconfig.Default()})
 	err := r.rec.phase(ctx, evidence.PhaseGates, 0, func(ctx context.Context) (string, error) {
 		_, d, err := r.gate(ctx, h, vmOut, base, head)
 		return d, err
 	})
+	if got, _ := os.ReadFile(transcript); strings.Contains(string(got), tok[4:]) || !strings.Contains(string(got), "ghp_********") {
+		t.Errorf("the agent's transcript in the artifact: %s", got)
+	}
+	if fi, err := os.Stat(transcript); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("the masked transcript's mode: %v %v", fi, err)
+	}
+	if got, _ := os.ReadFile(binary); string(got) != "\x00"+tok {
+		t.Errorf("a binary file was rewritten: %q", got)
+	}
+	if !slices.Contains(masked, tok) {
+		t.Errorf("the token was not masked in the job log (masked %d secrets)", len(masked))
+	}
 	outcome, reason := classify(err)
 	if outcome != evidence.OutcomeFailure {
 		t.Fatalf("outcome %s (%v), want failure", outcome, err)
@@ -170,7 +196,7 @@ func TestGatesBlockThePush(t *testing.T) {
 	files, _ := os.ReadDir(out)
 	for _, f := range files {
 		data, _ := os.ReadFile(filepath.Join(out, f.Name()))
-		if f.Name() != WorkBundleFile && strings.Contains(string(data), tok[4:]) {
+		if f.Type().IsRegular() && f.Name() != WorkBundleFile && strings.Contains(string(data), tok[4:]) {
 			t.Errorf("%s holds the token", f.Name())
 		}
 	}

@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/bumperdev/bumper/action/gates"
 )
 
 // jobLog is the run's share of the job log for what runs in the VM (an environment's
@@ -53,44 +56,82 @@ func (j *jobLog) note(format string, args ...any) {
 // phaseLog is one phase's output as it runs: all of it to its file in the artifact,
 // within DefaultMaxTranscript, and to the job log within the run's share. Once the share
 // is spent the job log says so and where the rest is; Close says how much it left out.
+//
+// The job log gets whole lines, with the credentials the secrets gate knows masked
+// (gates.MaskLines): the gate that blocks a push runs after the agent, and a token the
+// agent printed would otherwise be in a log GitHub keeps for months. The artifact's
+// files are masked once the gate has run (maskKept), before anything uploads them.
 type phaseLog struct {
-	mu      sync.Mutex
-	file    limitWriter
-	log     *jobLog
-	name    string // the file's name in the artifact
-	total   int64
-	omitted int64
+	mu    sync.Mutex
+	file  limitWriter
+	log   *jobLog
+	name  string // the file's name in the artifact
+	total int64
+	shown int64
+	// pending is the start of a line held back from the job log until its end comes.
+	pending []byte
+	noted   bool
 }
+
+// maxPendingLine bounds a line held back for the job log: a longer one goes out in
+// pieces (each masked), so output without newlines still shows as it comes.
+const maxPendingLine = 64 << 10
 
 func (p *phaseLog) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, _ = p.file.Write(b)
 	p.total += int64(len(b))
-	n := p.log.take(b)
-	if n < len(b) {
-		if p.omitted == 0 {
-			p.log.note("the job log shows at most %s of what runs in the VM; the rest of this output is in %s in the run's artifact", mib(p.log.max), p.name)
+	if p.noted {
+		// The share is spent: nothing more goes to the job log.
+		return len(b), nil
+	}
+	p.pending = append(p.pending, b...)
+	cut := bytes.LastIndexByte(p.pending, '\n') + 1
+	if cut == 0 {
+		if len(p.pending) < maxPendingLine {
+			return len(b), nil
 		}
-		p.omitted += int64(len(b) - n)
+		cut = len(p.pending)
+	}
+	rest := append([]byte(nil), p.pending[cut:]...)
+	p.toLog(p.pending[:cut])
+	if !p.noted {
+		p.pending = rest
 	}
 	return len(b), nil
 }
 
-// Close says, when the job log left some of the phase's output out, how much and where
-// it is. The file is the caller's to close.
+// toLog writes b, masked, to the job log within the share, and notes once when the
+// share ran out.
+func (p *phaseLog) toLog(b []byte) {
+	masked := gates.MaskLines(b)
+	n := p.log.take(masked)
+	p.shown += int64(n)
+	if n < len(masked) && !p.noted {
+		p.noted, p.pending = true, nil // nothing more goes to the job log
+		p.log.note("the job log shows at most %s of what runs in the VM; the rest of this output is in %s in the run's artifact", mib(p.log.max), p.name)
+	}
+}
+
+// Close writes a last line without a newline and says, when the job log left some of
+// the phase's output out, how much and where it is. The file is the caller's to close.
 func (p *phaseLog) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.omitted == 0 {
+	if len(p.pending) > 0 && !p.noted {
+		p.toLog(p.pending)
+		p.pending = nil
+	}
+	if !p.noted {
 		return nil
 	}
 	kept := "all of it"
 	if p.total > DefaultMaxTranscript {
 		kept = "its first " + mib(DefaultMaxTranscript)
 	}
-	p.log.note("%d bytes of this output (of %d) are not in the job log; %s in the run's artifact holds %s", p.omitted, p.total, p.name, kept)
-	p.omitted = 0
+	p.log.note("%d bytes of this output (of %d) are not in the job log; %s in the run's artifact holds %s", p.total-p.shown, p.total, p.name, kept)
+	p.noted, p.total, p.shown = false, 0, 0
 	return nil
 }
 

@@ -378,3 +378,40 @@ func testRun(cfg Config, g *grant) *run {
 	cfg = cfg.withDefaults()
 	return &run{cfg: cfg, grant: g, rec: newRecorder(cfg)}
 }
+
+// TestJobLogMasksSecrets: an agent that prints a token, in pieces across writes or with
+// a zero-width space inside it, does not get it into the job log, which GitHub keeps and
+// shows to every reader of the repository; the line holding it still shows.
+func TestJobLogMasksSecrets(t *testing.T) {
+	tok := "ghp_" + strings.Repeat("Zq8", 12)
+	for _, c := range []struct {
+		name   string
+		writes []string
+		want   string
+	}{
+		{"in one write", []string{"wrote " + tok + " to config.js\n"}, "wrote ghp_******** (40 characters) to config.js\n"},
+		{"split across writes", []string{"wrote " + tok[:10], tok[10:] + " to config.js\nnext\n"}, "wrote ghp_******** (40 characters) to config.js\nnext\n"},
+		{"a last line without a newline", []string{"token " + tok}, "token ghp_******** (40 characters)"},
+		{"a zero-width space inside", []string{"ok\nwrote " + tok[:20] + "\u200b" + tok[20:] + "\n"}, "ok\n[masked: 48 characters holding a secret]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var job bytes.Buffer
+			rec := newRecorder(Config{Log: &job})
+			var file bytes.Buffer
+			w := rec.logTo(&file, "agent-round-1.log")
+			for _, s := range c.writes {
+				if _, err := w.Write([]byte(s)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = w.Close()
+			if got := job.String(); strings.Contains(got, tok[4:20]) || !strings.HasPrefix(got, c.want) {
+				t.Errorf("the job log: %q, want %q", got, c.want)
+			}
+			// The artifact's file is whole until the gate has run (maskKept).
+			if file.String() != strings.Join(c.writes, "") {
+				t.Errorf("the artifact's file: %q", file.String())
+			}
+		})
+	}
+}

@@ -26,6 +26,14 @@ import (
 // CheckVerdict is the reviewer's check run, which branch protection should require.
 const CheckVerdict = "bumper/verdict"
 
+// CheckGates is the output gates' check run (docs/gates.md): failing while a finding
+// needs a person, so branch protection should require it from the App.
+const CheckGates = "bumper/gates"
+
+// gatesCheckID is the finding on whether branch protection requires CheckGates from the
+// App.
+const gatesCheckID = "repo.gates_check"
+
 // verdictSourceID is the finding on whom branch protection accepts CheckVerdict from:
 // required by name alone, anyone who can post a status or a check run of that name
 // meets it, so it must be pinned to the App (GitHub's "expected source").
@@ -272,7 +280,7 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 	var source *doctorreport.Finding
 	if pol.ReviewerOn() {
 		rsc := p.GetRequiredStatusChecks()
-		switch required, pin := verdictPin(rsc); {
+		switch required, pin := requiredPin(rsc, CheckVerdict); {
 		case !required:
 			add(fmt.Sprintf("%s's protection does not require the %s check, so a merge does not wait for the reviewer's verdict", branch, CheckVerdict),
 				fmt.Sprintf("%s: require status checks to pass, add %s, and set its expected source to the %s App", settings, CheckVerdict, slug))
@@ -287,7 +295,7 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 			source = &doctorreport.Finding{Check: verdictSourceID, Status: doctorreport.Warning,
 				Detail: fmt.Sprintf("%s's protection requires %s from %s, not the reviewer's verdict alone", branch, CheckVerdict, from),
 				Fix: fmt.Sprintf("%s → Require status checks to pass → %s → expected source: the %s App; or by the API (it replaces the list, so the other required checks are repeated): %s",
-					settings, CheckVerdict, slug, pinCommand(owner, name, branch, rsc, appID))}
+					settings, CheckVerdict, slug, pinCommand(owner, name, branch, rsc, appID, CheckVerdict))}
 		default:
 			source = &doctorreport.Finding{Check: verdictSourceID, Status: doctorreport.OK,
 				Detail: fmt.Sprintf("%s is required from the %s App (ID %d) only", CheckVerdict, slug, appID)}
@@ -300,7 +308,27 @@ func protectionFindings(ctx context.Context, gh *gogithub.Client, owner, name, b
 	if source != nil {
 		out = append(out, *source)
 	}
-	return out
+	return append(out, gatesFinding(owner, name, branch, slug, appID, p.GetRequiredStatusChecks()))
+}
+
+// gatesFinding checks that the branch requires bumper/gates from the App: the check
+// fails while the output gates found something only a person should pass (a changed
+// workflow, a new install hook, a dependency with an advisory), and without it being
+// required a merge does not wait for the approving review that clears it.
+func gatesFinding(owner, name, branch, slug string, appID int64, rsc *gogithub.RequiredStatusChecks) doctorreport.Finding {
+	settings := fmt.Sprintf("Settings → Branches → %s", branch)
+	fix := fmt.Sprintf("%s → Require status checks to pass → add %s, expected source: the %s App; or by the API (it replaces the list, so the other required checks are repeated): %s",
+		settings, CheckGates, slug, pinCommand(owner, name, branch, rsc, appID, CheckGates))
+	switch required, pin := requiredPin(rsc, CheckGates); {
+	case !required:
+		return doctorreport.Finding{Check: gatesCheckID, Status: doctorreport.Warning, Fix: fix,
+			Detail: fmt.Sprintf("%s's protection does not require the %s check, so a pull request whose output gates left findings for a person can be merged without the approving review that clears them", branch, CheckGates)}
+	case pin != appID:
+		return doctorreport.Finding{Check: gatesCheckID, Status: doctorreport.Warning, Fix: fix,
+			Detail: fmt.Sprintf("%s's protection requires %s from a source other than the %s App (ID %d): a commit status or another App's check run of that name satisfies it", branch, CheckGates, slug, appID)}
+	}
+	return doctorreport.Finding{Check: gatesCheckID, Status: doctorreport.OK,
+		Detail: fmt.Sprintf("%s is required from the %s App (ID %d) only", CheckGates, slug, appID)}
 }
 
 // ConversationFindings checks that the conversation on Bumper's pull requests can do
@@ -345,31 +373,31 @@ func harnessFix(opts Options, branch string) string {
 		repoconfig.Path, branch, version)
 }
 
-// verdictPin reports whether required checks name the verdict check and the ID of
-// the App it is pinned to, 0 when any source will do. GitHub lists every required
-// check in checks with its app_id (null: any source); contexts, the older form, names
-// them without a source, so a name found only there is unpinned.
-func verdictPin(rsc *gogithub.RequiredStatusChecks) (bool, int64) {
+// requiredPin reports whether required checks name check and the ID of the App it is
+// pinned to, 0 when any source will do. GitHub lists every required check in checks
+// with its app_id (null: any source); contexts, the older form, names them without a
+// source, so a name found only there is unpinned.
+func requiredPin(rsc *gogithub.RequiredStatusChecks, check string) (bool, int64) {
 	if rsc == nil {
 		return false, 0
 	}
 	for _, c := range rsc.GetChecks() {
-		if c.Context == CheckVerdict {
+		if c.Context == check {
 			if c.AppID == nil || *c.AppID < 0 {
 				return true, 0
 			}
 			return true, *c.AppID
 		}
 	}
-	return slices.Contains(rsc.GetContexts(), CheckVerdict), 0
+	return slices.Contains(rsc.GetContexts(), check), 0
 }
 
-// pinCommand is the gh call that pins the verdict check to the App. The PATCH replaces
-// the whole list, so it repeats the other required checks with their sources (-1: any,
-// as an omitted app_id would let GitHub pick the App that last posted the check).
-func pinCommand(owner, name, branch string, rsc *gogithub.RequiredStatusChecks, appID int64) string {
-	checks := []string{fmt.Sprintf(`{"context":%q,"app_id":%d}`, CheckVerdict, appID)}
-	seen := map[string]bool{CheckVerdict: true}
+// pinCommand is the gh call that requires check from the App. The PATCH replaces the
+// whole list, so it repeats the other required checks with their sources (-1: any, as
+// an omitted app_id would let GitHub pick the App that last posted the check).
+func pinCommand(owner, name, branch string, rsc *gogithub.RequiredStatusChecks, appID int64, check string) string {
+	checks := []string{fmt.Sprintf(`{"context":%q,"app_id":%d}`, check, appID)}
+	seen := map[string]bool{check: true}
 	for _, c := range rsc.GetChecks() {
 		if seen[c.Context] {
 			continue

