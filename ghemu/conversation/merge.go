@@ -67,11 +67,13 @@ func (s *Service) Merge(ctx context.Context, w *state.World, rp *state.Repo, is 
 		msg += "\n\n" + req.Message
 	}
 	before := p.BaseSHA
-	sha, err := s.git.MergeInto(ctx, rp.Owner, rp.Name, gitserver.MergeSpec{Branch: p.Base, Head: p.HeadSHA,
-		Message: msg, Author: Signature(w, who.Login), Committer: webFlow(w)})
+	m, err := s.git.MergeInto(ctx, rp.Owner, rp.Name, gitserver.MergeSpec{Branch: p.Base, Head: p.HeadSHA,
+		Message: msg, Author: Signature(w, who.Login), Committer: webFlow(w), Sign: gitserver.WebFlowSignature})
 	if err != nil {
 		return "", apierr.New(http.StatusMethodNotAllowed, "Pull Request is not mergeable: "+err.Error())
 	}
+	sha := m.SHA
+	signedByWebFlow(w, rp, m)
 	now := w.Timestamp()
 	p.Merged, p.MergedAt, p.MergedBy, p.MergeCommitSHA = true, &now, who.Login, sha
 	is.State, is.ClosedAt, is.UpdatedAt = "closed", &now, now
@@ -123,8 +125,8 @@ func (s *Service) UpdateBranch(ctx context.Context, w *state.World, rp *state.Re
 		return "", apierr.Unprocessable(msgUpdateClash)
 	}
 	before := p.HeadSHA
-	sha, err := s.git.MergeInto(ctx, rp.Owner, rp.Name, gitserver.MergeSpec{Branch: p.Head, Expect: before, Head: p.BaseSHA,
-		Message: "Merge branch '" + p.Base + "' into " + p.Head, Author: Signature(w, who.Login), Committer: webFlow(w)})
+	m, err := s.git.MergeInto(ctx, rp.Owner, rp.Name, gitserver.MergeSpec{Branch: p.Head, Expect: before, Head: p.BaseSHA,
+		Message: "Merge branch '" + p.Base + "' into " + p.Head, Author: Signature(w, who.Login), Committer: webFlow(w), Sign: gitserver.WebFlowSignature})
 	switch {
 	case errors.Is(err, gitserver.ErrConflict):
 		return "", apierr.Unprocessable(msgUpdateClash)
@@ -133,8 +135,16 @@ func (s *Service) UpdateBranch(ctx context.Context, w *state.World, rp *state.Re
 	case err != nil:
 		return "", err
 	}
-	s.RefMoved(ctx, w, rp, "refs/heads/"+p.Head, before, sha, who.Login)
-	return sha, nil
+	signedByWebFlow(w, rp, m)
+	s.RefMoved(ctx, w, rp, "refs/heads/"+p.Head, before, m.SHA, who.Login)
+	return m.SHA, nil
+}
+
+// signedByWebFlow records a merge GitHub's web flow made as verified: GitHub signs the
+// merges it makes, so a rule that requires signed commits still lets them through.
+func signedByWebFlow(w *state.World, rp *state.Repo, m gitserver.Merged) {
+	rp.SetVerification(m.SHA, state.Verification{Verified: true, Reason: "valid", Signature: m.Signature, Payload: m.Payload, VerifiedAt: w.Timestamp()})
+	w.MarkChanged()
 }
 
 // check is the pull request's mergeability for its current commits, computed now if

@@ -3,6 +3,8 @@ package gitserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -186,6 +188,11 @@ func (s *Server) WriteCommit(ctx context.Context, owner, repo string, spec Commi
 	if err != nil {
 		return "", "", "", err
 	}
+	return s.writeCommit(ctx, dir, spec)
+}
+
+// writeCommit is WriteCommit in an open repository.
+func (s *Server) writeCommit(ctx context.Context, dir string, spec CommitSpec) (sha, payload, signature string, err error) {
 	if s.objectType(ctx, dir, spec.Tree) != "tree" {
 		return "", "", "", fmt.Errorf("%w: tree %s", ErrObjectNotFound, spec.Tree)
 	}
@@ -225,6 +232,16 @@ func (s *Server) WriteCommit(ctx context.Context, owner, repo string, spec Commi
 		return "", "", "", fmt.Errorf("failed to write the commit: %w", err)
 	}
 	return string(bytes.TrimSpace(out)), payload, signature, nil
+}
+
+// WebFlowSignature stands in for GitHub's web-flow signature, which GitHub puts on the
+// commits it makes itself (an App's commit through the Git Data API, a merge, an
+// "Update branch"): an armored block over a digest of the payload. Only the emulator
+// judges it (it records the commit as verified when it signs), so it need not be
+// OpenPGP.
+func WebFlowSignature(payload string) string {
+	sum := sha256.Sum256([]byte("ghemu web-flow signature\x00" + payload))
+	return "-----BEGIN PGP SIGNATURE-----\n\n" + base64.StdEncoding.EncodeToString(sum[:]) + "\n-----END PGP SIGNATURE-----\n"
 }
 
 // ident is a signature as a commit's author or committer line writes it.

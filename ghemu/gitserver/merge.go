@@ -15,7 +15,8 @@ var ErrConflict = errors.New("merge conflict")
 // (`git merge-tree --write-tree`, git 2.38 or later); conflicts give ErrConflict and
 // leave the branch where it was. author is also the committer.
 func (s *Server) Merge(ctx context.Context, owner, repo, branch, head, message string, author Signature) (string, error) {
-	return s.MergeInto(ctx, owner, repo, MergeSpec{Branch: branch, Head: head, Message: message, Author: author})
+	m, err := s.MergeInto(ctx, owner, repo, MergeSpec{Branch: branch, Head: head, Message: message, Author: author})
+	return m.SHA, err
 }
 
 // MergeSpec is a merge commit to make on a branch: Head merged into Branch's tip.
@@ -31,61 +32,76 @@ type MergeSpec struct {
 	// Author is who merged; Committer who made the commit (GitHub's own identity for
 	// the merges its web flow makes). A zero Committer is the author.
 	Author, Committer Signature
+	// Sign, when set, signs the commit's payload (WebFlowSignature: GitHub signs the
+	// merges it makes); MergeInto then returns the payload and the signature.
+	Sign func(payload string) string
+}
+
+// Merged is the merge commit MergeInto made: its name and, when it was signed, the
+// payload signed and the signature.
+type Merged struct {
+	SHA, Payload, Signature string
 }
 
 // MergeInto makes the merge commit m describes and moves m.Branch to it, under the
 // repository's ref lock. Conflicts give ErrConflict and leave the branch where it was.
-func (s *Server) MergeInto(ctx context.Context, owner, repo string, m MergeSpec) (string, error) {
+func (s *Server) MergeInto(ctx context.Context, owner, repo string, m MergeSpec) (Merged, error) {
 	dir, err := s.openRepo(owner, repo)
 	if err != nil {
-		return "", err
+		return Merged{}, err
 	}
 	if err := checkBranch(m.Branch); err != nil {
-		return "", err
+		return Merged{}, err
 	}
 	if err := checkOID("head", m.Head); err != nil {
-		return "", err
+		return Merged{}, err
 	}
 	if m.Expect != "" {
 		if err := checkOID("expected tip", m.Expect); err != nil {
-			return "", err
+			return Merged{}, err
 		}
 	}
 	if err := m.Author.check("author"); err != nil {
-		return "", err
+		return Merged{}, err
 	}
 	committer := m.Committer
 	if committer.Name == "" && committer.Email == "" {
 		committer = m.Author
 	}
 	if err := committer.check("committer"); err != nil {
-		return "", err
+		return Merged{}, err
 	}
 	unlock := s.lock(owner, repo)
 	defer unlock()
 	ref := "refs/heads/" + m.Branch
 	base, err := s.existingRef(ctx, dir, ref)
 	if err != nil {
-		return "", err
+		return Merged{}, err
 	}
 	if m.Expect != "" && base != m.Expect {
-		return "", fmt.Errorf("%w: %s is at %s, not %s", ErrRefMismatch, ref, base, m.Expect)
+		return Merged{}, fmt.Errorf("%w: %s is at %s, not %s", ErrRefMismatch, ref, base, m.Expect)
 	}
 	tree, conflict, err := s.mergeTree(ctx, dir, base, m.Head)
 	if err != nil {
-		return "", err
+		return Merged{}, err
 	}
 	if conflict {
-		return "", fmt.Errorf("%w: %s into %s", ErrConflict, m.Head, m.Branch)
+		return Merged{}, fmt.Errorf("%w: %s into %s", ErrConflict, m.Head, m.Branch)
 	}
-	sha, err := s.commitTreeAs(ctx, dir, tree, m.Message, m.Author, committer, base, m.Head)
+	var out Merged
+	if m.Sign != nil {
+		out.SHA, out.Payload, out.Signature, err = s.writeCommit(ctx, dir, CommitSpec{Tree: tree, Parents: []string{base, m.Head},
+			Message: m.Message, Author: m.Author, Committer: committer, Sign: m.Sign})
+	} else {
+		out.SHA, err = s.commitTreeAs(ctx, dir, tree, m.Message, m.Author, committer, base, m.Head)
+	}
 	if err != nil {
-		return "", fmt.Errorf("failed to create the merge commit: %w", err)
+		return Merged{}, fmt.Errorf("failed to create the merge commit: %w", err)
 	}
-	if err := s.writeRef(ctx, dir, ref, sha, base); err != nil {
-		return "", err
+	if err := s.writeRef(ctx, dir, ref, out.SHA, base); err != nil {
+		return Merged{}, err
 	}
-	return sha, nil
+	return out, nil
 }
 
 // mergeTree merges two commits without a work tree: the merged tree, or conflict.

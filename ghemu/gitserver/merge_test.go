@@ -3,6 +3,7 @@ package gitserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -137,8 +138,9 @@ func TestMergeInto(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sha, err := f.srv.MergeInto(ctx, "acme", "widgets", MergeSpec{Branch: "topic", Expect: tt.expect, Head: main2,
-				Message: "Merge branch 'main' into topic", Author: testAuthor, Committer: web})
+			m, err := f.srv.MergeInto(ctx, "acme", "widgets", MergeSpec{Branch: "topic", Expect: tt.expect, Head: main2,
+				Message: "Merge branch 'main' into topic", Author: testAuthor, Committer: web, Sign: WebFlowSignature})
+			sha := m.SHA
 			if !errors.Is(err, tt.err) {
 				t.Fatalf("MergeInto = %v, want %v", err, tt.err)
 			}
@@ -152,6 +154,11 @@ func TestMergeInto(t *testing.T) {
 			if err != nil || len(c.Parents) != 2 || c.Parents[0] != topic || c.Parents[1] != main2 ||
 				c.Author.Name != testAuthor.Name || c.Committer.Name != "GitHub" || f.ref(t, "refs/heads/topic") != sha {
 				t.Errorf("merge commit %+v, %v", c, err)
+			}
+			// GitHub signs the merges its web flow makes: the signature is over the
+			// commit as it stands without it.
+			if m.Signature != WebFlowSignature(m.Payload) || !strings.HasPrefix(m.Payload, "tree ") || !strings.Contains(m.Payload, "parent "+topic+"\nparent "+main2+"\n") {
+				t.Errorf("the merge's payload %q and signature %q", m.Payload, m.Signature)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -179,7 +178,7 @@ func (a *API) createCommit(w http.ResponseWriter, r *http.Request, c *call) {
 	signs := c.who != nil && c.who.token != nil && req.Author == nil && req.Committer == nil && req.Signature == ""
 	switch {
 	case signs:
-		spec.Sign = emulatorSignature
+		spec.Sign = gitserver.WebFlowSignature
 	case req.Signature != "":
 		sig := req.Signature
 		spec.Sign = func(string) string { return sig }
@@ -245,14 +244,6 @@ func renderVerification(v state.Verification) obj {
 		o["verified_at"] = render.TS(v.VerifiedAt)
 	}
 	return o
-}
-
-// emulatorSignature stands in for GitHub's web-flow signature: an armored block over
-// a digest of the payload. Only the emulator judges it (it records the commit as
-// verified when it signs), so it need not be OpenPGP.
-func emulatorSignature(payload string) string {
-	sum := sha256.Sum256([]byte("ghemu web-flow signature\x00" + payload))
-	return "-----BEGIN PGP SIGNATURE-----\n\n" + base64.StdEncoding.EncodeToString(sum[:]) + "\n-----END PGP SIGNATURE-----\n"
 }
 
 // gitDataError maps the git server's errors to the Git Data API's 422s.

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -161,14 +162,38 @@ func TestGitDataCommitsAreVerifiedWhenTheAppMakesThem(t *testing.T) {
 			t.Fatalf("push of an unsigned commit to main: %v\n%s", err, out)
 		}
 	})
-	t.Run("a pull request of the App's verified commits merges", func(t *testing.T) {
+	t.Run("a pull request of the App's verified commits merges, after GitHub updated its branch", func(t *testing.T) {
 		pr, _, err := bot.PullRequests.Create(ctx, org, repo, &github.NewPullRequest{Title: github.String("signed"),
 			Head: github.String("bumper/1-1"), Base: github.String("main")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res, _, err := maint.PullRequests.Merge(ctx, org, repo, pr.GetNumber(), "", nil); err != nil || !res.GetMerged() {
+		// main moves on, so the pull request is behind; "Update branch" merges main in
+		// with a commit GitHub's web flow signs.
+		if _, err := e.PushCommit(ctx, org, repo, "main", map[string][]byte{"e.txt": []byte("e\n")}, "Add e", ghemu.DefaultMaintainer); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := maint.PullRequests.UpdateBranch(ctx, org, repo, pr.GetNumber(), nil); err != nil {
+			var accepted *github.AcceptedError
+			if !errors.As(err, &accepted) {
+				t.Fatalf("update-branch: %v", err)
+			}
+		}
+		updated, _, err := maint.PullRequests.Get(ctx, org, repo, pr.GetNumber())
+		if err != nil || updated.GetHead().GetSHA() == signed.GetSHA() {
+			t.Fatalf("the branch was not updated: %v", err)
+		}
+		got, _, err := maint.Repositories.GetCommit(ctx, org, repo, updated.GetHead().GetSHA(), nil)
+		if v := got.GetCommit().GetVerification(); err != nil || len(got.Parents) != 2 || !v.GetVerified() || v.GetReason() != "valid" {
+			t.Fatalf("the update's merge commit: %v, %d parents, %+v", err, len(got.Parents), v)
+		}
+		res, _, err := maint.PullRequests.Merge(ctx, org, repo, pr.GetNumber(), "", nil)
+		if err != nil || !res.GetMerged() {
 			t.Fatalf("merge: %v, %+v", err, res)
+		}
+		merged, _, err := maint.Git.GetCommit(ctx, org, repo, res.GetSHA())
+		if err != nil || !merged.GetVerification().GetVerified() {
+			t.Fatalf("the merge commit on main: %v, %+v", err, merged.GetVerification())
 		}
 	})
 }
