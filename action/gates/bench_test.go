@@ -1,6 +1,8 @@
 package gates
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -40,4 +42,46 @@ func BenchmarkGates(b *testing.B) {
 	}
 	b.ReportMetric(float64(lines), "added-lines")
 	b.ReportMetric(float64(len(files)), "files")
+}
+
+// BenchmarkMaskLines is the job log's masking (what runs in the VM, streamed through
+// MaskLines in the blocks of complete lines the job log gets) on two kinds of output:
+// this repository's history with patches (text full of the words "token", "key" and
+// "secret" that wake the generic rule) and Claude Code's stream-json as recorded through
+// Bumper's gateway (each event names "input_tokens"). The figure is in
+// docs/benchmarks.md.
+func BenchmarkMaskLines(b *testing.B) {
+	history, err := exec.Command("git", "log", "-p", "-200", "--no-color").Output()
+	if err != nil || len(history) < 1<<20 {
+		b.Skipf("no history to read here: %v", err)
+	}
+	stream, err := os.ReadFile("../harness/testdata/claude-code/real-2.1.328-through-bumper-gateway.stream.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, in := range []struct {
+		name string
+		data []byte
+	}{
+		{"history", history[:1<<20]},
+		{"stream-json", bytes.Repeat(stream, (1<<20)/len(stream)+1)[:1<<20]},
+	} {
+		// Blocks as the job log gets them: the complete lines of 32 KiB writes.
+		var blocks [][]byte
+		for rest := in.data; len(rest) > 0; {
+			n := min(len(rest), 32<<10)
+			if i := bytes.LastIndexByte(rest[:n], '\n'); i >= 0 && n < len(rest) {
+				n = i + 1
+			}
+			blocks, rest = append(blocks, rest[:n]), rest[n:]
+		}
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.data)))
+			for b.Loop() {
+				for _, bl := range blocks {
+					MaskLines(bl)
+				}
+			}
+		})
+	}
 }

@@ -89,7 +89,7 @@ func findSecrets(s string, joinedOnly bool) []secretHit {
 		}
 	}
 	if !joinedOnly {
-		for _, m := range base64Run.FindAllStringIndex(s, -1) {
+		for _, m := range base64Runs(s) {
 			dec, ok := decodeBase64(s[m[0]:m[1]])
 			if !ok {
 				continue
@@ -111,8 +111,39 @@ func containsAny(s string, subs []string) bool {
 	return false
 }
 
-// base64Run is a run of base64 long enough to hold a token.
-var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{28,}={0,2}`)
+// minBase64Run is how long a run of base64 must be to hold a token.
+const minBase64Run = 28
+
+// base64Runs are the runs of base64 long enough to hold a token in s, each with up to
+// two padding characters after it: what `[A-Za-z0-9+/_-]{28,}={0,2}` matches, found in
+// one pass (the expression's backtracking was most of the gates' time on long output).
+func base64Runs(s string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(s); {
+		if !isBase64Char(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isBase64Char(s[j]) {
+			j++
+		}
+		if j-i >= minBase64Run {
+			end := j
+			for end < len(s) && end-j < 2 && s[end] == '=' {
+				end++
+			}
+			out = append(out, [2]int{i, end})
+			j = end
+		}
+		i = j
+	}
+	return out
+}
+
+func isBase64Char(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
 
 // decodeBase64 decodes standard or URL base64 (padded or not) into printable text.
 func decodeBase64(s string) (string, bool) {
@@ -208,29 +239,31 @@ func MaskText(s string) (string, bool) {
 	return s, true
 }
 
-// MaskLines is text of many lines with every secret the secrets gate finds masked, as
-// MaskText masks one line, for output as it streams (a job log). The rules run over the
-// whole text at once, which costs about what one line does when, as in most output, no
-// rule's keyword is there; only a text holding hidden characters is masked a line at a
-// time, so that a line whose secret shows once they are dropped is masked whole.
+// MaskLines is text of many lines with every secret the secrets gate finds masked, a
+// line at a time as MaskText masks one, for output as it streams (a job log). A line at
+// a time is faster than the whole text at once: each rule's keyword test then skips
+// most lines, where over a block of output some keyword is nearly always there.
 func MaskLines(b []byte) []byte {
-	s := string(b)
-	plain := stripHidden(s)
-	if plain == s {
-		hits := findSecrets(s, false)
-		if len(hits) == 0 {
-			return b
+	var out []byte
+	for rest, at := b, 0; len(rest) > 0; {
+		n := bytes.IndexByte(rest, '\n') + 1
+		if n == 0 {
+			n = len(rest)
 		}
-		for _, h := range hits {
-			s = strings.ReplaceAll(s, h.secret, Mask(h.secret))
+		if masked, found := MaskText(string(rest[:n])); found {
+			if out == nil {
+				out = append(make([]byte, 0, len(b)+64), b[:at]...)
+			}
+			out = append(out, masked...)
+		} else if out != nil {
+			out = append(out, rest[:n]...)
 		}
-		return []byte(s)
+		rest, at = rest[n:], at+n
 	}
-	lines := strings.SplitAfter(s, "\n")
-	for i, l := range lines {
-		lines[i], _ = MaskText(l)
+	if out == nil {
+		return b
 	}
-	return []byte(strings.Join(lines, ""))
+	return out
 }
 
 // stripHidden drops hidden characters (a zero-width space inside a token).
