@@ -3,7 +3,10 @@ package gates
 import (
 	"bufio"
 	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -117,5 +120,30 @@ func TestMask(t *testing.T) {
 	}
 	if got := Mask("short-secret"); strings.Contains(got, "short") {
 		t.Errorf("Mask of a short secret quotes it: %q", got)
+	}
+}
+
+// TestBase64RunsAsTheExpression: the one-pass scan finds what the expression it stands
+// for finds, on random text made of base64's characters, padding and separators.
+func TestBase64RunsAsTheExpression(t *testing.T) {
+	re := regexp.MustCompile(`[A-Za-z0-9+/_-]{28,}={0,2}`)
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := "aZ09+/_-====  .:\n\"'é"
+	for i := range 5000 {
+		var b strings.Builder
+		for range rng.IntN(200) {
+			if rng.IntN(4) == 0 {
+				b.WriteString(strings.Repeat("Qx9", rng.IntN(15)))
+			}
+			b.WriteByte(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := b.String()
+		var want [][2]int
+		for _, m := range re.FindAllStringIndex(s, -1) {
+			want = append(want, [2]int{m[0], m[1]})
+		}
+		if got := base64Runs(s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("case %d %q: base64Runs %v, the expression %v", i, s, got, want)
+		}
 	}
 }
