@@ -15,8 +15,9 @@ const (
 )
 
 var (
-	// goRequire is a go.mod require or replace line (in a block or alone).
-	goRequire = regexp.MustCompile(`^\s*(?:require\s+|replace\s+[^\s]+(?:\s+v[^\s]+)?\s*=>\s*)?([A-Za-z0-9][A-Za-z0-9._~/-]*\.[A-Za-z0-9._~/-]+)\s+(v[0-9][^\s/]*)`)
+	// goRequire is a go.mod require or replace line (in a block or alone: a replace
+	// block's lines have no keyword).
+	goRequire = regexp.MustCompile(`^\s*(?:require\s+|(?:replace\s+)?[^\s]+(?:\s+v[^\s]+)?\s*=>\s*)?([A-Za-z0-9][A-Za-z0-9._~/-]*\.[A-Za-z0-9._~/-]+)\s+(v[0-9][^\s/]*)`)
 	// jsonDep is a "name": "version" pair of package.json.
 	jsonDep = regexp.MustCompile(`"((?:@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*)"\s*:\s*"([~^=v]*[0-9][^"]*|[a-z]+:[^"]+)"`)
 	// pyDep is a requirement: name, extras, and an exact or lower-bound version.
@@ -25,6 +26,10 @@ var (
 	poetryDep = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*(?:"([~^=<>!]*\s*[0-9][^"]*)"|\{.*\bversion\s*=\s*"([~^=<>!]*\s*[0-9][^"]*)")`)
 	// cargoDep is Cargo.toml's name = "1.2" or name = { version = "1.2", … }.
 	cargoDep = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*=\s*(?:"([~^=<>]*\s*[0-9][^"]*)"|\{.*\bversion\s*=\s*"([~^=<>]*\s*[0-9][^"]*)")`)
+	// tomlArray is a TOML key given an array on its line (PEP 621's dependencies = [...]),
+	// and quoted is each string in it.
+	tomlArray = regexp.MustCompile(`^\s*[A-Za-z0-9_.-]+\s*=\s*\[`)
+	quoted    = regexp.MustCompile(`"[^"]*"|'[^']*'`)
 	// leadingVersion is the first version of a range: its lowest.
 	leadingVersion = regexp.MustCompile(`[0-9]+(?:\.[0-9A-Za-z*+-]+)*`)
 )
@@ -66,11 +71,15 @@ func dependencies(files []File, locks []Lock, action Action) ([]Dependency, []Fi
 			}
 		case base == "package.json":
 			for _, l := range f.Added {
-				if m := jsonDep.FindStringSubmatch(l.Text); m != nil && !ownKeys[strings.ToLower(m[1])] {
-					add(Dependency{Ecosystem: ecoNPM, Name: m[1], Version: m[2], File: f.Path, Line: l.N})
+				// Every pair of the line: a package.json on one line holds them all.
+				for _, m := range jsonDep.FindAllStringSubmatch(l.Text, -1) {
+					if !ownKeys[strings.ToLower(m[1])] {
+						add(Dependency{Ecosystem: ecoNPM, Name: m[1], Version: m[2], File: f.Path, Line: l.N})
+					}
 				}
 			}
-		case strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt"):
+		case (strings.HasPrefix(base, "requirements") || path.Base(path.Dir(normPath(f.Path))) == "requirements") &&
+			(strings.HasSuffix(base, ".txt") || strings.HasSuffix(base, ".in")):
 			for _, l := range f.Added {
 				t := stripComment(l.Text, "#")
 				if strings.HasPrefix(strings.TrimSpace(t), "-") {
@@ -87,7 +96,15 @@ func dependencies(files []File, locks []Lock, action Action) ([]Dependency, []Fi
 					add(Dependency{Ecosystem: ecoPyPI, Name: m[1], Version: m[2] + m[3], File: f.Path, Line: l.N})
 					continue
 				}
-				// PEP 621: "name>=1.0", in a list.
+				// PEP 621: "name>=1.0", in a list, or the whole list on its key's line.
+				if tomlArray.MatchString(t) {
+					for _, q := range quoted.FindAllString(t, -1) {
+						if m := pyDep.FindStringSubmatch(q); m != nil {
+							add(Dependency{Ecosystem: ecoPyPI, Name: m[1], Version: pyVersion(m[2], m[3]), File: f.Path, Line: l.N})
+						}
+					}
+					continue
+				}
 				if q := strings.TrimSpace(t); strings.HasPrefix(q, `"`) || strings.HasPrefix(q, `'`) {
 					if m := pyDep.FindStringSubmatch(q); m != nil {
 						add(Dependency{Ecosystem: ecoPyPI, Name: m[1], Version: pyVersion(m[2], m[3]), File: f.Path, Line: l.N})

@@ -40,8 +40,10 @@ type File struct {
 
 // DiffArgs are the arguments of `git diff` whose output ParseDiff reads, before the
 // range (base...head) and "--": renames found, no context, the usual prefixes. Names git
-// quotes (a tab, a non-ASCII byte) are unquoted by ParseDiff.
-var DiffArgs = []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--unified=0", "--src-prefix=a/", "--dst-prefix=b/"}
+// quotes (a tab, a non-ASCII byte) are unquoted by ParseDiff. --text: a file git would
+// call binary (a NUL byte, a binary or -diff attribute) is diffed as text, so that its
+// lines are read too; a secret behind one NUL byte is still a secret.
+var DiffArgs = []string{"diff", "--text", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--unified=0", "--src-prefix=a/", "--dst-prefix=b/"}
 
 // ParseDiff reads the output of `git diff` run with DiffArgs. The output is the agent's
 // work: a line it cannot read is an error, never skipped.

@@ -11,10 +11,13 @@ import (
 	"github.com/bumperdev/bumper/internal/hostpattern"
 )
 
-// linkFile reports a file whose added lines are Markdown or HTML.
+// linkFile reports a file whose added lines are Markdown or HTML, or other markup GitHub
+// renders with its images (reStructuredText, AsciiDoc, Org, Textile, RDoc, MediaWiki,
+// Creole, Pod, notebooks).
 func linkFile(p string) bool {
 	switch path.Ext(normPath(p)) {
-	case ".md", ".markdown", ".mdx", ".mdown", ".html", ".htm", ".xhtml", ".svg":
+	case ".md", ".markdown", ".mdx", ".mdown", ".mkd", ".mkdn", ".rmd", ".html", ".htm", ".xhtml", ".svg",
+		".rst", ".rest", ".adoc", ".asciidoc", ".asc", ".org", ".textile", ".rdoc", ".mediawiki", ".wiki", ".creole", ".pod", ".ipynb":
 		return true
 	}
 	return false
@@ -37,8 +40,9 @@ func outboundLinks(in Input, cfg Config) []Finding {
 			text := strings.ReplaceAll(html.UnescapeString(stripHidden(l.Text)), `\`, "/")
 			for _, m := range urlRe.FindAllStringIndex(text, -1) {
 				raw := text[m[0]:m[1]]
-				if !strings.Contains(strings.ToLower(raw), "http") && (m[0] == 0 || !strings.ContainsAny(text[m[0]-1:m[0]], "(\"'=< ")) {
-					// "//" alone is a comment or a path, unless it stands where a URL does.
+				if !strings.Contains(strings.ToLower(raw), "http") && (m[0] == 0 || !strings.ContainsAny(text[m[0]-1:m[0]], "(\"'=< \t,")) {
+					// "//" alone is a comment or a path, unless it stands where a URL does
+					// (a srcset's later candidates follow a comma).
 					continue
 				}
 				host := linkHost(raw)

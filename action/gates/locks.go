@@ -68,7 +68,12 @@ func lockDependencies(files []File, locks []Lock, action Action) ([]Dependency, 
 			Message: fmt.Sprintf("the lock file could not be read (%v): the dependencies it pins were not checked", err)})
 	}
 	for _, f := range files {
-		if f.Status == StatusDeleted || f.Symlink || !IsLockFile(f.Path) {
+		if f.Status == StatusDeleted || !IsLockFile(f.Path) {
+			continue
+		}
+		if f.Symlink {
+			// The package manager follows the link to pins of a name no reader knows.
+			unread(f.Path, fmt.Errorf("it is a symbolic link"))
 			continue
 		}
 		l, ok := byPath[f.Path]

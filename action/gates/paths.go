@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -54,8 +55,35 @@ func matchSegs(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
-// hookScript is a package.json lifecycle script npm runs on install.
-var hookScript = regexp.MustCompile(`"(preinstall|install|postinstall|prepare|prepublish|preprepare|postprepare)"\s*:`)
+// hookScript is a package.json lifecycle script npm runs on install (prepack and
+// postpack when it installs a git dependency), its colon on the line or the next; and
+// npm's "dependencies" script, run after an install changes node_modules, which a
+// string value tells from the dependencies object.
+var hookScript = regexp.MustCompile(`"(preinstall|install|postinstall|prepare|prepublish|preprepare|postprepare|prepack|postpack)"\s*(?::|$)|"(dependencies)"\s*:\s*"`)
+
+// jsonEscape is a \uXXXX escape or a one-character escape of a JSON string.
+var jsonEscape = regexp.MustCompile(`\\u[0-9A-Fa-f]{4}|\\["\\/bfnrt]`)
+
+// unescapeJSON reads a line's JSON escapes as npm's JSON.parse does ("post\u0069nstall"
+// is postinstall); an escaped quote stays escaped, so that no string ends early.
+func unescapeJSON(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	return jsonEscape.ReplaceAllStringFunc(s, func(e string) string {
+		if e[1] == 'u' {
+			n, err := strconv.ParseUint(e[2:], 16, 32)
+			if err != nil || n == '"' || n == '\\' || n < 0x20 {
+				return e
+			}
+			return string(rune(n))
+		}
+		if e[1] == '/' {
+			return "/"
+		}
+		return e
+	})
+}
 
 // protectedPaths runs the protected-paths gate: each changed file whose name (before or
 // after, a symlink's target too) matches a rule, and each lifecycle script added to a
@@ -75,9 +103,9 @@ func protectedPaths(files []File, cfg Config) []Finding {
 			continue
 		}
 		for _, l := range f.Added {
-			if m := hookScript.FindStringSubmatch(l.Text); m != nil {
+			if m := hookScript.FindStringSubmatch(unescapeJSON(l.Text)); m != nil {
 				out = append(out, Finding{Gate: GateProtectedPaths, File: f.Path, Line: l.N, Action: ActionReview,
-					Message: fmt.Sprintf("adds the install-time script %q, which npm runs on install", m[1])})
+					Message: fmt.Sprintf("adds the install-time script %q, which npm runs on install", m[1]+m[2])})
 			}
 		}
 	}

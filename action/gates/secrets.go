@@ -266,7 +266,13 @@ func MaskLines(b []byte) []byte {
 	return out
 }
 
-// stripHidden drops hidden characters (a zero-width space inside a token).
+// ansiEscape is a terminal escape sequence (CSI, such as a colour; OSC; or a lone ESC
+// and the byte after it): a job log's viewer renders them, so a token split by one
+// reads whole there.
+var ansiEscape = regexp.MustCompile("\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|.?)")
+
+// stripHidden drops hidden characters (a zero-width space inside a token) and terminal
+// escape sequences.
 func stripHidden(s string) string {
 	plain := true
 	for i := 0; i < len(s) && plain; i++ {
@@ -275,6 +281,9 @@ func stripHidden(s string) string {
 	if plain {
 		// Printable ASCII holds no hidden character: most lines are.
 		return s
+	}
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansiEscape.ReplaceAllString(s, "")
 	}
 	return strings.Map(func(r rune) rune {
 		if hiddenchar.Is(r) {

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -106,8 +105,9 @@ func gateInput(ctx context.Context, ws gitRepo, outDir, from, head string) (gate
 }
 
 // maskKept masks secrets (gates.MaskFound) in every file the run has kept in out so
-// far, rewriting a file that held one whole (a new file renamed over it); files with a
-// NUL byte are binary and left as they are.
+// far, rewriting a file that held one whole (a new file renamed over it). Files with a
+// NUL byte too: the agent's transcript is binary as soon as it prints one, and a file
+// the runner keeps holds no secret of its own to break.
 func maskKept(out string, secrets []string) error {
 	return filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -116,9 +116,6 @@ func maskKept(out string, secrets []string) error {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
-		}
-		if bytes.IndexByte(data, 0) >= 0 {
-			return nil
 		}
 		masked, found := gates.MaskFound(data, secrets)
 		if !found {

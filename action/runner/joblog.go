@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -92,7 +93,7 @@ func (p *phaseLog) Write(b []byte) (int, error) {
 		if len(p.pending) < maxPendingLine {
 			return len(b), nil
 		}
-		cut = len(p.pending)
+		cut = tokenSafeCut(p.pending)
 	}
 	rest := append([]byte(nil), p.pending[cut:]...)
 	p.toLog(p.pending[:cut])
@@ -100,6 +101,20 @@ func (p *phaseLog) Write(b []byte) (int, error) {
 		p.pending = rest
 	}
 	return len(b), nil
+}
+
+// tokenSafeCut is where a long line without a newline may be cut for the job log: after
+// its last byte that no credential's token holds (a space, a quote, a comma), so that no
+// token is split between two pieces masked apart; the whole line when its last
+// maxPendingLine/2 bytes are one run of token characters.
+func tokenSafeCut(b []byte) int {
+	for i := len(b) - 1; i >= len(b)-maxPendingLine/2 && i >= 0; i-- {
+		c := b[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("_+/=.~-", c) >= 0) {
+			return i + 1
+		}
+	}
+	return len(b)
 }
 
 // toLog writes b, masked, to the job log within the share, and notes once when the

@@ -26,7 +26,9 @@ func (h *PullRequestReview) Handle(ctx context.Context, _, delivery string, payl
 	if err := parse(payload, &ev, "pull_request_review"); err != nil {
 		return err
 	}
-	if ev.GetAction() != "submitted" {
+	// submitted: a review round, or an approval that clears bumper/gates; dismissed: the
+	// approval that cleared it is gone.
+	if a := ev.GetAction(); a != "submitted" && a != "dismissed" {
 		return nil
 	}
 	if _, _, ok := workitem.WorkBranch(ev.GetPullRequest().GetHead().GetRef()); !ok {

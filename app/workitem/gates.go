@@ -3,7 +3,9 @@ package workitem
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/workitem/verdictpost"
@@ -35,23 +37,108 @@ func (s *Service) clearGates(ctx context.Context, gh GitHub, ev ReviewEvent) err
 	if err != nil {
 		return fmt.Errorf("failed to list the check runs of %.12s: %w", rv.CommitID, err)
 	}
-	var last *CheckRun
-	for i, r := range runs { // newest first for each name
-		// Any App can name a check run bumper/gates: only the App's own count.
-		if r.Name == CheckGates && (s.opts.AppID == 0 || r.AppID == s.opts.AppID) {
-			last = &runs[i]
-			break
-		}
-	}
+	last := s.latestGates(runs)
 	if last == nil || last.Status != "completed" || last.Conclusion != "failure" {
 		return nil
 	}
-	head := fmt.Sprintf("Approved by `%s` in review %d of this commit: a person has read the findings below.\n\n", rv.User, rv.ID)
-	_, err = gh.CreateCheckRun(ctx, it.rec.Repository, CheckRun{Name: CheckGates, HeadSHA: rv.CommitID, Status: "completed", Conclusion: "success",
-		Title: "Findings approved by a writer's review", Summary: head + textcut.Fit(last.Summary, verdictpost.MaxCheckSummary-len(head), textcut.Ellipsis), DetailsURL: last.DetailsURL})
+	if err := postCleared(ctx, gh, it.rec.Repository, rv, last); err != nil {
+		return err
+	}
+	log.Info().Str(logkey.Conclusion, "success").Msg("a writer's approval cleared the gates' findings")
+	return nil
+}
+
+// clearedMark is how a cleared bumper/gates names the approval that cleared it: its
+// summary's first paragraph, the runner's findings after it.
+const clearedMark = "Approved by `%s` in review %d of this commit: a person has read the findings below.\n\n"
+
+// postCleared posts bumper/gates on rv's commit as passed, naming rv, with the
+// findings of failed (the runner's run, or an earlier clearance) below.
+func postCleared(ctx context.Context, gh GitHub, repo string, rv ReviewInfo, failed *CheckRun) error {
+	head := fmt.Sprintf(clearedMark, rv.User, rv.ID)
+	_, err := gh.CreateCheckRun(ctx, repo, CheckRun{Name: CheckGates, HeadSHA: rv.CommitID, Status: "completed", Conclusion: "success",
+		Title: "Findings approved by a writer's review", Summary: head + textcut.Fit(findingsOf(failed.Summary), verdictpost.MaxCheckSummary-len(head), textcut.Ellipsis),
+		DetailsURL: failed.DetailsURL})
 	if err != nil {
 		return fmt.Errorf("failed to clear %s on %.12s: %w", CheckGates, rv.CommitID, err)
 	}
-	log.Info().Str(logkey.Conclusion, "success").Msg("a writer's approval cleared the gates' findings")
+	return nil
+}
+
+// findingsOf is the runner's findings in a bumper/gates summary, without the line a
+// clearance (or its dismissal) put before them.
+func findingsOf(summary string) string {
+	if strings.HasPrefix(summary, "Approved by `") || strings.HasPrefix(summary, "The approval by `") {
+		if _, rest, ok := strings.Cut(summary, "\n\n"); ok {
+			return rest
+		}
+	}
+	return summary
+}
+
+// restoreGates takes the dismissal of a review: when the App's latest bumper/gates on
+// the review's commit is the clearance that review gave, the findings stand again. If
+// another approval of that commit by someone who may give commands still stands, the
+// clearance names it instead; else the App posts bumper/gates as failed again, saying
+// whose approval was dismissed, and a writer's approving review of the commit clears it
+// once more. A dismissal of any other review changes nothing.
+func (s *Service) restoreGates(ctx context.Context, gh GitHub, ev ReviewEvent) error {
+	rv := ev.Review
+	n, log, ok, err := s.reviewOf(ctx, ev, "dismissal restores no gates")
+	if !ok || err != nil {
+		return err
+	}
+	defer s.lock(ledger.ID(ev.Repo.FullName, n))()
+	it, err := s.load(ctx, gh, ev.Repo, n)
+	if err != nil || it == nil || it.rec.PullRequest != ev.Number || rv.CommitID == "" {
+		return err
+	}
+	runs, err := gh.CheckRuns(ctx, it.rec.Repository, rv.CommitID)
+	if err != nil {
+		return fmt.Errorf("failed to list the check runs of %.12s: %w", rv.CommitID, err)
+	}
+	last := s.latestGates(runs)
+	if last == nil || last.Conclusion != "success" || !strings.HasPrefix(last.Summary, fmt.Sprintf(clearedMark, rv.User, rv.ID)) {
+		return nil
+	}
+	pol, err := s.policyAt(ctx, gh, it.rec.Repository, it.rec.BaseCommit)
+	if err != nil && !isInvalidPolicy(err) {
+		return err
+	}
+	reviews, err := gh.Reviews(ctx, it.rec.Repository, ev.Number)
+	if err != nil {
+		return fmt.Errorf("failed to list the reviews of #%d: %w", ev.Number, err)
+	}
+	for _, o := range reviews {
+		if o.ID == rv.ID || o.State != "APPROVED" || o.CommitID != rv.CommitID || isInvalidPolicy(err) {
+			continue
+		}
+		if no, aerr := s.allowed(ctx, gh, it.rec.Repository, o.User, o.UserType, pol); aerr != nil {
+			return aerr
+		} else if no == nil && !authz.IsBot(o.User, o.UserType) {
+			log.Info().Msg("a dismissed approval had cleared the gates; another writer's approval of the commit still stands")
+			return postCleared(ctx, gh, it.rec.Repository, o, last)
+		}
+	}
+	findings := findingsOf(last.Summary)
+	head := fmt.Sprintf("The approval by `%s` (review %d) that cleared these findings was dismissed: a writer's approving review of this commit clears them again.\n\n", rv.User, rv.ID)
+	_, err = gh.CreateCheckRun(ctx, it.rec.Repository, CheckRun{Name: CheckGates, HeadSHA: rv.CommitID, Status: "completed", Conclusion: "failure",
+		Title: "Findings need a person: the approval that cleared them was dismissed", Summary: head + textcut.Fit(findings, verdictpost.MaxCheckSummary-len(head), textcut.Ellipsis),
+		DetailsURL: last.DetailsURL})
+	if err != nil {
+		return fmt.Errorf("failed to post %s again on %.12s: %w", CheckGates, rv.CommitID, err)
+	}
+	log.Info().Str(logkey.Conclusion, "failure").Msg("the approval that cleared the gates' findings was dismissed")
+	return nil
+}
+
+// latestGates is the App's latest bumper/gates of runs (newest first for each name):
+// any App can name a check run bumper/gates, and only the App's own count.
+func (s *Service) latestGates(runs []CheckRun) *CheckRun {
+	for i, r := range runs {
+		if r.Name == CheckGates && (s.opts.AppID == 0 || r.AppID == s.opts.AppID) {
+			return &runs[i]
+		}
+	}
 	return nil
 }

@@ -43,6 +43,9 @@ func (s *Service) HandleReview(ctx context.Context, gh GitHub, ev ReviewEvent) e
 	if ev.Action == "submitted" && rv.State == "APPROVED" {
 		return s.clearGates(ctx, gh, ev)
 	}
+	if ev.Action == "dismissed" {
+		return s.restoreGates(ctx, gh, ev)
+	}
 	if ev.Action != "submitted" || (rv.State != "CHANGES_REQUESTED" && rv.State != "COMMENTED") {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/bumperdev/bumper/internal/attest"
 )
 
-const evidenceUsage = "bumper evidence verify [--key PEM | --url SERVE] [--evidence evidence.json] [--head SHA] FILE\n" +
+const evidenceUsage = "bumper evidence verify [--key PEM | --url SERVE] [--evidence evidence.json] [--head SHA] [--repo OWNER/NAME] FILE\n" +
 	"       bumper evidence keygen [--dir DIR]"
 
 // runEvidence is `bumper evidence`: verify a run's signed statement offline, or make
@@ -41,11 +41,12 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 const maxKeyDoc = 64 << 10
 
 func runEvidenceVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("evidence verify", "[--key PEM | --url SERVE] [--evidence evidence.json] [--head SHA] FILE", stderr)
+	fs := newFlagSet("evidence verify", "[--key PEM | --url SERVE] [--evidence evidence.json] [--head SHA] [--repo OWNER/NAME] FILE", stderr)
 	keyFile := fs.String("key", "", "serve's attestation public key(s), PEM (attestation-public-key.pem from bumper setup)")
 	serveURL := fs.String("url", "", "serve's base URL: fetch its public keys from URL"+attest.KeyPath)
 	evidencePath := fs.String("evidence", "", "the run's evidence.json (default: evidence.json beside FILE)")
 	head := fs.String("head", "", "the head commit the statement must name (default: evidence.json's head_commit)")
+	repo := fs.String("repo", "", "the repository whose work item the statement must be about, OWNER/NAME")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -101,6 +102,9 @@ func runEvidenceVerify(ctx context.Context, args []string, stdout, stderr io.Wri
 		return fail("%v", err)
 	}
 	p := got.Predicate
+	if r, _, _ := strings.Cut(p.WorkItem, "#"); *repo != "" && !strings.EqualFold(r, *repo) {
+		return fail("the statement is about work item %s, not one of %s", p.WorkItem, *repo)
+	}
 	fmt.Fprintf(stdout, "ok %s: serve (key %s) attests %s at %s, commit %s, %s sha256:%s\n", file, got.KeyID, p.WorkItem,
 		p.AttestedAt.Format(time.RFC3339), got.Commit, attest.EvidenceName, got.EvidenceSHA256)
 	approvers := make([]string, len(p.Approval.Approvers))
@@ -111,6 +115,18 @@ func runEvidenceVerify(ctx context.Context, args []string, stdout, stderr io.Wri
 	c := p.RunnerClaims
 	fmt.Fprintf(stdout, "  the runner's claims: image %s, harness %s %s, verification %s, %d gate result(s), cost %d µUSD\n",
 		c.ImageDigest, c.Harness.Name, c.Harness.Version, c.Verification, len(c.Gates), c.CostMicroUSD)
+	// What was not checked against anything but the files themselves, said: any genuine
+	// statement agrees with its own evidence.
+	var unchecked []string
+	if *head == "" {
+		unchecked = append(unchecked, "the commit is evidence.json's own: --head SHA checks it is the pull request's head")
+	}
+	if *repo == "" {
+		unchecked = append(unchecked, "--repo OWNER/NAME checks the work item is that repository's")
+	}
+	for _, u := range unchecked {
+		fmt.Fprintf(stdout, "  not checked: %s\n", u)
+	}
 	return nil
 }
 

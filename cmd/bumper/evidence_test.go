@@ -16,6 +16,7 @@ import (
 const (
 	verifyHead  = "0123456789abcdef0123456789abcdef01234567"
 	verifyOther = "89abcdef0123456789abcdef0123456789abcdef"
+	verifyRepo  = "acme/widgets"
 )
 
 // runFiles writes what a run's artifact holds (evidence.json and serve's statement of
@@ -94,6 +95,10 @@ func TestEvidenceVerify(t *testing.T) {
 		{name: "passes with serve's key", args: []string{"evidence", "verify", "--key", pub, bundle}, wantStdout: "ok " + bundle},
 		{name: "passes with serve's published key", args: []string{"evidence", "verify", "--url", serve.URL, bundle}, wantStdout: "commit " + verifyHead},
 		{name: "passes naming the head", args: []string{"evidence", "verify", "--key", pub, "--head", verifyHead, bundle}, wantStdout: "the runner's claims"},
+		{name: "says what it did not check", args: []string{"evidence", "verify", "--key", pub, bundle}, wantStdout: "not checked: the commit is evidence.json's own"},
+		{name: "passes naming the repository", args: []string{"evidence", "verify", "--key", pub, "--head", verifyHead, "--repo", verifyRepo, bundle}, wantStdout: "ok " + bundle},
+		{name: "another repository's statement", args: []string{"evidence", "verify", "--key", pub, "--repo", "evil/widgets", bundle}, wantCode: 1,
+			wantStdout: "not one of evil/widgets"},
 		{name: "a byte of the evidence flipped", args: []string{"evidence", "verify", "--key", pub, "--evidence", flippedPath, bundle},
 			wantCode: 1, wantStdout: "does not match the statement"},
 		{name: "another key", args: []string{"evidence", "verify", "--key", otherPub, bundle}, wantCode: 1, wantStdout: "does not verify"},
