@@ -33,7 +33,8 @@ build:
 		-o bin/bumper ./cmd/bumper
 
 # The fast tier: no root, no QEMU, no network namespaces (testgate skips those under
-# -short). Seconds to a minute.
+# -short, and the slowest integration tests, which make test runs). About a minute on
+# 2 cores.
 unit:
 	$(GO) test -short -count=1 $(PKGS)
 

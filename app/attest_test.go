@@ -69,6 +69,7 @@ func receipt(t *testing.T, code int, body []byte) wire.EvidenceReceipt {
 // about the head serve checked on GitHub, the evidence's digest, the approval from
 // serve's record, and the runner's claims named as such.
 func TestAttestedEvidence(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n, run := h.approved()
 	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
@@ -152,6 +153,7 @@ func TestAttestedEvidence(t *testing.T) {
 
 // TestAttestationKeyMode: serve does not start with an attestation key others can read.
 func TestAttestationKeyMode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cfg := h.cfg
 	cfg.Bumper.AttestationKeyFile = attestationKeyFile(t)

@@ -120,6 +120,7 @@ func exchangeRequest(h *harness, run ghemu.RunInfo, tok string) wire.ExchangeReq
 }
 
 func TestTokenExchange(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n, run := h.approved()
 	repo := ghemu.DefaultOrg + "/" + ghemu.DefaultRepo
@@ -319,6 +320,7 @@ func TestTokenExchange(t *testing.T) {
 // TestBaseMovedVoidsApproval: the base branch moves between /approve and the token
 // exchange; the exchange is refused and the item goes back to awaiting approval.
 func TestBaseMovedVoidsApproval(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n, run := h.approved()
 	refs, err := h.e.Git().Refs(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
@@ -386,6 +388,7 @@ func TestExchangeNotInstalled(t *testing.T) {
 // its workflow run completes, the item fails with that reason, shown as text. Reports
 // with an outcome the App does not know, or an oversized reason, are refused.
 func TestRunReasonReachesTheItem(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n, run := h.approved()
 	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
@@ -425,6 +428,7 @@ func TestRunReasonReachesTheItem(t *testing.T) {
 // of failing "before a pull request was ready". Its token is refreshed while it runs,
 // and no longer once the pull request waits for review.
 func TestRunThatDeliveredEndsQuietly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n, run := h.approved()
 	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
@@ -456,6 +460,7 @@ func TestRunThatDeliveredEndsQuietly(t *testing.T) {
 // TestDeliveredButFailedRunFails: a run that reports a failure fails its item when its
 // workflow completes; and the reason it gives is stored bounded, however it is written.
 func TestDeliveredButFailedRunFails(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n, run := h.approved()
 	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))

@@ -15,6 +15,7 @@ import (
 // TestLabelApproveDispatch walks the main path: label → awaiting approval; a reader's
 // /approve is refused; a writer's dispatches exactly once; a redelivery changes nothing.
 func TestLabelApproveDispatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
 
@@ -138,6 +139,7 @@ func TestLabelApproveDispatch(t *testing.T) {
 // TestEditAfterApprovalVoids: an edit to the issue after /approve voids the approval,
 // the bot says so, and the item is back to awaiting approval.
 func TestEditAfterApprovalVoids(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
 	h.label(ghemu.DefaultMaintainer, n, "agent:implement")

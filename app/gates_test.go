@@ -15,6 +15,7 @@ import (
 // maintainer's approving review of that head turns it green, posted by the App with
 // who approved, and the findings kept.
 func TestGatesClearedByApproval(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	r := h.toReview()
 	runner := gogithub.NewClient(nil).WithAuthToken(r.implGrant.InstallationToken)

@@ -71,6 +71,7 @@ next:
 // (granted and refused), plus webhooks it rejects, ignores and fails, then reads each
 // count back from /metrics.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	_, run := h.approved()
 
@@ -175,6 +176,7 @@ func TestMetrics(t *testing.T) {
 // TestReadiness checks /readyz answers 503 until the start-up rebuild succeeded, while
 // /healthz answers from the start.
 func TestReadiness(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	srv, err := New(h.ctx, h.cfg, Options{})
 	if err != nil {
@@ -223,6 +225,7 @@ func TestReadiness(t *testing.T) {
 // TestMetricsListener runs serve with server.metrics_address: /metrics is served there
 // and not on the webhook listener, and both answer the probes.
 func TestMetricsListener(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	free := func() string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -23,6 +23,7 @@ import (
 // closing the issue meanwhile defers to it; Re-run on its check is /retry; closing it
 // unmerged stops the work item.
 func TestPullRequestLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, noReviewer())
 	n, run := h.approved()
 	code, resp, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))

@@ -76,6 +76,7 @@ func (h *harness) guardRefs(kind string) []string {
 // again once the grace period has passed without a record of the dispatch; two
 // replicas that both met it re-drive it together, and exactly one run is dispatched.
 func TestDispatchRedrive(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.cfg.Server.DispatchGrace = time.Minute
 	var now atomic.Int64

@@ -45,6 +45,7 @@ func (h *harness) redeliverWhere(match func(d *gogithub.HookDelivery) bool) int 
 // TestReplicasDispatchOnce: a second replica, whose view predates the approval, gets
 // the same /approve; the dispatch ref makes it stand down, and it reloads the item.
 func TestReplicasDispatchOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
 	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
@@ -86,6 +87,7 @@ func TestReplicasDispatchOnce(t *testing.T) {
 // TestInstallationIndexes: an `installation` webhook makes a server that has not
 // rebuilt index the installation's repositories.
 func TestInstallationIndexes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
 	h.label(ghemu.DefaultMaintainer, n, "agent:implement")

@@ -11,6 +11,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // redeliverAll redelivers every webhook GitHub ever sent the App and waits for them.
@@ -23,6 +24,8 @@ func (h *harness) redeliverAll() {
 // TestRestartInEveryState kills `serve` in each state, starts a new one and redelivers
 // every webhook: the state, the approvals and the single dispatch survive.
 func TestRestartInEveryState(t *testing.T) {
+	testgate.Slow(t, "serve restarted in every state, seconds")
+	t.Parallel()
 	h := newHarness(t, noReviewer())
 	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
 	var runToken, instToken string
@@ -100,6 +103,7 @@ func TestRestartInEveryState(t *testing.T) {
 // TestUntrustedRecord: a status comment not written by the bot, with a state label,
 // is not trusted at start-up; the item goes to the error state and the bot says why.
 func TestUntrustedRecord(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n := h.openIssue("Forged", "Someone forges a record.")
 	forged := &ledger.Record{Schema: ledger.SchemaVersion, Revision: 1, Repository: "acme/widgets", Issue: n,

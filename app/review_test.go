@@ -13,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // inReview is a work item whose implement run opened its pull request and handed it to
@@ -75,6 +76,7 @@ func verdictDoc(verdict string, confidence float64, findings string) string {
 // TestReviewVerdict: each kind of review result becomes the check and review it should,
 // and only a valid approve at or above the threshold, on a verified head, passes.
 func TestReviewVerdict(t *testing.T) {
+	testgate.Slow(t, "a review run for each kind of verdict through serve, seconds")
 	inDiff := `{"file":"widgets.sh","line":2,"severity":"major","message":"Prints 4 but says nothing of why."}`
 	outside := `{"file":"test.sh","line":3,"severity":"minor","message":"The test still expects 3."}`
 	passed := &wire.Verification{Passed: true, Summary: "0 of 1 commands failed; 1 tests passed, 0 failed"}
@@ -156,6 +158,7 @@ func TestReviewVerdict(t *testing.T) {
 // TestReviewRunIsReadOnly: the review run's token reads and writes nothing else; it may
 // not report progress, nor judge another head, nor post twice.
 func TestReviewRunIsReadOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	r := h.toReview()
 	for k, v := range r.grant.Permissions {
@@ -194,6 +197,7 @@ func TestReviewRunIsReadOnly(t *testing.T) {
 // TestReviewRunEndsWithoutVerdict: a review run that completes without posting fails
 // the check with the reason, and the pull request goes to humans.
 func TestReviewRunEndsWithoutVerdict(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	r := h.toReview()
 	if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, r.review.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "cancelled"}); err != nil {
@@ -259,6 +263,7 @@ func (h *harness) handedOver() (n, pr int, head string) {
 // branch, with the check's output as its task; Bumper's own checks and other commits'
 // do not; once the rounds are used up the item fails.
 func TestFixRounds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ciSeed(1, false))
 	n, pr, head := h.handedOver()
 	h.ci(h.record(n).BaseCommit, "failure") // another commit's
@@ -298,6 +303,7 @@ func TestFixRounds(t *testing.T) {
 // TestHumanPushStandsBumperDown: a maintainer's push to the work branch makes it
 // theirs: Bumper says so once, and a failing check afterwards starts no fix round.
 func TestHumanPushStandsBumperDown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ciSeed(2, false))
 	n, pr, head := h.handedOver()
 	branch := fmt.Sprintf("bumper/%d-1", n)
@@ -333,6 +339,7 @@ func TestHumanPushStandsBumperDown(t *testing.T) {
 // TestNoFixUnderApproval: once a person approved the pull request, a failing required
 // check starts no fix round: Bumper does not push commits under their approval.
 func TestNoFixUnderApproval(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ciSeed(2, false))
 	n, pr, head := h.handedOver()
 	if _, _, err := h.user(ghemu.DefaultMaintainer).PullRequests.CreateReview(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, pr,
@@ -349,6 +356,7 @@ func TestNoFixUnderApproval(t *testing.T) {
 // TestCommandsOnThePullRequest: /status and /stop work in the pull request's comments,
 // with the same permission rules; /approve there points to the issue.
 func TestCommandsOnThePullRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, noReviewer())
 	n, pr, _ := h.handedOver()
 	prComments := func() []*gogithub.IssueComment {

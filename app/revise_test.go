@@ -21,6 +21,7 @@ import (
 // read by the run with its run token, holds the maintainer's words with their places and
 // none of the reader's.
 func TestReviseRoundThroughServe(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	r := h.toReview()
 	approve := wire.Verdict{Document: verdictDoc("approve", 0.9, ""), HeadCommit: r.head,

@@ -11,6 +11,7 @@ import (
 )
 
 func TestWebhookSignatureRequired(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	body := `{"action":"labeled","issue":{"number":1},"label":{"name":"agent:implement"},"installation":{"id":1}}`
 	tests := []struct {
@@ -47,6 +48,7 @@ func TestWebhookSignatureRequired(t *testing.T) {
 // TestRunServesAndShutsDown runs the server as `bumper serve` does: rebuild, listen,
 // answer /healthz, and return cleanly when the context ends.
 func TestRunServesAndShutsDown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // These tests play issue #22's reader, who makes the work item disappear: an issue whose
@@ -60,6 +61,7 @@ func (h *harness) fits(n int) string {
 // once approved and under way is recorded too (the approval voided, the item back to
 // waiting), with its reply.
 func TestLargeIssueRecorded(t *testing.T) {
+	testgate.Slow(t, "issues of hundreds of kilobytes through serve, seconds")
 	mixed := strings.Repeat("[click](https://evil.example \"<!-- -->\") <details><summary>x</summary>\u202e<!--a-->\u200b</details>\n"+
 		"[^n]: unused <b>\n\U000E0041\U000E0042 ```\n", 200)
 	// comments is n HTML comments of about size bytes each, of the character that takes

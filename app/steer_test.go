@@ -16,6 +16,7 @@ import (
 // refused and reaches no run; a maintainer's reaches the run that works, once, and is
 // done once the run reports it delivered.
 func TestSteerThroughServe(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	n, run := h.approved()
 	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))

@@ -56,12 +56,13 @@ func TestRunToPullRequest(t *testing.T) {
 				pr.GetHead().GetRef(), pr.GetHead().GetSHA(), pr.GetBase().GetRef(), ev.PullRequest, ev.HeadCommit, pr.GetBody())
 		}
 		checks, _, err := w.user(ghemu.DefaultMaintainer).Checks.ListCheckRunsForRef(w.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, ev.HeadCommit, nil)
-		if err != nil || checks.GetTotal() != 2 {
+		if err != nil || checks.GetTotal() != 3 {
 			t.Fatalf("check runs on the head: %+v (%v)", checks, err)
 		}
-		// The evidence, and the output gates, which found nothing for a person.
+		// The evidence, the output gates, which found nothing for a person, and serve's
+		// signed statement of the run.
 		for _, c := range checks.CheckRuns {
-			if (c.GetName() != "bumper/evidence" && c.GetName() != "bumper/gates") || c.GetConclusion() != "success" {
+			if (c.GetName() != "bumper/evidence" && c.GetName() != "bumper/gates" && c.GetName() != "bumper/attestation") || c.GetConclusion() != "success" {
 				t.Errorf("check run %s on the head: %s", c.GetName(), c.GetConclusion())
 			}
 		}

@@ -17,6 +17,7 @@ package ghemu
 
 import (
 	"context"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"net"
@@ -42,7 +43,8 @@ import (
 // Options configure an Emulator.
 type Options struct {
 	// StateDir keeps the state, the App's private key and the git repositories across
-	// restarts. Empty: a temporary directory removed by Close.
+	// restarts. Empty: a temporary directory removed by Close, and the world is never
+	// written to it (nothing outlives the emulator).
 	StateDir string
 	// Seed is the starting world when StateDir holds no state yet. Nil: DefaultSeed().
 	Seed *Seed
@@ -57,6 +59,11 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives the emulator's own log; zero value: nothing is logged.
 	Logger zerolog.Logger
+	// NewKey makes the RSA keys a new state directory needs, by purpose (KeyApp, the
+	// App's private key; KeyOIDC, the Actions OIDC issuer's); nil: a new 2048-bit key
+	// each. Making one takes a tenth of a second or more: tests that start many
+	// emulators hand out keys made once (emutest does).
+	NewKey func(purpose string) (*rsa.PrivateKey, error)
 	// WebhookCheck, when set, sees every webhook body before it is sent (the fidelity
 	// checker validates them against GitHub's webhook schema).
 	WebhookCheck func(event string, body []byte)
@@ -107,6 +114,20 @@ const (
 	gitDir      = "git"
 )
 
+// The purposes of the keys Options.NewKey makes.
+const (
+	KeyApp  = "app"
+	KeyOIDC = "oidc"
+)
+
+// keyFor is newKey for one purpose; nil when newKey is.
+func keyFor(newKey func(string) (*rsa.PrivateKey, error), purpose string) func() (*rsa.PrivateKey, error) {
+	if newKey == nil {
+		return nil
+	}
+	return func() (*rsa.PrivateKey, error) { return newKey(purpose) }
+}
+
 // New creates an emulator, loading the state in opts.StateDir or seeding a new world.
 func New(opts Options) (*Emulator, error) {
 	e := &Emulator{dir: opts.StateDir, log: opts.Logger}
@@ -135,7 +156,7 @@ func New(opts Options) (*Emulator, error) {
 
 // open builds the rooms; New cleans up after a failure.
 func (e *Emulator) open(opts Options, now func() time.Time) error {
-	oidcKey, err := state.LoadOrCreateKey(filepath.Join(e.dir, oidcKeyFile))
+	oidcKey, err := state.LoadOrCreateKey(filepath.Join(e.dir, oidcKeyFile), keyFor(opts.NewKey, KeyOIDC))
 	if err != nil {
 		return err
 	}
@@ -163,7 +184,7 @@ func (e *Emulator) open(opts Options, now func() time.Time) error {
 		return fmt.Errorf("failed to start the git server: %w", err)
 	}
 	seed := opts.Seed
-	e.store, err = state.Open(state.Options{Dir: e.dir, Now: now, Logger: e.log}, func(w *state.World) error {
+	e.store, err = state.Open(state.Options{Dir: e.dir, Now: now, Logger: e.log, NewKey: keyFor(opts.NewKey, KeyApp), Ephemeral: e.tempDir}, func(w *state.World) error {
 		if seed == nil {
 			seed = DefaultSeed()
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // TestFixRound: a fix run starts at its pull request's head on the pull request's
@@ -17,6 +18,7 @@ import (
 // opened (no new one), and comments its evidence on it. A pull request that is not the
 // run's (a maintainer's, or one whose head is not the pushed commit) gets nothing.
 func TestFixRound(t *testing.T) {
+	testgate.Slow(t, "fix rounds through a real gateway, seconds")
 	h := newHost(t)
 	ctx := testCtx(t)
 	w := h.prepare(t, 1, 1)

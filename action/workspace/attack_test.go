@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // hostile is the world a repository would need to run code on the host: a caller's
@@ -121,6 +123,7 @@ func (x *hostile) check(t *testing.T) {
 // TestHostileRepositories: repositories built to run code or write outside the
 // workspace while they are fetched and checked out, under a hostile environment.
 func TestHostileRepositories(t *testing.T) {
+	testgate.Slow(t, "git over a dozen hostile repositories, seconds")
 	h := newGitHost(t)
 	ctx := testCtx(t)
 	x := newHostile(t)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // updateHost is a pull request's history and a base branch that moved, on the
@@ -78,6 +80,7 @@ func guestMerge(t *testing.T, repo, to string) []byte {
 // conflicting: left with the unmerged paths named), and its work comes back with only
 // the run's own commits: the merge and what the agent added, never the base branch's.
 func TestUpdateMerge(t *testing.T) {
+	testgate.Slow(t, "merges in many git repositories, seconds")
 	u := newUpdateHost(t)
 	ctx := testCtx(t)
 	t.Run("a conflict, resolved by the agent", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/rs/zerolog"
 )
 
@@ -22,6 +23,7 @@ func testCtx(t testing.TB) context.Context {
 // TestPrepareThroughGateway fetches a realistic repository from the emulator through
 // the firewall's git gateway, at depth 1 and with full history, and checks the result.
 func TestPrepareThroughGateway(t *testing.T) {
+	testgate.Slow(t, "clones through a real firewall gateway, seconds")
 	h := newGitHost(t)
 	ctx := testCtx(t)
 	src := scratch(t)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // guestCopy stands in for the VM: a copy of the workspace as the workspace disk holds
@@ -57,6 +58,7 @@ func writeFile(t *testing.T, p, content string) {
 // the work branch descending from the base, and refuses every other bundle, under a
 // hostile environment.
 func TestResult(t *testing.T) {
+	testgate.Slow(t, "many git repositories, seconds")
 	h := newGitHost(t)
 	ctx := testCtx(t)
 	src := scratch(t)

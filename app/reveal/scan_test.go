@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // tags spells s in Unicode tag characters.
@@ -792,6 +794,7 @@ func largeInputs() []struct {
 // render bound. How fast is BenchmarkScanLargeInputs's to say, not a timed assertion
 // that a busy machine would fail.
 func TestScanLargeInputs(t *testing.T) {
+	testgate.Slow(t, "megabytes of markup, seconds")
 	for _, tt := range largeInputs() {
 		t.Run(tt.name, func(t *testing.T) {
 			if out := Render(Scan(tt.in)); len(out) > MaxRenderLen {

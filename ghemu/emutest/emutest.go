@@ -4,6 +4,8 @@ package emutest
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +22,28 @@ var shared struct {
 	once sync.Once
 	c    *ghemu.Checker
 	err  error
+	// keys are the RSA keys every emulator of the process shares, one per purpose:
+	// making a 2048-bit key was two fifths of the App's tests' time.
+	keysMu sync.Mutex
+	keys   map[string]*rsa.PrivateKey
+}
+
+// sharedKey is the process's key for purpose, made on first use.
+func sharedKey(purpose string) (*rsa.PrivateKey, error) {
+	shared.keysMu.Lock()
+	defer shared.keysMu.Unlock()
+	if k := shared.keys[purpose]; k != nil {
+		return k, nil
+	}
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	if shared.keys == nil {
+		shared.keys = map[string]*rsa.PrivateKey{}
+	}
+	shared.keys[purpose] = k
+	return k, nil
 }
 
 // Option changes what New checks.
@@ -53,6 +77,9 @@ func New(tb testing.TB, opts ghemu.Options, options ...Option) *ghemu.Emulator {
 	}
 	ck := shared.c.Fork()
 	opts.WebhookCheck = ck.CheckWebhook
+	if opts.NewKey == nil {
+		opts.NewKey = sharedKey
+	}
 	e, err := ghemu.New(opts)
 	if err != nil {
 		tb.Fatalf("failed to create the emulator: %v", err)

@@ -23,6 +23,7 @@ func twoRepoSeed() *ghemu.Seed {
 }
 
 func TestAppAuthAndInstallationTokens(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{Seed: twoRepoSeed()})
 	ctx := emutest.Context(t)
 	app := emutest.AppClient(t, e)
@@ -149,6 +150,7 @@ func TestExpiredTokenIsRefused(t *testing.T) {
 }
 
 func TestUserPermissions(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	maint := emutest.UserClient(t, e, ghemu.DefaultMaintainer)

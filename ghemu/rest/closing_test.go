@@ -13,6 +13,7 @@ import (
 )
 
 func TestClosingKeywords(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	// The default main needs a check and a review; these cases are about what a merge

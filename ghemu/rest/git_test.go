@@ -130,6 +130,7 @@ func TestGitCloneAndPushFollowGitHubRules(t *testing.T) {
 }
 
 func TestContentsAndCommits(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	c := emutest.UserClient(t, e, ghemu.DefaultMaintainer)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestIssuesLabelsComments(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	c := emutest.UserClient(t, e, ghemu.DefaultMaintainer)
@@ -98,6 +99,7 @@ func TestIssuesLabelsComments(t *testing.T) {
 }
 
 func TestIssueListFiltersAndPagination(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	c := emutest.UserClient(t, e, ghemu.DefaultMaintainer)
@@ -160,6 +162,7 @@ func TestIssueListFiltersAndPagination(t *testing.T) {
 }
 
 func TestConditionalRequestsAndRateLimit(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{RateLimit: 5})
 	ctx := emutest.Context(t)
 	c := emutest.UserClient(t, e, ghemu.DefaultMaintainer)
@@ -196,6 +199,7 @@ func TestConditionalRequestsAndRateLimit(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{}, emutest.AllowInvalidRequests())
 	ctx := emutest.Context(t)
 	c := emutest.UserClient(t, e, ghemu.DefaultMaintainer)
@@ -235,6 +239,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestConcurrentCommentsAreConsistent(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	c := emutest.UserClient(t, e, ghemu.DefaultMaintainer)
@@ -277,6 +282,7 @@ func TestConcurrentCommentsAreConsistent(t *testing.T) {
 }
 
 func TestReadersMayNotTriage(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{}, emutest.AllowInvalidRequests())
 	ctx := emutest.Context(t)
 	maint := emutest.UserClient(t, e, ghemu.DefaultMaintainer)

@@ -35,6 +35,7 @@ func pinningSeed() *ghemu.Seed {
 // check run; an unpinned one by any check run of its name or a commit status of its
 // context, which any writer can forge.
 func TestRequiredCheckPinning(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{Seed: pinningSeed()})
 	ctx := emutest.Context(t)
 	bot := emutest.InstallationClient(t, e)
@@ -114,6 +115,7 @@ func TestRequiredCheckPinning(t *testing.T) {
 // TestRequiredCheckRendering: the protection API and the branch API render a pinned
 // check with its App's ID and an unpinned one with app_id null, and contexts names both.
 func TestRequiredCheckRendering(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{Seed: pinningSeed()})
 	ctx := emutest.Context(t)
 	bot := emutest.InstallationClient(t, e)
@@ -286,6 +288,7 @@ func TestCheckRunApp(t *testing.T) {
 // GitHub App."), to create a check run and to update one an App created; an
 // installation token and another App's bot user may.
 func TestCheckRunsAreApps(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{Seed: pinningSeed()})
 	ctx := emutest.Context(t)
 	head := emutest.BranchWithCommit(t, e, "people", "people.txt")
@@ -326,6 +329,7 @@ func TestCheckRunsAreApps(t *testing.T) {
 
 // TestCommitStatuses: who may post a status, and the combined status of a commit.
 func TestCommitStatuses(t *testing.T) {
+	t.Parallel()
 	// One request lacks its state on purpose; the emulator's answers are still checked.
 	e := emutest.New(t, ghemu.Options{Seed: pinningSeed()}, emutest.AllowInvalidRequests())
 	ctx := emutest.Context(t)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestBranchProtection(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	bot := emutest.InstallationClient(t, e)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPullRequestReviewChecksAndMerge(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	head := emutest.BranchWithCommit(t, e, "bumper/1-1", "frob.txt")
@@ -106,6 +107,7 @@ func TestPullRequestReviewChecksAndMerge(t *testing.T) {
 }
 
 func TestGitRefsAPI(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	bot := emutest.InstallationClient(t, e)

@@ -45,6 +45,7 @@ func featureBranch(t *testing.T, e *ghemu.Emulator, branch string) *github.PullR
 }
 
 func TestPullRequestFiles(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	ctx := emutest.Context(t)
 	pr := featureBranch(t, e, "feature")

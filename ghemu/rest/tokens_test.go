@@ -11,6 +11,7 @@ import (
 // TestInstallationTokens: the control accessor lists a minted token with its scope, and
 // shows it revoked once its holder revoked it as GitHub allows.
 func TestInstallationTokens(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{})
 	tok := emutest.InstallationToken(t, e, ghemu.DefaultOrg, ghemu.DefaultRepo, map[string]string{"contents": "read"})
 	find := func() ghemu.TokenInfo {

@@ -15,6 +15,7 @@ import (
 // noreply commit address for the App carries), with or without a credential; an
 // unknown login is 404.
 func TestUserProfiles(t *testing.T) {
+	t.Parallel()
 	e := emutest.New(t, ghemu.Options{Seed: pinningSeed()})
 	ctx := emutest.Context(t)
 	anon := emutest.AnonymousClient(t, e)

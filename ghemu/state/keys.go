@@ -19,7 +19,7 @@ func KeyPEM(k *rsa.PrivateKey) []byte {
 
 // LoadOrCreateKey reads the RSA key in path, or creates one there (2048 bits, mode
 // 0600) when there is none.
-func LoadOrCreateKey(path string) (*rsa.PrivateKey, error) {
+func LoadOrCreateKey(path string, newKey func() (*rsa.PrivateKey, error)) (*rsa.PrivateKey, error) {
 	raw, err := os.ReadFile(path)
 	if err == nil {
 		block, _ := pem.Decode(raw)
@@ -35,7 +35,10 @@ func LoadOrCreateKey(path string) (*rsa.PrivateKey, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("failed to read %s: %w", path, err)
 	}
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if newKey == nil {
+		newKey = func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) }
+	}
+	k, err := newKey()
 	if err != nil {
 		return nil, fmt.Errorf("failed to generate an RSA key: %w", err)
 	}

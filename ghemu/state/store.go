@@ -1,6 +1,7 @@
 package state
 
 import (
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"os"
@@ -31,10 +32,11 @@ const firstID = 1000
 // a state directory, so an emulator restarted on the same directory continues where it
 // stopped.
 type Store struct {
-	mu  sync.Mutex
-	w   *World
-	dir string
-	log zerolog.Logger
+	mu        sync.Mutex
+	w         *World
+	dir       string
+	log       zerolog.Logger
+	ephemeral bool
 }
 
 // Options configure Open.
@@ -45,6 +47,11 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives the failures to save the state, which have nobody else to go to.
 	Logger zerolog.Logger
+	// NewKey makes the App's key when Dir has none; nil: a new 2048-bit RSA key.
+	NewKey func() (*rsa.PrivateKey, error)
+	// Ephemeral worlds are never written: nothing outlives the process (an emulator
+	// in a temporary directory, removed when it closes).
+	Ephemeral bool
 }
 
 // Open loads the world saved in opts.Dir, and the App's key (created when the directory
@@ -52,12 +59,12 @@ type Options struct {
 // fails, nothing is kept. The new world is saved by the first Do that changes it, or
 // Save.
 func Open(opts Options, seed func(w *World) error) (*Store, error) {
-	s := &Store{dir: opts.Dir, log: opts.Logger}
+	s := &Store{dir: opts.Dir, log: opts.Logger, ephemeral: opts.Ephemeral}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	key, err := LoadOrCreateKey(appKeyPath(opts.Dir))
+	key, err := LoadOrCreateKey(appKeyPath(opts.Dir), opts.NewKey)
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +118,14 @@ func (s *Store) Save() error {
 }
 
 func (s *Store) save() error {
+	if s.ephemeral {
+		return nil
+	}
 	raw, err := s.w.encode()
 	if err != nil {
 		return fmt.Errorf("failed to encode the emulator state: %w", err)
 	}
-	return fsutil.WriteFileAtomic(filepath.Join(s.dir, StateFile), raw, 0o600)
+	// Every change rewrites the world: a sync each time was most of the emulator's
+	// system time, and a restarted emulator finds the file either way.
+	return fsutil.ReplaceFile(filepath.Join(s.dir, StateFile), raw, 0o600)
 }

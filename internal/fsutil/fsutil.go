@@ -13,6 +13,18 @@ import (
 // sees either the old file or the whole new one: it writes a uniquely named temporary
 // file beside path, syncs it and renames it over path.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return writeReplace(path, data, mode, true)
+}
+
+// ReplaceFile is WriteFileAtomic without the sync: a reader sees the old file or the
+// new one, whenever the writing process dies, but the machine's crash may lose the new
+// one. For state rewritten on every change that a restarted process must find and a
+// lost machine may lose (the GitHub emulator's world).
+func ReplaceFile(path string, data []byte, mode os.FileMode) error {
+	return writeReplace(path, data, mode, false)
+}
+
+func writeReplace(path string, data []byte, mode os.FileMode, sync bool) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
 	if err != nil {
 		return fmt.Errorf("failed to write %s: %w", path, err)
@@ -22,7 +34,7 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err == nil {
 		err = f.Chmod(mode)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -6,15 +6,23 @@ import (
 	"testing"
 )
 
+// TestWriteFileAtomic: WriteFileAtomic and ReplaceFile (the same without the sync)
+// replace the file whole with the asked mode and leave nothing beside it.
 func TestWriteFileAtomic(t *testing.T) {
+	for name, write := range map[string]func(string, []byte, os.FileMode) error{"WriteFileAtomic": WriteFileAtomic, "ReplaceFile": ReplaceFile} {
+		t.Run(name, func(t *testing.T) { testReplace(t, write) })
+	}
+}
+
+func testReplace(t *testing.T, write func(string, []byte, os.FileMode) error) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	for _, tt := range []struct {
 		data string
 		mode os.FileMode
 	}{{"first", 0o600}, {"second, longer", 0o644}} {
-		if err := WriteFileAtomic(path, []byte(tt.data), tt.mode); err != nil {
-			t.Fatalf("WriteFileAtomic: %v", err)
+		if err := write(path, []byte(tt.data), tt.mode); err != nil {
+			t.Fatalf("write: %v", err)
 		}
 		b, err := os.ReadFile(path)
 		info, serr := os.Stat(path)
@@ -26,7 +34,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
 		t.Fatalf("directory holds %v (%v), want only the file", entries, err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); err == nil {
+	if err := write(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); err == nil {
 		t.Error("writing into a missing directory succeeded")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/evidence/evidencetest"
+	"github.com/bumperdev/bumper/internal/testgate"
 )
 
 // grown are bundles past what a limit of 20,000 bytes shows, by name, built at a
@@ -57,6 +58,7 @@ var grown = map[string]func(scale int) *evidence.Evidence{
 // the bundle, with the product of the items and their length for many long items;
 // BenchmarkMarkdown times it.
 func TestMarkdownWorkBounded(t *testing.T) {
+	testgate.Slow(t, "renders bundles grown tenfold in every list and text, seconds")
 	for name, grow := range grown {
 		for _, limit := range []int{20_000, 1_500} {
 			t.Run(fmt.Sprintf("%s/%d", name, limit), func(t *testing.T) {
