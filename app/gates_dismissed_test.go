@@ -6,7 +6,6 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
-	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/ghemu"
 )
 
@@ -22,33 +21,8 @@ func TestGatesDismissedApproval(t *testing.T) {
 	seed.Users = append(seed.Users, ghemu.SeedUser{Login: second})
 	seed.Repositories[0].Collaborators[second] = "write"
 	h := newHarness(t, seed)
-	r := h.toReview()
-	runner := gogithub.NewClient(nil).WithAuthToken(r.implGrant.InstallationToken)
-	runner.BaseURL = mustURL(h.e.BaseURL() + "/")
-	if _, _, err := runner.Checks.CreateCheckRun(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, gogithub.CreateCheckRunOptions{
-		Name: workitem.CheckGates, HeadSHA: r.head, Status: gogithub.String("completed"), Conclusion: gogithub.String("failure"),
-		Output: &gogithub.CheckRunOutput{Title: gogithub.String("1 finding(s) need a person"), Summary: gogithub.String("- **review** protected_paths at `.claude/settings.json`")}}); err != nil {
-		t.Fatal(err)
-	}
-	gates := func() *gogithub.CheckRun {
-		t.Helper()
-		res, _, err := h.user(ghemu.DefaultMaintainer).Checks.ListCheckRunsForRef(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, r.head,
-			&gogithub.ListCheckRunsOptions{CheckName: gogithub.String(workitem.CheckGates), AppID: gogithub.Int64(h.e.AppID()), Filter: gogithub.String("latest")})
-		if err != nil || len(res.CheckRuns) == 0 {
-			t.Fatalf("the App's %s: %v %v", workitem.CheckGates, res, err)
-		}
-		return res.CheckRuns[0]
-	}
-	approve := func(who string) int64 {
-		t.Helper()
-		rv, _, err := h.user(who).PullRequests.CreateReview(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, r.pr,
-			&gogithub.PullRequestReviewRequest{Event: gogithub.String("APPROVE"), CommitID: gogithub.String(r.head)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.settle()
-		return rv.GetID()
-	}
+	r, gates := h.gatesForReview(t)
+	approve := func(who string) int64 { return h.approveHead(t, r, who) }
 	dismiss := func(id int64) {
 		t.Helper()
 		if _, _, err := h.user(ghemu.DefaultMaintainer).PullRequests.DismissReview(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, r.pr, id,
