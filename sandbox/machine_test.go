@@ -398,12 +398,14 @@ func TestQEMUOutlivesTheThreadThatStartedIt(t *testing.T) {
 	defer func() { _ = m.Kill() }()
 	// The command runs only once the starting thread is gone from the process.
 	task := fmt.Sprintf("/proc/self/task/%d", <-tid)
-	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+	// A generous deadline, polled without spinning: on a loaded machine under -race the
+	// exiting thread may wait long for a core, and a spinning poll takes one from it.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the thread that started the machine (%s) did not end", task)
+			t.Fatalf("the thread that started the machine (%s) did not end within a minute", task)
 		}
 	}
 	var out bytes.Buffer
