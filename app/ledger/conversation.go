@@ -3,6 +3,8 @@ package ledger
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/app/wire"
@@ -114,6 +116,47 @@ func (r *Record) validateConversation() error {
 		return fmt.Errorf("status record branch update names no heads or no full-length diff digest")
 	}
 	return nil
+}
+
+// ParseWorkBranch parses a Bumper work branch name, bumper/<issue>-<attempt>.
+func ParseWorkBranch(ref string) (issue, attempt int, ok bool) {
+	rest, ok := strings.CutPrefix(ref, "bumper/")
+	if !ok {
+		return 0, 0, false
+	}
+	is, at, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	i, err1 := strconv.Atoi(is)
+	a, err2 := strconv.Atoi(at)
+	if err1 != nil || err2 != nil || i < 1 || a < 1 {
+		return 0, 0, false
+	}
+	return i, a, true
+}
+
+// WorkBranchName is the branch an implement run pushes to: bumper/<issue>-<attempt>.
+func WorkBranchName(issue, attempt int) string { return fmt.Sprintf("bumper/%d-%d", issue, attempt) }
+
+// PullAttempt is the number of the attempt whose branch the pull request is (an
+// implement run's, bumper/<issue>-<attempt>); rounds counted after it are the pull
+// request's.
+func (r *Record) PullAttempt() int {
+	if _, n, ok := ParseWorkBranch(r.WorkBranch); ok {
+		return n
+	}
+	return 0
+}
+
+// RoundsUsed counts the rounds of a stage on the current pull request; for updates,
+// GitHub's updates of the branch the App asked for count too.
+func (r *Record) RoundsUsed(stage wire.Stage) int {
+	n := r.RoundsSince(r.PullAttempt(), stage)
+	if stage == wire.StageUpdate {
+		n += r.BranchUpdates
+	}
+	return n
 }
 
 // RoundsSince counts the rounds of a stage on the current pull request: the attempts of

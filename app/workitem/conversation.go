@@ -32,25 +32,6 @@ func rounds(stage wire.Stage) bool {
 // judges with a fresh context that no one steers.
 func steerable(stage wire.Stage) bool { return writes(stage) }
 
-// opened is the number of the attempt whose branch the pull request is (an implement
-// run's, bumper/<issue>-<attempt>); rounds counted after it are the pull request's.
-func opened(rec *ledger.Record) int {
-	if _, n, ok := WorkBranch(rec.WorkBranch); ok {
-		return n
-	}
-	return 0
-}
-
-// roundsUsed counts the rounds of a stage on the current pull request; for updates,
-// GitHub's updates of the branch the App asked for count too.
-func roundsUsed(rec *ledger.Record, stage wire.Stage) int {
-	n := rec.RoundsSince(opened(rec), stage)
-	if stage == StageUpdate {
-		n += rec.BranchUpdates
-	}
-	return n
-}
-
 // roundGate says why no round may push to the pull request now, or "" when one may: a
 // person pushed to its branch (Bumper stands down until a writer comments /revise), the
 // issue's approval no longer holds, or a person approved the pull request (Bumper never

@@ -207,7 +207,7 @@ func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Att
 }
 
 // WorkBranchName is the branch an implement run pushes to: bumper/<issue>-<attempt>.
-func WorkBranchName(issue, attempt int) string { return fmt.Sprintf("bumper/%d-%d", issue, attempt) }
+func WorkBranchName(issue, attempt int) string { return ledger.WorkBranchName(issue, attempt) }
 
 // pullHolds checks, before a run on the pull request gets credentials, that the pull
 // request is still open with the head Bumper pushed (or took back), and that no human

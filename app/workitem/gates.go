@@ -3,13 +3,11 @@ package workitem
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
-	"github.com/bumperdev/bumper/app/workitem/verdictpost"
-	"github.com/bumperdev/bumper/internal/textcut"
+	"github.com/bumperdev/bumper/app/workitem/gatescheck"
 )
 
 // clearGates takes a writer's approving review of a work item's pull request: when the
@@ -48,32 +46,15 @@ func (s *Service) clearGates(ctx context.Context, gh GitHub, ev ReviewEvent) err
 	return nil
 }
 
-// clearedMark is how a cleared bumper/gates names the approval that cleared it: its
-// summary's first paragraph, the runner's findings after it.
-const clearedMark = "Approved by `%s` in review %d of this commit: a person has read the findings below.\n\n"
-
 // postCleared posts bumper/gates on rv's commit as passed, naming rv, with the
 // findings of failed (the runner's run, or an earlier clearance) below.
 func postCleared(ctx context.Context, gh GitHub, repo string, rv ReviewInfo, failed *CheckRun) error {
-	head := fmt.Sprintf(clearedMark, rv.User, rv.ID)
-	_, err := gh.CreateCheckRun(ctx, repo, CheckRun{Name: CheckGates, HeadSHA: rv.CommitID, Status: "completed", Conclusion: "success",
-		Title: "Findings approved by a writer's review", Summary: head + textcut.Fit(findingsOf(failed.Summary), verdictpost.MaxCheckSummary-len(head), textcut.Ellipsis),
-		DetailsURL: failed.DetailsURL})
-	if err != nil {
+	title, summary := gatescheck.Cleared(rv.User, rv.ID, failed.Summary)
+	if _, err := gh.CreateCheckRun(ctx, repo, CheckRun{Name: CheckGates, HeadSHA: rv.CommitID, Status: "completed", Conclusion: "success",
+		Title: title, Summary: summary, DetailsURL: failed.DetailsURL}); err != nil {
 		return fmt.Errorf("failed to clear %s on %.12s: %w", CheckGates, rv.CommitID, err)
 	}
 	return nil
-}
-
-// findingsOf is the runner's findings in a bumper/gates summary, without the line a
-// clearance (or its dismissal) put before them.
-func findingsOf(summary string) string {
-	if strings.HasPrefix(summary, "Approved by `") || strings.HasPrefix(summary, "The approval by `") {
-		if _, rest, ok := strings.Cut(summary, "\n\n"); ok {
-			return rest
-		}
-	}
-	return summary
 }
 
 // restoreGates takes the dismissal of a review: when the App's latest bumper/gates on
@@ -98,19 +79,22 @@ func (s *Service) restoreGates(ctx context.Context, gh GitHub, ev ReviewEvent) e
 		return fmt.Errorf("failed to list the check runs of %.12s: %w", rv.CommitID, err)
 	}
 	last := s.latestGates(runs)
-	if last == nil || last.Conclusion != "success" || !strings.HasPrefix(last.Summary, fmt.Sprintf(clearedMark, rv.User, rv.ID)) {
+	if last == nil || last.Conclusion != "success" || !gatescheck.ClearedBy(last.Summary, rv.User, rv.ID) {
 		return nil
 	}
 	pol, err := s.policyAt(ctx, gh, it.rec.Repository, it.rec.BaseCommit)
 	if err != nil && !isInvalidPolicy(err) {
 		return err
 	}
+	// A policy that does not parse says who may give commands to no one: no other
+	// approval then stands, and the findings come back.
+	polValid := err == nil
 	reviews, err := gh.Reviews(ctx, it.rec.Repository, ev.Number)
 	if err != nil {
 		return fmt.Errorf("failed to list the reviews of #%d: %w", ev.Number, err)
 	}
 	for _, o := range reviews {
-		if o.ID == rv.ID || o.State != "APPROVED" || o.CommitID != rv.CommitID || isInvalidPolicy(err) {
+		if o.ID == rv.ID || o.State != "APPROVED" || o.CommitID != rv.CommitID || !polValid {
 			continue
 		}
 		if no, aerr := s.allowed(ctx, gh, it.rec.Repository, o.User, o.UserType, pol); aerr != nil {
@@ -120,11 +104,9 @@ func (s *Service) restoreGates(ctx context.Context, gh GitHub, ev ReviewEvent) e
 			return postCleared(ctx, gh, it.rec.Repository, o, last)
 		}
 	}
-	findings := findingsOf(last.Summary)
-	head := fmt.Sprintf("The approval by `%s` (review %d) that cleared these findings was dismissed: a writer's approving review of this commit clears them again.\n\n", rv.User, rv.ID)
+	title, summary := gatescheck.Restored(rv.User, rv.ID, last.Summary)
 	_, err = gh.CreateCheckRun(ctx, it.rec.Repository, CheckRun{Name: CheckGates, HeadSHA: rv.CommitID, Status: "completed", Conclusion: "failure",
-		Title: "Findings need a person: the approval that cleared them was dismissed", Summary: head + textcut.Fit(findings, verdictpost.MaxCheckSummary-len(head), textcut.Ellipsis),
-		DetailsURL: last.DetailsURL})
+		Title: title, Summary: summary, DetailsURL: last.DetailsURL})
 	if err != nil {
 		return fmt.Errorf("failed to post %s again on %.12s: %w", CheckGates, rv.CommitID, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/gatescheck"
 	"github.com/bumperdev/bumper/app/workitem/verdictpost"
 	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -22,7 +23,7 @@ const (
 	CheckVerdict  = verdictpost.Name
 	// CheckGates is the runner's output gates (docs/gates.md): it fails while a finding
 	// needs a person, and a writer's approving review of its head clears it (gates.go).
-	CheckGates = "bumper/gates"
+	CheckGates = gatescheck.Name
 	// CheckAttestation holds serve's signed statement of the run that published the
 	// head (attest.go): the evidence check run was written before the statement existed.
 	CheckAttestation = "bumper/attestation"

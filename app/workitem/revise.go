@@ -102,7 +102,7 @@ func (s *Service) askRound(ctx context.Context, gh GitHub, it *item, pol repocon
 		it.replyAfterSave(rec.PullRequest, msg)
 		return s.save(ctx, gh, it, ask.delivery)
 	}
-	used, bound := roundsUsed(rec, StageRevise), pol.Bounds.ReviewRounds
+	used, bound := rec.RoundsUsed(StageRevise), pol.Bounds.ReviewRounds
 	switch {
 	case rec.State.Terminal():
 		return no(fmt.Sprintf("the work item is %s", rec.State))
@@ -172,7 +172,7 @@ func (s *Service) startRevise(ctx context.Context, gh GitHub, it *item, pol repo
 	if why != "" {
 		return drop(why)
 	}
-	used, bound := roundsUsed(rec, StageRevise), pol.Bounds.ReviewRounds
+	used, bound := rec.RoundsUsed(StageRevise), pol.Bounds.ReviewRounds
 	if used >= bound {
 		return drop(fmt.Sprintf("the %d revise round(s) this repository allows on a pull request (`bounds.review_rounds`) are used; the pull request is left to people", bound))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -170,22 +169,7 @@ type PullEvent struct {
 }
 
 // WorkBranch parses a Bumper work branch name, bumper/<issue>-<attempt>.
-func WorkBranch(ref string) (issue, attempt int, ok bool) {
-	rest, ok := strings.CutPrefix(ref, "bumper/")
-	if !ok {
-		return 0, 0, false
-	}
-	is, at, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, 0, false
-	}
-	i, err1 := strconv.Atoi(is)
-	a, err2 := strconv.Atoi(at)
-	if err1 != nil || err2 != nil || i < 1 || a < 1 {
-		return 0, 0, false
-	}
-	return i, a, true
-}
+func WorkBranch(ref string) (issue, attempt int, ok bool) { return ledger.ParseWorkBranch(ref) }
 
 // HandlePull follows the pull request of a work item: merging ends the work item, closing
 // without merge stops it. A pull request is the work item's only once the runner that

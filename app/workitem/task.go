@@ -86,7 +86,7 @@ func (s *Service) Task(ctx context.Context, c wire.RunClaims) (wire.Task, error)
 			return none, err
 		}
 	case StageUpdate:
-		task.Round, task.UpdateTo = rec.RoundsSince(opened(rec), StageUpdate), att.UpdateTo
+		task.Round, task.UpdateTo = rec.RoundsSince(rec.PullAttempt(), StageUpdate), att.UpdateTo
 	}
 	if task.Steers, err = s.steersFor(ctx, gh, rec, att, false); err != nil {
 		return none, err
@@ -111,7 +111,7 @@ func (s *Service) reviseTask(ctx context.Context, gh GitHub, rec *ledger.Record,
 	if len(r.review) == 0 {
 		return refuse(RefusalState, "nothing the round was asked may reach the agent any more (left out: %d)", len(r.leftOut))
 	}
-	task.Round, task.Review, task.LeftOut = rec.RoundsSince(opened(rec), StageRevise), r.review, r.leftOut
+	task.Round, task.Review, task.LeftOut = rec.RoundsSince(rec.PullAttempt(), StageRevise), r.review, r.leftOut
 	return nil
 }
 

@@ -168,7 +168,7 @@ func (s *Service) maybeUpdate(ctx context.Context, gh GitHub, it *item, pol repo
 	} else {
 		what += fmt.Sprintf(" and pull request #%d must be up to date with it to merge", rec.PullRequest)
 	}
-	used, bound := roundsUsed(rec, StageUpdate), pol.Bounds.UpdateRounds
+	used, bound := rec.RoundsUsed(StageUpdate), pol.Bounds.UpdateRounds
 	why, err := s.roundGate(ctx, gh, rec)
 	switch {
 	case err != nil:
