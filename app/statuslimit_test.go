@@ -164,6 +164,10 @@ func TestRefusedStatusWriteIsSaid(t *testing.T) {
 		if _, err := h.user(ghemu.DefaultMaintainer).Issues.RemoveLabelForIssue(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, n, "agent:implement"); err != nil {
 			t.Fatal(err)
 		}
+		// As a person does it: the label's removal taken before it is added again (serve
+		// handles deliveries concurrently, so an unlabeled handled last would stop the
+		// item the new label started).
+		h.settle()
 		h.label(ghemu.DefaultMaintainer, n, "agent:implement")
 		h.expectState(n, ledger.AwaitingApproval)
 	})
