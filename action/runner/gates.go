@@ -16,6 +16,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/gates"
 	"github.com/bumperdev/bumper/action/workspace"
+	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -105,7 +106,7 @@ func gateInput(ctx context.Context, ws gitRepo, outDir, from, head string) (gate
 }
 
 // maskKept masks secrets (gates.MaskFound) in every file the run has kept in out so
-// far, rewriting a file that held one whole (a new file renamed over it). Files with a
+// far, rewriting a file that held one whole (fsutil.WriteFileAtomic). Files with a
 // NUL byte too: the agent's transcript is binary as soon as it prints one, and a file
 // the runner keeps holds no secret of its own to break.
 func maskKept(out string, secrets []string) error {
@@ -125,11 +126,7 @@ func maskKept(out string, secrets []string) error {
 		if err != nil {
 			return err
 		}
-		tmp := p + ".masking"
-		if err := os.WriteFile(tmp, masked, info.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Rename(tmp, p)
+		return fsutil.WriteFileAtomic(p, masked, info.Mode().Perm())
 	})
 }
 
