@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bumperdev/bumper/firewall/credential"
 )
 
 // Environment variables that carry secrets when the config names no file for them.
@@ -42,6 +44,11 @@ type Config struct {
 	// (bumper run) hands over the run's token without writing it to disk or putting it
 	// in an environment a child process could inherit. Never read from YAML.
 	Secrets *Secrets `yaml:"-"`
+	// Credentials are the runner host's credentials the run was granted (issue #26,
+	// docs/credentials.md): requests to their hosts go upstream over TLS (verified
+	// against Gateway.CAFile when set) with the value added. Never read from YAML: the
+	// runner hands them over in memory.
+	Credentials []credential.Credential `yaml:"-"`
 }
 
 // Secrets are the real credentials the gateways put in place of the VM's sentinels.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -77,6 +78,11 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) (handedOff bool) {
 			return false
 		}
 		method, target := cc.h.Method(), cc.h.Target()
+		if name := s.carriesPlaceholder(cc); name != "" {
+			s.deny(ctx, cc, start, credentialKind, http1.Clip(target), "", http.StatusForbidden,
+				fmt.Sprintf("the request carries the placeholder of credential %s, which goes only to its own hosts as http://HOST/ through this firewall; point the tool at that URL instead", name))
+			return false
+		}
 		switch {
 		case http1.EqFold(method, "connect"):
 			s.connect(ctx, cc, start)

@@ -2,6 +2,8 @@ package firewall
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/credential"
 	"github.com/bumperdev/bumper/firewall/gateway"
 	"github.com/bumperdev/bumper/firewall/meter"
 	"github.com/bumperdev/bumper/firewall/policy"
@@ -131,6 +134,14 @@ func (f *Firewall) start(ctx context.Context) error {
 		Policy: f.policy, Filter: policy.NewAddrFilter(own), Overrides: f.overrides, Audit: al,
 		MaxHeaderBytes: l.MaxHeaderBytes, IdleTimeout: l.IdleTimeout, MaxConnDuration: l.MaxConnDuration,
 		DialTimeout: l.DialTimeout, MaxConnsPerClient: l.MaxConnsPerClient, DNSCacheTTL: l.DNSCacheTTL,
+	}
+	if len(f.cfg.Credentials) > 0 {
+		if opts.Credentials, err = credential.NewSet(f.cfg.Credentials); err != nil {
+			return err
+		}
+		if opts.UpstreamTLS, err = upstreamTLS(f.cfg.Gateway.CAFile); err != nil {
+			return err
+		}
 	}
 	if gw != nil {
 		opts.Gateway = gw
@@ -348,4 +359,23 @@ func ownAddresses() ([]netip.Addr, error) {
 func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	lc := net.ListenConfig{KeepAlive: -1}
 	return lc.Listen(ctx, "tcp", addr)
+}
+
+// upstreamTLS verifies credential hosts against caFile's certificates, or the system's
+// roots when it is empty.
+func upstreamTLS(caFile string) (*tls.Config, error) {
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return conf, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("failed to read CA file %s: no PEM certificate in it", caFile)
+	}
+	conf.RootCAs = pool
+	return conf, nil
 }

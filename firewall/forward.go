@@ -27,6 +27,15 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 		return false
 	}
 	authority := ft.authority
+	if _, _, declared := s.opts.Credentials.Match(ft.host, "/"); declared {
+		c, host, ref := checkCredentialRequest(s.opts.Credentials, ft)
+		if ref != nil {
+			s.deny(ctx, cc, start, credentialKind, authority, "", ref.status, ref.reason)
+			return false
+		}
+		s.forwardCredential(ctx, cc, start, ft, c, host)
+		return false
+	}
 	t, d := s.opts.Policy.CheckHost(ft.host, ft.port, policy.Plain)
 	if !d.Allowed {
 		s.deny(ctx, cc, start, "http", authority, "", http.StatusForbidden, d.Reason)

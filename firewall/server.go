@@ -8,6 +8,7 @@ package firewall
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/credential"
 	"github.com/bumperdev/bumper/firewall/policy"
 )
 
@@ -53,6 +55,13 @@ type Options struct {
 	Audit     *audit.Log
 	// Gateway serves origin-form requests (`GET /anthropic/...`). Nil: they are refused.
 	Gateway http.Handler
+	// Credentials are the runner host's credentials this run was granted: a plain-HTTP
+	// request to one of their hosts goes upstream over TLS with the credential added
+	// (credforward.go), and any request carrying one of their placeholders elsewhere is
+	// refused. Nil: none.
+	Credentials *credential.Set
+	// UpstreamTLS verifies credential hosts (its RootCAs; nil: the system's).
+	UpstreamTLS *tls.Config
 
 	MaxHeaderBytes    int
 	IdleTimeout       time.Duration // between requests, and without traffic in a tunnel
@@ -77,6 +86,8 @@ type Server struct {
 
 	gwLn  *chanListener
 	gwSrv *http.Server
+	// credTransport carries credential requests (Options.Credentials).
+	credTransport *http.Transport
 
 	ccPool  sync.Pool // *clientConn
 	bufPool sync.Pool // *[]byte, tunnel warm-up buffers
@@ -107,6 +118,13 @@ func NewServer(opts Options) (*Server, error) {
 	s.bufPool.New = func() any {
 		b := make([]byte, 32<<10)
 		return &b
+	}
+	if opts.Credentials.Len() > 0 {
+		tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
+		if opts.UpstreamTLS != nil {
+			tlsConf = opts.UpstreamTLS.Clone()
+		}
+		s.credTransport = s.newCredTransport(tlsConf)
 	}
 	if opts.Gateway != nil {
 		s.gwLn = newChanListener()

@@ -22,6 +22,9 @@ type refusal struct {
 	addr   string // the address involved, if one was resolved
 }
 
+// Error lets a refusal travel through a dialer's error (credDial).
+func (r *refusal) Error() string { return r.reason }
+
 func badRequest(reason string) *refusal {
 	return &refusal{status: http.StatusBadRequest, reason: reason}
 }

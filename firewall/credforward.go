@@ -1,0 +1,226 @@
+package firewall
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/credential"
+	"github.com/bumperdev/bumper/firewall/policy"
+)
+
+// credentialKind names credential requests in the audit log.
+const credentialKind = "credential"
+
+// credResponseHeaderTimeout bounds the wait for a credential host's response head; the
+// body streams under the connection's own limits.
+const credResponseHeaderTimeout = 2 * time.Minute
+
+// hopByHop are the headers one connection's worth of HTTP owns; they never cross.
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// carriesPlaceholder names the credential whose placeholder the request's head holds,
+// unless the request goes to that credential's own host (where the placeholder is
+// replaced): a CONNECT, a gateway request, a plain request anywhere else. Inside a TLS
+// tunnel the firewall sees nothing; there the placeholder is worth nothing either.
+func (s *Server) carriesPlaceholder(cc *clientConn) string {
+	if s.opts.Credentials.Len() == 0 {
+		return ""
+	}
+	name := s.opts.Credentials.Carries(cc.h.Raw)
+	if name == "" {
+		return ""
+	}
+	if ft, ref := checkForward(&cc.h); ref == nil {
+		if c, _, _ := s.opts.Credentials.Match(ft.host, string(ft.path)); c != nil && c.Name == name {
+			return ""
+		}
+	}
+	return name
+}
+
+// checkCredentialRequest decides what a plain-HTTP request to a host some credential is
+// declared for may do. The VM reaches such a host as http://name/ (port 80); the
+// firewall speaks TLS to the declared port. A path outside every declared prefix, a
+// path that could climb out of one once the host normalises it, or another port is
+// refused: the credential would be sent where nobody declared it.
+func checkCredentialRequest(creds *credential.Set, ft forwardTarget) (*credential.Credential, credential.Host, *refusal) {
+	path := string(ft.path)
+	c, h, _ := creds.Match(ft.host, path)
+	if ft.port != policy.DefaultPlainPort {
+		return nil, h, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("%s has a credential: reach it as http://%s/ (port 80) and the firewall speaks TLS upstream; port %d is refused", ft.host, ft.host, ft.port)}
+	}
+	if escapesPrefix(path) {
+		return nil, h, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("a path with dot segments, encoded dots or slashes, or backslashes is refused toward %s, which has a credential", ft.host)}
+	}
+	if c == nil {
+		return nil, h, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("%s is outside the paths this run's credentials go to (%s)", clip(path, 200), strings.Join(creds.Declared(ft.host), ", "))}
+	}
+	return c, h, nil
+}
+
+// escapesPrefix reports a path (query excluded) that a host might normalise out from
+// under a declared prefix once it decodes it: "." or ".." segments, plain or encoded
+// (%2e, %2f), and backslashes. An encoded slash alone passes: npm asks for
+// /@scope%2fname.
+func escapesPrefix(path string) bool {
+	p, _, _ := strings.Cut(path, "?")
+	if dec, err := url.PathUnescape(p); err == nil {
+		p = dec
+	} else {
+		return true
+	}
+	if strings.Contains(p, "\\") {
+		return true
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// forwardCredential sends one plain-HTTP request to a credential's host over verified
+// TLS with the credential in place of whatever the client sent, and relays the
+// response. The client connection closes after it: the request was read through a
+// reader of its own, which may hold bytes of a next one.
+func (s *Server) forwardCredential(ctx context.Context, cc *clientConn, start time.Time, ft forwardTarget, c *credential.Credential, h credential.Host) {
+	br := bufio.NewReader(io.MultiReader(bytes.NewReader(cc.h.Raw), cc.br))
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		s.deny(ctx, cc, start, credentialKind, ft.authority, "", http.StatusBadRequest, "failed to read the request: "+err.Error())
+		return
+	}
+	upHost := h.Name
+	if h.Port != credential.DefaultPort {
+		upHost = net.JoinHostPort(h.Name, strconv.Itoa(int(h.Port)))
+	}
+	req.RequestURI = ""
+	req.URL = &url.URL{Scheme: "https", Host: upHost, Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
+	req.Host = upHost
+	for _, k := range hopByHop {
+		req.Header.Del(k)
+	}
+	c.Apply(req.Header)
+	var dialled string
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { dialled = i.Conn.RemoteAddr().String() }}
+	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
+	resp, err := s.credTransport.RoundTrip(req)
+	if err != nil {
+		reason := fmt.Sprintf("could not reach %s over TLS: %v", upHost, err)
+		var ref *refusal
+		if errors.As(err, &ref) {
+			reason = ref.reason
+		}
+		s.deny(ctx, cc, start, credentialKind, ft.authority, dialled, http.StatusBadGateway, reason)
+		return
+	}
+	defer resp.Body.Close()
+	for _, k := range hopByHop {
+		resp.Header.Del(k)
+	}
+	rewriteLocation(resp.Header, h, upHost)
+	resp.Close = true
+	resp.Header.Set("Connection", "close")
+	cw := &countWriter{w: cc.bw}
+	cc.c.SetWriteDeadline(cc.deadline)
+	werr := resp.Write(cw)
+	cc.bw.Flush()
+	reason := fmt.Sprintf("credential %s (%s) added toward %s", c.Name, c.Auth, upHost)
+	if werr != nil {
+		reason += "; relaying the response failed: " + werr.Error()
+	}
+	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: credentialKind, Method: req.Method, Target: h.Name + clip(req.URL.Path, 200),
+		Addr: dialled, Allowed: true, Reason: reason, Status: resp.StatusCode, BytesUp: int64(len(cc.h.Raw)) + max(req.ContentLength, 0), BytesDn: cw.n,
+		Duration: time.Since(start)})
+}
+
+// rewriteLocation points a redirect to the credential's own host and prefix back
+// through the firewall (http://name/…), so the credential goes on the next request too;
+// a redirect anywhere else is left as it is, and the client follows it without the
+// credential (the firewall adds it toward declared hosts only).
+func rewriteLocation(hdr http.Header, h credential.Host, upHost string) {
+	loc := hdr.Get("Location")
+	if loc == "" {
+		return
+	}
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme != "https" || !strings.EqualFold(u.Host, upHost) || !strings.HasPrefix(u.Path, h.Prefix) || u.User != nil {
+		return
+	}
+	u.Scheme, u.Host = "http", h.Name
+	hdr.Set("Location", u.String())
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// newCredTransport is the transport of credential requests: TLS verified against tls's
+// roots, dialled only to declared hosts, at addresses the filter passes (or the pins),
+// never through another proxy, bodies passed through as they are.
+func (s *Server) newCredTransport(tlsConf *tls.Config) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           s.credDial,
+		TLSClientConfig:       tlsConf,
+		ForceAttemptHTTP2:     false,
+		DisableCompression:    true,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       s.opts.IdleTimeout,
+		TLSHandshakeTimeout:   s.opts.DialTimeout,
+		ResponseHeaderTimeout: credResponseHeaderTimeout,
+	}
+}
+
+// credDial dials a credential host: only a declared one, at an address resolve lets
+// through, exactly that address.
+func (s *Server) credDial(ctx context.Context, _, addr string) (net.Conn, error) {
+	host, portS, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, declared := s.opts.Credentials.Match(host, "/"); !declared {
+		return nil, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("%s is not a credential host", host)}
+	}
+	port, err := strconv.ParseUint(portS, 10, 16)
+	if err != nil {
+		return nil, err
+	}
+	addrs, ref := s.resolve(ctx, policy.Target{Name: host, Port: uint16(port)})
+	if ref != nil {
+		return nil, ref
+	}
+	c, _, ref := s.dial(ctx, addrs)
+	if ref != nil {
+		return nil, ref
+	}
+	return c, nil
+}
