@@ -226,3 +226,20 @@ func granted(patterns []string, repo string) bool {
 	}
 	return false
 }
+
+// GuestEnv is what a VM whose firewall holds creds is told of them, as KEY=VALUE: for
+// each, BUMPER_CREDENTIAL_<NAME> (the name upper-cased, '-' as '_') holds its
+// placeholder, for a tool that wants a token written somewhere, and
+// BUMPER_CREDENTIAL_<NAME>_URL the plain-HTTP URL of its first host and prefix, which
+// the firewall sends on over TLS with the value added. Never a value.
+func GuestEnv(creds []credential.Credential) []string {
+	var env []string
+	for _, c := range creds {
+		key := "BUMPER_CREDENTIAL_" + strings.ToUpper(strings.ReplaceAll(c.Name, "-", "_"))
+		env = append(env, key+"="+c.Placeholder)
+		if len(c.Hosts) > 0 {
+			env = append(env, key+"_URL=http://"+c.Hosts[0].Name+c.Hosts[0].Prefix)
+		}
+	}
+	return env
+}

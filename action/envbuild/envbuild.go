@@ -21,8 +21,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bumperdev/bumper/action/credentials"
 	"github.com/bumperdev/bumper/firewall"
 	"github.com/bumperdev/bumper/firewall/audit"
+	"github.com/bumperdev/bumper/firewall/credential"
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -69,6 +71,12 @@ type Options struct {
 	// (firewall.Config.Resolve): a runner host's setting, for a registry mirror on a
 	// private address; never the repository's.
 	Resolve map[string]string
+	// Credentials are the runner host's credentials the repository asked for and was
+	// granted (action/credentials): the setup's firewall adds them toward their hosts,
+	// and the setup sees their placeholders and URLs (credentials.GuestEnv), never a
+	// value. CAFile, when set, is what the firewall verifies their hosts against.
+	Credentials []credential.Credential
+	CAFile      string
 	// Audit is the setup firewall's audit log (required when there is a setup).
 	Audit string
 	// Log receives the setup's output as it runs (nil: discarded).
@@ -167,7 +175,8 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 		vm.Timeout = DefaultSetupTimeout
 	}
 	start := func(ctx context.Context, listen string) (func() error, error) {
-		fw, err := firewall.New(&firewall.Config{Listen: listen, Audit: o.Audit, Allow: o.Env.Allow, Resolve: o.Resolve, Secrets: &firewall.Secrets{}})
+		fw, err := firewall.New(&firewall.Config{Listen: listen, Audit: o.Audit, Allow: o.Env.Allow, Resolve: o.Resolve, Secrets: &firewall.Secrets{},
+			Credentials: o.Credentials, Gateway: firewall.GatewayConfig{CAFile: o.CAFile}})
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +195,7 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 	}
 	tail := &tailBuffer{max: logTail}
 	out := io.MultiWriter(tail, orDiscard(o.Log))
-	res, err := s.Run(ctx, []string{"sh", "-c", `cd /workspace/repo && exec sh "$0"`, o.Env.Setup}, nil, out, out)
+	res, err := s.Run(ctx, []string{"sh", "-c", `cd /workspace/repo && exec sh "$0"`, o.Env.Setup}, credentials.GuestEnv(o.Credentials), out, out)
 	if err != nil {
 		return nil, fmt.Errorf("failed to run the setup %s: %w", o.Env.Setup, err)
 	}

@@ -85,6 +85,9 @@ type Evidence struct {
 	// Audit is nil when the firewall never started.
 	Audit      *Audit     `json:"audit,omitempty"`
 	Revocation Revocation `json:"token_revocation"`
+	// Credentials are the runner host's credentials the run was granted, by name and
+	// host (docs/credentials.md); never a value.
+	Credentials []CredentialGrant `json:"credentials,omitempty"`
 	// Artifact names where evidence.json was uploaded; the Markdown (evidencemd)
 	// points at it when it cuts something.
 	Artifact *Artifact `json:"artifact,omitempty"`
@@ -404,4 +407,11 @@ type Revocation struct {
 type Artifact struct {
 	Name string `json:"name"`
 	URL  string `json:"url,omitempty"`
+}
+
+// CredentialGrant is one credential a run was granted: its name on the runner host and
+// the hosts (name[:port][/prefix]) the firewall added it toward.
+type CredentialGrant struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
 }

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bumperdev/bumper/action/credentials"
+
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/sandbox"
@@ -91,6 +93,10 @@ type Config struct {
 	// (BUMPER_FIREWALL_RESOLVE), for a registry mirror on a private address. Only names
 	// the allowlist lets through reach them.
 	Resolve map[string]string
+	// Credentials are the runner host's credentials (BUMPER_CREDENTIALS,
+	// docs/credentials.md); nil when it declares none. A run gets those its policy asks
+	// for and its repository is granted; the firewall holds their values.
+	Credentials *credentials.Host
 	// CAFile, when set, is the CA bundle the firewall's gateways trust for GitHub and the
 	// model APIs (default: the system's).
 	CAFile string

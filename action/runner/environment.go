@@ -67,7 +67,7 @@ func (r *run) environmentImage(ctx context.Context, s *session, ws *workspace.Wo
 	setupLog := r.rec.logTo(logFile, EnvironmentLogFile)
 	res, err := envbuild.Build(ctx, envbuild.Options{
 		RepoDir: ws.RepoDir, Tree: environment.GitTree{Repo: ws.RepoDir, Commit: r.grant.BaseCommit}, Repository: r.cfg.WorkItem.Repository,
-		Env: *env, Image: bc, VM: vm, Resolve: r.cfg.Resolve,
+		Env: *env, Image: bc, VM: vm, Resolve: r.cfg.Resolve, CAFile: r.cfg.CAFile, Credentials: r.grant.creds,
 		Audit: filepath.Join(r.rec.out, EnvironmentAuditFile),
 		Log:   setupLog,
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/firewall/credential"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -27,6 +28,9 @@ type grant struct {
 	branch string
 	task   wire.Task
 	policy repoconfig.Config
+	// creds are the runner host's credentials the policy asked for and the repository
+	// is granted (credentials.Host.Grant); their values go to the firewall only.
+	creds []credential.Credential
 	// gh is the runner's own client of GitHub's API, with the installation token.
 	gh *github.Client
 }
@@ -101,6 +105,17 @@ func exchange(ctx context.Context, cfg Config, ev *evidence.Evidence) (x exchang
 	}
 	if err := checkPins(g.policy, cfg.Resolve); err != nil {
 		return x, "", err
+	}
+	if g.creds, err = cfg.Credentials.Grant(cfg.WorkItem.Repository, g.policy.Credentials); err != nil {
+		return x, "", fmt.Errorf("failed to grant the run's credentials: %w", err)
+	}
+	for _, c := range g.creds {
+		cfg.Mask(c.Value)
+		grant := evidence.CredentialGrant{Name: c.Name}
+		for _, h := range c.Hosts {
+			grant.Hosts = append(grant.Hosts, h.String())
+		}
+		ev.Credentials = append(ev.Credentials, grant)
 	}
 	x.grant = g
 	if wire.PullStage(cfg.Stage) {

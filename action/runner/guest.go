@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/action/credentials"
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/action/workspace"
@@ -199,5 +200,5 @@ func (r *run) agentEnv() []string {
 	if len(g.policy.GitHubAPI) > 0 {
 		env = append(env, "BUMPER_GITHUB_API_URL="+guestGateway+"/api/github")
 	}
-	return env
+	return append(env, credentials.GuestEnv(g.creds)...)
 }

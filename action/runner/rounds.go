@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bumperdev/bumper/action/credentials"
+
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/harness"
 	"github.com/bumperdev/bumper/action/verify"
@@ -247,7 +249,7 @@ func (r *run) verifyRound(ctx context.Context, vm *guest, round int, cmds []stri
 	defer logf.Close()
 	w := r.rec.logTo(logf, fmt.Sprintf(VerificationPattern, round))
 	defer w.Close()
-	vr, err := verify.Run(ctx, vm.exec, round, cmds, verify.Options{Stdout: w, Stderr: w})
+	vr, err := verify.Run(ctx, vm.exec, round, cmds, verify.Options{Stdout: w, Stderr: w, Env: credentials.GuestEnv(r.grant.creds)})
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,8 @@ func (r *run) firewallConfig(listen string) *firewall.Config {
 			GitBase: cfg.ServerURL, Repository: cfg.WorkItem.Repository, RepositoryID: cfg.RepositoryID, CAFile: cfg.CAFile,
 			AnthropicBase: cfg.AnthropicBase, OpenAIBase: cfg.OpenAIBase,
 		},
-		Budget:  firewall.BudgetConfig{USD: g.policy.Bounds.CostPerRunUSD},
+		Budget:      firewall.BudgetConfig{USD: g.policy.Bounds.CostPerRunUSD},
+		Credentials: g.creds,
 		Secrets: &firewall.Secrets{GitHubToken: g.InstallationToken, AnthropicKey: cfg.AnthropicKey, OpenAIKey: cfg.OpenAIKey},
 	}
 	switch cfg.Stage {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/action/credentials"
 	"github.com/bumperdev/bumper/action/envbuild"
+	"github.com/bumperdev/bumper/firewall/credential"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
@@ -74,6 +76,10 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if pol.Environment == nil {
 		return fmt.Errorf("%s in %s has no environment: section: nothing to build (docs/environments.md)", repoconfig.Path, dir)
 	}
+	creds, err := grantCredentials(*repo, pol.Credentials)
+	if err != nil {
+		return err
+	}
 	bc, err := defaultBuildConfig(*cache, caFiles, stderr)
 	if err != nil {
 		return err
@@ -89,6 +95,7 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	start := time.Now()
 	res, err := envbuild.Build(ctx, envbuild.Options{
 		RepoDir: dir, Files: files, Repository: *repo, Env: *pol.Environment, Resolve: pins,
+		Credentials: creds, CAFile: os.Getenv(envCAFile),
 		Image: bc,
 		VM:    sandbox.Config{CPUs: *cpus, MemoryMB: memMB, Accel: *accel, QEMUUser: *qemuUser},
 		Audit: *auditPath, Log: stderr,
@@ -156,4 +163,34 @@ func checkoutFiles(ctx context.Context, dir string, clean bool) ([]string, error
 		}
 	}
 	return files, nil
+}
+
+// grantCredentials is what the runner host's credentials file (BUMPER_CREDENTIALS)
+// grants repo of the credentials its policy names, as a run's exchange grants them.
+func grantCredentials(repo string, names []string) ([]credential.Credential, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if repo == "" {
+		return nil, fmt.Errorf("%w: %s asks for the credentials %s: give --repo OWNER/NAME, the repository the runner host's %s grants them to", errUsage, repoconfig.Path, strings.Join(names, ", "), credentials.Env)
+	}
+	host, err := loadCredentials()
+	if err != nil {
+		return nil, err
+	}
+	return host.Grant(repo, names)
+}
+
+// loadCredentials reads the runner host's credentials file, nil when BUMPER_CREDENTIALS
+// is not set.
+func loadCredentials() (*credentials.Host, error) {
+	p := os.Getenv(credentials.Env)
+	if p == "" {
+		return nil, nil
+	}
+	h, err := credentials.Load(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", credentials.Env, err)
+	}
+	return h, nil
 }

@@ -116,6 +116,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		env.Errorf("%s: %v", envResolve, err)
 		return exitError{code: 2}
 	}
+	if cfg.Credentials, err = loadCredentials(); err != nil {
+		env.Errorf("%v", err)
+		return exitError{code: 2}
+	}
 	if cfg.OSVURL = os.Getenv(envOSV); cfg.OSVURL != "" {
 		if u, err := url.Parse(cfg.OSVURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			env.Errorf("%s: %q is not an http(s) URL; set it to OSV's API base, e.g. https://api.osv.dev", envOSV, cfg.OSVURL)

@@ -62,6 +62,12 @@ type Config struct {
 	// Comments, reviews and other text strangers write are refused by the firewall
 	// whatever is listed here.
 	GitHubAPI []string `yaml:"github_api"`
+	// Credentials names the runner host's credentials the run and the environment's
+	// setup ask for (docs/credentials.md): the runner host declares each, where it may
+	// be sent and which repositories may ask; the firewall adds it toward those hosts,
+	// the VM holds a placeholder at most. One the runner host does not grant this
+	// repository fails the run at its exchange.
+	Credentials []string `yaml:"credentials"`
 	// Verification are shell command lines the runner runs in the repository after the
 	// agent, each with `sh -c`, to check its work.
 	Verification []string `yaml:"verification"`
@@ -90,6 +96,12 @@ const (
 	// HarnessCodex runs OpenAI's Codex CLI.
 	HarnessCodex = "codex"
 )
+
+// MaxCredentials bounds the credentials: list.
+const MaxCredentials = 20
+
+// credentialName is a credential's name, as the runner host's file writes it.
+var credentialName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // MaxCommandBytes bounds a command line of the file (harness.command and each
 // verification entry), as the evidence bundle bounds a command.
@@ -305,6 +317,28 @@ func Parse(raw []byte) (Config, error) {
 			return Config{}, fmt.Errorf("%s: github_api rule %q: the agent's GitHub API is read-only; use GET or HEAD", Path, rule)
 		}
 	}
+	if err := checkCredentials(p.Credentials); err != nil {
+		return Config{}, err
+	}
 	p.Revision = revision.Of(raw)
 	return p, nil
+}
+
+// checkCredentials validates the credentials: list: names as the runner host writes
+// them, each once, at most MaxCredentials.
+func checkCredentials(names []string) error {
+	if len(names) > MaxCredentials {
+		return fmt.Errorf("%s: credentials lists %d names; at most %d are allowed", Path, len(names), MaxCredentials)
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		if !credentialName.MatchString(n) {
+			return fmt.Errorf("%s: credentials[%d] %q: a credential's name is lower-case letters, digits and '-' (at most 63), as the runner host's credentials file declares it", Path, i, n)
+		}
+		if seen[n] {
+			return fmt.Errorf("%s: credentials lists %q twice", Path, n)
+		}
+		seen[n] = true
+	}
+	return nil
 }

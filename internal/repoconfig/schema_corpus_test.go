@@ -1,6 +1,7 @@
 package repoconfig_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,6 +110,12 @@ func TestSchemaRefuses(t *testing.T) {
 		{"api no path", v1 + "github_api: [GET]\n", "want \"GET /path\"", ""},
 		{"api relative path", v1 + "github_api: [GET repos]\n", "want \"GET /path\"", ""},
 		{"api tab", v1 + "github_api: [\"GET\\t/repos\"]\n", "want \"GET /path\"", ""},
+		// The runner host's credentials, by name.
+		{"credential upper case", v1 + "credentials: [NPM]\n", "credentials[0]", ""},
+		{"credential with a dot", v1 + "credentials: [npm.corp]\n", "credentials[0]", ""},
+		{"credential twice", v1 + "credentials: [npm, npm]\n", "twice", ""},
+		{"credential not a list", v1 + "credentials: npm\n", "cannot unmarshal", ""},
+		{"too many credentials", v1 + "credentials: [" + "a" + manyNames(20) + "]\n", "at most 20", ""},
 		// Verification.
 		{"empty command", v1 + "verification: [\"go test ./...\", \"\"]\n", "verification[1] is empty", ""},
 		{"blank command", v1 + "verification: [\" \\u00a0\"]\n", "verification[0] is empty", ""},
@@ -256,4 +263,13 @@ func numbered(format string, n int) string {
 		items[i] = strings.ReplaceAll(format, "%d", strconv.Itoa(i))
 	}
 	return strings.Join(items, ", ")
+}
+
+// manyNames is ", c1, c2, …" for n distinct credential names.
+func manyNames(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, ", c%d", i)
+	}
+	return b.String()
 }

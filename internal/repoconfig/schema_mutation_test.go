@@ -35,6 +35,7 @@ harness:
   model: claude-sonnet-4-5
 allowlist: [proxy.golang.org, "*.npmjs.org:443,8443", 203.0.113.7, "[2001:db8::1]:443"]
 github_api: ["GET /repos/*/*/pulls", "HEAD /rate_limit"]
+credentials: [npm-corp, pypi]
 verification: ["go test ./...", make lint]
 reviewer:
   harness: {name: command, command: sh review.sh}

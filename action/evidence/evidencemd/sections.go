@@ -346,6 +346,16 @@ func (r *renderer) auditSection() *section {
 		s.intro = fmt.Sprintf("The firewall's audit log holds %s entries; its head is %s (not a SHA-256).\n",
 			commas(a.Entries), r.q.inline(a.Head, 80))
 	}
+	if len(r.e.Credentials) > 0 {
+		s.intro += "\n"
+	}
+	for _, c := range r.e.Credentials {
+		hosts := make([]string, len(c.Hosts))
+		for i, h := range c.Hosts {
+			hosts[i] = r.q.inline(h, 120)
+		}
+		s.intro += fmt.Sprintf("The firewall added the runner host's credential %s toward %s (the VM held a placeholder).\n", r.q.inline(c.Name, 64), strings.Join(hosts, ", "))
+	}
 	return s
 }
 

@@ -152,11 +152,12 @@ func Realistic() *evidence.Evidence {
 		}),
 		Cost: evidence.Cost{MeteredMicroUSD: 1_842_310, MeteredCalls: 37, Estimated: true, EstimatedCalls: 1,
 			SelfReportedMicroUSD: int64p(1_790_000), BudgetMicroUSD: 5_000_000},
-		Ledger:     ledger,
-		Risk:       risk.Note(diff.Paths()),
-		Audit:      &evidence.Audit{Head: SHA(3), Entries: 214},
-		Revocation: evidence.Revocation{Revoked: true, At: at(645.8)},
-		Artifact:   &evidence.Artifact{Name: "bumper-evidence-42-2", URL: "https://github.com/acme/widgets/actions/runs/9876543210/artifacts/1234567"},
+		Ledger:      ledger,
+		Risk:        risk.Note(diff.Paths()),
+		Audit:       &evidence.Audit{Head: SHA(3), Entries: 214},
+		Revocation:  evidence.Revocation{Revoked: true, At: at(645.8)},
+		Credentials: []evidence.CredentialGrant{{Name: "npm-acme", Hosts: []string{"npm.acme.example", "artifacts.acme.example/npm"}}},
+		Artifact:    &evidence.Artifact{Name: "bumper-evidence-42-2", URL: "https://github.com/acme/widgets/actions/runs/9876543210/artifacts/1234567"},
 	}
 	// The output gates found one link for a person to look at; the dependency the
 	// run added has no advisory.
