@@ -3,6 +3,7 @@ package firewall
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"io"
 	"net"
@@ -55,7 +56,7 @@ type credWorld struct {
 	otherAuthorty string
 }
 
-func newCredWorld(t *testing.T, caFile func(*httptest.Server) string) *credWorld {
+func newCredWorld(t *testing.T, caFile func(*httptest.Server) string, mutate ...func(*Config, *httptest.Server)) *credWorld {
 	t.Helper()
 	w := &credWorld{registry: &seen{}, other: &seen{}}
 	reg := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -95,6 +96,9 @@ func newCredWorld(t *testing.T, caFile func(*httptest.Server) string) *credWorld
 		Gateway: GatewayConfig{CAFile: caFile(reg)},
 		Credentials: []credential.Credential{{Name: "npm", Hosts: []credential.Host{host}, Auth: credential.AuthBearer,
 			Value: credReal, Placeholder: credPlaceholder}},
+	}
+	for _, m := range mutate {
+		m(cfg, reg)
 	}
 	fw, err := New(cfg)
 	if err != nil {
@@ -241,6 +245,19 @@ func TestCredentialHostMustVerify(t *testing.T) {
 	}
 	if got := w.registry.all(); got != "" {
 		t.Fatalf("the registry saw %q", got)
+	}
+}
+
+// TestCredentialOwnRoots: a credential that names its own CA (an internal registry
+// under a company CA) is verified against it alone.
+func TestCredentialOwnRoots(t *testing.T) {
+	w := newCredWorld(t, func(*httptest.Server) string { return "" }, func(c *Config, reg *httptest.Server) {
+		pool := x509.NewCertPool()
+		pool.AddCert(reg.Certificate())
+		c.Credentials[0].RootCAs = pool
+	})
+	if resp, body := w.get(t, "http://example.com/npm/pkg"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %q", resp.StatusCode, body)
 	}
 }
 

@@ -189,8 +189,9 @@ func (c *countWriter) Write(p []byte) (int, error) {
 func (s *Server) newCredTransport(tlsConf *tls.Config) *http.Transport {
 	return &http.Transport{
 		Proxy:                 nil,
-		DialContext:           s.credDial,
-		TLSClientConfig:       tlsConf,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return s.credDialTLS(ctx, network, addr, tlsConf)
+		},
 		ForceAttemptHTTP2:     false,
 		DisableCompression:    true,
 		MaxIdleConnsPerHost:   4,
@@ -198,6 +199,27 @@ func (s *Server) newCredTransport(tlsConf *tls.Config) *http.Transport {
 		TLSHandshakeTimeout:   s.opts.DialTimeout,
 		ResponseHeaderTimeout: credResponseHeaderTimeout,
 	}
+}
+
+// credDialTLS dials a credential host and verifies it: against the credential's own
+// roots when it has them, else tlsConf's.
+func (s *Server) credDialTLS(ctx context.Context, network, addr string, tlsConf *tls.Config) (net.Conn, error) {
+	raw, err := s.credDial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	conf := tlsConf.Clone()
+	conf.ServerName = host
+	if roots := s.opts.Credentials.RootCAs(host); roots != nil {
+		conf.RootCAs = roots
+	}
+	tc := tls.Client(raw, conf)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // credDial dials a credential host: only a declared one, at an address resolve lets

@@ -8,6 +8,7 @@ package credentials
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ type file struct {
 		Header       string   `yaml:"header"`
 		Username     string   `yaml:"username"`
 		File         string   `yaml:"file"`
+		CAFile       string   `yaml:"ca_file"`
 		Repositories []string `yaml:"repositories"`
 	} `yaml:"credentials"`
 }
@@ -109,6 +111,16 @@ func Load(p string) (*Host, error) {
 			return nil, fmt.Errorf("%s: %w", at, err)
 		}
 		e.Value = strings.TrimSpace(string(v))
+		if c.CAFile != "" {
+			pem, err := os.ReadFile(c.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("%s: failed to read ca_file: %w", at, err)
+			}
+			e.RootCAs = x509.NewCertPool()
+			if !e.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%s: ca_file %s holds no PEM certificate", at, c.CAFile)
+			}
+		}
 		if e.Placeholder, err = newPlaceholder(c.Name); err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@
 package credential
 
 import (
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -141,6 +142,9 @@ type Credential struct {
 	Value string
 	// Placeholder is what the VM may hold in its place (Placeholder).
 	Placeholder string
+	// RootCAs, when set, are the only roots the credential's hosts are verified against
+	// (an internal registry under a company CA); nil: the firewall's.
+	RootCAs *x509.CertPool
 }
 
 // Check says what is wrong with c, if anything.
@@ -250,6 +254,21 @@ func (s *Set) Match(host, path string) (c *Credential, h Host, declared bool) {
 		}
 	}
 	return nil, Host{}, declared
+}
+
+// RootCAs are the roots a host is verified against: those of a credential declared for
+// it that has its own, nil when none has (the firewall's roots then).
+func (s *Set) RootCAs(host string) *x509.CertPool {
+	if s == nil {
+		return nil
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, r := range s.routes {
+		if r.host.Name == host && s.creds[r.cred].RootCAs != nil {
+			return s.creds[r.cred].RootCAs
+		}
+	}
+	return nil
 }
 
 // Declared lists a host's prefixes, for a refusal that says where the credential goes.
