@@ -85,6 +85,10 @@ type Evidence struct {
 	// Audit is nil when the firewall never started.
 	Audit      *Audit     `json:"audit,omitempty"`
 	Revocation Revocation `json:"token_revocation"`
+	// Dependencies are the other repositories of the owner the run was granted to
+	// fetch, read-only, with a token of their own (.github/bumper.yml's
+	// dependencies.repositories); empty when none were.
+	Dependencies []string `json:"dependencies,omitempty"`
 	// Artifact names where evidence.json was uploaded; the Markdown (evidencemd)
 	// points at it when it cuts something.
 	Artifact *Artifact `json:"artifact,omitempty"`

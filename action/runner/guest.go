@@ -199,5 +199,5 @@ func (r *run) agentEnv() []string {
 	if len(g.policy.GitHubAPI) > 0 {
 		env = append(env, "BUMPER_GITHUB_API_URL="+guestGateway+"/api/github")
 	}
-	return env
+	return append(env, dependencyEnv(r.cfg.ServerURL, g.Dependencies)...)
 }
