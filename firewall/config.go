@@ -19,6 +19,8 @@ const (
 	EnvGitHubToken  = "BUMPER_GITHUB_TOKEN"
 	EnvAnthropicKey = "BUMPER_ANTHROPIC_KEY"
 	EnvOpenAIKey    = "BUMPER_OPENAI_KEY"
+	// EnvDependencyToken is the dependency token (GatewayConfig.Dependencies).
+	EnvDependencyToken = "BUMPER_DEPENDENCY_TOKEN"
 )
 
 // Config is the firewall's YAML configuration. Secrets are never written in it: they
@@ -54,6 +56,8 @@ type Config struct {
 // Secrets are the real credentials the gateways put in place of the VM's sentinels.
 type Secrets struct {
 	GitHubToken, AnthropicKey, OpenAIKey string
+	// DependencyToken reads GatewayConfig.Dependencies (contents: read on exactly them).
+	DependencyToken string
 }
 
 // Limits bound what one client may hold. Zero values take the defaults.
@@ -83,11 +87,15 @@ type GatewayConfig struct {
 	PushFrom string `yaml:"push_from"`
 	// PushClosed starts with pushes closed until Firewall.SetPushOpen opens them: for a
 	// caller in process (bumper run) that pushes the verified result itself.
-	PushClosed       bool   `yaml:"-"`
-	CAFile           string `yaml:"ca_file"`
-	TokenFile        string `yaml:"token_file"`
-	AnthropicKeyFile string `yaml:"anthropic_key_file"`
-	OpenAIKeyFile    string `yaml:"openai_key_file"`
+	PushClosed bool `yaml:"-"`
+	// Dependencies are other repositories of the run's owner the git gateway serves
+	// for fetching only, with the dependency token (gateway.Config.Dependencies).
+	Dependencies        []string `yaml:"dependencies"`
+	DependencyTokenFile string   `yaml:"dependency_token_file"`
+	CAFile              string   `yaml:"ca_file"`
+	TokenFile           string   `yaml:"token_file"`
+	AnthropicKeyFile    string   `yaml:"anthropic_key_file"`
+	OpenAIKeyFile       string   `yaml:"openai_key_file"`
 }
 
 // BudgetConfig caps the run's model spending.

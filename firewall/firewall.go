@@ -287,6 +287,10 @@ func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, err
 	if err != nil {
 		return nil, nil, err
 	}
+	depToken, err := dependencyToken(c)
+	if err != nil {
+		return nil, nil, err
+	}
 	var m *meter.Meter
 	if g.AnthropicBase != "" || g.OpenAIBase != "" {
 		prices, err := loadPrices(c.Budget.PricesFile)
@@ -301,7 +305,7 @@ func buildGateway(c *Config, al *audit.Log) (*gateway.Gateway, *meter.Meter, err
 		GitBase: g.GitBase, GitHubAPIBase: g.GitHubAPIBase, AnthropicBase: g.AnthropicBase, OpenAIBase: g.OpenAIBase,
 		Token: token, AnthropicKey: akey, OpenAIKey: okey, Repository: g.Repository, RepositoryID: g.RepositoryID,
 		APIAllow: g.APIAllow, PushRef: g.PushRef, PushFrom: g.PushFrom, PushClosed: g.PushClosed, CAFile: g.CAFile,
-		Meter: m, Audit: al,
+		Dependencies: g.Dependencies, DependencyToken: depToken, Meter: m, Audit: al,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -326,6 +330,18 @@ func secrets(c *Config) (token, anthropic, openai string, err error) {
 		return "", "", "", err
 	}
 	return token, anthropic, openai, nil
+}
+
+// dependencyToken is the dependency token, from Config.Secrets or else the file or the
+// environment; none is read when no dependency is configured.
+func dependencyToken(c *Config) (string, error) {
+	if len(c.Gateway.Dependencies) == 0 {
+		return "", nil
+	}
+	if s := c.Secrets; s != nil {
+		return s.DependencyToken, nil
+	}
+	return readSecret(c.Gateway.DependencyTokenFile, EnvDependencyToken)
 }
 
 func loadPrices(path string) (*meter.Prices, error) {

@@ -88,6 +88,10 @@ type Evidence struct {
 	// Credentials are the runner host's credentials the run was granted, by name and
 	// host (docs/credentials.md); never a value.
 	Credentials []CredentialGrant `json:"credentials,omitempty"`
+	// Dependencies are the other repositories of the owner the run was granted to
+	// fetch, read-only, with a token of their own (.github/bumper.yml's
+	// dependencies.repositories); empty when none were.
+	Dependencies []string `json:"dependencies,omitempty"`
 	// Artifact names where evidence.json was uploaded; the Markdown (evidencemd)
 	// points at it when it cuts something.
 	Artifact *Artifact `json:"artifact,omitempty"`

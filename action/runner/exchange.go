@@ -69,6 +69,9 @@ func exchange(ctx context.Context, cfg Config, ev *evidence.Evidence) (x exchang
 	}
 	cfg.Mask(resp.InstallationToken)
 	cfg.Mask(resp.RunToken)
+	if resp.DependencyToken != "" {
+		cfg.Mask(resp.DependencyToken)
+	}
 	x.granted = &resp
 	if resp.Stage != cfg.Stage {
 		return x, "", fmt.Errorf("serve granted a %s run, but the dispatch said %s: the runner workflow's stage input is not the App's", resp.Stage, cfg.Stage)
@@ -117,6 +120,10 @@ func exchange(ctx context.Context, cfg Config, ev *evidence.Evidence) (x exchang
 		}
 		ev.Credentials = append(ev.Credentials, grant)
 	}
+	if err := checkDependencies(cfg, g.policy, resp); err != nil {
+		return x, "", err
+	}
+	ev.Dependencies = resp.Dependencies
 	x.grant = g
 	if wire.PullStage(cfg.Stage) {
 		ev.PullRequest = resp.PullRequest

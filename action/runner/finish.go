@@ -40,7 +40,15 @@ func finish(ctx context.Context, cfg Config, rec *recorder, p *produced, runErr 
 	}
 	if p.granted != nil {
 		_ = rec.phase(fctx, evidence.PhaseRevoke, 0, func(ctx context.Context) (string, error) {
-			return revoke(ctx, cfg, rec.ev, p.granted.InstallationToken)
+			detail, err := revoke(ctx, cfg, rec.ev, p.granted.InstallationToken)
+			if p.granted.DependencyToken == "" {
+				return detail, err
+			}
+			// The dependency token is revoked whatever became of the run's.
+			if derr := publish.Revoke(ctx, cfg.APIURL, p.granted.DependencyToken, cfg.HTTPClient); !publish.Revoked(derr) {
+				return detail, errors.Join(err, fmt.Errorf("failed to revoke the dependency token: %w", derr))
+			}
+			return detail + "; the dependency token is revoked", err
 		})
 	}
 	rec.ev.Outcome, rec.ev.OutcomeReason = outcome, cut(reason, maxLine)

@@ -200,5 +200,6 @@ func (r *run) agentEnv() []string {
 	if len(g.policy.GitHubAPI) > 0 {
 		env = append(env, "BUMPER_GITHUB_API_URL="+guestGateway+"/api/github")
 	}
-	return append(env, credentials.GuestEnv(g.creds)...)
+	env = append(env, credentials.GuestEnv(g.creds)...)
+	return append(env, dependencyEnv(r.cfg.ServerURL, g.Dependencies)...)
 }

@@ -249,7 +249,8 @@ func (r *run) verifyRound(ctx context.Context, vm *guest, round int, cmds []stri
 	defer logf.Close()
 	w := r.rec.logTo(logf, fmt.Sprintf(VerificationPattern, round))
 	defer w.Close()
-	vr, err := verify.Run(ctx, vm.exec, round, cmds, verify.Options{Stdout: w, Stderr: w, Env: credentials.GuestEnv(r.grant.creds)})
+	vr, err := verify.Run(ctx, vm.exec, round, cmds, verify.Options{Stdout: w, Stderr: w,
+		Env: append(credentials.GuestEnv(r.grant.creds), dependencyEnv(r.cfg.ServerURL, r.grant.Dependencies)...)})
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,9 @@ func (r *run) firewallConfig(listen string) *firewall.Config {
 	if len(g.policy.GitHubAPI) > 0 {
 		c.Gateway.GitHubAPIBase, c.Gateway.APIAllow = cfg.APIURL, g.policy.GitHubAPI
 	}
+	if len(g.Dependencies) > 0 {
+		c.Gateway.Dependencies, c.Secrets.DependencyToken = g.Dependencies, g.DependencyToken
+	}
 	return c
 }
 

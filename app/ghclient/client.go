@@ -346,3 +346,22 @@ func (c *Client) RepoToken(ctx context.Context, repo string, perms map[string]st
 	}
 	return tok.GetToken(), tok.GetExpiresAt().Time, nil
 }
+
+// ReadToken implements workitem.GitHub: contents read (and the metadata GitHub adds) on
+// exactly repos, which must all be the installation's.
+func (c *Client) ReadToken(ctx context.Context, repos []string) (string, time.Time, error) {
+	names := make([]string, len(repos))
+	for i, r := range repos {
+		_, name, err := split(r)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		names[i] = name
+	}
+	tok, _, err := c.app.Apps.CreateInstallationToken(ctx, c.inst, &gogithub.InstallationTokenOptions{
+		Repositories: names, Permissions: &gogithub.InstallationPermissions{Contents: gogithub.String("read")}})
+	if err != nil {
+		return "", time.Time{}, unprocessable(err)
+	}
+	return tok.GetToken(), tok.GetExpiresAt().Time, nil
+}

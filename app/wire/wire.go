@@ -79,6 +79,14 @@ type ExchangeResponse struct {
 	// UpdateTo is, for an update run, the base branch's head the run merges into the
 	// pull request's branch (Task.UpdateTo).
 	UpdateTo string `json:"update_to,omitempty"`
+	// Dependencies are the other repositories of the owner the run may fetch, read-only
+	// (.github/bumper.yml's dependencies.repositories at the base commit), and
+	// DependencyToken an installation token of contents: read on exactly them, for the
+	// host-side git gateway only, revoked when the run ends like InstallationToken.
+	// Empty when none are listed, and for a plan run.
+	Dependencies             []string  `json:"dependencies,omitempty"`
+	DependencyToken          string    `json:"dependency_token,omitempty"`
+	DependencyTokenExpiresAt time.Time `json:"dependency_token_expires_at,omitzero"`
 }
 
 // Approval is one holding approval of the run's revision.

@@ -50,6 +50,10 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err := s.approvedStillHolds(ctx, gh, it, att); err != nil {
 		return none, err
 	}
+	deps, err := s.dependenciesHold(ctx, gh, it, att)
+	if err != nil {
+		return none, err
+	}
 	// Learned before the nonce is spent, so a failure here leaves the attempt usable.
 	bot, err := s.botLogin(ctx)
 	if err != nil {
@@ -58,7 +62,7 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err := s.spendNonce(ctx, gh, it, att); err != nil {
 		return none, err
 	}
-	return s.mint(ctx, gh, it, att, perms, bot)
+	return s.mint(ctx, gh, it, att, perms, bot, deps)
 }
 
 // dispatchedBy checks what the OIDC token says before the work item is looked at: the
@@ -175,11 +179,17 @@ func (s *Service) spendNonce(ctx context.Context, gh GitHub, it *item, att *ledg
 	return s.save(ctx, gh, it, "")
 }
 
-// mint makes the run's credentials, the installation token (perms, this repository
-// only) and the run token for its call-backs, and the answer that carries them.
-func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Attempt, perms map[string]string, bot string) (wire.ExchangeResponse, error) {
+// mint makes the run's credentials, the dependency token (contents: read on deps, when
+// any; first, so that its refusal leaves no other token minted), the installation token
+// (perms, this repository only) and the run token for its call-backs, and the answer
+// that carries them.
+func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Attempt, perms map[string]string, bot string, deps []string) (wire.ExchangeResponse, error) {
 	var none wire.ExchangeResponse
 	rec := it.rec
+	depTok, depExp, err := s.mintDependencies(ctx, gh, it, deps)
+	if err != nil {
+		return none, err
+	}
 	tok, tokExp, err := gh.RepoToken(ctx, it.repo.FullName, perms)
 	if err != nil {
 		return none, fmt.Errorf("failed to mint the installation token of %s: %w", rec.ID(), err)
@@ -196,7 +206,8 @@ func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Att
 	resp := wire.ExchangeResponse{InstallationToken: tok, TokenExpiresAt: tokExp, Permissions: perms,
 		Repository: rec.Repository, RunToken: runTok, RunTokenExpiresAt: runExp, WorkItem: rec.WorkItem(),
 		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit,
-		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals, Branch: WorkBranchName(rec.Issue, att.Number)}
+		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals, Branch: WorkBranchName(rec.Issue, att.Number),
+		Dependencies: deps, DependencyToken: depTok, DependencyTokenExpiresAt: depExp}
 	if wire.PullStage(att.Stage) {
 		resp.Branch, resp.PullRequest, resp.HeadCommit = rec.WorkBranch, rec.PullRequest, rec.PullHead
 	}

@@ -219,6 +219,10 @@ type GitHub interface {
 	BranchProtection(ctx context.Context, repo, branch string) (Protection, error)
 	// RepoToken mints an installation token limited to one repository and permissions.
 	RepoToken(ctx context.Context, repo string, permissions map[string]string) (string, time.Time, error)
+	// ReadToken mints an installation token of contents: read limited to repos, every one
+	// of the installation's account; ErrUnprocessable when one is not in the
+	// installation (GitHub's 422).
+	ReadToken(ctx context.Context, repos []string) (string, time.Time, error)
 }
 
 // Connector gives the GitHub of an installation, or of the installation that holds a

@@ -78,10 +78,14 @@ const (
 	// RefusalPolicy: the repository's policy at the base commit, which a report needs,
 	// cannot be read (no token exchange has it: there, the approval is voided instead).
 	RefusalPolicy RefusalKind = "policy"
+	// RefusalDependency: a repository the policy lists under dependencies.repositories
+	// cannot be granted (the App is not installed on it, the approver cannot read it, it
+	// is the run's own or another owner's); the approval is voided, saying what to do.
+	RefusalDependency RefusalKind = "dependency"
 )
 
 // RefusalKinds lists every kind.
 func RefusalKinds() []RefusalKind {
 	return []RefusalKind{RefusalBadRequest, RefusalOIDC, RefusalRunToken, RefusalIdentity, RefusalUnknownItem,
-		RefusalAttempt, RefusalNonce, RefusalApproval, RefusalState, RefusalStage, RefusalInvalidReport, RefusalPolicy}
+		RefusalAttempt, RefusalNonce, RefusalApproval, RefusalState, RefusalStage, RefusalInvalidReport, RefusalPolicy, RefusalDependency}
 }

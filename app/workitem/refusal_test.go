@@ -26,6 +26,7 @@ func TestRefusalLabels(t *testing.T) {
 		RefusalStage:         "stage",
 		RefusalInvalidReport: "invalid_report",
 		RefusalPolicy:        "policy",
+		RefusalDependency:    "dependency",
 	}
 	if len(RefusalKinds()) != len(labels) {
 		t.Fatalf("RefusalKinds has %d kinds, the table %d", len(RefusalKinds()), len(labels))

@@ -327,6 +327,10 @@ func refusalCases() []refusalCase {
 		{name: "a revise run posting a verdict", kind: workitem.RefusalStage, want: "a revise run cannot post a verdict",
 			reach: func(e *env) *item { it := e.revising(); it.claims = e.grant(it.run); return it },
 			call:  verdictOf(func(it *item) wire.Verdict { return wire.Verdict{Document: approveVerdict, HeadCommit: it.head} })},
+		{name: "a dependency the App is not installed on", policy: "version: 1\ndependencies: {repositories: [acme/missing]}\n",
+			kind: workitem.RefusalDependency, want: "the App is not installed on acme/missing", voids: true, reach: running, call: exchangeAgain},
+		{name: "the run's own repository as a dependency", policy: "version: 1\ndependencies: {repositories: [ACME/Widgets]}\n",
+			kind: workitem.RefusalDependency, want: "the run's own repository", voids: true, reach: running, call: exchangeAgain},
 		{name: "a report of more steers than a run is given", kind: workitem.RefusalInvalidReport, want: "speaks of 65 steers", reach: granted,
 			call: func(e *env, it *item) error {
 				reports := make([]wire.SteerDelivery, 65)

@@ -116,6 +116,14 @@ type Config struct {
 	PushClosed bool
 	// CAFile, when set, replaces the system roots for upstream TLS (tests, private hosts).
 	CAFile string
+	// Dependencies are other repositories, "owner/name" (compared case-insensitively),
+	// the git gateway serves besides Repository, for fetching only (upload-pack), with
+	// DependencyToken: a push to one is refused before the git host is asked. The
+	// run's token is never sent for them, nor theirs for the run's repository.
+	Dependencies []string
+	// DependencyToken is an installation token of contents: read on exactly
+	// Dependencies; required when they are set.
+	DependencyToken string
 
 	Meter *meter.Meter // meters /anthropic/ and /openai/; nil: no metering, no cap
 	Audit *audit.Log
@@ -133,6 +141,8 @@ type Gateway struct {
 	// owner and repo are Config.Repository's halves, lower-cased; repoID is
 	// Config.RepositoryID in decimal, "" when not known.
 	owner, repo, repoID string
+	// deps are Config.Dependencies, lower-cased owner/name to the name as configured.
+	deps map[string]string
 	// pushOpen says receive-pack may be served now (Config.PushClosed, SetPushOpen).
 	pushOpen atomic.Bool
 }
@@ -170,6 +180,9 @@ func New(cfg Config) (*Gateway, error) {
 		if err := g.setRepository(cfg.Repository, cfg.RepositoryID); err != nil {
 			return nil, err
 		}
+	}
+	if err := g.setDependencies(cfg.Dependencies, cfg.DependencyToken); err != nil {
+		return nil, err
 	}
 	for _, r := range cfg.APIAllow {
 		rule, err := parseAPIRule(r)

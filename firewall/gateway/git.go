@@ -17,8 +17,9 @@ import (
 // gets to read the refusal instead of a broken pipe.
 const maxDrain = 64 << 20
 
-// serveGit proxies smart-HTTP git (/git/{owner}/{repo}.git/...) for the run's repository
-// only, with the installation token, enforcing the push policy on receive-pack.
+// serveGit proxies smart-HTTP git (/git/{owner}/{repo}.git/...) for the run's repository,
+// with the installation token, enforcing the push policy on receive-pack; and for the
+// run's dependencies, fetching only, with the dependency token.
 func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) {
 	if g.git == nil {
 		g.refuse(w, r, "git", http.StatusNotFound, "the git gateway is not configured")
@@ -29,9 +30,11 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) 
 		g.refuse(w, r, "git", http.StatusNotFound, "git paths look like /git/{owner}/{repo}.git/...")
 		return
 	}
-	if !strings.EqualFold(segs[0], g.owner) || !strings.EqualFold(strings.TrimSuffix(segs[1], ".git"), g.repo) {
+	owner, name := segs[0], strings.TrimSuffix(segs[1], ".git")
+	dep, isDep := g.dependency(owner, name)
+	if !isDep && (!strings.EqualFold(owner, g.owner) || !strings.EqualFold(name, g.repo)) {
 		// The token reads every public repository; a stranger's fork is their code.
-		g.refuse(w, r, "git", http.StatusForbidden, fmt.Sprintf("%s/%s is refused [other-repository]: the git gateway serves only the run's repository, %s/%s", segs[0], strings.TrimSuffix(segs[1], ".git"), g.owner, g.repo))
+		g.refuse(w, r, "git", http.StatusForbidden, fmt.Sprintf("%s/%s is refused [other-repository]: the git gateway serves only the run's repository, %s/%s%s", owner, name, g.owner, g.repo, g.dependencyList()))
 		return
 	}
 	service := ""
@@ -46,6 +49,12 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) 
 		service = rest
 	default:
 		g.refuse(w, r, "git", http.StatusForbidden, fmt.Sprintf("%s %s is not a smart HTTP git request", r.Method, rest))
+		return
+	}
+	if isDep && service != "git-upload-pack" {
+		// A dependency is read-only whatever its token could do: refused here, the pack
+		// unread, before the git host is asked.
+		g.refuse(w, r, "git", http.StatusForbidden, fmt.Sprintf("a push to %s is refused [dependency-read-only]: the run's dependencies are served for fetching only", dep))
 		return
 	}
 	if service == "git-receive-pack" && g.cfg.PushRef == "" {
@@ -66,6 +75,9 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, path string) 
 		}
 	}
 	token := g.cfg.Token
+	if isDep {
+		token, reason = g.cfg.DependencyToken, reason+" (dependency "+dep+")"
+	}
 	c := &call{g: g, up: g.git, path: path, reason: reason, setAuth: func(h http.Header) {
 		h.Set("Authorization", basicToken(token))
 	}}

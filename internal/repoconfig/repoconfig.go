@@ -82,6 +82,9 @@ type Config struct {
 	ProtectedPaths []ProtectedPath `yaml:"protected_paths"`
 	// Gates sets what the other output gates' findings do (docs/gates.md).
 	Gates GateActions `yaml:"gates"`
+	// Dependencies are other repositories of the owner the run may fetch, read-only
+	// (docs/usage.md, "Dependencies").
+	Dependencies Dependencies `yaml:"dependencies"`
 
 	// Revision identifies the file's content ("default" when absent); approvals bind to it.
 	Revision string `yaml:"-"`
@@ -278,6 +281,9 @@ func Parse(raw []byte) (Config, error) {
 		return Config{}, err
 	}
 	if err := p.Gates.check(); err != nil {
+		return Config{}, err
+	}
+	if err := p.Dependencies.check(); err != nil {
 		return Config{}, err
 	}
 	if p.Bounds.FixRounds > MaxFixRounds {

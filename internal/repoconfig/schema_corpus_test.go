@@ -15,6 +15,7 @@ const (
 	cannotBytes     = "maxLength counts characters; the parser bounds bytes, and a character of UTF-8 takes up to 4"
 	cannotDuration  = "a pattern reads a duration's syntax, not its size: Go's durations end at about 292 years"
 	cannotGlob      = "a glob's syntax (its [...] classes, as Go's path.Match reads them) is beyond a pattern the schema can keep readable"
+	cannotCase      = "uniqueItems compares the entries as written; GitHub's names, and the parser, ignore case"
 	cannotNormalise = "uniqueItems compares the entries as written; the parser compares them cleaned (./go.mod is go.mod, ~ is /home/agent)"
 )
 
@@ -185,6 +186,16 @@ func TestSchemaRefuses(t *testing.T) {
 		{"duplicate cache", v1 + "environment: {setup: s.sh, cache_paths: [~/.npm, ~/.npm]}\n", "twice", ""},
 		{"duplicate cache, expanded", v1 + "environment: {setup: s.sh, cache_paths: [~/.npm, /home/agent/.npm]}\n", "twice", cannotNormalise},
 		{"too many caches", v1 + "environment: {setup: s.sh, cache_paths: [" + numbered("~/c%d", repoconfig.MaxEnvironmentCachePaths+1) + "]}\n", "at most 20", ""},
+		// Dependencies.
+		{"dependency pattern", v1 + "dependencies: {repositories: [\"acme/*\"]}\n", "is a pattern", ""},
+		{"dependency without owner", v1 + "dependencies: {repositories: [lib]}\n", "not owner/name", ""},
+		{"dependency up the tree", v1 + "dependencies: {repositories: [acme/..]}\n", "not a repository's name", ""},
+		{"dependency .git", v1 + "dependencies: {repositories: [acme/lib.git]}\n", "ends in .git", ""},
+		{"dependency twice", v1 + "dependencies: {repositories: [acme/lib, acme/lib]}\n", "listed twice", ""},
+		{"dependency twice, in other case", v1 + "dependencies: {repositories: [acme/lib, Acme/Lib]}\n", "listed twice", cannotCase},
+		{"dependency typo", v1 + "dependencies: {repos: [acme/lib]}\n", "field repos not found", ""},
+		{"dependencies as a list", v1 + "dependencies: [acme/lib]\n", "cannot unmarshal", ""},
+		{"too many dependencies", v1 + "dependencies: {repositories: [" + numbered("acme/l%d", repoconfig.MaxDependencies+1) + "]}\n", "at most 20", ""},
 		// The gates' actions.
 		{"gate action unknown", v1 + "gates: {secrets: allow}\n", "gates.secrets \"allow\" is not block or review", ""},
 		{"gate unknown", v1 + "gates: {licenses: block}\n", "field licenses not found", ""},

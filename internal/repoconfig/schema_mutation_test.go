@@ -46,6 +46,8 @@ environment:
   inputs: [go.mod, "cmd/*/go.sum"]
   allow: [proxy.golang.org]
   cache_paths: [~/go/pkg/mod, /home/agent/.cache/go-build]
+dependencies:
+  repositories: [acme/lib, acme/.github]
 `
 
 // replacements are the values a mutation puts in place of each value of a document:

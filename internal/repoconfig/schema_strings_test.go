@@ -60,6 +60,9 @@ func TestSchemaStrings(t *testing.T) {
 		{"github_api", []string{"GET", "HEAD", "POST", "get", " ", " ", "\t", "/", "repos", "*", "**", "\u3000", "x"}, func(s string) map[string]any {
 			return map[string]any{"github_api": []string{s}}
 		}, nil},
+		{"dependencies.repositories", []string{"a", "Z", "0", "-", ".", "..", "_", "/", "*", "%", " ", ".git", ".GIT", "é"}, func(s string) map[string]any {
+			return map[string]any{"dependencies": map[string]any{"repositories": []string{s}}}
+		}, nil},
 		{"verification", []string{"a", " ", "\t", "\x00", "\u00a0", "\u3000", "\n", "x"}, func(s string) map[string]any {
 			return map[string]any{"verification": []string{s}}
 		}, nil},

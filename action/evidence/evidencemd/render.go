@@ -236,6 +236,15 @@ func (r *renderer) head(compact bool) string {
 	fmt.Fprintf(&b, "- **Wall time:** %s\n", duration(e.WallTimeMS))
 	b.WriteString("- **Decisions:** " + r.decisionsLine() + "\n")
 	b.WriteString("- **Egress:** " + r.egressLine() + "\n")
+	if len(e.Dependencies) > 0 {
+		// The repositories besides its own the run could read: what a reviewer weighs
+		// when the change names or copies them.
+		names := make([]string, len(e.Dependencies))
+		for i, d := range e.Dependencies {
+			names[i] = r.q.inline(d, 120)
+		}
+		b.WriteString("- **Dependencies:** fetched read-only: " + strings.Join(names, ", ") + "\n")
+	}
 	b.WriteString("- " + r.tokenLine() + "\n\n")
 	return b.String()
 }

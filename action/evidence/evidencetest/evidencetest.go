@@ -157,7 +157,9 @@ func Realistic() *evidence.Evidence {
 		Audit:       &evidence.Audit{Head: SHA(3), Entries: 214},
 		Revocation:  evidence.Revocation{Revoked: true, At: at(645.8)},
 		Credentials: []evidence.CredentialGrant{{Name: "npm-acme", Hosts: []string{"npm.acme.example", "artifacts.acme.example/npm"}}},
-		Artifact:    &evidence.Artifact{Name: "bumper-evidence-42-2", URL: "https://github.com/acme/widgets/actions/runs/9876543210/artifacts/1234567"},
+		// Two private Go modules of the same organisation (issue #26).
+		Dependencies: []string{"acme/widgets-lib", "acme/.github"},
+		Artifact:     &evidence.Artifact{Name: "bumper-evidence-42-2", URL: "https://github.com/acme/widgets/actions/runs/9876543210/artifacts/1234567"},
 	}
 	// The output gates found one link for a person to look at; the dependency the
 	// run added has no advisory.

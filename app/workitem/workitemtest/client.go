@@ -535,6 +535,28 @@ func (c client) RepoToken(_ context.Context, repoName string, permissions map[st
 	return tok.Value, tok.ExpiresAt, nil
 }
 
+// ReadToken implements workitem.GitHub: a one-hour contents: read token for repos, or
+// ErrUnprocessable, as GitHub answers, when one of them is not installed.
+func (c client) ReadToken(_ context.Context, repos []string) (string, time.Time, error) {
+	if err := c.g.enter("ReadToken"); err != nil {
+		return "", time.Time{}, err
+	}
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	var names []string
+	for _, name := range repos {
+		r, err := c.g.repo(name)
+		if err != nil || !r.installed {
+			return "", time.Time{}, unprocessable("There is at least one repository that does not exist or is not accessible to the parent installation.")
+		}
+		names = append(names, r.name)
+	}
+	tok := Token{Repos: names, Permissions: map[string]string{"contents": "read"}, Value: fmt.Sprintf("ghs_fake%04d", len(c.g.tokens)+1),
+		ExpiresAt: c.g.now().Add(time.Hour)}
+	c.g.tokens = append(c.g.tokens, tok)
+	return tok.Value, tok.ExpiresAt, nil
+}
+
 // Installation implements workitem.Connector.
 func (g *GitHub) Installation(_ context.Context, id int64) (workitem.GitHub, error) {
 	if err := g.enter("Installation"); err != nil {

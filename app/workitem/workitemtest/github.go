@@ -135,7 +135,9 @@ type Review struct {
 
 // Token is an installation token the App minted.
 type Token struct {
-	Repo        string
+	Repo string
+	// Repos are a dependency token's repositories (ReadToken); Repo is then "".
+	Repos       []string
 	Permissions map[string]string
 	Value       string
 	ExpiresAt   time.Time
