@@ -188,7 +188,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // never through another proxy, bodies passed through as they are.
 func (s *Server) newCredTransport(tlsConf *tls.Config) *http.Transport {
 	return &http.Transport{
-		Proxy:                 nil,
+		Proxy: nil,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return s.credDialTLS(ctx, network, addr, tlsConf)
 		},

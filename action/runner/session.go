@@ -52,7 +52,7 @@ func (r *run) firewallConfig(listen string) *firewall.Config {
 		},
 		Budget:      firewall.BudgetConfig{USD: g.policy.Bounds.CostPerRunUSD},
 		Credentials: g.creds,
-		Secrets: &firewall.Secrets{GitHubToken: g.InstallationToken, AnthropicKey: cfg.AnthropicKey, OpenAIKey: cfg.OpenAIKey},
+		Secrets:     &firewall.Secrets{GitHubToken: g.InstallationToken, AnthropicKey: cfg.AnthropicKey, OpenAIKey: cfg.OpenAIKey},
 	}
 	switch cfg.Stage {
 	case wire.StageImplement, wire.StageFix, wire.StageRevise, wire.StageUpdate:
