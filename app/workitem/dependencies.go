@@ -79,22 +79,9 @@ func (s *Service) mintDependencies(ctx context.Context, gh GitHub, it *item, dep
 // voidAtMint refuses one whose approval moved: the approval is voided, the item waits
 // for another, and the issue says why and what to do.
 func (s *Service) dependencyRefused(ctx context.Context, gh GitHub, it *item, why string) error {
-	rec := it.rec
-	rec.VoidApprovals(why)
-	if a := rec.CurrentAttempt(); a != nil && a.Outcome == "" {
-		a.Outcome, a.EndedAt = "voided", s.now().UTC()
-	}
-	if rec.State == ledger.Running {
-		if err := s.move(ctx, it, ledger.AwaitingApproval, why); err != nil {
-			return err
-		}
-	}
-	if err := s.save(ctx, gh, it, ""); err != nil {
-		return err
-	}
-	id := s.opts.Sealer.ShortID(rec.TextRevision())
-	if err := s.reply(ctx, gh, it.repo.FullName, rec.Issue, fmt.Sprintf("The approval no longer holds: %s, so no credentials were "+
-		"minted for the run. Once that is done, a maintainer can comment `/approve %s` to authorize a run again.", why, id)); err != nil {
+	id := s.opts.Sealer.ShortID(it.rec.TextRevision())
+	if err := s.voidAtExchange(ctx, gh, it, why,
+		fmt.Sprintf("Once that is done, a maintainer can comment `/approve %s` to authorize a run again.", id)); err != nil {
 		return err
 	}
 	return refuse(RefusalDependency, "%s", why)

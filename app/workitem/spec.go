@@ -196,6 +196,18 @@ func (s *Service) approvedTextHolds(ctx context.Context, gh GitHub, it *item) (s
 // voidAtMint refuses a token exchange whose approval no longer holds, voids it, sends the
 // item back to waiting for approval and says so on the issue.
 func (s *Service) voidAtMint(ctx context.Context, gh GitHub, it *item, why string) error {
+	id := s.opts.Sealer.ShortID(it.rec.TextRevision())
+	if err := s.voidAtExchange(ctx, gh, it, why,
+		fmt.Sprintf("The current revision is `%s`; a maintainer who has read it can comment `/approve %s`.", id, id)); err != nil {
+		return err
+	}
+	return refuse(RefusalApproval, "%s", why)
+}
+
+// voidAtExchange is what a refused token exchange does before it is refused: the
+// approval is voided, the item waits for another, and the issue says why, then next
+// (what to do).
+func (s *Service) voidAtExchange(ctx context.Context, gh GitHub, it *item, why, next string) error {
 	rec := it.rec
 	rec.VoidApprovals(why)
 	if a := rec.CurrentAttempt(); a != nil && a.Outcome == "" {
@@ -209,10 +221,9 @@ func (s *Service) voidAtMint(ctx context.Context, gh GitHub, it *item, why strin
 	if err := s.save(ctx, gh, it, ""); err != nil {
 		return err
 	}
-	id := s.opts.Sealer.ShortID(rec.TextRevision())
 	if err := s.reply(ctx, gh, it.repo.FullName, rec.Issue, fmt.Sprintf("The approval no longer holds: %s, so no credentials were "+
-		"minted for the run. The current revision is `%s`; a maintainer who has read it can comment `/approve %s`.", why, id, id)); err != nil {
+		"minted for the run. %s", why, next)); err != nil {
 		return err
 	}
-	return refuse(RefusalApproval, "%s", why)
+	return nil
 }
