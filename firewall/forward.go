@@ -15,6 +15,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/internal/http1"
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // forward serves one absolute-URI request and reports whether the client connection may
@@ -23,18 +24,18 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 	h := &cc.h
 	ft, ref := checkForward(h)
 	if ref != nil {
-		s.deny(ctx, cc, start, "http", ft.authority, "", ref.status, ref.reason)
+		s.deny(ctx, cc, start, "http", ft.authority, ref)
 		return false
 	}
 	authority := ft.authority
 	t, d := s.opts.Policy.CheckHost(ft.host, ft.port, policy.Plain)
 	if !d.Allowed {
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusForbidden, d.Reason)
+		s.deny(ctx, cc, start, "http", authority, policyRefusal(d, ft.port))
 		return false
 	}
 	addrs, ref := s.resolve(ctx, t)
 	if ref != nil {
-		s.deny(ctx, cc, start, "http", authority, ref.addr, ref.status, ref.reason)
+		s.deny(ctx, cc, start, "http", authority, ref)
 		return false
 	}
 	ex := exchange{cc: cc, path: ft.path, authority: authority, resp: &cc.resp}
@@ -47,7 +48,7 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 				Addr: ap.String(), Allowed: true, Reason: d.Reason + "; " + ref.reason, Status: ex.status, BytesUp: ex.up, BytesDn: ex.down, Duration: time.Since(start)})
 			return false
 		}
-		s.deny(ctx, cc, start, "http", authority, ref.addr, ref.status, ref.reason)
+		s.deny(ctx, cc, start, "http", authority, ref)
 		return false
 	}
 	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: "http", Method: string(h.Method()), Target: authority,
@@ -98,7 +99,7 @@ func (s *Server) roundTrip(ctx context.Context, ex *exchange, addrs []netip.Addr
 			ex.up = 0
 			continue
 		}
-		return addr, &refusal{http.StatusBadGateway, "upstream failed: " + err.Error(), addr.String()}
+		return addr, &refusal{status: http.StatusBadGateway, reason: "upstream failed: " + err.Error(), addr: addr.String(), kind: denied.Unreachable}
 	}
 }
 
