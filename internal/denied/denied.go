@@ -88,7 +88,7 @@ func Hint(k Kind, host string, port uint16) string {
 	case Method:
 		return "use CONNECT for https:// and plain requests without protocol upgrades"
 	case Budget:
-		return "raise budget.usd in .github/bumper.yml or lower the call's output cap"
+		return "raise bounds.cost_per_run_usd in .github/bumper.yml or lower the call's output cap"
 	}
 	return ""
 }
