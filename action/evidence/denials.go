@@ -169,3 +169,27 @@ func isOwn(host string, port int, own []string) bool {
 	}
 	return false
 }
+
+// Text is the denied hosts and the suggested change as plain text for a terminal or a
+// job log: one line per host, then the patch. Hosts are names or addresses the firewall
+// normalised (letters, digits, '-', '_', '.', ':' and brackets), so they print as they are.
+func (d *Denials) Text() string {
+	if d == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d hosts were denied:\n", d.DeniedHostCount())
+	for _, h := range d.Hosts {
+		fmt.Fprintf(&b, "  %s port %d (%s): %d requests, first at %s\n", h.Host, h.Port, h.Kind, h.Count, h.First.Format(time.RFC3339))
+	}
+	if d.OmittedHosts > 0 {
+		fmt.Fprintf(&b, "  and %d more\n", d.OmittedHosts)
+	}
+	switch {
+	case d.Patch != "":
+		fmt.Fprintf(&b, "Suggested change to %s: in .github/bumper.yml (git apply; say why each host is needed):\n%s", d.Key, d.Patch)
+	case d.PatchProblem != "":
+		fmt.Fprintf(&b, "No change to %s: is suggested: %s\n", d.Key, d.PatchProblem)
+	}
+	return b.String()
+}
