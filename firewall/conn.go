@@ -15,6 +15,7 @@ import (
 
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/internal/http1"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // clientConn is the state of one client connection while the proxy owns it.
@@ -66,21 +67,21 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) (handedOff bool) {
 		if err != nil {
 			var bad *http1.HeadError
 			if errors.As(err, &bad) {
-				s.deny(ctx, cc, start, "", "", "", http.StatusBadRequest, bad.Error())
+				s.deny(ctx, cc, start, "", "", badRequest(bad.Error()))
 			}
 			return false
 		}
 		if aerr := s.opts.Audit.Err(); aerr != nil {
 			// Fail closed: a decision that cannot be recorded is not made.
 			cc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			writeError(cc.bw, http.StatusServiceUnavailable, "the firewall's audit log is failing; nothing is forwarded")
+			writeError(cc.bw, &refusal{status: http.StatusServiceUnavailable, reason: "the firewall's audit log is failing; nothing is forwarded", kind: denied.Unavailable})
 			cc.bw.Flush()
 			return false
 		}
 		method, target := cc.h.Method(), cc.h.Target()
 		if name := s.carriesPlaceholder(cc); name != "" {
-			s.deny(ctx, cc, start, credentialKind, http1.Clip(target), "", http.StatusForbidden,
-				fmt.Sprintf("the request carries the placeholder of credential %s, which goes only to its own hosts as http://HOST/ through this firewall; point the tool at that URL instead", name))
+			s.deny(ctx, cc, start, credentialKind, http1.Clip(target), &refusal{status: http.StatusForbidden, kind: denied.Credential,
+				reason: fmt.Sprintf("the request carries the placeholder of credential %s, which goes only to its own hosts as http://HOST/ through this firewall; point the tool at that URL instead", name)})
 			return false
 		}
 		switch {
@@ -99,17 +100,17 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) (handedOff bool) {
 
 // deny answers with an error status, records the decision and leaves the connection to
 // be closed: after a refusal nothing more on it is trusted.
-func (s *Server) deny(ctx context.Context, cc *clientConn, start time.Time, kind, target, addr string, status int, reason string) {
+func (s *Server) deny(ctx context.Context, cc *clientConn, start time.Time, kind, target string, ref *refusal) {
 	cc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	n := writeError(cc.bw, status, reason)
+	n := writeError(cc.bw, ref)
 	cc.bw.Flush()
 	method := ""
 	if kind != "" {
 		method = string(cc.h.Method())
 	}
 	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: kindOr(kind, "request"), Method: method,
-		Target: target, Addr: addr, Reason: reason, Status: status, BytesUp: int64(len(cc.h.Raw)), BytesDn: int64(n),
-		Duration: time.Since(start)})
+		Target: target, Addr: ref.addr, Reason: ref.reason, Status: ref.status, Denied: string(ref.kind), BytesUp: int64(len(cc.h.Raw)),
+		BytesDn: int64(n), Duration: time.Since(start)})
 }
 
 func kindOr(k, def string) string {
@@ -119,12 +120,20 @@ func kindOr(k, def string) string {
 	return k
 }
 
-// writeError writes a complete error response whose body says what was refused and why.
-func writeError(bw *bufio.Writer, status int, reason string) int {
-	body := "bumper firewall: " + http.StatusText(status) + ": " + sanitizeLine(reason) + "\n"
-	n, _ := bw.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) +
+// writeError writes a complete error response whose body says what was refused, why,
+// and what a person changes so it would pass. The kind is in X-Bumper-Denied and, with
+// the host, in the reason phrase, since many clients print only the status line of a
+// failed CONNECT.
+func writeError(bw *bufio.Writer, ref *refusal) int {
+	status := strconv.Itoa(ref.status)
+	body := "bumper firewall: " + status + " " + string(ref.kind) + ": " + sanitizeLine(ref.reason)
+	if hint := denied.Hint(ref.kind, ref.host, ref.port); hint != "" {
+		body += "; " + hint
+	}
+	body += "\n"
+	n, _ := bw.WriteString("HTTP/1.1 " + status + " " + denied.ReasonPhrase(ref.kind, ref.host) +
 		"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + strconv.Itoa(len(body)) +
-		"\r\nConnection: close\r\nX-Bumper-Firewall: refused\r\n\r\n" + body)
+		"\r\nConnection: close\r\nX-Bumper-Firewall: refused\r\n" + denied.Header + ": " + string(ref.kind) + "\r\n\r\n" + body)
 	return n
 }
 
@@ -162,8 +171,8 @@ func minTime(a, b time.Time) time.Time {
 // the gateway's HTTP server.
 func (s *Server) handOff(ctx context.Context, cc *clientConn, start time.Time) bool {
 	if s.gwLn == nil {
-		s.deny(ctx, cc, start, "gateway", string(cc.h.Target()), "", http.StatusBadRequest,
-			"origin-form request but no gateway is configured: use an absolute http:// URI or CONNECT")
+		s.deny(ctx, cc, start, "gateway", string(cc.h.Target()),
+			badRequest("origin-form request but no gateway is configured: use an absolute http:// URI or CONNECT"))
 		return false
 	}
 	buffered, _ := cc.br.Peek(cc.br.Buffered())
@@ -253,7 +262,9 @@ func originFormOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Host != "" || r.Method == http.MethodConnect {
 			w.Header().Set("Connection", "close")
-			http.Error(w, "bumper firewall: Bad Request: a proxy request on a gateway connection is refused; open a new connection", http.StatusBadRequest)
+			w.Header().Set("X-Bumper-Firewall", "refused")
+			w.Header().Set(denied.Header, string(denied.Malformed))
+			http.Error(w, "bumper firewall: 400 malformed: a proxy request on a gateway connection is refused; open a new connection", http.StatusBadRequest)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -19,6 +19,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/credential"
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // credentialKind names credential requests in the audit log.
@@ -60,13 +61,13 @@ func checkCredentialRequest(creds *credential.Set, ft forwardTarget) (*credentia
 	path := string(ft.path)
 	c, h, _ := creds.Match(ft.host, path)
 	if ft.port != policy.DefaultPlainPort {
-		return nil, h, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("%s has a credential: reach it as http://%s/ (port 80) and the firewall speaks TLS upstream; port %d is refused", ft.host, ft.host, ft.port)}
+		return nil, h, &refusal{status: http.StatusForbidden, kind: denied.Credential, reason: fmt.Sprintf("%s has a credential: reach it as http://%s/ (port 80) and the firewall speaks TLS upstream; port %d is refused", ft.host, ft.host, ft.port)}
 	}
 	if escapesPrefix(path) {
-		return nil, h, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("a path with dot segments, encoded dots or slashes, or backslashes is refused toward %s, which has a credential", ft.host)}
+		return nil, h, &refusal{status: http.StatusForbidden, kind: denied.Credential, reason: fmt.Sprintf("a path with dot segments, encoded dots or slashes, or backslashes is refused toward %s, which has a credential", ft.host)}
 	}
 	if c == nil {
-		return nil, h, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("%s is outside the paths this run's credentials go to (%s)", clip(path, 200), strings.Join(creds.Declared(ft.host), ", "))}
+		return nil, h, &refusal{status: http.StatusForbidden, kind: denied.Credential, reason: fmt.Sprintf("%s is outside the paths this run's credentials go to (%s)", clip(path, 200), strings.Join(creds.Declared(ft.host), ", "))}
 	}
 	return c, h, nil
 }
@@ -108,7 +109,7 @@ func (s *Server) forwardCredential(ctx context.Context, cc *clientConn, start ti
 	br := bufio.NewReader(io.MultiReader(bytes.NewReader(cc.h.Raw), cc.br))
 	req, err := http.ReadRequest(br)
 	if err != nil {
-		s.deny(ctx, cc, start, credentialKind, ft.authority, "", http.StatusBadRequest, "failed to read the request: "+err.Error())
+		s.deny(ctx, cc, start, credentialKind, ft.authority, badRequest("failed to read the request: "+err.Error()))
 		return
 	}
 	upHost := h.Name
@@ -128,11 +129,12 @@ func (s *Server) forwardCredential(ctx context.Context, cc *clientConn, start ti
 	resp, err := s.credTransport.RoundTrip(req)
 	if err != nil {
 		reason := fmt.Sprintf("could not reach %s over TLS: %v", upHost, err)
-		var ref *refusal
-		if errors.As(err, &ref) {
-			reason = ref.reason
+		ref := &refusal{status: http.StatusBadGateway, reason: reason, kind: denied.Unreachable, addr: dialled}
+		var dialRef *refusal
+		if errors.As(err, &dialRef) {
+			ref = dialRef
 		}
-		s.deny(ctx, cc, start, credentialKind, ft.authority, dialled, http.StatusBadGateway, reason)
+		s.deny(ctx, cc, start, credentialKind, ft.authority, ref)
 		return
 	}
 	defer resp.Body.Close()
@@ -230,7 +232,7 @@ func (s *Server) credDial(ctx context.Context, _, addr string) (net.Conn, error)
 		return nil, err
 	}
 	if _, _, declared := s.opts.Credentials.Match(host, "/"); !declared {
-		return nil, &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("%s is not a credential host", host)}
+		return nil, &refusal{status: http.StatusForbidden, kind: denied.Credential, reason: fmt.Sprintf("%s is not a credential host", host)}
 	}
 	port, err := strconv.ParseUint(portS, 10, 16)
 	if err != nil {

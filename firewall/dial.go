@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // resolve turns an allowed target into the addresses that may be dialed, in order.
@@ -15,7 +16,7 @@ import (
 func (s *Server) resolve(ctx context.Context, t policy.Target) ([]netip.AddrPort, *refusal) {
 	if t.Addr.IsValid() {
 		if d := s.opts.Filter.Check(t.Addr); !d.Allowed {
-			return nil, &refusal{http.StatusForbidden, d.Reason, t.Addr.String()}
+			return nil, &refusal{status: http.StatusForbidden, reason: d.Reason, addr: t.Addr.String(), kind: denied.PrivateAddress, host: t.Addr.String(), port: t.Port}
 		}
 		return []netip.AddrPort{netip.AddrPortFrom(t.Addr, t.Port)}, nil
 	}
@@ -24,14 +25,15 @@ func (s *Server) resolve(ctx context.Context, t policy.Target) ([]netip.AddrPort
 	}
 	addrs, err := s.resolver.LookupNetIP(ctx, "ip", t.Name)
 	if err != nil || len(addrs) == 0 {
-		return nil, &refusal{http.StatusBadGateway, fmt.Sprintf("could not resolve %s", t.Name), ""}
+		return nil, &refusal{status: http.StatusBadGateway, reason: fmt.Sprintf("could not resolve %s", t.Name), kind: denied.Unreachable, host: t.Name, port: t.Port}
 	}
 	out := make([]netip.AddrPort, 0, len(addrs))
 	var first *refusal
 	for _, a := range addrs {
 		if d := s.opts.Filter.Check(a); !d.Allowed {
 			if first == nil {
-				first = &refusal{http.StatusForbidden, fmt.Sprintf("%s resolves to a refused address: %s", t.Name, d.Reason), a.String()}
+				first = &refusal{status: http.StatusForbidden, reason: fmt.Sprintf("%s resolves to a refused address: %s", t.Name, d.Reason), addr: a.String(),
+					kind: denied.PrivateAddress, host: t.Name, port: t.Port}
 			}
 			continue
 		}
@@ -57,5 +59,6 @@ func (s *Server) dial(ctx context.Context, addrs []netip.AddrPort) (*net.TCPConn
 		}
 		lastErr = err
 	}
-	return nil, netip.AddrPort{}, &refusal{http.StatusBadGateway, fmt.Sprintf("could not connect to upstream: %v", lastErr), addrs[len(addrs)-1].String()}
+	return nil, netip.AddrPort{}, &refusal{status: http.StatusBadGateway, reason: fmt.Sprintf("could not connect to upstream: %v", lastErr),
+		addr: addrs[len(addrs)-1].String(), kind: denied.Unreachable}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/internal/http1"
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // forward serves one absolute-URI request and reports whether the client connection may
@@ -23,14 +24,14 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 	h := &cc.h
 	ft, ref := checkForward(h)
 	if ref != nil {
-		s.deny(ctx, cc, start, "http", ft.authority, "", ref.status, ref.reason)
+		s.deny(ctx, cc, start, "http", ft.authority, ref)
 		return false
 	}
 	authority := ft.authority
 	if _, _, declared := s.opts.Credentials.Match(ft.host, "/"); declared {
 		c, host, ref := checkCredentialRequest(s.opts.Credentials, ft)
 		if ref != nil {
-			s.deny(ctx, cc, start, credentialKind, authority, "", ref.status, ref.reason)
+			s.deny(ctx, cc, start, credentialKind, authority, ref)
 			return false
 		}
 		s.forwardCredential(ctx, cc, start, ft, c, host)
@@ -38,12 +39,12 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 	}
 	t, d := s.opts.Policy.CheckHost(ft.host, ft.port, policy.Plain)
 	if !d.Allowed {
-		s.deny(ctx, cc, start, "http", authority, "", http.StatusForbidden, d.Reason)
+		s.deny(ctx, cc, start, "http", authority, policyRefusal(d, ft.port))
 		return false
 	}
 	addrs, ref := s.resolve(ctx, t)
 	if ref != nil {
-		s.deny(ctx, cc, start, "http", authority, ref.addr, ref.status, ref.reason)
+		s.deny(ctx, cc, start, "http", authority, ref)
 		return false
 	}
 	ex := exchange{cc: cc, path: ft.path, authority: authority, resp: &cc.resp}
@@ -56,7 +57,7 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 				Addr: ap.String(), Allowed: true, Reason: d.Reason + "; " + ref.reason, Status: ex.status, BytesUp: ex.up, BytesDn: ex.down, Duration: time.Since(start)})
 			return false
 		}
-		s.deny(ctx, cc, start, "http", authority, ref.addr, ref.status, ref.reason)
+		s.deny(ctx, cc, start, "http", authority, ref)
 		return false
 	}
 	s.record(ctx, &audit.Entry{Time: start, Client: cc.client, Kind: "http", Method: string(h.Method()), Target: authority,
@@ -107,7 +108,7 @@ func (s *Server) roundTrip(ctx context.Context, ex *exchange, addrs []netip.Addr
 			ex.up = 0
 			continue
 		}
-		return addr, &refusal{http.StatusBadGateway, "upstream failed: " + err.Error(), addr.String()}
+		return addr, &refusal{status: http.StatusBadGateway, reason: "upstream failed: " + err.Error(), addr: addr.String(), kind: denied.Unreachable}
 	}
 }
 

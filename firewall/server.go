@@ -22,6 +22,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/credential"
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // Log keys.
@@ -257,10 +258,11 @@ func (s *Server) refuseBusy(ctx context.Context, c net.Conn) {
 	reason := fmt.Sprintf("more than %d concurrent connections from this client", s.opts.MaxConnsPerClient)
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	bw := bufio.NewWriterSize(c, 512)
-	writeError(bw, http.StatusTooManyRequests, reason)
+	writeError(bw, &refusal{status: http.StatusTooManyRequests, reason: reason, kind: denied.Busy})
 	bw.Flush()
 	c.Close()
-	s.record(ctx, &audit.Entry{Time: time.Now(), Client: c.RemoteAddr().String(), Kind: "accept", Reason: reason, Status: http.StatusTooManyRequests})
+	s.record(ctx, &audit.Entry{Time: time.Now(), Client: c.RemoteAddr().String(), Kind: "accept", Reason: reason,
+		Status: http.StatusTooManyRequests, Denied: string(denied.Busy)})
 }
 
 // record writes an audit entry. A failing audit log cannot be reported to the client

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bumperdev/bumper/firewall/internal/http1"
 	"github.com/bumperdev/bumper/firewall/policy"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // The request-shape rules: what a well-formed HTTP/1 request must also look like before
@@ -19,14 +20,27 @@ import (
 type refusal struct {
 	status int
 	reason string
-	addr   string // the address involved, if one was resolved
+	addr   string      // the address involved, if one was resolved
+	kind   denied.Kind // what the client is told was refused (X-Bumper-Denied)
+	host   string      // the normalised host refused, when the policy read one
+	port   uint16
 }
 
 // Error lets a refusal travel through a dialer's error (credDial).
 func (r *refusal) Error() string { return r.reason }
 
 func badRequest(reason string) *refusal {
-	return &refusal{status: http.StatusBadRequest, reason: reason}
+	return &refusal{status: http.StatusBadRequest, reason: reason, kind: denied.Malformed}
+}
+
+// refuseMethod is a 400 for a method, upgrade or protocol the proxy does not carry.
+func refuseMethod(reason string) *refusal {
+	return &refusal{status: http.StatusBadRequest, reason: reason, kind: denied.Method}
+}
+
+// policyRefusal is the 403 for a destination the policy refused.
+func policyRefusal(d policy.Decision, port uint16) *refusal {
+	return &refusal{status: http.StatusForbidden, reason: d.Reason, kind: d.Kind, host: d.Host, port: port}
 }
 
 // forwardTarget is where an absolute-URI request goes.
@@ -47,11 +61,11 @@ func checkForward(h *http1.Head) (forwardTarget, *refusal) {
 	target := h.Target()
 	const scheme = "http://"
 	if len(target) < len(scheme) || !http1.EqFold(target[:len(scheme)], scheme) {
-		reason := "request target must be an absolute http:// URI, a gateway path, or a CONNECT authority"
+		ft := forwardTarget{authority: http1.Clip(target)}
 		if len(target) > 8 && http1.EqFold(target[:8], "https://") {
-			reason = "https:// request targets are refused: use CONNECT for TLS"
+			return ft, refuseMethod("https:// request targets are refused: use CONNECT for TLS")
 		}
-		return forwardTarget{authority: http1.Clip(target)}, badRequest(reason)
+		return ft, badRequest("request target must be an absolute http:// URI, a gateway path, or a CONNECT authority")
 	}
 	rest := target[len(scheme):]
 	authEnd := bytes.IndexAny(rest, "/?#")
@@ -63,7 +77,7 @@ func checkForward(h *http1.Head) (forwardTarget, *refusal) {
 		return t, badRequest("a fragment in the request target is refused")
 	}
 	if strings.IndexByte(t.authority, '@') >= 0 {
-		return t, &refusal{status: http.StatusForbidden, reason: "userinfo (user@host) in the request target is refused"}
+		return t, &refusal{status: http.StatusForbidden, reason: "userinfo (user@host) in the request target is refused", kind: denied.Credential}
 	}
 	var err error
 	if t.host, t.port, err = splitHostPort(t.authority, policy.DefaultPlainPort); err != nil {
@@ -77,7 +91,7 @@ func checkForward(h *http1.Head) (forwardTarget, *refusal) {
 	case h.HostCount == 1 && !sameAuthority(string(h.Host), t.host, t.port, policy.DefaultPlainPort):
 		return t, badRequest("Host header disagrees with the request target")
 	case h.Upgrade:
-		return t, badRequest("protocol upgrades through plain HTTP are refused")
+		return t, refuseMethod("protocol upgrades through plain HTTP are refused")
 	}
 	if len(t.path) == 0 || t.path[0] != '/' {
 		// "http://a.test" and "http://a.test?x" have an empty path, which origin form

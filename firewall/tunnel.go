@@ -27,26 +27,26 @@ func (s *Server) connect(ctx context.Context, cc *clientConn, start time.Time) {
 	ct, ref := checkConnect(&cc.h)
 	target := ct.target
 	if ref != nil {
-		s.deny(ctx, cc, start, "connect", target, "", ref.status, ref.reason)
+		s.deny(ctx, cc, start, "connect", target, ref)
 		return
 	}
 	t, d := s.opts.Policy.CheckHost(ct.host, ct.port, policy.Connect)
 	if !d.Allowed {
-		s.deny(ctx, cc, start, "connect", target, "", http.StatusForbidden, d.Reason)
+		s.deny(ctx, cc, start, "connect", target, policyRefusal(d, ct.port))
 		return
 	}
 	if ref := checkTunnelStart(cc.br.Buffered()); ref != nil {
-		s.deny(ctx, cc, start, "connect", target, "", ref.status, ref.reason)
+		s.deny(ctx, cc, start, "connect", target, ref)
 		return
 	}
 	addrs, ref := s.resolve(ctx, t)
 	if ref != nil {
-		s.deny(ctx, cc, start, "connect", target, ref.addr, ref.status, ref.reason)
+		s.deny(ctx, cc, start, "connect", target, ref)
 		return
 	}
 	up, ap, ref := s.dial(ctx, addrs)
 	if ref != nil {
-		s.deny(ctx, cc, start, "connect", target, ref.addr, ref.status, ref.reason)
+		s.deny(ctx, cc, start, "connect", target, ref)
 		return
 	}
 	defer up.Close()

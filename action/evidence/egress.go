@@ -3,6 +3,7 @@ package evidence
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bumperdev/bumper/internal/textcut"
 )
@@ -19,6 +20,10 @@ type AuditEntry struct {
 	Reason    string
 	BytesUp   int64
 	BytesDown int64
+	// Denied is the refusal's kind (internal/denied), empty when allowed or in logs
+	// written before the firewall said it; Time is when the firewall took the request.
+	Denied string
+	Time   time.Time
 }
 
 // Via says how a destination was reached.
@@ -42,6 +47,9 @@ type Egress struct {
 	// lists (the least requested, beyond the 100 each list keeps).
 	OmittedAllowedHosts int `json:"omitted_allowed_hosts"`
 	OmittedDeniedHosts  int `json:"omitted_denied_hosts"`
+	// Denials are the destinations refused for where they went, with the suggested
+	// change to the allowlist (SummarizeDenials); nil when there were none.
+	Denials *Denials `json:"denials,omitempty"`
 }
 
 // EgressHost is one destination with its request count and bytes; Reasons (denied

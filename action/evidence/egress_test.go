@@ -27,7 +27,7 @@ func TestSummarizeEgress(t *testing.T) {
 		"Denied:[{Host:evil.example:443 Via:connect Count:3 BytesUp:0 BytesDown:0 Reasons:[not in the allowlist port not allowed]} " +
 		"{Host:(no target) Via:proxy Count:1 BytesUp:0 BytesDown:0 Reasons:[too many connections]} " +
 		"{Host:git Via:gateway Count:1 BytesUp:0 BytesDown:0 Reasons:[push refused: refs/heads/main]}] " +
-		"AllowedRequests:3 DeniedRequests:5 OmittedAllowedHosts:0 OmittedDeniedHosts:0}"
+		"AllowedRequests:3 DeniedRequests:5 OmittedAllowedHosts:0 OmittedDeniedHosts:0 Denials:<nil>}"
 	if got != want {
 		t.Errorf("SummarizeEgress =\n%s\nwant\n%s", got, want)
 	}

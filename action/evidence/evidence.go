@@ -198,6 +198,9 @@ type Environment struct {
 	// artifact, when the setup ran.
 	Log      string `json:"log,omitempty"`
 	AuditLog string `json:"audit_log,omitempty"`
+	// Denials are the destinations the setup was refused, with the suggested change to
+	// environment.allow; nil when there were none.
+	Denials *Denials `json:"denials,omitempty"`
 }
 
 // PhaseName names a step of the run.

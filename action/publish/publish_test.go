@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/evidence"
+	"github.com/bumperdev/bumper/action/evidence/evidencetest"
 	"github.com/bumperdev/bumper/ghemu"
 )
 
@@ -440,5 +441,38 @@ func TestRevokeRefusesBadInput(t *testing.T) {
 	}
 	if !Revoked(nil) || !Revoked(ErrAlreadyRevoked) || Revoked(errors.New("x")) {
 		t.Error("Revoked is wrong")
+	}
+}
+
+// TestPullBodySaysDeniedHostsOnce: the body says in one line how many hosts were
+// denied, counting a host refused twenty times once, and says nothing when none were.
+func TestPullBodySaysDeniedHostsOnce(t *testing.T) {
+	var twenty []evidence.AuditEntry
+	for range 20 {
+		twenty = append(twenty, evidence.AuditEntry{Kind: "connect", Target: "pkgs.example.test:443", Denied: "host"})
+	}
+	tests := []struct {
+		name    string
+		entries []evidence.AuditEntry
+		want    string
+	}{
+		{"none", nil, ""},
+		{"one host twenty times", twenty, "**1 host was denied** — a suggested policy change is in the evidence (Egress)."},
+		{"two hosts", append(twenty, evidence.AuditEntry{Kind: "http", Target: "pypi.unlisted.test", Denied: "host"}),
+			"**2 hosts were denied** — a suggested policy change is in the evidence (Egress)."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := evidencetest.Realistic()
+			ev.Egress.Denials = evidence.SummarizeDenials(tc.entries, nil, evidence.PolicyKeyAllowlist, nil)
+			body, _ := pullBody(PullRequestOptions{Issue: 7, Evidence: ev})
+			n := strings.Count(body, "denied** — ")
+			switch {
+			case tc.want == "" && n != 0:
+				t.Fatalf("a denied line without denials:\n%.400s", body)
+			case tc.want != "" && (n != 1 || !strings.Contains(body, "\n"+tc.want+"\n")):
+				t.Fatalf("want the line %q once, got %d in:\n%.400s", tc.want, n, body)
+			}
+		})
 	}
 }

@@ -182,6 +182,9 @@ func pullBody(o PullRequestOptions) (string, []string) {
 	if o.Evidence == nil {
 		return strings.TrimSpace(head) + "\n", cuts
 	}
+	if n := o.Evidence.Egress.Denials.DeniedHostCount(); n > 0 {
+		head += deniedLine(n) + "\n\n"
+	}
 	// Markdown counts bytes, which are never fewer than characters.
 	md, of := evidencemd.Render(o.Evidence, BodyLimit-len(head))
 	for _, c := range of.Cuts {
@@ -197,4 +200,14 @@ func splitRepo(repo string) (owner, name string, err error) {
 		return "", "", fmt.Errorf("repository %q is not owner/name", repo)
 	}
 	return owner, name, nil
+}
+
+// deniedLine is the pull request's one line on the hosts the firewall refused the run
+// (twenty refusals of one host are one host); the hosts and the change are in the
+// evidence below it.
+func deniedLine(n int) string {
+	if n == 1 {
+		return "**1 host was denied** — a suggested policy change is in the evidence (Egress)."
+	}
+	return fmt.Sprintf("**%d hosts were denied** — a suggested policy change is in the evidence (Egress).", n)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/sandbox/image"
+	"github.com/rs/zerolog"
 )
 
 // buildEnvironment makes the image the run's VM boots when the policy needs more than
@@ -82,6 +83,14 @@ func (r *run) environmentImage(ctx context.Context, s *session, ws *workspace.Wo
 	if _, serr := os.Stat(filepath.Join(r.rec.out, EnvironmentAuditFile)); serr == nil {
 		// The setup ran (whatever came of it): its output and decisions are evidence.
 		ev.Log, ev.AuditLog = EnvironmentLogFile, EnvironmentAuditFile
+		d, derr := envbuild.Denials(filepath.Join(r.rec.out, EnvironmentAuditFile), r.grant.policyFile)
+		if derr != nil {
+			zerolog.Ctx(ctx).Warn().Err(derr).Msg("failed to read the setup's denied hosts")
+		}
+		if d != nil {
+			ev.Denials = d
+			zerolog.Ctx(ctx).Warn().Int(logKeyDeniedHosts, d.DeniedHostCount()).Str(logKeyDenials, d.Text()).Msg("the environment's setup was denied hosts")
+		}
 	} else {
 		_ = os.Remove(logPath)
 	}
@@ -101,6 +110,13 @@ func (r *run) environmentImage(ctx context.Context, s *session, ws *workspace.Wo
 	}
 	return fmt.Sprintf("%.19s %s; image %.19s", res.Key.Digest, how, s.image), nil
 }
+
+// logKeyDeniedHosts counts the hosts the environment's setup was refused,
+// and logKeyDenials holds them with the suggested change to environment.allow.
+const (
+	logKeyDeniedHosts = "denied_hosts"
+	logKeyDenials     = "denials"
+)
 
 // imageNeeds says what of the policy needs an image of its own: the harness's CLI, the
 // environment, or both.

@@ -31,6 +31,8 @@ type grant struct {
 	// creds are the runner host's credentials the policy asked for and the repository
 	// is granted (credentials.Host.Grant); their values go to the firewall only.
 	creds []credential.Credential
+	// policyFile is .github/bumper.yml as the base commit has it; nil when it has none.
+	policyFile []byte
 	// gh is the runner's own client of GitHub's API, with the installation token.
 	gh *github.Client
 }
@@ -103,7 +105,7 @@ func exchange(ctx context.Context, cfg Config, ev *evidence.Evidence) (x exchang
 	if cfg.Stage == wire.StageRevise || cfg.Stage == wire.StageUpdate {
 		ev.Round = evidence.NewRound(g.task)
 	}
-	if g.policy, err = readPolicy(ctx, g.gh, cfg.WorkItem.Repository, resp.BaseCommit); err != nil {
+	if g.policy, g.policyFile, err = readPolicy(ctx, g.gh, cfg.WorkItem.Repository, resp.BaseCommit); err != nil {
 		return x, "", err
 	}
 	if err := checkPins(g.policy, cfg.Resolve); err != nil {
@@ -214,26 +216,27 @@ func githubClient(cfg Config, token string) (*github.Client, error) {
 // readPolicy reads .github/bumper.yml at the approved base commit through GitHub's API,
 // never from the agent's tree: the agent cannot widen its own allowlist, budget or
 // verification by editing the file. No file is the default policy; a file that does not
-// parse fails the run (the App refused to approve it too).
-func readPolicy(ctx context.Context, gh *github.Client, repo, base string) (repoconfig.Config, error) {
+// parse fails the run (the App refused to approve it too). The file's bytes come back
+// too, for the change a run's denied hosts suggest.
+func readPolicy(ctx context.Context, gh *github.Client, repo, base string) (repoconfig.Config, []byte, error) {
 	owner, name, _ := strings.Cut(repo, "/")
 	fc, _, resp, err := gh.Repositories.GetContents(ctx, owner, name, repoconfig.Path, &github.RepositoryContentGetOptions{Ref: base})
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return repoconfig.Default(), nil
+		return repoconfig.Default(), nil, nil
 	}
 	if err != nil {
-		return repoconfig.Config{}, fmt.Errorf("failed to read %s at %.12s: %w", repoconfig.Path, base, err)
+		return repoconfig.Config{}, nil, fmt.Errorf("failed to read %s at %.12s: %w", repoconfig.Path, base, err)
 	}
 	if fc == nil {
-		return repoconfig.Config{}, fmt.Errorf("failed to read %s at %.12s: it is a directory", repoconfig.Path, base)
+		return repoconfig.Config{}, nil, fmt.Errorf("failed to read %s at %.12s: it is a directory", repoconfig.Path, base)
 	}
 	raw, err := fc.GetContent()
 	if err != nil {
-		return repoconfig.Config{}, fmt.Errorf("failed to decode %s: %w", repoconfig.Path, err)
+		return repoconfig.Config{}, nil, fmt.Errorf("failed to decode %s: %w", repoconfig.Path, err)
 	}
 	p, err := repoconfig.Parse([]byte(raw))
 	if err != nil {
-		return repoconfig.Config{}, errors.Join(err, errors.New("fix the file on the base branch, then /retry"))
+		return repoconfig.Config{}, nil, errors.Join(err, errors.New("fix the file on the base branch, then /retry"))
 	}
-	return p, nil
+	return p, []byte(raw), nil
 }

@@ -1,11 +1,10 @@
 package runner
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +30,12 @@ type session struct {
 	wallTime time.Duration
 	// image is the digest of the image the VM boots: the runner's, or the environment's.
 	image string
+
+	// own is the firewall's address as the VM reaches it, policyFile the base commit's
+	// .github/bumper.yml (nil: none): what the denied hosts leave out and what their
+	// suggested change edits (settle).
+	own        string
+	policyFile []byte
 
 	closeOnce sync.Once
 	// settled says the evidence holds the firewall's final account (settle).
@@ -103,7 +108,7 @@ func (r *run) openSession(ctx context.Context) (*session, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("failed to start the run's network and firewall: %w", err)
 	}
-	s := &session{Session: vm, fw: fw, wallTime: vmcfg.Timeout, image: r.cfg.ImageDigest}
+	s := &session{Session: vm, fw: fw, wallTime: vmcfg.Timeout, image: r.cfg.ImageDigest, own: vm.ProxyAddr(), policyFile: r.grant.policyFile}
 	if reason := r.link.guard(vm); reason != "" {
 		// serve said stop while the session opened: the poller found no VM to kill.
 		return s, "", fmt.Errorf("%w: %s", errStopped, reason)
@@ -193,6 +198,7 @@ func (s *session) settle(ctx context.Context, ev *evidence.Evidence, out string)
 		return
 	}
 	ev.Egress = evidence.SummarizeEgress(entries)
+	ev.Egress.Denials = evidence.SummarizeDenials(entries, append(ownAddrs(s.own), sandbox.GuestGateway), evidence.PolicyKeyAllowlist, s.policyFile)
 	s.settled = true
 }
 
@@ -211,22 +217,18 @@ func readAudit(path, head string) ([]evidence.AuditEntry, error) {
 	if _, err := f.Seek(0, 0); err != nil {
 		return nil, err
 	}
-	var out []evidence.AuditEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var line struct {
-			Kind      string `json:"kind"`
-			Target    string `json:"target"`
-			Allowed   bool   `json:"allowed"`
-			Reason    string `json:"reason"`
-			BytesUp   int64  `json:"bytes_up"`
-			BytesDown int64  `json:"bytes_down"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return nil, fmt.Errorf("failed to read an audit line: %w", err)
-		}
-		out = append(out, evidence.AuditEntry{Kind: line.Kind, Target: line.Target, Allowed: line.Allowed, Reason: line.Reason, BytesUp: line.BytesUp, BytesDown: line.BytesDown})
+	return evidence.ReadAuditLines(f)
+}
+
+// ownAddrs are the forms the firewall's address takes in a target: host:port and host
+// alone (a plain request to it without a port, or a CONNECT to another port of it).
+func ownAddrs(addr string) []string {
+	if addr == "" {
+		return nil
 	}
-	return out, sc.Err()
+	out := []string{addr}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		out = append(out, host)
+	}
+	return out
 }

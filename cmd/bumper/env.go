@@ -103,6 +103,17 @@ func runEnvBuild(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if pol.Environment.Setup != "" {
 		fmt.Fprintf(stderr, "env: the setup's firewall audit log: %s\n", *auditPath)
 	}
+	if pol.Environment.Setup != "" {
+		// Success or failure, the hosts the setup was refused and the change that would
+		// let them through (docs/environments.md).
+		d, derr := envbuild.Denials(*auditPath, raw)
+		if derr != nil {
+			fmt.Fprintf(stderr, "env: %v\n", derr)
+		}
+		if d != nil {
+			fmt.Fprint(stderr, "env: "+d.Text())
+		}
+	}
 	if err != nil {
 		return err
 	}

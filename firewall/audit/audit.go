@@ -36,6 +36,9 @@ type Entry struct {
 	BytesDn  int64
 	Duration time.Duration
 	CostUSD  float64 // model cost of this call (gateways that meter); 0 when none
+	// Denied is the refusal's kind (internal/denied, the X-Bumper-Denied header); empty
+	// when allowed. Written only when set, so lines of older logs hash as they did.
+	Denied string
 }
 
 // Log appends entries to a file. It is safe for concurrent use.
@@ -113,6 +116,9 @@ func (l *Log) Write(e *Entry) error {
 	b = append(b, `,"allowed":`...)
 	b = strconv.AppendBool(b, e.Allowed)
 	b = appendField(b, "reason", e.Reason)
+	if e.Denied != "" {
+		b = appendField(b, "denied", e.Denied)
+	}
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	b = append(b, `,"bytes_up":`...)

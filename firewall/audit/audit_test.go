@@ -161,3 +161,42 @@ func TestWriteAfterCloseIsSticky(t *testing.T) {
 		t.Fatal("failure not sticky")
 	}
 }
+
+// TestDeniedFieldKeepsOldLogs: a log written before the "denied" field existed (lines
+// without it) is continued with lines that have it, and the whole chain verifies; an
+// allowed line still has no such field, so its bytes are what they were.
+func TestDeniedFieldKeepsOldLogs(t *testing.T) {
+	path, _ := writeLog(t, 2) // the old shape: no Denied set
+	old, _ := os.ReadFile(path)
+	if strings.Contains(string(old), `"denied"`) {
+		t.Fatalf("a line without a refusal kind has a denied field:\n%s", old)
+	}
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(&Entry{Time: time.Unix(1700000001, 0), Kind: "connect", Target: "pkgs.example.test:443",
+		Reason: "pkgs.example.test is not on the allowlist", Status: 403, Denied: "host"}); err != nil {
+		t.Fatal(err)
+	}
+	head := l.Head()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := Verify(f, head.Hash); err != nil {
+		t.Fatalf("old lines and a new one do not verify: %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	var e struct {
+		Denied string `json:"denied"`
+	}
+	if err := json.Unmarshal([]byte(lines[2]), &e); err != nil || e.Denied != "host" {
+		t.Fatalf("new line %s: denied %q (%v)", lines[2], e.Denied, err)
+	}
+}

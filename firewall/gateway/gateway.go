@@ -60,6 +60,7 @@ import (
 
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/meter"
+	"github.com/bumperdev/bumper/internal/denied"
 	"github.com/bumperdev/bumper/internal/revision"
 )
 
@@ -283,7 +284,9 @@ func (g *Gateway) Close() { g.transport.CloseIdleConnections() }
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := g.cfg.Audit.Err(); err != nil {
 		// Fail closed: a call that cannot be recorded is not made.
-		http.Error(w, "bumper firewall: Service Unavailable: the firewall's audit log is failing; nothing is forwarded", http.StatusServiceUnavailable)
+		w.Header().Set("X-Bumper-Firewall", "refused")
+		w.Header().Set(denied.Header, string(denied.Unavailable))
+		http.Error(w, "bumper firewall: 503 unavailable: the firewall's audit log is failing; nothing is forwarded", http.StatusServiceUnavailable)
 		return
 	}
 	path := r.URL.EscapedPath()
@@ -294,13 +297,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isUpgrade(r.Header) {
 		// ReverseProxy would splice an upgraded connection through with the real
 		// credential attached, and nothing after the 101 is seen: no rule, no meter.
-		g.refuse(w, r, "gateway", http.StatusBadRequest, "protocol upgrade (WebSocket, h2c) refused: the gateways serve plain HTTP requests only")
+		g.refuseAs(w, r, "gateway", denied.Method, http.StatusBadRequest, "protocol upgrade (WebSocket, h2c) refused: the gateways serve plain HTTP requests only")
 		return
 	}
 	if name := methodOverride(r); name != "" {
 		// The rules judge the method as sent; an upstream that honours an override
 		// would run another one (a GET that deletes).
-		g.refuse(w, r, "gateway", http.StatusForbidden, fmt.Sprintf("method override (%s) refused [method-override]: the method sent is the one judged and forwarded", name))
+		g.refuseAs(w, r, "gateway", denied.Method, http.StatusForbidden, fmt.Sprintf("method override (%s) refused [method-override]: the method sent is the one judged and forwarded", name))
 		return
 	}
 	switch {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/meter"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 const logKeyGateway = "gateway"
@@ -94,7 +95,9 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			zerolog.Ctx(r.Context()).Warn().Str(logKeyGateway, c.up.name).Err(err).Msg("gateway upstream failed")
-			http.Error(w, "bumper firewall: Bad Gateway: the "+c.up.name+" upstream failed: "+upstreamErr(r.Context(), err), http.StatusBadGateway)
+			w.Header().Set("X-Bumper-Firewall", "refused")
+			w.Header().Set(denied.Header, string(denied.Unreachable))
+			http.Error(w, "bumper firewall: 502 unreachable: the "+c.up.name+" upstream failed: "+upstreamErr(r.Context(), err), http.StatusBadGateway)
 		},
 	}
 	// Recorded in a defer: ReverseProxy panics with http.ErrAbortHandler when a response
@@ -230,10 +233,40 @@ func mustUnescape(p string) string {
 	return p
 }
 
-// refuse answers a gateway request with an error and records it.
+// refuse answers a gateway request with an error and records it; its kind of refusal
+// is the gateway's own (deniedKind).
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, kind string, status int, reason string) {
-	g.record(r, &audit.Entry{Time: time.Now(), Kind: kind, Target: r.URL.Path, Reason: reason, Status: status})
-	http.Error(w, "bumper firewall: "+http.StatusText(status)+": "+reason, status)
+	g.refuseAs(w, r, kind, deniedKind(kind, status), status, reason)
+}
+
+// refuseAs answers a gateway request with an error of kind dk and records it. The
+// gateway is reached by its path on the firewall's own address, so there is no host to
+// name: the reason phrase and the X-Bumper-Denied header carry the kind alone.
+func (g *Gateway) refuseAs(w http.ResponseWriter, r *http.Request, kind string, dk denied.Kind, status int, reason string) {
+	g.record(r, &audit.Entry{Time: time.Now(), Kind: kind, Target: r.URL.Path, Reason: reason, Status: status, Denied: string(dk)})
+	body := "bumper firewall: " + strconv.Itoa(status) + " " + string(dk) + ": " + reason
+	if hint := denied.Hint(dk, "", 0); hint != "" {
+		body += "; " + hint
+	}
+	w.Header().Set("X-Bumper-Firewall", "refused")
+	w.Header().Set(denied.Header, string(dk))
+	http.Error(w, body, status)
+}
+
+// deniedKind is the kind of a gateway's refusal: a request that does not parse is
+// malformed, a path no gateway serves too; anything else is the gateway's own.
+func deniedKind(gateway string, status int) denied.Kind {
+	switch {
+	case status == http.StatusBadRequest:
+		return denied.Malformed
+	case gateway == "git":
+		return denied.Git
+	case gateway == "github-api":
+		return denied.GitHubAPI
+	case gateway == "anthropic" || gateway == "openai":
+		return denied.Model
+	}
+	return denied.Malformed
 }
 
 func (g *Gateway) record(r *http.Request, e *audit.Entry) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/meter"
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // serveAPI proxies /api/github/<path> to the GitHub API with the installation token.
@@ -131,9 +132,10 @@ func (g *Gateway) refuseBudget(w http.ResponseWriter, r *http.Request, kind, msg
 		body = map[string]any{"error": map[string]any{"message": msg, "type": "insufficient_quota", "param": nil, "code": "insufficient_quota"}}
 	}
 	b, _ := json.Marshal(body)
-	g.record(r, &audit.Entry{Time: time.Now(), Kind: kind, Target: r.URL.Path, Reason: msg, Status: status})
+	g.record(r, &audit.Entry{Time: time.Now(), Kind: kind, Target: r.URL.Path, Reason: msg, Status: status, Denied: string(denied.Budget)})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Bumper-Firewall", "budget")
+	w.Header().Set(denied.Header, string(denied.Budget))
 	w.WriteHeader(status)
 	w.Write(b)
 }

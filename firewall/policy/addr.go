@@ -2,6 +2,8 @@ package policy
 
 import (
 	"net/netip"
+
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 // blockedV4 are IPv4 ranges the firewall never dials, with the reason given for each.
@@ -71,34 +73,34 @@ func NewAddrFilter(own []netip.Addr) *AddrFilter {
 // Check decides whether a may be dialled.
 func (f *AddrFilter) Check(a netip.Addr) Decision {
 	if !a.IsValid() {
-		return deny("invalid address")
+		return deny(denied.PrivateAddress, "", "invalid address")
 	}
 	a = a.WithZone("")
 	if a.Is4In6() {
 		if d := f.check4(a.Unmap()); !d.Allowed {
-			return deny("IPv4-mapped %s: %s", a, d.Reason)
+			return deny(denied.PrivateAddress, "", "IPv4-mapped %s: %s", a, d.Reason)
 		}
 		return allow("public address")
 	}
 	if a.Is6() {
 		if v4, form, ok := embeddedV4(a); ok {
 			if d := f.check4(v4); !d.Allowed {
-				return deny("%s form %s: %s", form, a, d.Reason)
+				return deny(denied.PrivateAddress, "", "%s form %s: %s", form, a, d.Reason)
 			}
 		}
 		if _, own := f.own[a]; own {
-			return deny("address %s belongs to this host", a)
+			return deny(denied.PrivateAddress, "", "address %s belongs to this host", a)
 		}
 		for _, b := range blockedV6 {
 			if b.prefix.Contains(a) {
-				return deny("address %s is refused: %s", a, b.why)
+				return deny(denied.PrivateAddress, "", "address %s is refused: %s", a, b.why)
 			}
 		}
 		if compatV4.Contains(a) {
-			return deny("address %s is refused: IPv4-compatible IPv6 form", a)
+			return deny(denied.PrivateAddress, "", "address %s is refused: IPv4-compatible IPv6 form", a)
 		}
 		if !a.IsGlobalUnicast() {
-			return deny("address %s is refused: not a global unicast address", a)
+			return deny(denied.PrivateAddress, "", "address %s is refused: not a global unicast address", a)
 		}
 		return allow("public address")
 	}
@@ -107,11 +109,11 @@ func (f *AddrFilter) Check(a netip.Addr) Decision {
 
 func (f *AddrFilter) check4(a netip.Addr) Decision {
 	if _, own := f.own[a]; own {
-		return deny("address %s belongs to this host", a)
+		return deny(denied.PrivateAddress, "", "address %s belongs to this host", a)
 	}
 	for _, b := range blockedV4 {
 		if b.prefix.Contains(a) {
-			return deny("address %s is refused: %s", a, b.why)
+			return deny(denied.PrivateAddress, "", "address %s is refused: %s", a, b.why)
 		}
 	}
 	return allow("public address")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bumperdev/bumper/internal/denied"
 	"github.com/bumperdev/bumper/internal/hostpattern"
 	"github.com/bumperdev/bumper/internal/textcut"
 )
@@ -37,15 +38,19 @@ func NormalizeName(host string) (string, error) { return hostpattern.NormalizeNa
 func ParseIPLiteral(name string) (netip.Addr, bool) { return hostpattern.ParseIPLiteral(name) }
 
 // Decision is the outcome of one check; Reason says why, for the client and the audit log.
+// A refusal also says its Kind and, when the host was read as a valid name or address,
+// Host (normalised), so the firewall names both without reading Reason.
 type Decision struct {
 	Allowed bool
 	Reason  string
+	Kind    denied.Kind
+	Host    string
 }
 
 func allow(reason string) Decision { return Decision{Allowed: true, Reason: reason} }
 
-func deny(format string, args ...any) Decision {
-	return Decision{Reason: fmt.Sprintf(format, args...)}
+func deny(kind denied.Kind, host string, format string, args ...any) Decision {
+	return Decision{Reason: fmt.Sprintf(format, args...), Kind: kind, Host: host}
 }
 
 // entry is one allow or deny pattern: an exact name, a `*.suffix`, or an IP literal.
@@ -148,28 +153,28 @@ type Target struct {
 // sent (URL host or CONNECT authority, brackets allowed for IPv6).
 func (p *Policy) CheckHost(host string, port uint16, mode Mode) (Target, Decision) {
 	if port == 0 {
-		return Target{}, deny("port 0 is not a valid destination port")
+		return Target{}, deny(denied.Port, "", "port 0 is not a valid destination port")
 	}
 	if strings.HasPrefix(host, "[") || strings.IndexByte(host, ':') >= 0 || strings.IndexByte(host, '%') >= 0 {
 		return p.checkIPv6Literal(host, port, mode)
 	}
 	name, err := NormalizeName(host)
 	if err != nil {
-		return Target{}, deny("host %q refused: %v", clip(host), err)
+		return Target{}, deny(denied.Malformed, "", "host %q refused: %v", clip(host), err)
 	}
 	if a, isIP := ParseIPLiteral(name); isIP {
 		if !a.IsValid() {
-			return Target{}, deny("host %q looks like an IPv4 address but is not a valid one", name)
+			return Target{}, deny(denied.PrivateAddress, "", "host %q looks like an IPv4 address but is not a valid one", name)
 		}
 		if a.String() != name {
-			return Target{}, deny("IP literal %q in a non-canonical form (%s) is refused", name, a)
+			return Target{}, deny(denied.PrivateAddress, "", "IP literal %q in a non-canonical form (%s) is refused", name, a)
 		}
 		return p.checkAddrLiteral(a, port, mode)
 	}
 	t := Target{Name: name, Port: port}
 	for i := range p.deny {
 		if e := &p.deny[i]; e.matchesName(name) && e.denies(port) {
-			return t, deny("host %q is on the deny list (%s)", name, e.text)
+			return t, deny(denied.Host, name, "%s is on the deny list (%s)", name, e.text)
 		}
 	}
 	if i, ok := p.exact[name]; ok && p.allow[i].allowsPort(port, mode) {
@@ -187,19 +192,19 @@ func (p *Policy) CheckHost(host string, port uint16, mode Mode) (Target, Decisio
 		nameMatched = e.text
 	}
 	if nameMatched != "" {
-		return t, deny("port %d is not allowed for %q (entry %s)", port, name, nameMatched)
+		return t, deny(denied.Port, name, "port %d is not allowed for %s (entry %s)", port, name, nameMatched)
 	}
-	return t, deny("host %q is not on the allowlist", name)
+	return t, deny(denied.Host, name, "%s is not on the allowlist", name)
 }
 
 func (p *Policy) checkIPv6Literal(host string, port uint16, mode Mode) (Target, Decision) {
 	inner := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if strings.IndexByte(inner, '%') >= 0 {
-		return Target{}, deny("IP literal %q with a zone id is refused", clip(host))
+		return Target{}, deny(denied.PrivateAddress, "", "IP literal %q with a zone id is refused", clip(host))
 	}
 	a, err := netip.ParseAddr(inner)
 	if err != nil || !a.Is6() {
-		return Target{}, deny("host %q is neither a valid name nor a valid IPv6 literal", clip(host))
+		return Target{}, deny(denied.Malformed, "", "host %q is neither a valid name nor a valid IPv6 literal", clip(host))
 	}
 	return p.checkAddrLiteral(a, port, mode)
 }
@@ -209,7 +214,7 @@ func (p *Policy) checkAddrLiteral(a netip.Addr, port uint16, mode Mode) (Target,
 	key := a.Unmap()
 	for i := range p.deny {
 		if e := &p.deny[i]; e.addr == key && e.denies(port) {
-			return t, deny("IP literal %s is on the deny list", a)
+			return t, deny(denied.PrivateAddress, a.String(), "IP literal %s is on the deny list", a)
 		}
 	}
 	for i := range p.allow {
@@ -217,10 +222,10 @@ func (p *Policy) checkAddrLiteral(a netip.Addr, port uint16, mode Mode) (Target,
 			if e.allowsPort(port, mode) {
 				return t, allow("IP literal allowed by " + e.text)
 			}
-			return t, deny("port %d is not allowed for IP literal %s", port, a)
+			return t, deny(denied.Port, a.String(), "port %d is not allowed for IP literal %s", port, a)
 		}
 	}
-	return t, deny("IP literal %s is refused: only names on the allowlist may be reached (list the address to allow it)", a)
+	return t, deny(denied.PrivateAddress, a.String(), "IP literal %s is refused: only names on the allowlist may be reached (list the address to allow it)", a)
 }
 
 // clip keeps reasons short when a client sends an enormous host.

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/bumperdev/bumper/internal/denied"
 )
 
 func mustPolicy(t *testing.T, allowList, denyList []string) *Policy {
@@ -244,5 +246,41 @@ func BenchmarkCheckHost(b *testing.B) {
 		if d := f.Check(a); !d.Allowed {
 			b.Fatal(d.Reason)
 		}
+	}
+}
+
+// TestDecisionKinds: a refusal carries its kind and the normalised host, so the
+// firewall names them without reading the reason.
+func TestDecisionKinds(t *testing.T) {
+	p, err := New([]string{"allowed.test", "203.0.113.7:8443"}, []string{"bad.allowed.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, host string
+		port       uint16
+		kind       denied.Kind
+		wantHost   string
+	}{
+		{"not listed", "Pkgs.Example.Test.", 443, denied.Host, "pkgs.example.test"},
+		{"deny list", "bad.allowed.test", 443, denied.Host, "bad.allowed.test"},
+		{"port", "allowed.test", 22, denied.Port, "allowed.test"},
+		{"port zero", "allowed.test", 0, denied.Port, ""},
+		{"IP literal", "198.51.100.1", 443, denied.PrivateAddress, "198.51.100.1"},
+		{"listed IP literal on another port", "203.0.113.7", 443, denied.Port, "203.0.113.7"},
+		{"octal IP literal", "0177.0.0.1", 443, denied.PrivateAddress, ""},
+		{"zone id", "[fe80::1%eth0]", 443, denied.PrivateAddress, ""},
+		{"bad bytes", "a b.test", 443, denied.Malformed, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, d := p.CheckHost(tc.host, tc.port, Connect)
+			if d.Allowed || d.Kind != tc.kind || d.Host != tc.wantHost {
+				t.Fatalf("CheckHost(%q) = %+v, want kind %q host %q", tc.host, d, tc.kind, tc.wantHost)
+			}
+		})
+	}
+	if d := NewAddrFilter(nil).Check(netip.MustParseAddr("10.0.0.1")); d.Kind != denied.PrivateAddress {
+		t.Fatalf("address filter kind %q", d.Kind)
 	}
 }

@@ -38,8 +38,12 @@ func (q *Quoter) Span(s string) string {
 
 // Block quotes s as a fenced block with the info string "text", from its opening fence
 // to its closing one (no line end after it); trailing line ends of s are dropped.
-func (q *Quoter) Block(s string) string {
+func (q *Quoter) Block(s string) string { return q.BlockAs("text", s) }
+
+// BlockAs is Block with another info string, such as "diff" for a patch a person may
+// copy; info is the caller's constant, never others' text.
+func (q *Quoter) BlockAs(info, s string) string {
 	s = strings.TrimRight(q.Text(s), "\n")
 	f := Fence(s)
-	return f + "text\n" + s + "\n" + f
+	return f + info + "\n" + s + "\n" + f
 }

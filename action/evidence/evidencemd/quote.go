@@ -80,6 +80,16 @@ func (q *quoter) word(s string) string {
 	return q.inline(s, 40)
 }
 
+// diffBlock quotes a patch as a fenced "diff" block, whole or not at all: a cut patch
+// would not apply. It returns "" when the patch is longer than maxBytes.
+func (q *quoter) diffBlock(s string, maxBytes int) string {
+	if len(s) > maxBytes {
+		q.cuts++
+		return ""
+	}
+	return q.BlockAs("diff", q.prepare(s, maxBytes)) + "\n"
+}
+
 // block quotes s as a fenced "text" block at the top level, keeping at most maxBytes
 // and maxLines of it; it returns the block (ending in a newline) and whether it cut s.
 func (q *quoter) block(s string, maxBytes, maxLines int) (string, bool) {

@@ -199,6 +199,12 @@ func (r *renderer) egressSection() *section {
 			}))
 		}
 	}
+	if g.Denials != nil {
+		s.items = append(s.items, r.track(func() (string, string) {
+			full, short := r.denialsText(g.Denials, "")
+			return full + "\n", short + "\n"
+		}))
+	}
 	list("Denied", g.Denied, g.OmittedDeniedHosts, true)
 	list("Allowed", g.Allowed, g.OmittedAllowedHosts, false)
 	return s
@@ -304,6 +310,10 @@ func (r *renderer) environmentLines(env *evidence.Environment) string {
 		fmt.Fprintf(&b, "  - image %s on base %s\n", q.inline(env.ImageDigest, 80), q.inline(env.BaseImageDigest, 80))
 	} else {
 		fmt.Fprintf(&b, "  - no image: the setup failed; base %s\n", q.inline(env.BaseImageDigest, 80))
+	}
+	if env.Denials != nil {
+		full, _ := r.denialsText(env.Denials, "  ")
+		b.WriteString("\n" + full + "\n")
 	}
 	return b.String()
 }

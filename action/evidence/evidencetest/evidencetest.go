@@ -170,6 +170,17 @@ func Realistic() *evidence.Evidence {
 		OSV:          &gates.OSV{URL: gates.DefaultOSVURL, Checked: true},
 	}
 	e.Finish(at(645.8))
+	// The agent tried a registry the policy does not list, twice, and a name that
+	// resolves to the metadata address.
+	e.Egress.Denials = evidence.SummarizeDenials([]evidence.AuditEntry{
+		{Kind: "connect", Target: "pkgs.example.test:443", Denied: "host", Time: at(120.5)},
+		{Kind: "connect", Target: "pkgs.example.test:443", Denied: "host", Time: at(121)},
+		{Kind: "http", Target: "meta.example.test", Denied: "private-address", Time: at(130)},
+	}, nil, evidence.PolicyKeyAllowlist, []byte("version: 1\nallowlist:\n  - proxy.golang.org\n  - sum.golang.org\n"))
+	// Its environment's setup was refused the Go module mirror.
+	e.Environment.Denials = evidence.SummarizeDenials([]evidence.AuditEntry{
+		{Kind: "connect", Target: "goproxy.example.test:443", Denied: "host", Time: at(2.2)},
+	}, nil, evidence.PolicyKeyEnvironmentAllow, []byte("version: 1\nenvironment:\n  packages: [golang-go, ca-certificates]\n  setup: scripts/env-setup.sh\n"))
 	return e
 }
 
@@ -195,6 +206,15 @@ func Failed() *evidence.Evidence {
 	// This run built its environment first (its first phase took the setup's time).
 	e.Environment.Built, e.Environment.SetupMS = true, 198
 	e.Environment.Log, e.Environment.AuditLog = "environment.log", "environment-audit.jsonl"
+	// The setup was refused a mirror, and the file's environment is one the patch
+	// cannot extend.
+	e.Environment.Denials = evidence.SummarizeDenials([]evidence.AuditEntry{
+		{Kind: "connect", Target: "mirror.example.test:443", Denied: "host", Time: at(1.5)},
+	}, nil, evidence.PolicyKeyEnvironmentAllow, []byte("version: 1\nenvironment: {setup: scripts/env-setup.sh}\n"))
+	// And its allowlist is an anchor the suggestion cannot extend.
+	e.Egress.Denials = evidence.SummarizeDenials([]evidence.AuditEntry{
+		{Kind: "connect", Target: "pkgs.example.test:443", Denied: "host", Time: at(120.5)},
+	}, nil, evidence.PolicyKeyAllowlist, []byte("version: 1\nallowlist: &hosts\n  - proxy.golang.org\n"))
 	// A review section with every field: a verdict that parsed, and a problem besides.
 	conf := 0.4
 	e.Review = &evidence.Review{HeadCommit: e.BaseCommit, Verdict: "request_changes", Confidence: &conf, Findings: 2,
