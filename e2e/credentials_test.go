@@ -232,7 +232,7 @@ func TestPrivateRegistryCredential(t *testing.T) {
 			probe = line
 		}
 	}
-	if !strings.Contains(probe, " 403 ") || !strings.Contains(probe, "placeholder of credential "+credentialName) {
+	if !strings.Contains(probe, " 403 ") || !strings.Contains(probe, "X-Bumper-Denied: credential") || !strings.Contains(probe, "placeholder of credential "+credentialName) {
 		t.Fatalf("the placeholder sent to another allowed host: %q", probe)
 	}
 	if got := other.String(); got != "" {

@@ -190,8 +190,8 @@ func TestCredentialGoesOnlyToItsHost(t *testing.T) {
 			} else {
 				resp, body = w.get(t, tc.target, tc.hdr...)
 			}
-			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, tc.want) {
-				t.Fatalf("%d %q, want 403 %q", resp.StatusCode, body, tc.want)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, tc.want) || resp.Header.Get("X-Bumper-Denied") != "credential" {
+				t.Fatalf("%d %v %q, want 403 credential %q", resp.StatusCode, resp.Header, body, tc.want)
 			}
 		})
 	}
