@@ -114,6 +114,9 @@ echo "leak-scan: env=$env_hits environ=$environ_hits files=$file_hits"
 echo "placeholder-probe: $(curl -sS -i -H "Authorization: Bearer $BUMPER_CREDENTIAL_NPM_CORP" "http://other.corp.test/probe" 2>&1 | tr '\r\n' '  ')"
 echo "registry-probe: $(curl -sS -o /dev/null -w '%{http_code}' "${BUMPER_CREDENTIAL_NPM_CORP_URL}@corp%2fsecret-lib" 2>&1)"
 echo "installed: $(cd "$HOME/deps" && node -e "console.log(require('@corp/secret-lib').secret())")"
+for i in $(seq 20); do curl -sS -o /dev/null https://pkgs.example.test/ 2>/dev/null; done
+echo "denied-probe: $(curl -sS -v https://pkgs.example.test/ 2>&1 | grep -i 'x-bumper-denied\|< HTTP' | tr '\r\n' '  ') seconds=$(curl -sS -o /dev/null -w '%{time_total}' https://pkgs.example.test/ 2>/dev/null)"
+echo "index-probe: $(cd "$HOME/deps" && node "$HOME/npm/package/bin/npm-cli.js" view --fetch-retries=0 --registry https://registry.unlisted.test/ left-pad version 2>&1 | tr '\n' ' ' | cut -c1-400)"
 echo "The private package answers 42." > CREDENTIALS.md
 `
 
@@ -234,6 +237,27 @@ func TestPrivateRegistryCredential(t *testing.T) {
 	}
 	if !strings.Contains(probe, " 403 ") || !strings.Contains(probe, "X-Bumper-Denied: credential") || !strings.Contains(probe, "placeholder of credential "+credentialName) {
 		t.Fatalf("the placeholder sent to another allowed host: %q", probe)
+	}
+	// Denials that explain themselves: the kind is in what curl shows, the evidence
+	// holds both denied hosts once each with the change that would allow them, and the
+	// pull request says so in one line.
+	for _, want := range []string{"X-Bumper-Denied: host", "403 Bumper denied host pkgs.example.test"} {
+		if !strings.Contains(string(agentLog), want) {
+			t.Fatalf("the agent's log lacks %q:\n%s", want, agentLog)
+		}
+	}
+	for _, line := range strings.Split(string(agentLog), "\n") {
+		if strings.HasPrefix(line, "denied-probe:") || strings.HasPrefix(line, "index-probe:") {
+			t.Log(line)
+		}
+	}
+	d := r.ev.Egress.Denials
+	if d == nil || len(d.Hosts) != 2 || !strings.Contains(d.Patch, "pkgs.example.test") || !strings.Contains(d.Patch, "registry.unlisted.test") {
+		t.Fatalf("the evidence's denials: %+v", d)
+	}
+	pr := w.pull(t, r.ev.PullRequest)
+	if strings.Count(pr.GetBody(), "hosts were denied") != 1 || !strings.Contains(pr.GetBody(), "**2 hosts were denied**") {
+		t.Fatalf("the pull request's body:\n%s", pr.GetBody())
 	}
 	if got := other.String(); got != "" {
 		t.Fatalf("the other host was reached: %q", got)
