@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -234,4 +235,43 @@ func TestBotLabelIsIgnored(t *testing.T) {
 			t.Fatalf("Bumper wrote on the issue after a bot's label and command: %q", c.GetBody())
 		}
 	}
+}
+
+// TestIssueTheAppOpenedIsNeverWork: the loop breaker. An issue the App's own bot opened
+// (a report, a follow-up) does not become a work item when a writer labels it: Bumper
+// writes nothing (no status comment, no answer), dispatches nothing.
+func TestIssueTheAppOpenedIsNeverWork(t *testing.T) {
+	h := newHarness(t, ghemu.DefaultSeed())
+	ctx := context.Background()
+	inst, _, err := h.appClient().Apps.FindRepositoryInstallation(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := h.appClient().Apps.CreateInstallationToken(ctx, inst.GetID(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asApp := gogithub.NewClient(nil).WithAuthToken(tok.GetToken())
+	asApp.BaseURL = h.appClient().BaseURL
+	is, _, err := asApp.Issues.Create(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo,
+		&gogithub.IssueRequest{Title: gogithub.String("Weekly report"), Body: gogithub.String("Make widgets 4.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := is.GetNumber()
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	h.settle()
+	if labels := h.stateLabels(n); len(labels) != 0 {
+		t.Fatalf("state labels %v on an issue the App opened", labels)
+	}
+	if replies := h.botReplies(n); len(replies) != 0 {
+		t.Fatalf("Bumper answered on an issue it opened: %q", replies)
+	}
+	if runs := h.runs(); len(runs) != 0 {
+		t.Fatalf("%d runs dispatched", len(runs))
+	}
+	// The same text opened by a person is work.
+	m := h.openIssue("Make widgets 4", "Make widgets 4.")
+	h.label(ghemu.DefaultMaintainer, m, "agent:implement")
+	h.expectState(m, ledger.AwaitingApproval)
 }

@@ -126,7 +126,7 @@ func (c *Client) BranchHead(ctx context.Context, repo, branch string) (string, e
 
 // IssueOf translates go-github's issue; the comment count is left unknown (-1).
 func IssueOf(is *gogithub.Issue) workitem.Issue {
-	out := workitem.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), Comments: -1}
+	out := workitem.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), Comments: -1, Author: is.GetUser().GetLogin()}
 	for _, l := range is.Labels {
 		out.Labels = append(out.Labels, l.GetName())
 	}

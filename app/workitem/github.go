@@ -18,6 +18,9 @@ type Issue struct {
 	// Comments is the comment count as a webhook payload gives it; -1 when unknown.
 	// Zero lets the App skip listing comments: there can be no status comment.
 	Comments int
+	// Author is who opened the issue, when known ("" otherwise): an issue the App's bot
+	// opened never becomes a work item, whoever labels it.
+	Author string
 }
 
 // Comment is an issue comment.

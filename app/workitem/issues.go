@@ -141,6 +141,15 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 		return s.reply(ctx, gh, ev.Repo.FullName, ev.Issue.Number,
 			fmt.Sprintf("Bumper cannot start: the repository's configuration is invalid (%v). Fix %s and label the issue again.", err, repoconfig.Path))
 	}
+	if bot, err := s.botLogin(ctx); err != nil {
+		return err
+	} else if ev.Issue.Author != "" && strings.EqualFold(ev.Issue.Author, bot) {
+		// The loop breaker: what Bumper's own actions opened (a report, a follow-up) is
+		// never work for it, whoever labels it. No answer: the labelling is the only
+		// trace, and an answer could be the next link of a loop.
+		zerolog.Ctx(ctx).Info().Str(logkey.User, ev.Sender).Str(logkey.Reason, "the App opened the issue").Msg("refused a labelling")
+		return nil
+	}
 	if no, err := s.allowed(ctx, gh, ev.Repo.FullName, ev.Sender, ev.SenderType, pol); err != nil {
 		return err
 	} else if no != nil {
