@@ -487,3 +487,70 @@ func TestDeliveredButFailedRunFails(t *testing.T) {
 
 // approveVerdict is a valid verdict.json that approves with full confidence.
 const approveVerdict = `{"schema_version":1,"verdict":"approve","confidence":1,"summary":"Looks right.","findings":[]}`
+
+// TestItemBudget: bounds.cost_per_item_usd holds across a work item's runs. Each run is
+// granted the least of its own cap and what the item's budget leaves; a run that
+// reports counts its cost, one that never reports (a crash) its whole grant; once the
+// item's budget is spent, the next exchange is refused and the item fails, saying how
+// much was spent by how many runs.
+func TestItemBudget(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.setPolicy("version: 1\nbounds:\n  cost_per_run_usd: 3\n  cost_per_item_usd: 5\n")
+	n, run := h.approved()
+	fail := func(run ghemu.RunInfo) {
+		t.Helper()
+		if err := h.e.UpdateRun(ghemu.DefaultOrg, ghemu.DefaultRepo, run.ID, ghemu.RunUpdate{Status: "completed", Conclusion: "failure"}); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		h.expectState(n, ledger.Failed)
+	}
+	retry := func() ghemu.RunInfo {
+		t.Helper()
+		h.comment(ghemu.DefaultMaintainer, n, "/retry")
+		h.expectState(n, ledger.AwaitingApproval)
+		h.comment(ghemu.DefaultMaintainer, n, "/approve")
+		h.expectState(n, ledger.Running)
+		runs := h.runs()
+		return runs[len(runs)-1]
+	}
+
+	// The first run: the run's cap; it reports $2.50 and fails.
+	code, granted, body := h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code != http.StatusOK || granted.BudgetMicroUSD != 3_000_000 {
+		t.Fatalf("first exchange: %d budget %d %s", code, granted.BudgetMicroUSD, body)
+	}
+	report := wire.Evidence{Digest: ledger.ContentRevision([]byte("evidence")), CostMicroUSD: 2_500_000, Outcome: "failure", Reason: "the tests failed"}
+	if code, body := h.post(http.MethodPost, wire.PathEvidence, granted.RunToken, report); code != http.StatusOK {
+		t.Fatalf("report: %d %s", code, body)
+	}
+	fail(run)
+
+	// The retry: what the item leaves, $2.50; it crashes without a report.
+	run = retry()
+	code, granted, body = h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code != http.StatusOK || granted.BudgetMicroUSD != 2_500_000 {
+		t.Fatalf("second exchange: %d budget %d %s", code, granted.BudgetMicroUSD, body)
+	}
+	fail(run)
+
+	// The third: the crashed run counts its whole grant, so nothing is left.
+	run = retry()
+	code, _, body = h.exchange(exchangeRequest(h, run, h.runnerToken(run)))
+	if code == http.StatusOK || !strings.Contains(body, "model budget is spent") {
+		t.Fatalf("third exchange: %d %s, want a refusal", code, body)
+	}
+	r := h.expectState(n, ledger.Failed)
+	if !strings.Contains(r.Reason, "$5.00 of bounds.cost_per_item_usd $5.00, by 2 runs") {
+		t.Fatalf("reason %q", r.Reason)
+	}
+	if got := h.refused(workitem.RefusalBudget); got != 1 {
+		t.Fatalf("budget refusals counted %v, want 1", got)
+	}
+	// The refused run's workflow run then fails; the item keeps saying why.
+	fail(run)
+	if r := h.expectState(n, ledger.Failed); !strings.Contains(r.Reason, "model budget is spent") {
+		t.Fatalf("reason after the run's end %q", r.Reason)
+	}
+}

@@ -415,3 +415,22 @@ func TestJobLogMasksSecrets(t *testing.T) {
 		})
 	}
 }
+
+func TestRunBudget(t *testing.T) {
+	tests := []struct {
+		policy  float64
+		granted int64
+		want    float64
+	}{
+		{0, 0, 0},
+		{3, 0, 3},
+		{0, 2_500_000, 2.5},
+		{3, 2_500_000, 2.5},
+		{2, 2_500_000, 2},
+	}
+	for _, tc := range tests {
+		if got := runBudget(tc.policy, tc.granted); got != tc.want {
+			t.Errorf("runBudget(%v, %d) = %v, want %v", tc.policy, tc.granted, got, tc.want)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func (r *run) firewallConfig(listen string) *firewall.Config {
 			GitBase: cfg.ServerURL, Repository: cfg.WorkItem.Repository, RepositoryID: cfg.RepositoryID, CAFile: cfg.CAFile,
 			AnthropicBase: cfg.AnthropicBase, OpenAIBase: cfg.OpenAIBase,
 		},
-		Budget:      firewall.BudgetConfig{USD: g.policy.Bounds.CostPerRunUSD},
+		Budget:      firewall.BudgetConfig{USD: runBudget(g.policy.Bounds.CostPerRunUSD, g.BudgetMicroUSD)},
 		Credentials: g.creds,
 		Secrets:     &firewall.Secrets{GitHubToken: g.InstallationToken, AnthropicKey: cfg.AnthropicKey, OpenAIKey: cfg.OpenAIKey},
 	}
@@ -231,4 +231,18 @@ func ownAddrs(addr string) []string {
 		out = append(out, host)
 	}
 	return out
+}
+
+// runBudget is the run's model budget in dollars: the policy's bounds.cost_per_run_usd,
+// lowered to what serve granted (what the work item's budget leaves, in millionths;
+// 0 grants no cap of its own). 0 is no cap.
+func runBudget(policyUSD float64, grantedMicro int64) float64 {
+	if grantedMicro <= 0 {
+		return policyUSD
+	}
+	granted := float64(grantedMicro) / 1e6
+	if policyUSD <= 0 || granted < policyUSD {
+		return granted
+	}
+	return policyUSD
 }

@@ -168,6 +168,10 @@ type Attempt struct {
 	EndedAt        time.Time `json:"ended_at,omitzero"`
 	Outcome        string    `json:"outcome,omitempty"`
 	CostMicroUSD   int64     `json:"cost_micro_usd,omitempty"`
+	// ReservedMicroUSD is the model budget the run was granted at its exchange: what
+	// it counts against the work item's budget until its runner reports its cost, and
+	// for good when it never does (a crash: the proxy may have spent all of it).
+	ReservedMicroUSD int64 `json:"reserved_micro_usd,omitempty"`
 	EvidenceDigest string    `json:"evidence_digest,omitempty"`
 	// HeadCommit is the commit the run pushed to its work branch, as the runner
 	// reported it; the work item's pull request must have exactly this head.

@@ -87,6 +87,11 @@ type ExchangeResponse struct {
 	Dependencies             []string  `json:"dependencies,omitempty"`
 	DependencyToken          string    `json:"dependency_token,omitempty"`
 	DependencyTokenExpiresAt time.Time `json:"dependency_token_expires_at,omitzero"`
+	// BudgetMicroUSD is the model budget serve granted the run, in millionths of a
+	// dollar: the least of bounds.cost_per_run_usd and what bounds.cost_per_item_usd
+	// leaves after the work item's other runs. The firewall caps the run at it. 0: no
+	// cap beyond the policy's own.
+	BudgetMicroUSD int64 `json:"budget_micro_usd,omitempty"`
 }
 
 // Approval is one holding approval of the run's revision.

@@ -54,6 +54,11 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err != nil {
 		return none, err
 	}
+	budget, err := s.runBudget(ctx, gh, it, att)
+	if err != nil {
+		return none, err
+	}
+	att.ReservedMicroUSD = budget
 	// Learned before the nonce is spent, so a failure here leaves the attempt usable.
 	bot, err := s.botLogin(ctx)
 	if err != nil {
@@ -207,7 +212,7 @@ func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Att
 		Repository: rec.Repository, RunToken: runTok, RunTokenExpiresAt: runExp, WorkItem: rec.WorkItem(),
 		Revision: att.Revision, Attempt: att.Number, Stage: att.Stage, BaseCommit: rec.BaseCommit,
 		BaseBranch: rec.BaseBranch, BotLogin: bot, Approvals: approvals, Branch: WorkBranchName(rec.Issue, att.Number),
-		Dependencies: deps, DependencyToken: depTok, DependencyTokenExpiresAt: depExp}
+		Dependencies: deps, DependencyToken: depTok, DependencyTokenExpiresAt: depExp, BudgetMicroUSD: att.ReservedMicroUSD}
 	if wire.PullStage(att.Stage) {
 		resp.Branch, resp.PullRequest, resp.HeadCommit = rec.WorkBranch, rec.PullRequest, rec.PullHead
 	}

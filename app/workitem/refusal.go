@@ -82,10 +82,13 @@ const (
 	// cannot be granted (the App is not installed on it, the approver cannot read it, it
 	// is the run's own or another owner's); the approval is voided, saying what to do.
 	RefusalDependency RefusalKind = "dependency"
+	// RefusalBudget: the work item's model budget (bounds.cost_per_item_usd) is spent
+	// by its earlier runs; the item fails, saying so.
+	RefusalBudget RefusalKind = "budget"
 )
 
 // RefusalKinds lists every kind.
 func RefusalKinds() []RefusalKind {
 	return []RefusalKind{RefusalBadRequest, RefusalOIDC, RefusalRunToken, RefusalIdentity, RefusalUnknownItem,
-		RefusalAttempt, RefusalNonce, RefusalApproval, RefusalState, RefusalStage, RefusalInvalidReport, RefusalPolicy, RefusalDependency}
+		RefusalAttempt, RefusalNonce, RefusalApproval, RefusalState, RefusalStage, RefusalInvalidReport, RefusalPolicy, RefusalDependency, RefusalBudget}
 }
