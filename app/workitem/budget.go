@@ -60,8 +60,12 @@ func (s *Service) runBudget(ctx context.Context, gh GitHub, it *item, att *ledge
 	spent, runs := itemSpent(rec, att)
 	left := itemCap - spent
 	if left <= 0 {
-		why := fmt.Sprintf("the work item's model budget is spent: %s of bounds.cost_per_item_usd %s, by %d runs; "+
-			"raise it in .github/bumper.yml (which asks for a new approval) or close the issue", dollars(spent), dollars(itemCap), runs)
+		noun := "runs"
+		if runs == 1 {
+			noun = "run"
+		}
+		why := fmt.Sprintf("the work item's model budget is spent: %s of bounds.cost_per_item_usd %s, by %d %s; "+
+			"raise it in .github/bumper.yml (which asks for a new approval) or close the issue", dollars(spent), dollars(itemCap), runs, noun)
 		att.Outcome, att.EndedAt = "budget", s.now().UTC()
 		if rec.State.Active() {
 			if err := s.move(ctx, it, ledger.Failed, why); err != nil {

@@ -27,6 +27,7 @@ func TestRefusalLabels(t *testing.T) {
 		RefusalInvalidReport: "invalid_report",
 		RefusalPolicy:        "policy",
 		RefusalDependency:    "dependency",
+		RefusalBudget:        "budget",
 	}
 	if len(RefusalKinds()) != len(labels) {
 		t.Fatalf("RefusalKinds has %d kinds, the table %d", len(RefusalKinds()), len(labels))

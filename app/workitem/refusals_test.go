@@ -23,8 +23,9 @@ type refusalCase struct {
 	reach  func(e *env) *item
 	call   func(e *env, it *item) error
 	// voids: the refusal also voids the approval and sends the item back to awaiting
-	// approval, saying so on the issue; otherwise nothing changes at all.
-	voids bool
+	// approval, saying so on the issue; fails: it fails the item, saying why in its
+	// record; otherwise nothing changes at all.
+	voids, fails bool
 }
 
 // withIdentity presents the run's nonce with an identity changed by change.
@@ -331,6 +332,18 @@ func refusalCases() []refusalCase {
 			kind: workitem.RefusalDependency, want: "the App is not installed on acme/missing", voids: true, reach: running, call: exchangeAgain},
 		{name: "the run's own repository as a dependency", policy: "version: 1\ndependencies: {repositories: [ACME/Widgets]}\n",
 			kind: workitem.RefusalDependency, want: "the run's own repository", voids: true, reach: running, call: exchangeAgain},
+		{name: "a run of an item whose budget its crashed run spent", policy: "version: 1\nbounds: {cost_per_run_usd: 2, cost_per_item_usd: 2}\n",
+			kind: workitem.RefusalBudget, want: "model budget is spent: $2.00 of bounds.cost_per_item_usd $2.00, by 1 run;", fails: true,
+			reach: func(e *env) *item {
+				it := e.granted() // granted $2, never reports
+				e.must(e.runEvent(e.gh.CompleteRun(repoName, it.run.ID, "failure")))
+				e.expect(it.n, ledger.Failed)
+				e.comment(it.n, maintainer, "/retry")
+				e.comment(it.n, maintainer, "/approve")
+				e.expect(it.n, ledger.Running)
+				it.run = e.lastRun()
+				return it
+			}, call: exchangeAgain},
 		{name: "a report of more steers than a run is given", kind: workitem.RefusalInvalidReport, want: "speaks of 65 steers", reach: granted,
 			call: func(e *env, it *item) error {
 				reports := make([]wire.SteerDelivery, 65)
@@ -381,6 +394,12 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("tokens %d → %d, runs %d → %d", tokens, len(e.gh.Tokens()), runs, len(e.runs()))
 			}
 			after := e.record(it.n)
+			if tt.fails {
+				if after.State != ledger.Failed || !strings.Contains(after.Reason, tt.want) || len(e.replies(it.n)) != replies {
+					t.Fatalf("state %s, reason %q: the item did not fail saying why (or replied)", after.State, after.Reason)
+				}
+				return
+			}
 			if !tt.voids {
 				if after.Revision != before.Revision || len(e.replies(it.n)) != replies {
 					t.Fatalf("the refusal changed the record (revision %d → %d) or replied", before.Revision, after.Revision)
