@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bumperdev/bumper/firewall/audit"
@@ -31,6 +32,17 @@ const credResponseHeaderTimeout = 2 * time.Minute
 
 // hopByHop are the headers one connection's worth of HTTP owns; they never cross.
 var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// credMethods are the methods a credential request may use. Anything else is refused:
+// TRACE and TRACK make many servers (Apache by default) echo the request, the added
+// Authorization included, back to the client; an unknown method is a guess at what the
+// host does with it.
+var credMethods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true}
+
+// overrideHeaders name, on some servers (IIS URL Rewrite, Symfony, method-override
+// middleware), another path or method than the request line's: the firewall checked the
+// request line, so they never go to a credential host.
+var overrideHeaders = []string{"X-Original-Url", "X-Original-Uri", "X-Rewrite-Url", "X-Override-Url", "X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
 
 // carriesPlaceholder names the credential whose placeholder the request's head holds,
 // unless the request goes to that credential's own host (where the placeholder is
@@ -57,9 +69,12 @@ func (s *Server) carriesPlaceholder(cc *clientConn) string {
 // firewall speaks TLS to the declared port. A path outside every declared prefix, a
 // path that could climb out of one once the host normalises it, or another port is
 // refused: the credential would be sent where nobody declared it.
-func checkCredentialRequest(creds *credential.Set, ft forwardTarget) (*credential.Credential, credential.Host, *refusal) {
+func checkCredentialRequest(creds *credential.Set, method []byte, ft forwardTarget) (*credential.Credential, credential.Host, *refusal) {
 	path := string(ft.path)
 	c, h, _ := creds.Match(ft.host, path)
+	if m := string(method); !credMethods[m] {
+		return nil, h, &refusal{status: http.StatusForbidden, kind: denied.Credential, reason: fmt.Sprintf("method %s is refused toward %s, which has a credential (GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS only)", clip(sanitizeLine(m), 40), ft.host)}
+	}
 	if ft.port != policy.DefaultPlainPort {
 		return nil, h, &refusal{status: http.StatusForbidden, kind: denied.Credential, reason: fmt.Sprintf("%s has a credential: reach it as http://%s/ (port 80) and the firewall speaks TLS upstream; port %d is refused", ft.host, ft.host, ft.port)}
 	}
@@ -74,8 +89,9 @@ func checkCredentialRequest(creds *credential.Set, ft forwardTarget) (*credentia
 
 // escapesPrefix reports a path (query excluded) that a host might normalise out from
 // under a declared prefix once it decodes it: "." or ".." segments, plain or encoded
-// (%2e, %2f), and backslashes. An encoded slash alone passes: npm asks for
-// /@scope%2fname.
+// (%2e, %2f), also with path parameters ("..;x", which Tomcat reads as "..") or dots
+// and spaces only ("...", ".. ", which Windows servers trim to ".."), backslashes, and
+// control characters. An encoded slash alone passes: npm asks for /@scope%2fname.
 func escapesPrefix(path string) bool {
 	p, _, _ := strings.Cut(path, "?")
 	if dec, err := url.PathUnescape(p); err == nil {
@@ -83,11 +99,12 @@ func escapesPrefix(path string) bool {
 	} else {
 		return true
 	}
-	if strings.Contains(p, "\\") {
+	if strings.Contains(p, "\\") || containsCtl(p) {
 		return true
 	}
 	for _, seg := range strings.Split(p, "/") {
-		if seg == "." || seg == ".." {
+		seg, _, _ = strings.Cut(seg, ";")
+		if strings.Contains(seg, ".") && strings.Trim(seg, ". ") == "" {
 			return true
 		}
 	}
@@ -116,10 +133,24 @@ func (s *Server) forwardCredential(ctx context.Context, cc *clientConn, start ti
 	if h.Port != credential.DefaultPort {
 		upHost = net.JoinHostPort(h.Name, strconv.Itoa(int(h.Port)))
 	}
+	body := &clientBody{rc: req.Body}
+	if req.Body != nil && req.Body != http.NoBody {
+		// The transport may go on reading the body after RoundTrip returns (an upstream
+		// that answers before reading it); cc's reader is reset and pooled once this
+		// returns, so the body is cut off from it first.
+		req.Body = body
+		defer func() {
+			cc.c.SetReadDeadline(time.Now())
+			body.detach()
+		}()
+	}
 	req.RequestURI = ""
 	req.URL = &url.URL{Scheme: "https", Host: upHost, Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
 	req.Host = upHost
 	for _, k := range hopByHop {
+		req.Header.Del(k)
+	}
+	for _, k := range overrideHeaders {
 		req.Header.Del(k)
 	}
 	c.Apply(req.Header)
@@ -172,6 +203,39 @@ func rewriteLocation(hdr http.Header, h credential.Host, upHost string) {
 	}
 	u.Scheme, u.Host = "http", h.Name
 	hdr.Set("Location", u.String())
+}
+
+// clientBody is a credential request's body, read from the client connection until it
+// is detached; after that (and after the transport closes it) it reads nothing more.
+// Close does not drain: the client connection is closed after the request anyway.
+type clientBody struct {
+	mu   sync.Mutex
+	rc   io.ReadCloser
+	done bool
+}
+
+var errBodyDetached = errors.New("the client's request is over")
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return 0, errBodyDetached
+	}
+	return b.rc.Read(p)
+}
+
+func (b *clientBody) Close() error {
+	b.detach()
+	return nil
+}
+
+// detach waits for a read in progress (unblock it first with a read deadline) and makes
+// every later read fail.
+func (b *clientBody) detach() {
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
 }
 
 type countWriter struct {

@@ -29,7 +29,7 @@ func (s *Server) forward(ctx context.Context, cc *clientConn, start time.Time) b
 	}
 	authority := ft.authority
 	if _, _, declared := s.opts.Credentials.Match(ft.host, "/"); declared {
-		c, host, ref := checkCredentialRequest(s.opts.Credentials, ft)
+		c, host, ref := checkCredentialRequest(s.opts.Credentials, h.Method(), ft)
 		if ref != nil {
 			s.deny(ctx, cc, start, credentialKind, authority, ref)
 			return false

@@ -215,6 +215,10 @@ func (h *Host) Grant(repo string, names []string) ([]credential.Credential, erro
 		return nil, fmt.Errorf("the repository asks for the credentials %s, but this runner host declares none (%s is not set): ask the runner host's admin to declare them (docs/credentials.md)", strings.Join(names, ", "), Env)
 	}
 	repo = strings.ToLower(repo)
+	if owner, name, ok := strings.Cut(repo, "/"); !ok || !validRepoPart(owner) || !validRepoPart(name) {
+		// Not owner/name: "tools" or "tools/a/b" would otherwise match tools/*.
+		return nil, fmt.Errorf("the repository %q is not owner/name: no credential is granted", repo)
+	}
 	out := make([]credential.Credential, 0, len(names))
 	for _, n := range names {
 		e, ok := h.entries[n]

@@ -327,7 +327,7 @@ func (s *Set) Carries(head []byte) string {
 			return c.Name
 		}
 	}
-	if !strings.Contains(lower, "basic ") {
+	if !strings.Contains(lower, "basic") {
 		return ""
 	}
 	for _, line := range strings.Split(text, "\n") {
@@ -336,11 +336,11 @@ func (s *Set) Carries(head []byte) string {
 			continue
 		}
 		v = strings.TrimSpace(v)
-		if len(v) < 6 || !strings.EqualFold(v[:6], "basic ") {
+		if len(v) < 6 || !strings.EqualFold(v[:5], "basic") || v[5] != ' ' && v[5] != '\t' {
 			continue
 		}
-		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v[6:]))
-		if err != nil {
+		raw, ok := decodeBase64(strings.Trim(v[6:], " \t"))
+		if !ok {
 			continue
 		}
 		for _, c := range s.creds {
@@ -350,4 +350,16 @@ func (s *Set) Carries(head []byte) string {
 		}
 	}
 	return ""
+}
+
+// decodeBase64 reads base64 as lenient servers do: padded or not, standard or URL
+// alphabet.
+func decodeBase64(v string) ([]byte, bool) {
+	v = strings.TrimRight(v, "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		if raw, err := enc.DecodeString(v); err == nil {
+			return raw, true
+		}
+	}
+	return nil, false
 }
