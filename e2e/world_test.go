@@ -178,6 +178,7 @@ func TestWorldPolicies(t *testing.T) {
 	repoconfigtest.Valid(t, "the seed's", policy())
 	repoconfigtest.Valid(t, "withReviewer", policy(withReviewer))
 	repoconfigtest.Valid(t, "goPolicy", []byte(goPolicy))
+	repoconfigtest.Valid(t, "goDependencyPolicy", []byte(goDependencyPolicy()))
 	repoconfigtest.Valid(t, "claude-code", []byte(agentPolicy("claude-code", "")))
 	repoconfigtest.Valid(t, "codex with a budget", []byte(agentPolicy("codex", "0.05")))
 }
@@ -203,6 +204,8 @@ type options struct {
 	ownImages bool
 	// runnerEnv is added to the runner's environment (the runner host's settings).
 	runnerEnv []string
+	// seed changes the emulator's seed (more repositories, installations) after files.
+	seed func(*ghemu.Seed)
 }
 
 func newWorld(t testing.TB, opts ...options) *world {
@@ -263,6 +266,9 @@ func newWorld(t testing.TB, opts ...options) *world {
 	for _, o := range opts {
 		if o.files != nil {
 			o.files(sd.Repositories[0].Files)
+		}
+		if o.seed != nil {
+			o.seed(sd)
 		}
 		ttl = max(ttl, o.runTokenTTL)
 	}

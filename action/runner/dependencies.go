@@ -63,6 +63,9 @@ func moduleHost(serverURL string) string {
 // the git gateway, with no secret: git rewrites their https URLs (as go, submodules and
 // package managers write them) to the gateway, and Go treats them as private modules
 // (GOPRIVATE: no checksum database, no public proxy). It is empty without dependencies.
+// go needs nothing more (no GOINSECURE): it checks the scheme of the URL it hands git
+// (https), and git, whose default protocol policy allows http, rewrites it to the
+// gateway's plain http inside the VM (e2e TestRunWithPrivateGoModule).
 func dependencyEnv(serverURL string, deps []string) []string {
 	if len(deps) == 0 {
 		return nil

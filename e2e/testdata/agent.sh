@@ -306,6 +306,67 @@ GO
 	git add count.go count_test.go
 	git commit -q -m "Count the squares"
 	;;
+golib)
+	# A Go change that uses a private module of another repository of the owner (issue
+	# #26), fetched through the git gateway as the runner's insteadOf rewrites and GOPRIVATE
+	# say; then a push to that repository, and reads of one the policy does not list, each
+	# of which must be refused.
+	lib=$(sed -n 's/^│ lib: *//p' "$BUMPER_TASK" | head -n 1)
+	other=$(sed -n 's/^│ other: *//p' "$BUMPER_TASK" | head -n 1)
+	echo "agent: $(go version); GOPRIVATE=${GOPRIVATE:-}; GOPROXY=$(go env GOPROXY)"
+	cat >quadruple.go <<GO
+package newergo
+
+import "github.com/$lib"
+
+// Quadruple returns 4n, doubling twice.
+func Quadruple(n int) int { return lib.Double(lib.Double(n)) }
+GO
+	cat >quadruple_test.go <<'GO'
+package newergo
+
+import "testing"
+
+func TestQuadruple(t *testing.T) {
+	for n := range 5 {
+		if got := Quadruple(n); got != 4*n {
+			t.Fatalf("Quadruple(%d) = %d", n, got)
+		}
+	}
+}
+GO
+	if ! got=$(GOFLAGS=-mod=mod go get "github.com/$lib@v0.1.0" 2>&1); then
+		echo "$got" | sed 's/^/agent: go get | /'
+		echo "agent: go get failed"
+		exit 1
+	fi
+	echo "$got" | sed 's/^/agent: go get | /'
+	grep "github.com/$lib" go.mod | sed 's/^/agent: go.mod | /'
+	gofmt -l . | grep . && exit 1
+	git add go.mod go.sum quadruple.go quadruple_test.go
+	git commit -q -m "Quadruple with the lib"
+	# (a) A push to the dependency, through the URL the rewrite sends to the gateway.
+	if git push "https://github.com/$lib" HEAD:refs/heads/evil >/tmp/lib-push.out 2>&1; then
+		echo "agent: lib push: ACCEPTED"
+	else
+		echo "agent: lib push: refused"
+	fi
+	sed 's/^/agent: lib push | /' /tmp/lib-push.out
+	# (b) A repository of the owner the policy does not list: straight to the host (no
+	# rewrite names it), and through the gateway.
+	if git ls-remote "https://github.com/$other" >/tmp/other.out 2>&1; then
+		echo "agent: other ls-remote: ACCEPTED"
+	else
+		echo "agent: other ls-remote: refused"
+	fi
+	sed 's/^/agent: other ls-remote | /' /tmp/other.out
+	if git ls-remote "$gateway/git/$other.git" >/tmp/other-gw.out 2>&1; then
+		echo "agent: other via gateway: ACCEPTED"
+	else
+		echo "agent: other via gateway: refused"
+	fi
+	sed 's/^/agent: other via gateway | /' /tmp/other-gw.out
+	;;
 *)
 	echo "agent: no scenario in the task" >&2
 	exit 2
