@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -294,6 +295,15 @@ var clientCredentialHeaders = []string{"Authorization", "Proxy-Authorization", "
 func (c *Credential) Apply(h http.Header) {
 	for _, k := range clientCredentialHeaders {
 		h.Del(k)
+	}
+	// CGI, Rails and nginx with underscores allowed read Private_Token as Private-Token:
+	// a client's spelling with underscores goes too, so no second value rides beside
+	// the real one.
+	for k := range h {
+		alias := http.CanonicalHeaderKey(strings.ReplaceAll(k, "_", "-"))
+		if alias != k && (slices.Contains(clientCredentialHeaders, alias) || c.Auth == AuthHeader && alias == http.CanonicalHeaderKey(c.Header)) {
+			h.Del(k)
+		}
 	}
 	switch c.Auth {
 	case AuthBearer:

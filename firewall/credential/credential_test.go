@@ -114,8 +114,14 @@ func TestApply(t *testing.T) {
 					c = &s.creds[i]
 				}
 			}
-			h := http.Header{"Authorization": {"Bearer placeholder"}, "Cookie": {"a=b"}, "Proxy-Authorization": {"x"}, "Private-Token": {"guess"}}
+			h := http.Header{"Authorization": {"Bearer placeholder"}, "Cookie": {"a=b"}, "Proxy-Authorization": {"x"}, "Private-Token": {"guess"},
+				"Private_token": {"smuggled"}, "Authorization_": {"x"}, "X_jfrog_art_api": {"smuggled"}}
 			c.Apply(h)
+			for k := range h {
+				if strings.Contains(k, "_") && k != "Authorization_" {
+					t.Fatalf("the client's %s stayed beside the credential: %v", k, h)
+				}
+			}
 			if h.Get(tc.header) != tc.want || h.Get("Cookie") != "" || h.Get("Proxy-Authorization") != "" {
 				t.Fatalf("headers %v", h)
 			}
