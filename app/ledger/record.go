@@ -159,20 +159,20 @@ type Attempt struct {
 	// Revision is the approval revision the run was dispatched for.
 	Revision string `json:"revision"`
 	// NonceHash is the SHA-256 of the single-use nonce; the nonce itself is never stored.
-	NonceHash      string    `json:"nonce_hash"`
-	NonceUsed      bool      `json:"nonce_used,omitempty"`
-	RunID          int64     `json:"run_id,omitempty"`
-	Runner         string    `json:"runner,omitempty"`
-	ImageDigest    string    `json:"image_digest,omitempty"`
-	StartedAt      time.Time `json:"started_at"`
-	EndedAt        time.Time `json:"ended_at,omitzero"`
-	Outcome        string    `json:"outcome,omitempty"`
-	CostMicroUSD   int64     `json:"cost_micro_usd,omitempty"`
+	NonceHash    string    `json:"nonce_hash"`
+	NonceUsed    bool      `json:"nonce_used,omitempty"`
+	RunID        int64     `json:"run_id,omitempty"`
+	Runner       string    `json:"runner,omitempty"`
+	ImageDigest  string    `json:"image_digest,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	Outcome      string    `json:"outcome,omitempty"`
+	CostMicroUSD int64     `json:"cost_micro_usd,omitempty"`
 	// ReservedMicroUSD is the model budget the run was granted at its exchange: what
 	// it counts against the work item's budget until its runner reports its cost, and
 	// for good when it never does (a crash: the proxy may have spent all of it).
-	ReservedMicroUSD int64 `json:"reserved_micro_usd,omitempty"`
-	EvidenceDigest string    `json:"evidence_digest,omitempty"`
+	ReservedMicroUSD int64  `json:"reserved_micro_usd,omitempty"`
+	EvidenceDigest   string `json:"evidence_digest,omitempty"`
 	// HeadCommit is the commit the run pushed to its work branch, as the runner
 	// reported it; the work item's pull request must have exactly this head.
 	HeadCommit string `json:"head_commit,omitempty"`
