@@ -172,6 +172,9 @@ type Attempt struct {
 	// it counts against the work item's budget until its runner reports its cost, and
 	// for good when it never does (a crash: the proxy may have spent all of it).
 	ReservedMicroUSD int64  `json:"reserved_micro_usd,omitempty"`
+	// SpendDay is the UTC day (2006-01-02) whose counters hold the run's grant, when
+	// serve's daily limits are on: its cost settles there, whenever it ends.
+	SpendDay string `json:"spend_day,omitempty"`
 	EvidenceDigest   string `json:"evidence_digest,omitempty"`
 	// HeadCommit is the commit the run pushed to its work branch, as the runner
 	// reported it; the work item's pull request must have exactly this head.

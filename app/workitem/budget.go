@@ -2,6 +2,7 @@ package workitem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -54,31 +55,36 @@ func (s *Service) runBudget(ctx context.Context, gh GitHub, it *item, att *ledge
 		return 0, err
 	}
 	runCap, itemCap := microUSD(pol.Bounds.CostPerRunUSD), microUSD(pol.Bounds.CostPerItemUSD)
-	if itemCap == 0 {
-		return runCap, nil
-	}
-	spent, runs := itemSpent(rec, att)
-	left := itemCap - spent
-	if left <= 0 {
-		noun := "runs"
-		if runs == 1 {
-			noun = "run"
-		}
-		why := fmt.Sprintf("the work item's model budget is spent: %s of bounds.cost_per_item_usd %s, by %d %s; "+
-			"raise it in .github/bumper.yml (which asks for a new approval) or close the issue", dollars(spent), dollars(itemCap), runs, noun)
-		att.Outcome, att.EndedAt = "budget", s.now().UTC()
-		if rec.State.Active() {
-			if err := s.move(ctx, it, ledger.Failed, why); err != nil {
+	want := runCap
+	if itemCap > 0 {
+		spent, runs := itemSpent(rec, att)
+		left := itemCap - spent
+		if left <= 0 {
+			noun := "runs"
+			if runs == 1 {
+				noun = "run"
+			}
+			why := fmt.Sprintf("the work item's model budget is spent: %s of bounds.cost_per_item_usd %s, by %d %s; "+
+				"raise it in .github/bumper.yml (which asks for a new approval) or close the issue", dollars(spent), dollars(itemCap), runs, noun)
+			att.Outcome, att.EndedAt = "budget", s.now().UTC()
+			if rec.State.Active() {
+				if err := s.move(ctx, it, ledger.Failed, why); err != nil {
+					return 0, err
+				}
+			}
+			if err := s.save(ctx, gh, it, ""); err != nil {
 				return 0, err
 			}
+			return 0, refuse(RefusalBudget, "%s", why)
 		}
-		if err := s.save(ctx, gh, it, ""); err != nil {
-			return 0, err
+		if want == 0 || left < want {
+			want = left
 		}
-		return 0, refuse(RefusalBudget, "%s", why)
 	}
-	if runCap == 0 || left < runCap {
-		return left, nil
+	grant, err := s.reserveDaily(ctx, rec, att, want)
+	var capErr *capSpent
+	if errors.As(err, &capErr) {
+		return 0, s.failOnCap(ctx, gh, it, att, capErr)
 	}
-	return runCap, nil
+	return grant, err
 }

@@ -10,9 +10,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/textcut"
+	"github.com/rs/zerolog"
 )
 
 // Progress moves the work item as its run reports steps.
@@ -125,6 +127,11 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	}
 	att := it.rec.CurrentAttempt()
 	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
+	if err := s.settleDaily(ctx, it.rec, att); err != nil {
+		// The run's hold stays in the day's counter: it counts against the cap, never
+		// for it.
+		zerolog.Ctx(ctx).Warn().Err(err).Str(logkey.WorkItem, it.rec.ID()).Msg("failed to settle a run's cost in the day's counters")
+	}
 	// Every attempt keeps its reason in the status record, whose JSON must stay within
 	// GitHub's comment limit whatever the reasons hold (a "<" takes six bytes there).
 	att.RunOutcome, att.RunReason = e.Outcome, cutReason(e.Reason)

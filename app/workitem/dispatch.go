@@ -71,6 +71,21 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 	if n > ledger.MaxAttempts {
 		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the work item has had the %d runs its record can hold; open a new issue to go on", ledger.MaxAttempts))
 	}
+	if n == 1 {
+		// The item starts: it counts against limits.repo_daily_items, once.
+		var capErr *capSpent
+		if err := s.startItem(ctx, rec); errors.As(err, &capErr) {
+			// The item failed, its status saying which cap and when it resets; there is no
+			// caller to refuse.
+			var ref *Refusal
+			if err := s.failOnCap(ctx, gh, it, nil, capErr); !errors.As(err, &ref) {
+				return err
+			}
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
 	rev := rec.ApprovalRevision()
 	key := DispatchKey(rec.Issue, rev, n)
 	created, err := gh.CreateRef(ctx, it.repo.FullName, DispatchRefPrefix+key, rec.BaseCommit)

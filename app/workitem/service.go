@@ -48,6 +48,10 @@ type Options struct {
 	// Wait waits d, or until ctx ends: between the reads of a pull request whose
 	// mergeability GitHub is still computing. Nil: a timer.
 	Wait func(ctx context.Context, d time.Duration) error
+	// Limits are serve's caps across runs and items per day; Spend keeps their
+	// counters (required when any limit is on).
+	Limits Limits
+	Spend  SpendStore
 }
 
 // Service applies GitHub events and runner call-backs to work items.
@@ -77,6 +81,8 @@ func New(opts Options) (*Service, error) {
 	switch {
 	case opts.Index == nil:
 		return nil, errors.New("workitem: an index is required")
+	case opts.Limits.on() && opts.Spend == nil:
+		return nil, errors.New("workitem: daily limits need a store for their counters")
 	case opts.Connector == nil:
 		return nil, errors.New("workitem: a GitHub connector is required")
 	case opts.Workflow == "" || strings.Contains(opts.Workflow, "/"):
