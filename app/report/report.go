@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -397,4 +398,34 @@ func sinceApproval(it Item, at func(*Pull) time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return at(it.Pull).Sub(approved), true
+}
+
+// ParseSince reads --since: a number of days ("7d") or weeks ("2w"), a Go duration
+// ("36h"), a date ("2026-03-01", UTC) or a time (RFC 3339), before now; "all" or "0"
+// is every item (the zero time).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "all" || s == "0":
+		return time.Time{}, nil
+	case strings.HasSuffix(s, "d") || strings.HasSuffix(s, "w"):
+		n, err := strconv.Atoi(s[:len(s)-1])
+		if err == nil && n > 0 {
+			days := n
+			if strings.HasSuffix(s, "w") {
+				days = 7 * n
+			}
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("failed to read --since %q: want 7d, 2w, 36h, 2026-03-01, an RFC 3339 time, or all", s)
 }

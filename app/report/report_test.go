@@ -181,3 +181,27 @@ func TestWrite(t *testing.T) {
 		t.Errorf("the issue of acme/a shows another repository or lacks its own column:\n%s", md)
 	}
 }
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"7d", now.AddDate(0, 0, -7), true},
+		{"2w", now.AddDate(0, 0, -14), true},
+		{"36h", now.Add(-36 * time.Hour), true},
+		{"2026-03-01", time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), true},
+		{"2026-03-01T08:00:00Z", time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), true},
+		{"all", time.Time{}, true},
+		{"0", time.Time{}, true},
+		{"-3d", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+	} {
+		got, err := report.ParseSince(tc.in, now)
+		if (err == nil) != tc.ok || !got.Equal(tc.want) {
+			t.Errorf("ParseSince(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
