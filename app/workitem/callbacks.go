@@ -124,6 +124,7 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 		}
 	}
 	att := it.rec.CurrentAttempt()
+	spent := e.CostMicroUSD - att.CostMicroUSD
 	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
 	// Every attempt keeps its reason in the status record, whose JSON must stay within
 	// GitHub's comment limit whatever the reasons hold (a "<" takes six bytes there).
@@ -136,7 +137,13 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 			return err
 		}
 	}
-	return s.save(ctx, gh, it, "")
+	if err := s.save(ctx, gh, it, ""); err != nil {
+		return err
+	}
+	if spent > 0 {
+		s.observer().Spend(spent)
+	}
+	return nil
 }
 
 // cutReason bounds a run's reason (or a review's problem) as the record keeps it: in
