@@ -37,52 +37,70 @@ func Write(w io.Writer, r Report, format string) error {
 	return nil
 }
 
-// metric is one row of the table: its name and how to read it off a summary.
+// metric is one row of the table: its name, its CSV column, and how to read it off a
+// summary for people (text) and for programs (raw: plain numbers, dollars without a
+// sign, durations in seconds).
 type metric struct {
-	name  string
-	value func(Summary) string
+	name, key string
+	text, raw func(Summary) string
 }
 
 func metrics() []metric {
-	ms := []metric{{"items", func(s Summary) string { return strconv.Itoa(s.Items) }}}
-	for _, st := range ledger.States() {
-		ms = append(ms, metric{"state " + string(st), func(s Summary) string { return strconv.Itoa(s.States[st]) }})
+	same := func(name, key string, f func(Summary) string) metric { return metric{name, key, f, f} }
+	count := func(name, key string, f func(Summary) int) metric {
+		return same(name, key, func(s Summary) string { return strconv.Itoa(f(s)) })
 	}
-	count := func(name string, f func(Summary) int) metric {
-		return metric{name, func(s Summary) string { return strconv.Itoa(f(s)) }}
-	}
-	perItem := func(name string, f func(Summary) int) metric {
-		return metric{name, func(s Summary) string {
+	perItem := func(name, key string, f func(Summary) int) metric {
+		return metric{name, key, func(s Summary) string {
 			if s.Items == 0 {
 				return "-"
 			}
 			return strconv.FormatFloat(float64(f(s))/float64(s.Items), 'f', 2, 64)
+		}, func(s Summary) string {
+			if s.Items == 0 {
+				return ""
+			}
+			return strconv.FormatFloat(float64(f(s))/float64(s.Items), 'f', 2, 64)
 		}}
 	}
-	dur := func(name string, f func(Summary) time.Duration) metric {
-		return metric{name, func(s Summary) string { return Duration(f(s)) }}
+	dur := func(name, key string, f func(Summary) time.Duration) metric {
+		return metric{name, key, func(s Summary) string { return Duration(f(s)) },
+			func(s Summary) string { return strconv.FormatInt(int64(f(s)/time.Second), 10) }}
 	}
-	return append(ms,
-		count("pull requests merged (accepted)", func(s Summary) int { return s.Merged }),
-		count("merged zero-touch", func(s Summary) int { return s.ZeroTouch }),
-		count("pull requests closed unmerged", func(s Summary) int { return s.ClosedUnmerged }),
-		count("pull requests open (pending)", func(s Summary) int { return s.Open }),
-		perItem("runs per item", func(s Summary) int { return s.Runs }),
-		perItem("attempts per item", func(s Summary) int { return s.Attempts }),
-		perItem("rounds per item", func(s Summary) int { return s.Rounds }),
-		dur("approval to pull request p50", func(s Summary) time.Duration { return s.ApprovalToPull.P50 }),
-		dur("approval to pull request mean", func(s Summary) time.Duration { return s.ApprovalToPull.Mean }),
-		dur("approval to merge p50", func(s Summary) time.Duration { return s.ApprovalToMerge.P50 }),
-		dur("approval to merge mean", func(s Summary) time.Duration { return s.ApprovalToMerge.Mean }),
-		metric{"model spend", func(s Summary) string { return USD(s.SpendMicroUSD) }},
-		metric{"model spend per item", func(s Summary) string { return USD(s.SpendPerItem()) }},
-		metric{"model spend per merged pull request", func(s Summary) string {
-			if s.Merged == 0 {
+	usd := func(name, key string, f func(Summary) int64, none func(Summary) bool) metric {
+		return metric{name, key, func(s Summary) string {
+			if none(s) {
 				return "-"
 			}
-			return USD(s.SpendPerMerged())
-		}},
-		count("unreadable records", func(s Summary) int { return s.Unreadable }),
+			return USD(f(s))
+		}, func(s Summary) string {
+			if none(s) {
+				return ""
+			}
+			return strings.Replace(USD(f(s)), "$", "", 1)
+		}}
+	}
+	never := func(Summary) bool { return false }
+	ms := []metric{count("items", "items", func(s Summary) int { return s.Items })}
+	for _, st := range ledger.States() {
+		ms = append(ms, count("state "+string(st), "state_"+strings.ReplaceAll(string(st), "-", "_"), func(s Summary) int { return s.States[st] }))
+	}
+	return append(ms,
+		count("pull requests merged (accepted)", "merged", func(s Summary) int { return s.Merged }),
+		count("merged zero-touch", "zero_touch", func(s Summary) int { return s.ZeroTouch }),
+		count("pull requests closed unmerged", "closed_unmerged", func(s Summary) int { return s.ClosedUnmerged }),
+		count("pull requests open (pending)", "open", func(s Summary) int { return s.Open }),
+		perItem("runs per item", "runs_per_item", func(s Summary) int { return s.Runs }),
+		perItem("attempts per item", "attempts_per_item", func(s Summary) int { return s.Attempts }),
+		perItem("rounds per item", "rounds_per_item", func(s Summary) int { return s.Rounds }),
+		dur("approval to pull request p50", "approval_to_pull_p50_s", func(s Summary) time.Duration { return s.ApprovalToPull.P50 }),
+		dur("approval to pull request mean", "approval_to_pull_mean_s", func(s Summary) time.Duration { return s.ApprovalToPull.Mean }),
+		dur("approval to merge p50", "approval_to_merge_p50_s", func(s Summary) time.Duration { return s.ApprovalToMerge.P50 }),
+		dur("approval to merge mean", "approval_to_merge_mean_s", func(s Summary) time.Duration { return s.ApprovalToMerge.Mean }),
+		usd("model spend", "spend_usd", func(s Summary) int64 { return s.SpendMicroUSD }, never),
+		usd("model spend per item", "spend_per_item_usd", Summary.SpendPerItem, func(s Summary) bool { return s.Items == 0 }),
+		usd("model spend per merged pull request", "spend_per_merged_usd", Summary.SpendPerMerged, func(s Summary) bool { return s.Merged == 0 }),
+		count("unreadable records", "unreadable", func(s Summary) int { return s.Unreadable }),
 	)
 }
 
@@ -107,7 +125,7 @@ func Table(r Report) [][]string {
 	for _, m := range metrics() {
 		row := []string{m.name}
 		for _, s := range cols {
-			row = append(row, m.value(s))
+			row = append(row, m.text(s))
 		}
 		rows = append(rows, row)
 	}
@@ -186,13 +204,14 @@ func writeTable(w io.Writer, r Report) error {
 }
 
 // writeCSV writes one record per summary (every repository, then the total) under a
-// header of the metrics' names: the table turned on its side, one row per repository.
+// header of the metrics' keys: the table turned on its side, one row per repository,
+// with plain numbers (dollars without a sign, durations in seconds, empty for none).
 func writeCSV(w io.Writer, r Report) error {
 	cw := csv.NewWriter(w)
 	ms := metrics()
 	head := []string{"repository"}
 	for _, m := range ms {
-		head = append(head, m.name)
+		head = append(head, m.key)
 	}
 	if err := cw.Write(head); err != nil {
 		return err
@@ -200,7 +219,7 @@ func writeCSV(w io.Writer, r Report) error {
 	for _, s := range append(append([]Summary(nil), r.Repositories...), r.Total) {
 		row := []string{s.Repository}
 		for _, m := range ms {
-			row = append(row, m.value(s))
+			row = append(row, m.raw(s))
 		}
 		if err := cw.Write(row); err != nil {
 			return err

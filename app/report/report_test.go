@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,7 +161,7 @@ func TestWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rows) != 4 || rows[0][0] != "repository" || rows[3][0] != "total" || len(rows[0]) != len(report.Table(r)) {
+			if len(rows) != 4 || rows[0][0] != "repository" || rows[3][0] != "total" || len(rows[0]) != len(report.Table(r)) || !slices.Contains(rows[0], "spend_per_merged_usd") || !slices.Contains(rows[3], "1.24") {
 				t.Errorf("CSV rows %v; want a header and acme/a, acme/b and total, one column per metric", rows)
 			}
 		}},
