@@ -126,18 +126,29 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("failed to read the configuration: %w", err)
 	}
-	return parseConfig(raw, os.LookupEnv, filepath.Dir(path))
+	return parseConfig(raw, os.LookupEnv, filepath.Dir(path), false)
+}
+
+// LoadConfigForReading is LoadConfig for commands that only read GitHub as the App
+// (`bumper report`): a configuration without bumper.run_token_key is accepted, and
+// whoever reads it then says that status records could not be verified.
+func LoadConfigForReading(path string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("failed to read the configuration: %w", err)
+	}
+	return parseConfig(raw, os.LookupEnv, filepath.Dir(path), true)
 }
 
 // ParseConfig is LoadConfig on bytes, with the environment given as a lookup function;
 // a relative bumper.private_key_file is relative to the working directory.
 func ParseConfig(raw []byte, env func(string) (string, bool)) (Config, error) {
-	return parseConfig(raw, env, "")
+	return parseConfig(raw, env, "", false)
 }
 
 // parseConfig is ParseConfig with the directory a relative private_key_file in raw is
 // relative to ("": the working directory).
-func parseConfig(raw []byte, env func(string) (string, bool), dir string) (Config, error) {
+func parseConfig(raw []byte, env func(string) (string, bool), dir string, keyOptional bool) (Config, error) {
 	c := DefaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
@@ -169,7 +180,7 @@ func parseConfig(raw []byte, env func(string) (string, bool), dir string) (Confi
 	for i, k := range c.Bumper.PreviousRunTokenKeys {
 		c.Bumper.PreviousRunTokenKeys[i] = strings.TrimSpace(k)
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.validate(keyOptional && c.Bumper.RunTokenKey == ""); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -206,7 +217,10 @@ func (c *Config) applyEnv(env func(string) (string, bool)) {
 }
 
 // Validate checks the configuration and says what to fix.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(false) }
+
+// validate is Validate; noKey accepts a configuration without bumper.run_token_key.
+func (c *Config) validate(noKey bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.GitHub.App.IntegrationID <= 0 {
@@ -262,7 +276,7 @@ func (c *Config) Validate() error {
 			bad("bumper.token_permissions.%s is %q; use read or write", k, v)
 		}
 	}
-	if _, err := c.RunTokenKeyBytes(); err != nil {
+	if _, err := c.RunTokenKeyBytes(); err != nil && !noKey {
 		bad("bumper.run_token_key: %v", err)
 	}
 	for i, k := range c.Bumper.PreviousRunTokenKeys {

@@ -138,6 +138,8 @@ func TestMetrics(t *testing.T) {
 		{"bad request refusal", "bumper_token_exchanges_total", map[string]string{"outcome": "refused", "reason": "bad_request"}, 1, 0},
 		{"running item", "bumper_work_items", map[string]string{"state": "running"}, 1, 0},
 		{"no item done", "bumper_work_items", map[string]string{"state": "done"}, 0, 0},
+		{"no item ended yet, reported at 0", "bumper_items_outcome_total", map[string]string{"outcome": "done"}, 0, 0},
+		{"no spend reported yet", "bumper_spend_usd_total", nil, 0, 0},
 		{"GitHub reads", "bumper_github_api_requests_total", map[string]string{"method": "GET", "status_class": "2xx"}, 0, 1},
 		{"GitHub writes", "bumper_github_api_requests_total", map[string]string{"method": "POST", "status_class": "2xx"}, 0, 1},
 		{"installation's budget", "bumper_github_rate_limit_remaining", map[string]string{"account": account, "resource": "core"}, 0, 1},

@@ -81,29 +81,10 @@ func (s *Sealer) encode(r *Record, notice string) (string, error) {
 // wrong signature, unknown fields, an unknown schema version or state, or values out of
 // range are errors saying which.
 func (s *Sealer) Decode(body string) (*Record, error) {
-	if len(body) > MaxCommentBytes {
-		return nil, fmt.Errorf("status comment is %d bytes, more than GitHub allows; it was not written by Bumper", len(body))
+	start, header, raw, err := frame(body)
+	if err != nil {
+		return nil, err
 	}
-	if !IsStatusComment(body) {
-		return nil, ErrNoRecord
-	}
-	start := strings.Index(body, RecordOpen)
-	if start < 0 {
-		return nil, ErrNoRecord
-	}
-	rest := body[start+len(RecordOpen):]
-	header, rest, ok := strings.Cut(rest, "\n")
-	if !ok {
-		return nil, fmt.Errorf("status comment's record is not closed with %q", strings.TrimSpace(RecordClose))
-	}
-	end := strings.Index(rest, RecordClose)
-	if end < 0 {
-		return nil, fmt.Errorf("status comment's record is not closed with %q", strings.TrimSpace(RecordClose))
-	}
-	if strings.Contains(rest[end+len(RecordClose):], RecordOpen) {
-		return nil, errors.New("status comment holds more than one record")
-	}
-	raw := []byte(rest[:end])
 	sig, signed := strings.CutPrefix(header, sigPrefix)
 	switch {
 	case header == "":
@@ -114,6 +95,52 @@ func (s *Sealer) Decode(body string) (*Record, error) {
 	case !s.verify(raw, sig):
 		return nil, fmt.Errorf("%w: its signature does not match its content (edited by someone other than Bumper, or signed with a key this Bumper does not hold)", ErrUnsigned)
 	}
+	return parse(body, start, raw)
+}
+
+// DecodeUnverified reads the record out of a status comment as Decode does, but without
+// checking its signature: for reading what records say where the key is not at hand
+// (`bumper report` without serve's key), never for acting on them. The App itself only
+// ever uses Decode.
+func DecodeUnverified(body string) (*Record, error) {
+	start, _, raw, err := frame(body)
+	if err != nil {
+		return nil, err
+	}
+	return parse(body, start, raw)
+}
+
+// frame finds the record in a status comment: where its opening marker starts, the rest
+// of that line (the signature) and the record's JSON bytes.
+func frame(body string) (start int, header string, raw []byte, err error) {
+	if len(body) > MaxCommentBytes {
+		return 0, "", nil, fmt.Errorf("status comment is %d bytes, more than GitHub allows; it was not written by Bumper", len(body))
+	}
+	if !IsStatusComment(body) {
+		return 0, "", nil, ErrNoRecord
+	}
+	start = strings.Index(body, RecordOpen)
+	if start < 0 {
+		return 0, "", nil, ErrNoRecord
+	}
+	rest := body[start+len(RecordOpen):]
+	header, rest, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return 0, "", nil, fmt.Errorf("status comment's record is not closed with %q", strings.TrimSpace(RecordClose))
+	}
+	end := strings.Index(rest, RecordClose)
+	if end < 0 {
+		return 0, "", nil, fmt.Errorf("status comment's record is not closed with %q", strings.TrimSpace(RecordClose))
+	}
+	if strings.Contains(rest[end+len(RecordClose):], RecordOpen) {
+		return 0, "", nil, errors.New("status comment holds more than one record")
+	}
+	return start, header, []byte(rest[:end]), nil
+}
+
+// parse decodes a framed record strictly and reads its note on hidden text from the
+// comment's human part (body up to start).
+func parse(body string, start int, raw []byte) (*Record, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var r Record

@@ -198,3 +198,43 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeUnverified: without the key a record still reads, whoever signed it, and
+// what is not a well-formed record is still refused.
+func TestDecodeUnverified(t *testing.T) {
+	other, err := NewSealer([]byte("another key, also 32 bytes long!"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := testSealer(t).Encode(sampleRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOther, err := other.Encode(sampleRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"signed with this key", signed, true},
+		{"signed with another key", byOther, true},
+		{"signature line removed", strings.Replace(signed, signed[strings.Index(signed, sigPrefix):strings.Index(signed, sigPrefix)+len(sigPrefix)+64], "", 1), true},
+		{"not a status comment", "hello", false},
+		{"unknown field", strings.Replace(signed, `"schema"`, `"extra": 1, "schema"`, 1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := DecodeUnverified(tc.body)
+			if (err == nil) != tc.ok {
+				t.Fatalf("DecodeUnverified: %v; want ok=%v", err, tc.ok)
+			}
+			if tc.ok && r.Issue != sampleRecord().Issue {
+				t.Fatalf("issue %d; want %d", r.Issue, sampleRecord().Issue)
+			}
+		})
+	}
+	if _, err := testSealer(t).Decode(byOther); !errors.Is(err, ErrUnsigned) {
+		t.Fatalf("Decode of another key's record: %v; want ErrUnsigned", err)
+	}
+}

@@ -43,7 +43,13 @@ type Metrics struct {
 	exchanges  *prometheus.CounterVec
 	api        *prometheus.CounterVec
 	remaining  *prometheus.GaugeVec
+	outcomes   *prometheus.CounterVec
+	spend      prometheus.Counter
 }
+
+// Outcomes are the final states bumper_items_outcome_total counts, each reported from
+// the start (at zero) so a rate over one sees 0 rather than no series.
+var Outcomes = []string{"done", "failed", "stopped", "error"}
 
 // New builds the registry. itemsByState is called at every scrape and returns the
 // number of indexed work items in each state; every state it names is reported, zero
@@ -77,8 +83,18 @@ func New(itemsByState func() map[string]int) *Metrics {
 			Name: "github_rate_limit_remaining",
 			Help: "X-RateLimit-Remaining of GitHub's last response for each credential (the App, or the installation on an account) and rate-limit resource."},
 			[]string{"account", "resource"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
+			Name: "items_outcome_total",
+			Help: "Work items that reached a final state, by that state (done: its pull request merged; failed; stopped, closed included; error)."},
+			[]string{"outcome"}),
+		spend: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
+			Name: "spend_usd_total",
+			Help: "Model spend of runs, in US dollars, as the runs reported it with their evidence (the firewall's metered figure)."}),
 	}
-	m.reg.MustRegister(m.webhooks, m.handling, m.dispatches, m.exchanges, m.api, m.remaining,
+	for _, o := range Outcomes {
+		m.outcomes.WithLabelValues(o)
+	}
+	m.reg.MustRegister(m.webhooks, m.handling, m.dispatches, m.exchanges, m.api, m.remaining, m.outcomes, m.spend,
 		&itemsCollector{desc: prometheus.NewDesc(Namespace+"_work_items",
 			"Work items in serve's index, by state (read from the index at scrape time).", []string{"state"}, nil),
 			count: itemsByState},
@@ -112,6 +128,18 @@ func (m *Metrics) Handled(event string, elapsed time.Duration, err error) {
 // Dispatch implements workitem.Observer.
 func (m *Metrics) Dispatch(stage, result string) {
 	m.dispatches.WithLabelValues(stage, result).Inc()
+}
+
+// Outcome implements workitem.Observer.
+func (m *Metrics) Outcome(state string) {
+	m.outcomes.WithLabelValues(state).Inc()
+}
+
+// Spend implements workitem.Observer.
+func (m *Metrics) Spend(microUSD int64) {
+	if microUSD > 0 {
+		m.spend.Add(float64(microUSD) / 1e6)
+	}
 }
 
 // TokenExchange implements runnerapi.Observer.

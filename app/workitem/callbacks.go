@@ -126,6 +126,7 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 		}
 	}
 	att := it.rec.CurrentAttempt()
+	spent := e.CostMicroUSD - att.CostMicroUSD
 	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
 	if err := s.settleDaily(ctx, it.rec, att); err != nil {
 		// The run's hold stays in the day's counter: it counts against the cap, never
@@ -143,7 +144,13 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 			return err
 		}
 	}
-	return s.save(ctx, gh, it, "")
+	if err := s.save(ctx, gh, it, ""); err != nil {
+		return err
+	}
+	if spent > 0 {
+		s.observer().Spend(spent)
+	}
+	return nil
 }
 
 // cutReason bounds a run's reason (or a review's problem) as the record keeps it: in

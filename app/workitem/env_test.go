@@ -451,8 +451,29 @@ func (e *env) planned() *item {
 
 // observer records what the service tells serve's metrics.
 type observer struct {
-	mu      sync.Mutex
-	results []string // stage/result
+	mu       sync.Mutex
+	results  []string // stage/result
+	outcomes []string
+	spent    int64
+}
+
+func (o *observer) Outcome(state string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outcomes = append(o.outcomes, state)
+}
+
+func (o *observer) Spend(micro int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.spent += micro
+}
+
+// ended are the final states reported, in order, and the spend reported in all.
+func (o *observer) ended() ([]string, int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.outcomes), o.spent
 }
 
 func (o *observer) Dispatch(stage, result string) {

@@ -13,6 +13,12 @@ type Observer interface {
 	// Dispatch reports one dispatch attempted for a stage, with one of the Dispatch*
 	// results.
 	Dispatch(stage, result string)
+	// Outcome reports a work item reaching a final state (done, failed, stopped or
+	// error), once per move into it.
+	Outcome(state string)
+	// Spend reports model spend a run reported with its evidence, in micro-USD: the
+	// difference from what the attempt held before, so a report sent again adds nothing.
+	Spend(microUSD int64)
 }
 
 // The results a dispatch reports to the Observer.
@@ -31,6 +37,8 @@ const (
 type nopObserver struct{}
 
 func (nopObserver) Dispatch(string, string) {}
+func (nopObserver) Outcome(string)          {}
+func (nopObserver) Spend(int64)             {}
 
 func (s *Service) observer() Observer {
 	if s.opts.Observer == nil {

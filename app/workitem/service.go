@@ -245,6 +245,9 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 		}
 		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.From, string(from)).
 			Str(logkey.State, string(rec.State)).Str(logkey.Reason, rec.Reason).Msg("work item moved")
+		if rec.State.Terminal() {
+			s.observer().Outcome(string(rec.State))
+		}
 	}
 	if err := s.idx.Put(rec, it.commentID); err != nil {
 		return err

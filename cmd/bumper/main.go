@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"serve":       {summary: "run the GitHub App: webhooks, dispatch, token exchange (--config FILE)", doc: "docs/install.md", run: runServe},
 		"emulator":    {summary: "run a GitHub emulator (REST API, git, webhooks, OIDC) on loopback", doc: "docs/emulator.md", run: runEmulator},
 		"image":       {summary: "build a sandbox VM image (kernel, initramfs, rootfs), or prune the image cache", doc: "docs/images.md", run: runImage},
+		"report":      {summary: "what Bumper shipped and what it cost: work items, pull requests merged (zero-touch), rounds, times, spend (--repo OWNER/NAME | --org ORG --config FILE [--since 7d] [--format table|json|csv] [--post])", doc: "docs/report.md", run: runReport},
 		"doctor":      {summary: "check a runner host, the App and a repository's set-up; each finding with its fix (--repo OWNER/REPO --config FILE, --json)", doc: "docs/doctor.md", run: runDoctor},
 		"demo":        {summary: "the whole arc on this machine: an issue to a reviewed pull request, with the emulator, serve, the firewall and a microVM", doc: "docs/demo.md", run: runDemo},
 		"env":         {summary: "build (or find) a repository's environment image from a checkout: bumper env build DIR", doc: "docs/environments.md", run: runEnv},

@@ -3,6 +3,7 @@ package rest
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/ghemu/apierr"
@@ -162,4 +163,16 @@ func (a *API) getRateLimit(w http.ResponseWriter, r *http.Request, c *call) {
 			"integration_manifest": other("integration_manifest", 5000)},
 		"rate": core,
 	})
+}
+
+// getOrgInstallation serves GET /orgs/{org}/installation: the App's installation on an
+// organization, 404 when it has none.
+func (a *API) getOrgInstallation(w http.ResponseWriter, r *http.Request, c *call) {
+	for _, in := range c.st.Installations() {
+		if strings.EqualFold(in.Account, c.params["org"]) {
+			apierr.WriteJSON(w, http.StatusOK, c.rn.Installation(in))
+			return
+		}
+	}
+	apierr.Write(w, apierr.NotFound())
 }

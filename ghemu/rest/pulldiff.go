@@ -74,3 +74,32 @@ func (a *API) listPullFiles(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	writeList(c, w, r, files, func(f gitserver.FileDiff) obj { return renderDiffEntry(c.st.BaseURL(), c.repo, p.HeadSHA, f) })
 }
+
+// maxPullCommits is how many commits GitHub lists for a pull request at most.
+const maxPullCommits = 250
+
+// listPullCommits serves GET /repos/{o}/{r}/pulls/{n}/commits: the commits of base..head,
+// oldest first, as GitHub lists them (at most 250).
+func (a *API) listPullCommits(w http.ResponseWriter, r *http.Request, c *call) {
+	_, p, err := c.pull()
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	shas, err := a.git.CommitsBetween(r.Context(), c.repo.Owner, c.repo.Name, p.BaseSHA, p.HeadSHA, maxPullCommits)
+	if err != nil {
+		apierr.Write(w, err)
+		return
+	}
+	list := make([]*gitserver.CommitInfo, len(shas))
+	for i, sha := range shas {
+		ci, err := a.commits.Get(r.Context(), c.repo, sha)
+		if err != nil {
+			apierr.Write(w, err)
+			return
+		}
+		// rev-list is newest first; GitHub lists oldest first.
+		list[len(shas)-1-i] = ci
+	}
+	writeList(c, w, r, list, func(ci *gitserver.CommitInfo) obj { return renderCommit(c, c.repo, ci) })
+}

@@ -47,6 +47,7 @@ func (a *API) register() {
 	rt.add(get, "/app/installations/{installation_id}", app, a.getInstallation)
 	rt.add(post, "/app/installations/{installation_id}/access_tokens", app, a.createInstallationToken)
 	rt.add(get, "/repos/{owner}/{repo}/installation", app, a.getRepoInstallation)
+	rt.add(get, "/orgs/{org}/installation", app, a.getOrgInstallation)
 	rt.add(get, "/app/hook/deliveries", app, a.listDeliveries)
 	rt.add(get, "/app/hook/deliveries/{delivery_id}", app, a.getDelivery)
 	rt.add(post, "/app/hook/deliveries/{delivery_id}/attempts", app, a.redeliver)
@@ -115,6 +116,7 @@ func (a *API) register() {
 	rt.add(post, "/repos/{owner}/{repo}/pulls/{pull_number}/comments", pullsW, a.createPullComment)
 	rt.add(post, "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", pullsW, a.createReply)
 	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/files", pullsR, a.listPullFiles)
+	rt.add(get, "/repos/{owner}/{repo}/pulls/{pull_number}/commits", pullsR, a.listPullCommits)
 
 	// Check runs.
 	rt.add(post, "/repos/{owner}/{repo}/check-runs", checksW, a.createCheckRun)
