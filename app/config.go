@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,31 @@ type BumperConfig struct {
 	// PreviousAttestationKeysFile holds public keys (PEM) serve still publishes after a
 	// rotation, so bundles signed before it verify against what serve publishes.
 	PreviousAttestationKeysFile string `yaml:"previous_attestation_keys_file"`
+	// Limits cap what all of Bumper's runs spend per UTC day (docs/usage.md#budgets).
+	Limits LimitsConfig `yaml:"limits"`
+}
+
+// LimitsConfig is serve's caps above the run; zero turns a cap off.
+type LimitsConfig struct {
+	// RepoDailyUSD and InstallationDailyUSD cap the model spending of one repository's,
+	// and one installation's, runs per UTC day; RepoDailyItems how many work items may
+	// start in a repository per day.
+	RepoDailyUSD         float64 `yaml:"repo_daily_usd"`
+	InstallationDailyUSD float64 `yaml:"installation_daily_usd"`
+	RepoDailyItems       int     `yaml:"repo_daily_items"`
+	// LedgerRepository is the repository, in each installation's account, that holds
+	// the installation's day counters (default .github); the App must be installed on
+	// it when installation_daily_usd is set.
+	LedgerRepository string `yaml:"ledger_repository"`
+}
+
+// maxDailyUSD bounds the daily caps, as repoconfig bounds a run's.
+const maxDailyUSD = 10_000_000
+
+// workitemLimits is the config's limits as the work items count them.
+func (l LimitsConfig) workitemLimits() workitem.Limits {
+	return workitem.Limits{RepoDailyMicroUSD: int64(math.Round(l.RepoDailyUSD * 1e6)),
+		InstallationDailyMicroUSD: int64(math.Round(l.InstallationDailyUSD * 1e6)), RepoDailyItems: l.RepoDailyItems}
 }
 
 // LogConfig sets the log level and format.
@@ -223,6 +249,20 @@ func (c *Config) Validate() error { return c.validate(false) }
 func (c *Config) validate(noKey bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, d := range []struct {
+		key string
+		usd float64
+	}{{"repo_daily_usd", c.Bumper.Limits.RepoDailyUSD}, {"installation_daily_usd", c.Bumper.Limits.InstallationDailyUSD}} {
+		if math.IsNaN(d.usd) || d.usd < 0 || d.usd > maxDailyUSD {
+			bad("bumper.limits.%s is %v; use dollars from 0 (no cap) to %d", d.key, d.usd, maxDailyUSD)
+		}
+	}
+	if c.Bumper.Limits.RepoDailyItems < 0 {
+		bad("bumper.limits.repo_daily_items is %d; use 0 (no cap) or more", c.Bumper.Limits.RepoDailyItems)
+	}
+	if r := c.Bumper.Limits.LedgerRepository; r != "" && !validRepoName(r) {
+		bad("bumper.limits.ledger_repository %q: name a repository of the installation's account, e.g. .github (no owner)", r)
+	}
 	if c.GitHub.App.IntegrationID <= 0 {
 		bad("github.app.integration_id must be the App's ID (a positive number)")
 	}
@@ -342,4 +382,17 @@ func (c *Config) Logger(w io.Writer) zerolog.Logger {
 		return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true}).Level(lvl).With().Timestamp().Logger()
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+// validRepoName is a repository's name as GitHub allows it.
+func validRepoName(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > 100 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

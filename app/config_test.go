@@ -83,6 +83,16 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{"negative approve window", base + "  approve_window: -1m\n", nil, "approve_window", nil},
+		{"daily limits", base + "  limits: {repo_daily_usd: 5, installation_daily_usd: 50.5, repo_daily_items: 10, ledger_repository: budgets}\n", nil, "", func(t *testing.T, c Config) {
+			l := c.Bumper.Limits.workitemLimits()
+			if l.RepoDailyMicroUSD != 5_000_000 || l.InstallationDailyMicroUSD != 50_500_000 || l.RepoDailyItems != 10 || c.Bumper.Limits.LedgerRepository != "budgets" {
+				t.Fatalf("limits %+v", c.Bumper.Limits)
+			}
+		}},
+		{"negative daily cap", base + "  limits: {repo_daily_usd: -1}\n", nil, "repo_daily_usd", nil},
+		{"not-a-number daily cap", base + "  limits: {installation_daily_usd: .nan}\n", nil, "installation_daily_usd", nil},
+		{"negative item cap", base + "  limits: {repo_daily_items: -2}\n", nil, "repo_daily_items", nil},
+		{"ledger repository with an owner", base + "  limits: {ledger_repository: acme/.github}\n", nil, "ledger_repository", nil},
 		{"default redelivery", base, nil, "", func(t *testing.T, c Config) {
 			if c.Server.RedeliverInterval.Minutes() != 5 || c.Server.RedeliverWindow.Hours() != 3 {
 				t.Fatalf("redelivery every %v over %v", c.Server.RedeliverInterval, c.Server.RedeliverWindow)

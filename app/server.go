@@ -106,7 +106,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
 		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
 		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now,
-		Observer: met, Fault: opts.Fault, AppID: cfg.GitHub.App.IntegrationID})
+		Observer: met, Fault: opts.Fault, AppID: cfg.GitHub.App.IntegrationID,
+		Limits: cfg.Bumper.Limits.workitemLimits(), Spend: ghclient.NewSpendStore(conn, cfg.Bumper.Limits.LedgerRepository)})
 	if err != nil {
 		return nil, err
 	}
