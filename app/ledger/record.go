@@ -171,11 +171,11 @@ type Attempt struct {
 	// ReservedMicroUSD is the model budget the run was granted at its exchange: what
 	// it counts against the work item's budget until its runner reports its cost, and
 	// for good when it never does (a crash: the proxy may have spent all of it).
-	ReservedMicroUSD int64  `json:"reserved_micro_usd,omitempty"`
+	ReservedMicroUSD int64 `json:"reserved_micro_usd,omitempty"`
 	// SpendDay is the UTC day (2006-01-02) whose counters hold the run's grant, when
 	// serve's daily limits are on: its cost settles there, whenever it ends.
-	SpendDay string `json:"spend_day,omitempty"`
-	EvidenceDigest   string `json:"evidence_digest,omitempty"`
+	SpendDay       string `json:"spend_day,omitempty"`
+	EvidenceDigest string `json:"evidence_digest,omitempty"`
 	// HeadCommit is the commit the run pushed to its work branch, as the runner
 	// reported it; the work item's pull request must have exactly this head.
 	HeadCommit string `json:"head_commit,omitempty"`
