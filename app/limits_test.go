@@ -70,12 +70,14 @@ func TestDailyLimits(t *testing.T) {
 		}
 		grants = append(grants, g)
 	}
-	// A fourth is held at its exchange: the item fails, saying which cap and when.
-	n4, run4 := h.approved()
-	if code, _, body := h.exchange(exchangeRequest(h, run4, h.runnerToken(run4))); code == http.StatusOK || !strings.Contains(body, "limits.repo_daily_usd") {
-		t.Fatalf("fourth exchange: %d %s", code, body)
-	}
+	// A fourth is not dispatched: the item fails, saying which cap and when.
+	n4 := h.openIssue("Make widgets 5", "The widget count should be 5.")
+	h.label(ghemu.DefaultMaintainer, n4, "agent:implement")
+	h.comment(ghemu.DefaultMaintainer, n4, "/approve")
 	r := h.expectState(n4, ledger.Failed)
+	if len(h.runs()) != 3 {
+		t.Fatalf("%d runs dispatched; the cap was spent after 3", len(h.runs()))
+	}
 	for _, want := range []string{"limits.repo_daily_usd is spent for today: $5.00 of $5.00", "resets at", "/retry"} {
 		if !strings.Contains(r.Reason, want) {
 			t.Fatalf("reason %q lacks %q", r.Reason, want)

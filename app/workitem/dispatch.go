@@ -71,20 +71,18 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 	if n > ledger.MaxAttempts {
 		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the work item has had the %d runs its record can hold; open a new issue to go on", ledger.MaxAttempts))
 	}
-	if n == 1 {
-		// The item starts: it counts against limits.repo_daily_items, once.
+	if err := s.mayDispatchToday(ctx, rec, n == 1); err != nil {
 		var capErr *capSpent
-		if err := s.startItem(ctx, rec); errors.As(err, &capErr) {
-			// The item failed, its status saying which cap and when it resets; there is no
-			// caller to refuse.
-			var ref *Refusal
-			if err := s.failOnCap(ctx, gh, it, nil, capErr); !errors.As(err, &ref) {
-				return err
-			}
-			return nil
-		} else if err != nil {
+		if !errors.As(err, &capErr) {
 			return err
 		}
+		// The item fails, its status saying which cap and when it resets; there is no
+		// caller to refuse.
+		var ref *Refusal
+		if err := s.failOnCap(ctx, gh, it, nil, capErr); !errors.As(err, &ref) {
+			return err
+		}
+		return nil
 	}
 	rev := rec.ApprovalRevision()
 	key := DispatchKey(rec.Issue, rev, n)

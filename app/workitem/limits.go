@@ -165,6 +165,43 @@ func (s *Service) reserveDaily(ctx context.Context, rec *ledger.Record, att *led
 	return grant, nil
 }
 
+// mayDispatchToday refuses, with a *capSpent, a dispatch today's caps would refuse:
+// a money cap already spent, or, for the item's first run (starts), a full
+// limits.repo_daily_items, which it otherwise counts the item against.
+func (s *Service) mayDispatchToday(ctx context.Context, rec *ledger.Record, starts bool) error {
+	if !s.opts.Limits.on() {
+		return nil
+	}
+	if err := s.dailySpent(ctx, rec); err != nil || !starts {
+		return err
+	}
+	return s.startItem(ctx, rec)
+}
+
+// dailySpent reports, without holding anything, a money cap of rec's already spent
+// today: a dispatch then waits for the reset rather than start a runner job whose
+// exchange would be refused.
+func (s *Service) dailySpent(ctx context.Context, rec *ledger.Record) error {
+	l := s.opts.Limits
+	day, end, left := s.today()
+	for _, sc := range []struct {
+		scope, name string
+		cap         int64
+	}{{rec.Repository, "limits.repo_daily_usd", l.RepoDailyMicroUSD}, {ScopeInstallation(rec.Repository), "limits.installation_daily_usd", l.InstallationDailyMicroUSD}} {
+		if sc.cap == 0 {
+			continue
+		}
+		c, _, err := s.opts.Spend.Load(ctx, sc.scope, day)
+		if err != nil {
+			return fmt.Errorf("failed to read the day counter of %s for %s: %w", sc.scope, day, err)
+		}
+		if c.used() >= sc.cap {
+			return &capSpent{name: sc.name, spent: c.used(), cap: sc.cap, resets: end, resetsAfter: left}
+		}
+	}
+	return nil
+}
+
 // releaseDaily drops key's holds in scopes, best effort: a hold left behind counts
 // against the day, never for it.
 func (s *Service) releaseDaily(ctx context.Context, scopes []string, day, key string) {
