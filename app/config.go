@@ -86,6 +86,17 @@ type BumperConfig struct {
 	PreviousAttestationKeysFile string `yaml:"previous_attestation_keys_file"`
 	// Limits cap what all of Bumper's runs spend per UTC day (docs/usage.md#budgets).
 	Limits LimitsConfig `yaml:"limits"`
+	// Paused is the kill switch: nothing is dispatched, token exchanges are refused,
+	// and runs in flight stop at their next poll (or finish, with Pause "finish").
+	// `bumper serve` reads it again on SIGHUP (docs/operating.md#pausing-everything).
+	Paused bool `yaml:"paused"`
+	// Pause is what a pause does to runs in flight: "stop" (the default) or "finish".
+	Pause string `yaml:"pause"`
+}
+
+// PauseState is the configuration's kill switch as the work items read it.
+func (b BumperConfig) PauseState() workitem.PauseState {
+	return workitem.PauseState{Paused: b.Paused, Finish: b.Pause == "finish"}
 }
 
 // LimitsConfig is serve's caps above the run; zero turns a cap off.
@@ -249,6 +260,9 @@ func (c *Config) Validate() error { return c.validate(false) }
 func (c *Config) validate(noKey bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if p := c.Bumper.Pause; p != "" && p != "stop" && p != "finish" {
+		bad("bumper.pause is %q; use stop (runs in flight stop at their next poll) or finish (they end on their own)", p)
+	}
 	for _, d := range []struct {
 		key string
 		usd float64

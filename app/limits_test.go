@@ -13,6 +13,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/ghemu"
 )
 
@@ -164,4 +165,31 @@ func TestDailyItems(t *testing.T) {
 	h.comment(ghemu.DefaultMaintainer, n1, "/retry")
 	h.comment(ghemu.DefaultMaintainer, n1, "/approve")
 	h.expectState(n1, ledger.Running)
+}
+
+// TestPauseSwitch: serve's kill switch as a reload of its configuration sets it
+// (SetPause, what SIGHUP calls): paused, an approval dispatches nothing and the status
+// comment says what paused it; unpaused, the held item is dispatched without a new
+// approval.
+func TestPauseSwitch(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	if _, err := h.srv.SetPause(h.ctx, workitem.PauseState{Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	h.comment(ghemu.DefaultMaintainer, n, "/approve")
+	r := h.expectState(n, ledger.AwaitingApproval)
+	if r.Paused != workitem.PausedByServe || len(h.runs()) != 0 || !strings.Contains(h.statusComment(n).GetBody(), "paused by serve") {
+		t.Fatalf("paused %q, %d runs, status:\n%s", r.Paused, len(h.runs()), h.statusComment(n).GetBody())
+	}
+	resumed, err := h.srv.SetPause(h.ctx, workitem.PauseState{})
+	if err != nil || resumed != 1 {
+		t.Fatalf("unpausing resumed %d, %v", resumed, err)
+	}
+	h.settle()
+	if r := h.expectState(n, ledger.Running); len(h.runs()) != 1 || r.Paused != "" {
+		t.Fatalf("%d runs, paused %q after unpausing", len(h.runs()), r.Paused)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregjones/httpcache"
@@ -51,6 +52,23 @@ type Server struct {
 	ready          *readiness
 	// redeliver asks GitHub again for the failed webhook deliveries.
 	redeliver *redeliverer
+	// pause is the kill switch as the work items read it (SetPause).
+	pause *atomic.Pointer[workitem.PauseState]
+}
+
+// SetPause turns the kill switch (bumper.paused, bumper.pause) on or off at once, as
+// a reload of the configuration does; turned off, every item a pause held is
+// dispatched again (without a new approval unless it lapsed). It returns how many.
+func (s *Server) SetPause(ctx context.Context, p workitem.PauseState) (int, error) {
+	prev := s.pause.Swap(&p)
+	log := zerolog.Ctx(ctx).Info().Bool(logkey.Paused, p.Paused).Bool(logkey.PauseFinish, p.Finish)
+	if p.Paused || prev == nil || !prev.Paused {
+		log.Msg("pause switch set")
+		return 0, nil
+	}
+	n, err := s.svc.Resume(ctx)
+	log.Int(logkey.Resumed, n).Msg("unpaused; the held work items were dispatched")
+	return n, err
 }
 
 // New wires the App: client creator, ledger index, domain service, handlers, token
@@ -103,11 +121,15 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	conn := ghclient.NewConnector(cc)
+	pause := &atomic.Pointer[workitem.PauseState]{}
+	initial := cfg.Bumper.PauseState()
+	pause.Store(&initial)
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: conn, Workflow: cfg.Bumper.Workflow,
 		TriggerLabel: cfg.Bumper.TriggerLabel, TokenPermissions: cfg.Bumper.TokenPermissions,
 		RunTokens: runTokens, Sealer: sealer, ApproveWindow: cfg.Bumper.ApproveWindow, Now: opts.Now,
 		Observer: met, Fault: opts.Fault, AppID: cfg.GitHub.App.IntegrationID,
-		Limits: cfg.Bumper.Limits.workitemLimits(), Spend: ghclient.NewSpendStore(conn, cfg.Bumper.Limits.LedgerRepository)})
+		Limits: cfg.Bumper.Limits.workitemLimits(), Spend: ghclient.NewSpendStore(conn, cfg.Bumper.Limits.LedgerRepository),
+		Pause: func() workitem.PauseState { return *pause.Load() }})
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +166,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	}
 	api.Register(mux)
 	health(mux)
-	srv := &Server{cfg: cfg, svc: svc, sched: sched, ready: ready,
+	srv := &Server{cfg: cfg, svc: svc, sched: sched, ready: ready, pause: pause,
 		redeliver: newRedeliverer(cc, cfg.Server.RedeliverWindow, opts.Now)}
 	if cfg.Server.MetricsAddress == "" {
 		mux.Handle("GET /metrics", met.Handler())

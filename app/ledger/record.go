@@ -74,6 +74,10 @@ type Record struct {
 	// review, or the App may bypass it); empty when it does, or was not checked.
 	Protection string `json:"protection,omitempty"`
 	AuditHead  string `json:"audit_head,omitempty"`
+	// Paused names what paused the item's run (serve's configuration, the repository's
+	// file): the item waits, its approval kept, and starts again once unpaused. Empty
+	// when nothing holds it.
+	Paused string `json:"paused,omitempty"`
 	// Reason says why the item is failed, stopped, in error or was sent back.
 	Reason    string    `json:"reason,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`

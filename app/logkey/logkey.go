@@ -34,4 +34,9 @@ const (
 	Deliveries       = "deliveries"
 	FailedDeliveries = "failed_deliveries"
 	Redelivered      = "redelivered"
+	// Paused, PauseFinish and Resumed are the kill switch's state and what turning it
+	// off dispatched.
+	Paused      = "paused"
+	PauseFinish = "pause_finish"
+	Resumed     = "resumed"
 )

@@ -212,6 +212,25 @@ func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.Should
 	if !it.rec.State.Active() {
 		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("the work item is %s", it.rec.State)}, nil
 	}
+	if by, err := s.stopPaused(ctx, gh, it.repo.FullName); err != nil {
+		return wire.ShouldStop{}, err
+	} else if by != "" {
+		// Read again under the item's lock: the hold is a write.
+		defer s.lock(c.WorkItem.String())()
+		if gh, it, err = s.current(ctx, c); err != nil {
+			return wire.ShouldStop{Stop: true, Reason: err.Error()}, nil
+		}
+		if !it.rec.State.Active() {
+			return wire.ShouldStop{Stop: true, Reason: "paused by " + by}, nil
+		}
+		if err := s.hold(ctx, it, it.rec.CurrentAttempt(), by); err != nil {
+			return wire.ShouldStop{}, err
+		}
+		if err := s.save(ctx, gh, it, ""); err != nil {
+			return wire.ShouldStop{}, err
+		}
+		return wire.ShouldStop{Stop: true, Reason: "paused by " + by}, nil
+	}
 	if h := it.rec.HumanPush; h != nil && rounds(c.Stage) {
 		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("@%s pushed to %s: Bumper does not push there again", h.By, it.rec.WorkBranch)}, nil
 	}

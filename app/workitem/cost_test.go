@@ -45,11 +45,11 @@ func TestRoundCosts(t *testing.T) {
 	before := e.calls()
 	e.review(it, writer, "CHANGES_REQUESTED", askRename, inline()...)
 	check(t, "a review starting a round", e.callsSince(before), map[string]int{"Permission": 2, "Reviews": 1, "Review": 1, "PullComments": 1,
-		"CreateRef": 1, "Dispatch": 1, "EditComment": 1, "AddLabel": 1, "RemoveLabel": 1, "CreateComment": 1})
+		"File": 1, "CreateRef": 1, "Dispatch": 1, "EditComment": 1, "AddLabel": 1, "RemoveLabel": 1, "CreateComment": 1})
 	before = e.calls()
 	_, claims, err := e.exchange(e.lastRun())
 	e.must(err)
-	check(t, "the round's exchange", e.callsSince(before), map[string]int{"PullRequest": 1, "Issue": 1, "Comment": 1, "CreateRef": 1,
+	check(t, "the round's exchange", e.callsSince(before), map[string]int{"PullRequest": 1, "Issue": 1, "Comment": 1, "File": 1, "CreateRef": 1,
 		"EditComment": 1, "RepoToken": 1})
 	before = e.calls()
 	_, err = e.svc.Task(e.ctx, claims)
@@ -81,6 +81,6 @@ func TestRoundCosts(t *testing.T) {
 	e.inReview()
 	before = e.calls()
 	e.must(e.pushEvent(e.conflictOnMain()))
-	check(t, "a base push, the pull request conflicting", e.callsSince(before), map[string]int{"PullRequest": 2, "Reviews": 1, "CreateRef": 1,
+	check(t, "a base push, the pull request conflicting", e.callsSince(before), map[string]int{"PullRequest": 2, "Reviews": 1, "File": 1, "CreateRef": 1,
 		"Dispatch": 1, "EditComment": 1, "AddLabel": 1, "RemoveLabel": 1})
 }

@@ -71,6 +71,11 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 	if n > ledger.MaxAttempts {
 		return s.move(ctx, it, ledger.Failed, fmt.Sprintf("the work item has had the %d runs its record can hold; open a new issue to go on", ledger.MaxAttempts))
 	}
+	if by, err := s.pausedBy(ctx, gh, it.repo.FullName); err != nil {
+		return err
+	} else if by != "" {
+		return s.hold(ctx, it, nil, by)
+	}
 	if err := s.mayDispatchToday(ctx, rec, n == 1); err != nil {
 		var capErr *capSpent
 		if !errors.As(err, &capErr) {

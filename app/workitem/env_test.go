@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,8 @@ type env struct {
 	obs    *observer
 	repo   workitem.Repo
 	fault  func(workitem.FaultPoint) error
+	// pause is serve's kill switch as the replicas read it.
+	pause atomic.Pointer[workitem.PauseState]
 }
 
 // newEnv starts an App on a repository whose .github/bumper.yml is policy ("": none).
@@ -83,6 +86,12 @@ func (e *env) replica() *workitem.Service {
 	svc, err := workitem.New(workitem.Options{Index: idx, Connector: e.gh, Workflow: workflow, TriggerLabel: trigger,
 		TokenPermissions: tokenPermissions, RunTokens: e.signer, Sealer: e.sealer, ApproveWindow: workitem.DefaultApproveWindow,
 		Now: e.clock.Now, AppID: e.gh.AppID(), Observer: e.obs,
+		Pause: func() workitem.PauseState {
+			if p := e.pause.Load(); p != nil {
+				return *p
+			}
+			return workitem.PauseState{}
+		},
 		// GitHub's background work is the fake's reads, not time: nothing to wait for.
 		Wait: func(context.Context, time.Duration) error { return nil },
 		Fault: func(p workitem.FaultPoint) error {

@@ -54,6 +54,17 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err != nil {
 		return none, err
 	}
+	if by, err := s.pausedBy(ctx, gh, it.repo.FullName); err != nil {
+		return none, err
+	} else if by != "" {
+		if err := s.hold(ctx, it, att, by); err != nil {
+			return none, err
+		}
+		if err := s.save(ctx, gh, it, ""); err != nil {
+			return none, err
+		}
+		return none, refuse(RefusalPaused, "paused by %s", by)
+	}
 	budget, err := s.runBudget(ctx, gh, it, att)
 	if err != nil {
 		return none, err

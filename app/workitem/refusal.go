@@ -85,10 +85,13 @@ const (
 	// RefusalBudget: the work item's model budget (bounds.cost_per_item_usd) is spent
 	// by its earlier runs; the item fails, saying so.
 	RefusalBudget RefusalKind = "budget"
+	// RefusalPaused: serve's configuration or the repository's file pauses Bumper; the
+	// item waits, its approval kept.
+	RefusalPaused RefusalKind = "paused"
 )
 
 // RefusalKinds lists every kind.
 func RefusalKinds() []RefusalKind {
 	return []RefusalKind{RefusalBadRequest, RefusalOIDC, RefusalRunToken, RefusalIdentity, RefusalUnknownItem,
-		RefusalAttempt, RefusalNonce, RefusalApproval, RefusalState, RefusalStage, RefusalInvalidReport, RefusalPolicy, RefusalDependency, RefusalBudget}
+		RefusalAttempt, RefusalNonce, RefusalApproval, RefusalState, RefusalStage, RefusalInvalidReport, RefusalPolicy, RefusalDependency, RefusalBudget, RefusalPaused}
 }

@@ -28,6 +28,7 @@ func TestRefusalLabels(t *testing.T) {
 		RefusalPolicy:        "policy",
 		RefusalDependency:    "dependency",
 		RefusalBudget:        "budget",
+		RefusalPaused:        "paused",
 	}
 	if len(RefusalKinds()) != len(labels) {
 		t.Fatalf("RefusalKinds has %d kinds, the table %d", len(RefusalKinds()), len(labels))

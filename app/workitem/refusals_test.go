@@ -24,8 +24,9 @@ type refusalCase struct {
 	call   func(e *env, it *item) error
 	// voids: the refusal also voids the approval and sends the item back to awaiting
 	// approval, saying so on the issue; fails: it fails the item, saying why in its
-	// record; otherwise nothing changes at all.
-	voids, fails bool
+	// record; holds: it sends the item back to awaiting approval with its approval
+	// kept, paused; otherwise nothing changes at all.
+	voids, fails, holds bool
 }
 
 // withIdentity presents the run's nonce with an identity changed by change.
@@ -344,6 +345,12 @@ func refusalCases() []refusalCase {
 				it.run = e.lastRun()
 				return it
 			}, call: exchangeAgain},
+		{name: "a run's token while serve's configuration pauses everything", kind: workitem.RefusalPaused, want: "paused by serve's configuration", holds: true,
+			reach: func(e *env) *item {
+				it := e.running()
+				e.pause.Store(&workitem.PauseState{Paused: true})
+				return it
+			}, call: exchangeAgain},
 		{name: "a report of more steers than a run is given", kind: workitem.RefusalInvalidReport, want: "speaks of 65 steers", reach: granted,
 			call: func(e *env, it *item) error {
 				reports := make([]wire.SteerDelivery, 65)
@@ -394,6 +401,12 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("tokens %d → %d, runs %d → %d", tokens, len(e.gh.Tokens()), runs, len(e.runs()))
 			}
 			after := e.record(it.n)
+			if tt.holds {
+				if after.State != ledger.AwaitingApproval || after.ActiveApproval() == nil || after.Paused == "" || !strings.Contains(after.Reason, tt.want) {
+					t.Fatalf("state %s, paused %q, reason %q: the item was not held with its approval", after.State, after.Paused, after.Reason)
+				}
+				return
+			}
 			if tt.fails {
 				if after.State != ledger.Failed || !strings.Contains(after.Reason, tt.want) || len(e.replies(it.n)) != replies {
 					t.Fatalf("state %s, reason %q: the item did not fail saying why (or replied)", after.State, after.Reason)

@@ -52,6 +52,9 @@ type Options struct {
 	// counters (required when any limit is on).
 	Limits Limits
 	Spend  SpendStore
+	// Pause says whether serve's configuration pauses everything (bumper.paused), read
+	// at each decision so a reload (SIGHUP) takes effect at once; nil: never.
+	Pause func() PauseState
 }
 
 // Service applies GitHub events and runner call-backs to work items.
@@ -68,6 +71,8 @@ type Service struct {
 	policies map[string]repoconfig.Config
 	// redrives are the dispatches waiting out their grace period (RedriveLater).
 	redrives map[string]pendingRedrive
+	// pauses remember each repository's paused flag for should-stop polls.
+	pauses pauseCache
 	// steers remember /steer comments as they were given, by comment id, so that a
 	// run polling for them costs no call to GitHub (see steerOf).
 	steers map[int64]steerText
@@ -104,7 +109,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Wait == nil {
 		opts.Wait = sleep
 	}
-	return &Service{opts: opts, idx: opts.Index, now: opts.Now, locks: map[string]*sync.Mutex{}}, nil
+	return &Service{opts: opts, idx: opts.Index, now: opts.Now, locks: map[string]*sync.Mutex{}, pauses: pauseCache{m: map[string]repoPause{}}}, nil
 }
 
 // Index is the service's ledger index.

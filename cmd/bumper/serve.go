@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/bumperdev/bumper/app"
+	"github.com/rs/zerolog"
 )
 
 // runServe is `bumper serve --config FILE`: the GitHub App.
@@ -31,5 +35,31 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	go reloadPause(ctx, *path, srv)
 	return srv.Run(ctx)
+}
+
+// reloadPause reads the configuration again on each SIGHUP and applies its kill switch
+// (bumper.paused, bumper.pause); every other key needs a restart. A file that no longer
+// loads changes nothing, and says so.
+func reloadPause(ctx context.Context, path string, srv *app.Server) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	log := zerolog.Ctx(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		cfg, err := app.LoadConfig(path)
+		if err != nil {
+			log.Error().Err(err).Msg("SIGHUP: the configuration does not load; the pause switch is unchanged")
+			continue
+		}
+		if _, err := srv.SetPause(ctx, cfg.Bumper.PauseState()); err != nil {
+			log.Error().Err(err).Msg("SIGHUP: resuming the paused work items failed; the next SIGHUP tries again")
+		}
+	}
 }

@@ -35,8 +35,11 @@ const DefaultRevision = "default"
 // Config is a repository's .github/bumper.yml. The App reads who may approve, plans and
 // bounds; the runner side reads the rest from the same file.
 type Config struct {
-	Version   int  `yaml:"version"`
-	Plan      bool `yaml:"plan"`
+	Version int  `yaml:"version"`
+	Plan    bool `yaml:"plan"`
+	// Paused, on the default branch, stops Bumper starting anything in the repository:
+	// no dispatch, exchanges refused, runs in flight stopped (docs/operating.md#pausing-everything).
+	Paused    bool `yaml:"paused"`
 	Approvers struct {
 		MinPermission         string `yaml:"min_permission"`
 		DistinctFromRequester bool   `yaml:"distinct_from_requester"`
