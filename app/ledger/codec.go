@@ -306,11 +306,21 @@ func (s *Sealer) summary(r *Record, notice string) string {
 		}
 		fmt.Fprintf(&b, "| reviewer verdict | %s; `bumper/verdict` %s |\n", what, check)
 	}
+	if q := r.Queue; q != nil {
+		eta := "no run of this repository to estimate from yet"
+		if q.Estimate > 0 {
+			eta = fmt.Sprintf("about %s from %s", roundEstimate(q.Estimate), q.At.UTC().Format("15:04 MST"))
+		}
+		fmt.Fprintf(&b, "| queue | waiting for a runner: %d of %d of this repository's Bumper runs; starts in %s |\n", q.Position, q.Of, eta)
+	}
 	if n := len(r.Attempts); n > 0 {
 		a := r.Attempts[n-1]
 		outcome := a.Outcome
 		if outcome == "" {
 			outcome = "pending"
+			if a.Runner != "" {
+				outcome = "started on " + oneLine(a.Runner)
+			}
 		}
 		fmt.Fprintf(&b, "| attempt | %d (%s): %s |\n", n, a.Stage, outcome)
 	}
@@ -329,4 +339,16 @@ func noMarkers(s string) string {
 // oneLine keeps a reason from breaking the Markdown quote or faking a record marker.
 func oneLine(s string) string {
 	return noMarkers(strings.Join(strings.Fields(s), " "))
+}
+
+// roundEstimate writes an estimate as a person would: minutes, or hours and minutes.
+func roundEstimate(d time.Duration) string {
+	if d < time.Minute {
+		return "a minute"
+	}
+	d = d.Round(time.Minute)
+	if d < time.Hour {
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

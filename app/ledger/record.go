@@ -74,6 +74,8 @@ type Record struct {
 	// review, or the App may bypass it); empty when it does, or was not checked.
 	Protection string `json:"protection,omitempty"`
 	AuditHead  string `json:"audit_head,omitempty"`
+	// Queue is where the item's dispatched run waits for a runner, while it does.
+	Queue *QueuePlace `json:"queue,omitempty"`
 	// Paused names what paused the item's run (serve's configuration, the repository's
 	// file): the item waits, its approval kept, and starts again once unpaused. Empty
 	// when nothing holds it.
@@ -163,10 +165,13 @@ type Attempt struct {
 	// Revision is the approval revision the run was dispatched for.
 	Revision string `json:"revision"`
 	// NonceHash is the SHA-256 of the single-use nonce; the nonce itself is never stored.
-	NonceHash    string    `json:"nonce_hash"`
-	NonceUsed    bool      `json:"nonce_used,omitempty"`
-	RunID        int64     `json:"run_id,omitempty"`
-	Runner       string    `json:"runner,omitempty"`
+	NonceHash string `json:"nonce_hash"`
+	NonceUsed bool   `json:"nonce_used,omitempty"`
+	RunID     int64  `json:"run_id,omitempty"`
+	Runner    string `json:"runner,omitempty"`
+	// RunnerAt is when a runner took the run (its workflow run in progress): the run's
+	// duration, for the queue's estimates, is from here to EndedAt.
+	RunnerAt     time.Time `json:"runner_at,omitzero"`
 	ImageDigest  string    `json:"image_digest,omitempty"`
 	StartedAt    time.Time `json:"started_at"`
 	EndedAt      time.Time `json:"ended_at,omitzero"`
@@ -326,4 +331,15 @@ func (r *Record) Clone() *Record {
 		c.HumanPush = &h
 	}
 	return &c
+}
+
+// QueuePlace is a dispatched run's place among the repository's Bumper runs waiting for
+// a runner, and when it may start.
+type QueuePlace struct {
+	Position int `json:"position"` // 1: next
+	Of       int `json:"of"`
+	// Estimate is how long until it starts, from the repository's recent run
+	// durations (zero: no run to go by yet); At is when the place was worked out.
+	Estimate time.Duration `json:"estimate_ns,omitempty"`
+	At       time.Time     `json:"at"`
 }

@@ -32,6 +32,19 @@ func (s *Service) HandleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
 	if ev.WorkflowPath != "" && ev.WorkflowPath != ".github/workflows/"+s.opts.Workflow {
 		return nil
 	}
+	if _, ok := s.itemByRun(ev.Repo.FullName, ev.RunID); !ok {
+		return nil
+	}
+	if err := s.handleRun(ctx, gh, ev); err != nil {
+		return err
+	}
+	// A run that was queued, started or ended moves the queue of the others waiting
+	// for a runner.
+	return s.refreshQueue(ctx, gh, ev.Repo.FullName)
+}
+
+// handleRun is HandleRun's change to the run's own work item.
+func (s *Service) handleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
 	id, ok := s.itemByRun(ev.Repo.FullName, ev.RunID)
 	if !ok {
 		return nil
@@ -58,6 +71,10 @@ func (s *Service) HandleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
 	changed := false
 	if ev.Runner != "" && att.Runner != ev.Runner {
 		att.Runner, changed = ev.Runner, true
+		if att.RunnerAt.IsZero() {
+			att.RunnerAt = s.now().UTC()
+		}
+		it.rec.Queue = nil
 	}
 	if ev.Status == "completed" && att.Outcome == "" {
 		att.Outcome, att.EndedAt, changed = ev.Conclusion, s.now().UTC(), true
