@@ -123,6 +123,17 @@ func TestDailyLimits(t *testing.T) {
 	}
 	h.settle()
 	_, _ = n5, n6
+	// serve's metrics show what the cap leaves, as the replica that granted last held it.
+	capLabels := map[string]string{"limit": "limits.repo_daily_usd", "scope": ghemu.DefaultOrg + "/" + ghemu.DefaultRepo}
+	left := -1.0
+	for _, r := range []*replica{a, b} {
+		if v, ok := sample(scrape(t, r.hs.URL), "bumper_cap_remaining_usd", capLabels); ok && (left < 0 || v < left) {
+			left = v
+		}
+	}
+	if left < 0 || left > 1.5 {
+		t.Fatalf("bumper_cap_remaining_usd %v; want what the day leaves after the race (at most $1.50)", left)
+	}
 	// The counters are GitHub's: one ref per scope and day.
 	if refs := h.guardRefs("spend"); len(refs) != 1 {
 		t.Fatalf("the repository's day counters: %v", refs)

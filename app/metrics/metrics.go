@@ -45,6 +45,7 @@ type Metrics struct {
 	remaining  *prometheus.GaugeVec
 	outcomes   *prometheus.CounterVec
 	spend      prometheus.Counter
+	capLeft    *prometheus.GaugeVec
 }
 
 // Outcomes are the final states bumper_items_outcome_total counts, each reported from
@@ -87,6 +88,10 @@ func New(itemsByState func() map[string]int) *Metrics {
 			Name: "items_outcome_total",
 			Help: "Work items that reached a final state, by that state (done: its pull request merged; failed; stopped, closed included; error)."},
 			[]string{"outcome"}),
+		capLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace,
+			Name: "cap_remaining_usd",
+			Help: "What one of serve's daily caps (limit: limits.repo_daily_usd or limits.installation_daily_usd) leaves of a scope's UTC day (a repository, or an installation's account), in US dollars, as this replica last held or settled a run."},
+			[]string{"limit", "scope"}),
 		spend: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
 			Name: "spend_usd_total",
 			Help: "Model spend of runs, in US dollars, as the runs reported it with their evidence (the firewall's metered figure)."}),
@@ -94,7 +99,7 @@ func New(itemsByState func() map[string]int) *Metrics {
 	for _, o := range Outcomes {
 		m.outcomes.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.webhooks, m.handling, m.dispatches, m.exchanges, m.api, m.remaining, m.outcomes, m.spend,
+	m.reg.MustRegister(m.webhooks, m.handling, m.dispatches, m.exchanges, m.api, m.remaining, m.outcomes, m.spend, m.capLeft,
 		&itemsCollector{desc: prometheus.NewDesc(Namespace+"_work_items",
 			"Work items in serve's index, by state (read from the index at scrape time).", []string{"state"}, nil),
 			count: itemsByState},
@@ -140,6 +145,11 @@ func (m *Metrics) Spend(microUSD int64) {
 	if microUSD > 0 {
 		m.spend.Add(float64(microUSD) / 1e6)
 	}
+}
+
+// CapLeft implements workitem.Observer.
+func (m *Metrics) CapLeft(limit, scope string, microUSD int64) {
+	m.capLeft.WithLabelValues(limit, scope).Set(float64(microUSD) / 1e6)
 }
 
 // TokenExchange implements runnerapi.Observer.

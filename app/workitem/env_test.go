@@ -472,6 +472,8 @@ func (o *observer) Outcome(state string) {
 	o.outcomes = append(o.outcomes, state)
 }
 
+func (o *observer) CapLeft(string, string, int64) {}
+
 func (o *observer) Spend(micro int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -146,6 +146,7 @@ func (s *Service) reserveDaily(ctx context.Context, rec *ledger.Record, att *led
 				grant = room
 			}
 			c.Reserved[key] = grant
+			s.observer().CapLeft(sc.name, sc.scope, sc.cap-c.used())
 			return nil
 		})
 		if err != nil {
@@ -218,10 +219,11 @@ func (s *Service) settleDaily(ctx context.Context, rec *ledger.Record, att *ledg
 		return nil
 	}
 	key := runKey(rec, att)
+	day, _, _ := s.today()
 	for _, sc := range []struct {
-		scope string
-		cap   int64
-	}{{rec.Repository, l.RepoDailyMicroUSD}, {ScopeInstallation(rec.Repository), l.InstallationDailyMicroUSD}} {
+		scope, name string
+		cap         int64
+	}{{rec.Repository, "limits.repo_daily_usd", l.RepoDailyMicroUSD}, {ScopeInstallation(rec.Repository), "limits.installation_daily_usd", l.InstallationDailyMicroUSD}} {
 		if sc.cap == 0 {
 			continue
 		}
@@ -231,6 +233,9 @@ func (s *Service) settleDaily(ctx context.Context, rec *ledger.Record, att *ledg
 			}
 			delete(c.Reserved, key)
 			c.SpentMicroUSD += att.CostMicroUSD
+			if att.SpendDay == day {
+				s.observer().CapLeft(sc.name, sc.scope, sc.cap-c.used())
+			}
 			return nil
 		})
 		if err != nil {

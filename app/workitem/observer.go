@@ -19,6 +19,10 @@ type Observer interface {
 	// Spend reports model spend a run reported with its evidence, in micro-USD: the
 	// difference from what the attempt held before, so a report sent again adds nothing.
 	Spend(microUSD int64)
+	// CapLeft reports what one of serve's daily caps (limit, the config key) leaves of
+	// scope's day (a repository, or an installation's account) after a run's hold or
+	// its settling, in micro-USD.
+	CapLeft(limit, scope string, microUSD int64)
 }
 
 // The results a dispatch reports to the Observer.
@@ -36,9 +40,10 @@ const (
 
 type nopObserver struct{}
 
-func (nopObserver) Dispatch(string, string) {}
-func (nopObserver) Outcome(string)          {}
-func (nopObserver) Spend(int64)             {}
+func (nopObserver) Dispatch(string, string)       {}
+func (nopObserver) Outcome(string)                {}
+func (nopObserver) Spend(int64)                   {}
+func (nopObserver) CapLeft(string, string, int64) {}
 
 func (s *Service) observer() Observer {
 	if s.opts.Observer == nil {
