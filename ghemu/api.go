@@ -168,6 +168,12 @@ func (e *Emulator) Ping() {
 // status code 0, ready to be listed and redelivered.
 func (e *Emulator) DropDeliveries(event string, n int) { e.hooks.Drop(event, n) }
 
+// Faults is the plan of faults the emulator injects (Options.Faults), with the counts
+// of what it injected, by kind, and of the requests that came back before the
+// Retry-After they were given ran out (EarlyRetries). Without a plan it injects
+// nothing, and its counts stay at zero.
+func (e *Emulator) Faults() *Faults { return e.faults }
+
 // WaitWebhooks blocks until every webhook queued so far was attempted.
 func (e *Emulator) WaitWebhooks(ctx context.Context) error { return e.hooks.Idle(ctx) }
 

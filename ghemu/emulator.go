@@ -30,6 +30,7 @@ import (
 
 	"github.com/bumperdev/bumper/ghemu/actions"
 	"github.com/bumperdev/bumper/ghemu/conversation"
+	"github.com/bumperdev/bumper/ghemu/faults"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/oidc"
 	"github.com/bumperdev/bumper/ghemu/render"
@@ -71,7 +72,23 @@ type Options struct {
 	// GitHub's Actions runner would (package actions). Nil: runs stay queued until
 	// someone moves them through the control API.
 	Runner *Runner
+	// Faults, when set, is a plan of GitHub's faults to inject: 502s, 503s, secondary
+	// rate limits, 422 races, latency, dropped and duplicated webhook deliveries
+	// (package faults; bumper emulator --faults FILE). Nil: none.
+	Faults *FaultsConfig
 }
+
+// FaultsConfig is a plan of faults (faults.Config): the YAML of --faults FILE.
+type FaultsConfig = faults.Config
+
+// Faults injects a plan's faults and counts them (faults.Faults).
+type Faults = faults.Faults
+
+// FaultCounts are the faults injected so far, by kind (faults.Counts).
+type FaultCounts = faults.Counts
+
+// LoadFaults reads a plan of faults from a YAML file, strictly (faults.Load).
+func LoadFaults(path string) (*FaultsConfig, error) { return faults.Load(path) }
 
 // Runner makes the emulator execute dispatched workflow runs (actions.Runner).
 type Runner = actions.Runner
@@ -103,6 +120,7 @@ type Emulator struct {
 	oidc    *oidc.Issuer
 	commits *render.Commits
 	conv    *conversation.Service
+	faults  *faults.Faults
 	log     zerolog.Logger
 	dir     string
 	tempDir bool
@@ -196,7 +214,11 @@ func (e *Emulator) open(opts Options, now func() time.Time) error {
 	if err != nil {
 		return err
 	}
-	e.hooks = webhook.NewSender(e.store, opts.WebhookCheck, e.log)
+	e.faults, err = faults.New(opts.Faults, faults.Options{Routes: rest.Routes(), Now: now})
+	if err != nil {
+		return fmt.Errorf("invalid faults: %w", err)
+	}
+	e.hooks = webhook.NewSender(e.store, opts.WebhookCheck, e.faults, e.log)
 	e.commits = render.NewCommits(e.git)
 	e.conv = conversation.New(e.git, e.hooks, e.commits, e.log)
 	rules = rest.NewGitRules(e.store, e.conv)
@@ -220,7 +242,7 @@ func (e *Emulator) open(opts Options, now func() time.Time) error {
 		return err
 	}
 	e.api = rest.New(rest.Options{Store: e.store, Git: e.git, Hooks: e.hooks, Actions: e.actions,
-		Commits: e.commits, Conversation: e.conv, RateLimit: opts.RateLimit, Now: now, Logger: e.log})
+		Commits: e.commits, Conversation: e.conv, RateLimit: opts.RateLimit, Now: now, Logger: e.log, Faults: e.faults})
 	e.web = web.New(e.store, e.git, e.conv, e.log)
 	return nil
 }

@@ -14,15 +14,17 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/faults"
 )
 
 func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("emulator", "--listen ADDR [--state DIR] [--seed FILE] [--webhook-url URL] [--validate] [--runner 'CMD' [--runner-workflow FILE]... [--runner-env KEY=VALUE]... [--runner-timeout D] [--runner-parallel N] [--runner-dir DIR]]", stderr)
+	fs := newFlagSet("emulator", "--listen ADDR [--state DIR] [--seed FILE] [--webhook-url URL] [--validate] [--faults FILE] [--runner 'CMD' [--runner-workflow FILE]... [--runner-env KEY=VALUE]... [--runner-timeout D] [--runner-parallel N] [--runner-dir DIR]]", stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the emulated GitHub on")
 	stateDir := fs.String("state", "", "directory that keeps state, keys and git repositories across restarts (default: a temporary one)")
 	seedFile := fs.String("seed", "", "YAML file describing accounts, repositories and installations (default: one org, one repo, a maintainer and a reader)")
 	webhookURL := fs.String("webhook-url", "", "where to deliver the App's webhooks")
 	webhookSecret := fs.String("webhook-secret", "", "secret to sign webhooks with (default: generated, or the one kept in --state)")
+	faultsFile := fs.String("faults", "", "YAML plan of GitHub's faults to inject: per route and method, rates of 502, 503, 403 secondary rate limits and 429 with Retry-After, 422 races, added latency; dropped and duplicated webhook deliveries; a seed to replay a run (docs/emulator.md#faults)")
 	validate := fs.Bool("validate", false, "check every request, response and webhook against GitHub's OpenAPI description and webhook schema, and log each mismatch")
 	var rf runnerFlags
 	fs.StringVar(&rf.command, "runner", "", "execute each dispatched workflow run with this shell command (sh -e -c 'CMD', in the run's workspace, with GitHub's Actions environment); default: runs stay queued")
@@ -51,6 +53,13 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		opts.Seed = seed
 	}
+	if *faultsFile != "" {
+		plan, err := ghemu.LoadFaults(*faultsFile)
+		if err != nil {
+			return err
+		}
+		opts.Faults = plan
+	}
 	var checker *ghemu.Checker
 	if *validate {
 		var err error
@@ -78,11 +87,17 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		runnerLine = fmt.Sprintf("sh -e -c %q (%s, %d at a time)", rf.command, rf.served(), runner.Parallel)
 	}
 	printEmulatorBanner(stdout, emu, base, *stateDir, checker != nil, runnerLine)
+	if *faultsFile != "" {
+		fmt.Fprintf(stdout, "  faults:          %s (seed %d)\n", *faultsFile, emu.Faults().Seed())
+	}
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	_ = emu.WaitWebhooks(shutdown)
+	if *faultsFile != "" {
+		printFaultCounts(stderr, emu.Faults().Counts())
+	}
 	if checker != nil {
 		ex, hooks := checker.Counts()
 		m := checker.Mismatches(true)
@@ -92,6 +107,17 @@ func runEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	return emu.Close()
+}
+
+// printFaultCounts says what the plan of faults injected, kind by kind.
+func printFaultCounts(w io.Writer, c ghemu.FaultCounts) {
+	fmt.Fprintf(w, "faults: %d injected", c.Total())
+	for _, k := range faults.Kinds {
+		if n := c.ByKind[k]; n > 0 {
+			fmt.Fprintf(w, ", %s %d", k, n)
+		}
+	}
+	fmt.Fprintf(w, "; %s of latency added; %d requests before their Retry-After\n", c.Delay.Round(time.Millisecond), c.EarlyRetries)
 }
 
 func printEmulatorBanner(w io.Writer, emu *ghemu.Emulator, base, stateDir string, validating bool, runner string) {

@@ -105,7 +105,7 @@ func (o *OpenAPI) Middleware(next http.Handler, report func(Mismatch)) http.Hand
 
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		if input == nil {
+		if input == nil || (o.skipResponse != nil && o.skipResponse(r, rec.statusCode())) {
 			return
 		}
 		if rec.header == nil {

@@ -16,6 +16,8 @@ type OpenAPI struct {
 	router *pathRouter
 	filter *openapi3filter.Options
 	skip   func(*http.Request) bool
+	// skipResponse declares answers not to check (SkipResponse).
+	skipResponse func(*http.Request, int) bool
 }
 
 // Option configures LoadOpenAPI.
@@ -24,6 +26,8 @@ type Option func(*loadConfig)
 type loadConfig struct {
 	paths []string
 	skip  func(*http.Request) bool
+	// skipResponse declares answers not to check (SkipResponse).
+	skipResponse func(*http.Request, int) bool
 }
 
 // Paths limits the loaded description to these path templates, written exactly as GitHub's
@@ -41,6 +45,13 @@ func Paths(templates ...string) Option {
 // emulator's own control routes. Every other request must match a GitHub route.
 func Skip(skip func(*http.Request) bool) Option {
 	return func(c *loadConfig) { c.skip = skip }
+}
+
+// SkipResponse declares answers that are not to be checked, once the handler gave them:
+// those GitHub may give on any route although its description declares them on few or
+// none (the emulator's injected faults: 429, 502, 503). The request is still checked.
+func SkipResponse(skip func(r *http.Request, status int) bool) Option {
+	return func(c *loadConfig) { c.skipResponse = skip }
 }
 
 // LoadOpenAPI decompresses and loads the embedded description (all paths, unless Paths
@@ -93,9 +104,10 @@ func LoadOpenAPI(opts ...Option) (*OpenAPI, error) {
 	filter.WithCustomSchemaErrorFunc(schemaErrorMessage)
 
 	return &OpenAPI{
-		router: newPathRouter(doc, all),
-		filter: filter,
-		skip:   cfg.skip,
+		router:       newPathRouter(doc, all),
+		filter:       filter,
+		skip:         cfg.skip,
+		skipResponse: cfg.skipResponse,
 	}, nil
 }
 

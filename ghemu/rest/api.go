@@ -26,6 +26,7 @@ import (
 	"github.com/bumperdev/bumper/ghemu/actions"
 	"github.com/bumperdev/bumper/ghemu/apierr"
 	"github.com/bumperdev/bumper/ghemu/conversation"
+	"github.com/bumperdev/bumper/ghemu/faults"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
 	"github.com/bumperdev/bumper/ghemu/render"
 	"github.com/bumperdev/bumper/ghemu/state"
@@ -46,6 +47,7 @@ type API struct {
 	log     zerolog.Logger
 	routes  router
 	limits  *limiter
+	faults  *faults.Faults
 }
 
 // Options configure New.
@@ -63,12 +65,16 @@ type Options struct {
 	// Now is the rate limiter's clock; nil: time.Now.
 	Now    func() time.Time
 	Logger zerolog.Logger
+	// Faults, when set, answers some requests with GitHub's faults instead of serving
+	// them, and delays some (package faults).
+	Faults *faults.Faults
 }
 
 // New is the REST API over opts.Store.
 func New(opts Options) *API {
 	a := &API{store: opts.Store, git: opts.Git, hooks: opts.Hooks, actions: opts.Actions,
-		commits: opts.Commits, conv: opts.Conversation, log: opts.Logger, limits: newLimiter(opts.RateLimit, opts.Now)}
+		commits: opts.Commits, conv: opts.Conversation, log: opts.Logger, limits: newLimiter(opts.RateLimit, opts.Now),
+		faults: opts.Faults}
 	a.register()
 	return a
 }
@@ -95,13 +101,32 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.NotFound())
 		return
 	}
+	// A fault is decided before anything is served, and a faulted request changes
+	// nothing; its latency is waited out before the state lock is taken.
+	fate := a.faults.Decide(r, rt.method, rt.template)
+	if fate.Delay > 0 {
+		t := time.NewTimer(fate.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if f := fate.Fault; f != nil && f.Kind != faults.Race {
+		faults.Mark(r.Context())
+		f.Write(w, w.Header().Get("X-GitHub-Request-Id"))
+		return
+	}
 	out := &recorder{header: http.Header{}}
-	a.store.Do(func(st *state.World) { a.serve(out, r, st, rt, params) })
+	a.store.Do(func(st *state.World) { a.serve(out, r, st, rt, params, fate.Fault) })
 	out.flush(w)
 }
 
-// serve is one request's transaction: everything it answers goes to out.
-func (a *API) serve(out *recorder, r *http.Request, st *state.World, rt *route, params map[string]string) {
+// serve is one request's transaction: everything it answers goes to out. race, when
+// not nil, is the 422 a concurrent writer would have caused: answered once the
+// request is authorised, instead of serving it.
+func (a *API) serve(out *recorder, r *http.Request, st *state.World, rt *route, params map[string]string, race *faults.Fault) {
 	who, err := authenticate(st, r)
 	if err != nil {
 		apierr.Write(out, err)
@@ -132,7 +157,13 @@ func (a *API) serve(out *recorder, r *http.Request, st *state.World, rt *route, 
 		}
 	}
 	rw := &recorder{header: http.Header{}}
-	rt.handler(rw, r, c)
+	if race != nil {
+		a.faults.Count(faults.Race)
+		faults.Mark(r.Context())
+		apierr.Write(rw, apierr.Unprocessable(race.Message))
+	} else {
+		rt.handler(rw, r, c)
+	}
 	if rw.status == 0 {
 		rw.status = http.StatusOK
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/bumperdev/bumper/ghemu/faults"
 	"github.com/bumperdev/bumper/ghemu/render"
 	"github.com/bumperdev/bumper/ghemu/state"
 )
@@ -39,6 +40,7 @@ type Sender struct {
 	check  func(event string, body []byte)
 	log    zerolog.Logger
 	client *http.Client
+	faults *faults.Faults
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -53,9 +55,10 @@ type Sender struct {
 
 // NewSender starts the goroutine that delivers what Emit queues; Close stops it. check,
 // when not nil, sees every webhook body before it is sent (the fidelity checker
-// validates them against GitHub's webhook schema).
-func NewSender(store *state.Store, check func(event string, body []byte), log zerolog.Logger) *Sender {
-	s := &Sender{store: store, check: check, log: log, client: &http.Client{Timeout: 10 * time.Second},
+// validates them against GitHub's webhook schema). f, when not nil, drops some
+// deliveries and sends some twice (package faults).
+func NewSender(store *state.Store, check func(event string, body []byte), f *faults.Faults, log zerolog.Logger) *Sender {
+	s := &Sender{store: store, check: check, faults: f, log: log, client: &http.Client{Timeout: 10 * time.Second},
 		drops: map[string]int{}, done: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
 	go s.loop()
@@ -191,7 +194,10 @@ func (s *Sender) loop() {
 		s.queue = s.queue[1:]
 		s.busy = true
 		s.mu.Unlock()
-		s.deliver(id)
+		if dup := s.deliver(id, true); dup != 0 {
+			// A duplicate follows its original at once, with the same GUID.
+			s.deliver(dup, false)
+		}
 	}
 }
 
@@ -244,25 +250,33 @@ func (s *Sender) dropped(event string) bool {
 }
 
 // deliver sends one delivery and records the outcome. It holds the state lock only to
-// read the delivery and to record the result, never during the HTTP call.
-func (s *Sender) deliver(id int64) {
+// read the delivery and to record the result, never during the HTTP call. With
+// withFaults, the plan of faults may drop the delivery, or ask for it twice: deliver
+// then records a second delivery of the same GUID and returns its ID, for the caller
+// to send.
+func (s *Sender) deliver(id int64, withFaults bool) (duplicate int64) {
 	var d *state.Delivery
 	var target, secret string
 	var appID int64
 	var payload []byte
-	var guid, event string
+	var guid, event, action string
+	var redelivery bool
 	s.store.Do(func(w *state.World) {
 		if d = w.Delivery(id); d == nil {
 			return
 		}
 		app := w.App()
 		target, secret, appID = app.WebhookURL, app.WebhookSecret, app.ID
-		payload, guid, event = d.Payload, d.GUID, d.Event
+		payload, guid, event, action, redelivery = d.Payload, d.GUID, d.Event, d.Action, d.Redelivery
 	})
 	if d == nil {
-		return
+		return 0
 	}
 	drop := s.dropped(event)
+	fault := faults.Kind("")
+	if withFaults && !drop {
+		fault = s.faults.Delivery(event, action, redelivery)
+	}
 	if s.check != nil {
 		s.check(event, payload)
 	}
@@ -283,6 +297,8 @@ func (s *Sender) deliver(id int64) {
 	switch {
 	case drop:
 		status = "failed to connect to host: dropped by the emulator (DropDeliveries)"
+	case fault == faults.Drop:
+		status = "failed to connect to host: dropped by the emulator (faults)"
 	case target == "":
 		status = "no webhook URL is configured"
 	default:
@@ -296,7 +312,15 @@ func (s *Sender) deliver(id int64) {
 		d.DeliveredAt = w.Timestamp()
 		d.Duration = time.Since(start).Seconds()
 		w.MarkChanged()
+		if fault == faults.Duplicate {
+			nd := *d
+			nd.ID = w.NextID()
+			nd.Status, nd.StatusCode, nd.Response = "pending", 0, ""
+			w.AddDelivery(&nd)
+			duplicate = nd.ID
+		}
 	})
+	return duplicate
 }
 
 func (s *Sender) post(target string, headers map[string]string, payload []byte) (int, string, string) {
