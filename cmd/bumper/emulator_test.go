@@ -100,6 +100,59 @@ func TestEmulatorCommandBadSeed(t *testing.T) {
 	}
 }
 
+// TestEmulatorCommandFaults: --faults reads its plan strictly, and the banner tells the
+// seed that replays the run.
+func TestEmulatorCommandFaults(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(bad, []byte("rest:\n  - route: /repos/{owner}/{repo}\n    bad_gatway: 0.1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"emulator", "--faults", bad, "--listen", "127.0.0.1:0"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "line 3: field bad_gatway not found") {
+		t.Fatalf("code %d, stderr %q", code, stderr.String())
+	}
+
+	good := filepath.Join(dir, "faults.yml")
+	if err := os.WriteFile(good, []byte("seed: 99\nrest:\n  - {route: \"/repos/{owner}/{repo}\", methods: [GET], unavailable: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"emulator", "--listen", "127.0.0.1:0", "--faults", good}, &out, &errOut)
+	}()
+	baseRE := regexp.MustCompile(`base URL:\s+(\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "faults:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no banner; stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "(seed 99)") {
+		t.Errorf("banner lacks the seed:\n%s", out.String())
+	}
+	resp, err := http.Get(baseRE.FindStringSubmatch(out.String())[1] + "/repos/acme/widgets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET repo = %d, want 503", resp.StatusCode)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "faults: 1 injected, unavailable 1") {
+		t.Errorf("no counts at exit; stderr:\n%s", errOut.String())
+	}
+}
+
 // TestEmulatorCommandRunner: with --runner, a dispatched run is executed by the shell
 // command with the Actions environment, and its outcome is read on the control routes.
 func TestEmulatorCommandRunner(t *testing.T) {
