@@ -14,6 +14,6 @@ func (a *API) getMeta(w http.ResponseWriter, _ *http.Request, _ *call) {
 	local := []string{"127.0.0.1/32", "::1/128"}
 	apierr.WriteJSON(w, http.StatusOK, map[string]any{
 		"verifiable_password_authentication": false,
-		"hooks": local, "web": local, "api": local, "git": local, "actions": local,
+		"hooks":                              local, "web": local, "api": local, "git": local, "actions": local,
 	})
 }

@@ -189,7 +189,7 @@ func TestInstallGoesToTheSetupURL(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(page, "https://app.example.test/setup?from=github") {
 		t.Fatalf("the manifest page does not show the setup URL: %d\n%s", status, page)
 	}
-	status, h, _ := b.post("/organizations/acme/settings/apps/new/confirm", url.Values{"manifest": {string(man)}, "state": {"x"}}, nil)
+	status, _, _ = b.post("/organizations/acme/settings/apps/new/confirm", url.Values{"manifest": {string(man)}, "state": {"x"}}, nil)
 	if status != http.StatusFound {
 		t.Fatalf("creating the App: %d", status)
 	}
