@@ -307,31 +307,38 @@ func (e *Emulator) InstallApp(account string, repos []string) (int64, error) {
 	var id int64
 	var err error
 	e.store.Do(func(w *state.World) {
-		acct := w.User(account)
-		if acct == nil || (acct.Type != "User" && acct.Type != "Organization") {
-			err = fmt.Errorf("no user or organisation %q", account)
-			return
+		var in *state.Installation
+		if in, err = e.installApp(w, account, repos); err == nil {
+			id = in.ID
 		}
-		if in := w.InstallationOn(account); in != nil {
-			err = fmt.Errorf("the App is already installed on %s (installation %d)", account, in.ID)
-			return
-		}
-		app := w.App()
-		in := &state.Installation{ID: w.NextID(), Account: acct.Login, AllRepos: len(repos) == 0,
-			Permissions: maps.Clone(app.Permissions), Events: slices.Clone(app.Events), CreatedAt: w.Timestamp()}
-		for _, name := range repos {
-			rp := w.Repo(acct.Login, name)
-			if rp == nil {
-				err = fmt.Errorf("no repository %s/%s", acct.Login, name)
-				return
-			}
-			in.RepoIDs = append(in.RepoIDs, rp.ID)
-		}
-		w.AddInstallation(in)
-		e.emitInstallation(w, in, "created")
-		id = in.ID
 	})
 	return id, err
+}
+
+// installApp installs the App on account for repos (none: all of them), inside the
+// caller's transaction, with the installation created webhook: InstallApp, the
+// control route and the web view's install page.
+func (e *Emulator) installApp(w *state.World, account string, repos []string) (*state.Installation, error) {
+	acct := w.User(account)
+	if acct == nil || (acct.Type != "User" && acct.Type != "Organization") {
+		return nil, fmt.Errorf("no user or organisation %q", account)
+	}
+	if in := w.InstallationOn(account); in != nil {
+		return nil, fmt.Errorf("the App is already installed on %s (installation %d)", account, in.ID)
+	}
+	app := w.App()
+	in := &state.Installation{ID: w.NextID(), Account: acct.Login, AllRepos: len(repos) == 0,
+		Permissions: maps.Clone(app.Permissions), Events: slices.Clone(app.Events), CreatedAt: w.Timestamp()}
+	for _, name := range repos {
+		rp := w.Repo(acct.Login, name)
+		if rp == nil {
+			return nil, fmt.Errorf("no repository %s/%s", acct.Login, name)
+		}
+		in.RepoIDs = append(in.RepoIDs, rp.ID)
+	}
+	w.AddInstallation(in)
+	e.emitInstallation(w, in, "created")
+	return in, nil
 }
 
 // ResolveThread resolves (or, with resolved false, unresolves) the review thread whose

@@ -244,6 +244,7 @@ func (e *Emulator) open(opts Options, now func() time.Time) error {
 	e.api = rest.New(rest.Options{Store: e.store, Git: e.git, Hooks: e.hooks, Actions: e.actions,
 		Commits: e.commits, Conversation: e.conv, RateLimit: opts.RateLimit, Now: now, Logger: e.log, Faults: e.faults})
 	e.web = web.New(e.store, e.git, e.conv, e.log)
+	e.web.SetInstaller(e.installApp)
 	return nil
 }
 

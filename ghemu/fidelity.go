@@ -73,6 +73,12 @@ func (c *Checker) Wrap(h http.Handler) http.Handler {
 		c.mu.Unlock()
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Enterprise Server's prefix (underAPIV3): the route under it is checked as the
+		// description names it. A path that is not a REST route's below it is left as
+		// it is, and the REST API answers it (404), as it would without the check.
+		if rr, ok := underAPIV3(r); ok && !IsNonREST(rr) {
+			r = rr
+		}
 		r = r.WithContext(faults.WithMark(r.Context()))
 		if !IsNonREST(r) {
 			c.mu.Lock()

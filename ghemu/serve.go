@@ -31,6 +31,10 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	w.Header().Set("X-GitHub-Request-Id", state.RandomToken("")[:16])
 	w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
+	if rr, ok := underAPIV3(r); ok {
+		e.api.ServeHTTP(w, rr)
+		return
+	}
 	switch {
 	case isGitPath(r.URL.Path):
 		e.git.ServeHTTP(w, r)
@@ -47,6 +51,33 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		e.api.ServeHTTP(w, r)
 	}
+}
+
+// apiV3Prefix is where GitHub Enterprise Server serves its REST API
+// (https://HOST/api/v3/…). The emulator serves the same routes there too, so a client
+// set up for an Enterprise Server (`bumper setup --github-url`, go-github's
+// WithEnterpriseURLs) works against it unchanged; at the root, as api.github.com
+// serves them, they stay.
+const apiV3Prefix = "/api/v3"
+
+// underAPIV3 returns r with apiV3Prefix taken off its path, and true, when the path is
+// under it: that request is the REST API's, whatever follows (git, the web view and
+// the control routes are not served under it, as on Enterprise Server).
+func underAPIV3(r *http.Request) (*http.Request, bool) {
+	p := r.URL.Path
+	if p != apiV3Prefix && !strings.HasPrefix(p, apiV3Prefix+"/") {
+		return r, false
+	}
+	rr := r.Clone(r.Context())
+	rr.URL.Path = strings.TrimPrefix(p, apiV3Prefix)
+	if rr.URL.Path == "" {
+		rr.URL.Path = "/"
+	}
+	if rr.URL.RawPath != "" {
+		rr.URL.RawPath = strings.TrimPrefix(rr.URL.RawPath, apiV3Prefix)
+	}
+	rr.RequestURI = rr.URL.RequestURI()
+	return rr, true
 }
 
 // isGitPath reports whether the path is a git smart-HTTP path "/{owner}/{repo}.git/...".

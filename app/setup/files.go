@@ -192,13 +192,17 @@ func ServeConfig(o Options, id Identity, keyFile, webhookSecret, runTokenKey str
 		}
 	}
 	def := app.DefaultConfig()
+	issuer := o.OIDCIssuer
+	if issuer == "" {
+		issuer = OIDCIssuer(o.GitHubURL, o.APIURL)
+	}
 	var b strings.Builder
 	err = serveTemplate.Execute(&b, map[string]any{
 		"WebURL": strings.TrimRight(o.GitHubURL, "/"), "V3": o.APIURL, "V4": v4, "App": id,
 		"WebhookSecret": webhookSecret, "KeyFile": keyFile, "RunTokenKey": runTokenKey,
 		"PublicURL": strings.TrimRight(o.PublicURL, "/"), "WebhookPath": o.WebhookPath,
 		"Address": def.Server.Address, "Label": def.Bumper.TriggerLabel, "Workflow": def.Bumper.Workflow,
-		"OIDC": OIDCIssuer(o.GitHubURL, o.APIURL), "AttestationKeyFile": AttestationKeyFile,
+		"OIDC": issuer, "AttestationKeyFile": AttestationKeyFile,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to render serve's configuration: %w", err)

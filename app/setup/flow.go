@@ -29,8 +29,12 @@ type Options struct {
 	// GitHubURL is GitHub's web address (default https://github.com): GitHub Enterprise
 	// Server's, or `bumper emulator`'s.
 	GitHubURL string
-	// APIURL is the REST API's base URL; empty: derived from GitHubURL (APIURLs).
+	// APIURL is the REST API's base URL; empty: api.github.com for github.com, else
+	// found by asking GitHubURL (DiscoverAPIURL).
 	APIURL string
+	// OIDCIssuer is the issuer of the runners' OIDC tokens written to serve.yml; empty:
+	// found by OpenID Connect discovery (DiscoverOIDCIssuer).
+	OIDCIssuer string
 	// Org registers the App under this organisation; empty: under the signed-in user.
 	Org string
 	// PublicURL is serve's public base URL: the webhook goes to PublicURL +
@@ -108,11 +112,22 @@ type Identity struct {
 // run never replaces an App's key. It returns when the files are written, the
 // exchange failed, or ctx ends.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	findAPI := o.APIURL == ""
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	if err := checkFree(o.Dir); err != nil {
 		return nil, err
+	}
+	if findAPI {
+		api, err := DiscoverAPIURL(ctx, o.HTTPClient, o.GitHubURL)
+		if err != nil {
+			return nil, err
+		}
+		o.APIURL = api
+	}
+	if o.OIDCIssuer == "" {
+		o.OIDCIssuer = DiscoverOIDCIssuer(ctx, o.HTTPClient, o.GitHubURL, o.APIURL)
 	}
 	state, err := randomHex(32)
 	if err != nil {
@@ -238,8 +253,8 @@ func (f *flow) callback(w http.ResponseWriter, r *http.Request) {
 // /app-manifests/{code}/conversions, no authentication: the code is the credential)
 // and writes them.
 func (f *flow) exchange(ctx context.Context, code string) (*Result, error) {
-	// The API URL is used as given (go-github's enterprise helper would add /api/v3/,
-	// which the emulator does not have).
+	// The API URL is used as given, or as found: go-github's enterprise helper would
+	// add /api/v3/ to an API at the root of its address.
 	base, err := url.Parse(f.o.APIURL)
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse the API URL %q: %w", f.o.APIURL, err)

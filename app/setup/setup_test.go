@@ -3,9 +3,11 @@ package setup_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -85,7 +87,8 @@ func start(t *testing.T, ctx context.Context, e *ghemu.Emulator, dir string) sta
 	ready := make(chan string, 1)
 	s := started{dir: dir, res: make(chan *setup.Result, 1), err: make(chan error, 1)}
 	go func() {
-		res, err := setup.Run(ctx, setup.Options{GitHubURL: e.BaseURL(), APIURL: e.BaseURL() + "/", Org: ghemu.DefaultOrg,
+		// No API URL: setup finds it, as for an admin who gives --github-url alone.
+		res, err := setup.Run(ctx, setup.Options{GitHubURL: e.BaseURL(), Org: ghemu.DefaultOrg,
 			PublicURL: "https://bumper.example.test", Name: "Bumper for acme", Dir: dir,
 			Ready: func(u string) { ready <- u }})
 		s.res <- res
@@ -196,7 +199,8 @@ func TestManifestFlow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("serve refuses the configuration setup wrote: %v", err)
 	}
-	if cfg.GitHub.App.IntegrationID != res.App.ID || cfg.GitHub.V3APIURL != e.BaseURL()+"/" {
+	// The API setup found: the emulator's, under /api/v3/ as on GitHub Enterprise Server.
+	if cfg.GitHub.App.IntegrationID != res.App.ID || cfg.GitHub.V3APIURL != e.BaseURL()+"/api/v3/" {
 		t.Errorf("serve.yml: App %d at %s", cfg.GitHub.App.IntegrationID, cfg.GitHub.V3APIURL)
 	}
 	// The attestation key is named beside serve.yml, and its public half beside it.
@@ -373,3 +377,82 @@ func TestOIDCIssuer(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscover: setup finds the REST API and the OIDC issuer as GitHub's tools do:
+// github.com's without asking; an Enterprise Server's under /api/v3/ and at
+// /_services/token; an API at the root of its address; the emulator's (which serves
+// both API paths, and its issuer at its address); and a clear error when nothing
+// answers.
+func TestDiscover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	meta := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"verifiable_password_authentication":false}`)
+	}
+	oidc := func(issuer *string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			_ = json.NewEncoder(w).Encode(map[string]string{"issuer": *issuer})
+		}
+	}
+	var ghesIssuer, rootIssuer string
+	ghes := http.NewServeMux()
+	ghes.HandleFunc("GET /api/v3/meta", meta)
+	ghes.HandleFunc("GET /_services/token/.well-known/openid-configuration", oidc(&ghesIssuer))
+	ghesSrv := httptest.NewServer(ghes)
+	defer ghesSrv.Close()
+	ghesIssuer = ghesSrv.URL + "/_services/token"
+	root := http.NewServeMux()
+	root.HandleFunc("GET /meta", meta)
+	root.HandleFunc("GET /.well-known/openid-configuration", oidc(&rootIssuer))
+	rootSrv := httptest.NewServer(root)
+	defer rootSrv.Close()
+	rootIssuer = rootSrv.URL
+	// Something that is not GitHub: a web server answering every path with a page.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "<html>hello</html>")
+	}))
+	defer other.Close()
+	e := emutest.New(t, ghemu.Options{})
+
+	// github.com is not asked: this client fails every request.
+	offline := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		t.Errorf("asked %s", r.URL)
+		return nil, errors.New("offline")
+	})}
+	if api, err := setup.DiscoverAPIURL(ctx, offline, "https://github.com"); err != nil || api != "https://api.github.com/" {
+		t.Errorf("github.com: %s %v", api, err)
+	}
+	if iss := setup.DiscoverOIDCIssuer(ctx, offline, "https://github.com", "https://api.github.com/"); iss != "https://token.actions.githubusercontent.com" {
+		t.Errorf("github.com's issuer: %s", iss)
+	}
+	cases := []struct{ name, url, api, issuer string }{
+		{"GitHub Enterprise Server", ghesSrv.URL, ghesSrv.URL + "/api/v3/", ghesIssuer},
+		{"an API at the root", rootSrv.URL + "/", rootSrv.URL + "/", rootIssuer},
+		{"the emulator", e.BaseURL(), e.BaseURL() + "/api/v3/", e.OIDCIssuerURL()},
+	}
+	for _, c := range cases {
+		api, err := setup.DiscoverAPIURL(ctx, nil, c.url)
+		if err != nil || api != c.api {
+			t.Errorf("%s: API %s %v, want %s", c.name, api, err, c.api)
+		}
+		if iss := setup.DiscoverOIDCIssuer(ctx, nil, c.url, api); iss != c.issuer {
+			t.Errorf("%s: issuer %s, want %s", c.name, iss, c.issuer)
+		}
+	}
+	_, err := setup.DiscoverAPIURL(ctx, nil, other.URL)
+	if err == nil || !strings.Contains(err.Error(), other.URL+"/api/v3/meta") || !strings.Contains(err.Error(), other.URL+"/meta: the answer is not JSON") ||
+		!strings.Contains(err.Error(), "--api-url") {
+		t.Errorf("no API: %v", err)
+	}
+	// setup stops there, before its page is served.
+	_, err = setup.Run(ctx, setup.Options{GitHubURL: other.URL, PublicURL: "https://bumper.example.test", Dir: t.TempDir(),
+		Ready: func(string) { t.Error("setup served its page without an API") }})
+	if err == nil || !strings.Contains(err.Error(), "no GitHub REST API answers") {
+		t.Errorf("setup without an API: %v", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -17,7 +17,7 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.Org, "org", "", "create the App under this organisation (empty: under your own account)")
 	fs.StringVar(&o.Dir, "dir", "bumper-app", "where the key, webhook secret, serve.yml and app.json go; it must not hold them already")
 	fs.StringVar(&o.GitHubURL, "github-url", "https://github.com", "GitHub's web address: GitHub Enterprise Server's, or bumper emulator's")
-	fs.StringVar(&o.APIURL, "api-url", "", "GitHub's REST API base URL (default: api.github.com, or GITHUB_URL/api/v3/ for Enterprise Server)")
+	fs.StringVar(&o.APIURL, "api-url", "", "GitHub's REST API base URL (default: api.github.com for github.com; else found by asking GITHUB_URL/api/v3/meta, then GITHUB_URL/meta)")
 	fs.StringVar(&o.Name, "name", "", "the App's name, unique on GitHub (default \"Bumper for ORG\"; GitHub's page lets you change it)")
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "loopback address of the local page")
 	if err := parseFlags(fs, args); err != nil {

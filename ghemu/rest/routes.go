@@ -55,6 +55,7 @@ func (a *API) register() {
 	rt.add(del, "/installation/token", inst, a.revokeInstallationToken)
 	rt.add(get, "/rate_limit", any, a.getRateLimit)
 	rt.add(post, "/app-manifests/{code}/conversions", need{auth: authNone}, a.convertManifest)
+	rt.add(get, "/meta", need{auth: authNone}, a.getMeta)
 
 	// Accounts.
 	rt.add(get, "/users/{username}", need{auth: authNone}, a.getUser)

@@ -24,6 +24,13 @@ type App struct {
 	Permissions   map[string]string `json:"permissions"`
 	Events        []string          `json:"events"`
 	CreatedAt     time.Time         `json:"created_at"`
+	// SetupURL is where GitHub sends the browser once the App is installed (the
+	// manifest's setup_url), with installation_id and setup_action; empty: the
+	// installation's settings page.
+	SetupURL string `json:"setup_url,omitempty"`
+	// Public Apps can be installed on any account; a private one (the default) only on
+	// its owner's.
+	Public bool `json:"public,omitempty"`
 }
 
 // User is a GitHub account: a person (type User), an organization, or an App's bot.

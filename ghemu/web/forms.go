@@ -38,7 +38,7 @@ const (
 // IsFormPath reports whether a POST to path is one of the web view's forms. The caller
 // routes only paths that are not the REST API's to the web view.
 func IsFormPath(path string) bool {
-	return path == sessionPath || path == logoutPath || formRE.MatchString(path)
+	return path == sessionPath || path == logoutPath || formRE.MatchString(path) || isInstallForm(path)
 }
 
 // refusal is a form the view did not act on: its status and what to say.
@@ -85,6 +85,10 @@ func (v *View) ServeForm(w http.ResponseWriter, r *http.Request) {
 		v.refusePage(w, r, http.StatusForbidden, "Sign in as one of the emulator's users first.", loginPath)
 		return
 	}
+	if isInstallForm(r.URL.Path) {
+		v.serveInstallForm(w, r, ss.login)
+		return
+	}
 	m := formRE.FindStringSubmatch(r.URL.Path)
 	back := "/" + m[1] + "/" + m[2] + "/" + m[3] + "/" + m[4]
 	target, err := v.act(r, ss.login, m)
@@ -104,6 +108,24 @@ func (v *View) ServeForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, back+target, http.StatusSeeOther)
+}
+
+// serveInstallForm answers the install form: to the App's setup URL or the
+// installation's page (303), or a page saying what was refused.
+func (v *View) serveInstallForm(w http.ResponseWriter, r *http.Request, login string) {
+	target, err := v.installApp(r, login)
+	if err != nil {
+		status, msg := http.StatusInternalServerError, "The App could not be installed."
+		var rf *refusal
+		if errors.As(err, &rf) {
+			status, msg = rf.status, rf.msg
+		} else {
+			v.log.Error().Err(err).Str("path", r.URL.Path).Msg("web view install failed")
+		}
+		v.refusePage(w, r, status, msg, r.URL.RequestURI())
+		return
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
 // apiMessage is what a refusal of the API says, its details included.

@@ -41,6 +41,7 @@ type appManifest struct {
 		Active *bool  `json:"active"`
 	} `json:"hook_attributes"`
 	RedirectURL        string            `json:"redirect_url"`
+	SetupURL           string            `json:"setup_url,omitempty"`
 	Public             bool              `json:"public"`
 	DefaultPermissions map[string]string `json:"default_permissions"`
 	DefaultEvents      []string          `json:"default_events"`
@@ -64,6 +65,7 @@ type manifestView struct {
 	URL          string
 	Hook         string
 	Redirect     string
+	Setup        string
 	Description  string
 	Permissions  [][2]string
 	Events       []string
@@ -149,7 +151,7 @@ func (v *View) showManifest(w http.ResponseWriter, r *http.Request, man appManif
 	raw, _ := json.Marshal(man)
 	mv := manifestView{Action: strings.TrimSuffix(r.URL.Path, "/") + "/confirm", ManifestJSON: string(raw), State: flowState,
 		Name: man.Name, Owner: owner, People: people, URL: man.URL, Hook: man.Hook.URL, Redirect: man.RedirectURL,
-		Description: man.Description}
+		Setup: man.SetupURL, Description: man.Description}
 	for _, p := range slices.Sorted(maps.Keys(man.DefaultPermissions)) {
 		mv.Permissions = append(mv.Permissions, [2]string{p, man.DefaultPermissions[p]})
 	}
@@ -185,6 +187,9 @@ func validateManifest(m appManifest) string {
 	}
 	if !absoluteHTTP(m.RedirectURL) {
 		return "The manifest's redirect_url must be an absolute http(s) URL: the code is sent there."
+	}
+	if m.SetupURL != "" && !absoluteHTTP(m.SetupURL) {
+		return "The manifest's setup_url must be an absolute http(s) URL: the browser goes there once the App is installed."
 	}
 	for p, lvl := range m.DefaultPermissions {
 		if lvl != "read" && lvl != "write" && lvl != "admin" {
@@ -239,7 +244,7 @@ func createApp(w *state.World, m appManifest, owner string) (string, error) {
 	id := w.NextID()
 	app := state.App{ID: id, Slug: slug, Name: m.Name, Owner: owner, ClientID: "Iv23" + state.RandomToken("")[:16],
 		WebhookURL: hook, WebhookSecret: state.RandomToken("whsec_"), Permissions: perms, Events: events,
-		CreatedAt: w.Timestamp()}
+		CreatedAt: w.Timestamp(), SetupURL: m.SetupURL, Public: m.Public}
 	if err := w.ReplaceApp(app, k); err != nil {
 		return "", err
 	}

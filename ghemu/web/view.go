@@ -115,6 +115,8 @@ type View struct {
 	log   zerolog.Logger
 	// sessions are the browsers signed in as local users (or about to sign in).
 	sessions *sessions
+	// install installs the App (SetInstaller): the install form's.
+	install Installer
 }
 
 // New is the web view of store's world, with diffs and commits from git; its forms act
@@ -142,8 +144,9 @@ func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(seg) == 1 && seg[0] == "" {
 		seg = nil
 	}
-	var err error
+	handled, err := v.serveAppPages(w, r)
 	switch {
+	case handled:
 	case len(seg) == 0:
 		err = v.index(w, r)
 	case len(seg) == 1 && "/"+seg[0] == loginPath:
