@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bumperdev/bumper/app/workitem"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // EnvPrefix starts every environment override: BUMPER_GITHUB_APP_WEBHOOK_SECRET,
@@ -274,7 +275,7 @@ func (c *Config) validate(noKey bool) error {
 	if c.Bumper.Limits.RepoDailyItems < 0 {
 		bad("bumper.limits.repo_daily_items is %d; use 0 (no cap) or more", c.Bumper.Limits.RepoDailyItems)
 	}
-	if r := c.Bumper.Limits.LedgerRepository; r != "" && !validRepoName(r) {
+	if r := c.Bumper.Limits.LedgerRepository; r != "" && !repoconfig.ValidRepoName(r) {
 		bad("bumper.limits.ledger_repository %q: name a repository of the installation's account, e.g. .github (no owner)", r)
 	}
 	if c.GitHub.App.IntegrationID <= 0 {
@@ -396,17 +397,4 @@ func (c *Config) Logger(w io.Writer) zerolog.Logger {
 		return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true}).Level(lvl).With().Timestamp().Logger()
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
-}
-
-// validRepoName is a repository's name as GitHub allows it.
-func validRepoName(s string) bool {
-	if s == "" || s == "." || s == ".." || len(s) > 100 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
 }

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bumperdev/bumper/firewall/credential"
+	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
 // Env names the runner host's credentials file.
@@ -166,22 +167,10 @@ func readPrivate(p string, limit int64) ([]byte, error) {
 // checkPattern accepts owner/name and owner/*.
 func checkPattern(r string) error {
 	owner, name, ok := strings.Cut(r, "/")
-	if !ok || !validRepoPart(owner) || name != "*" && !validRepoPart(name) {
+	if !ok || !repoconfig.ValidOwner(owner) || name != "*" && !repoconfig.ValidRepoName(name) {
 		return fmt.Errorf("repository %q: write owner/name or owner/*", r)
 	}
 	return nil
-}
-
-func validRepoPart(s string) bool {
-	if s == "" || s == "." || s == ".." || len(s) > 100 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 func newPlaceholder(name string) (string, error) {
@@ -215,7 +204,7 @@ func (h *Host) Grant(repo string, names []string) ([]credential.Credential, erro
 		return nil, fmt.Errorf("the repository asks for the credentials %s, but this runner host declares none (%s is not set): ask the runner host's admin to declare them (docs/credentials.md)", strings.Join(names, ", "), Env)
 	}
 	repo = strings.ToLower(repo)
-	if owner, name, ok := strings.Cut(repo, "/"); !ok || !validRepoPart(owner) || !validRepoPart(name) {
+	if owner, name, ok := strings.Cut(repo, "/"); !ok || !repoconfig.ValidOwner(owner) || !repoconfig.ValidRepoName(name) {
 		// Not owner/name: "tools" or "tools/a/b" would otherwise match tools/*.
 		return nil, fmt.Errorf("the repository %q is not owner/name: no credential is granted", repo)
 	}

@@ -20,6 +20,24 @@ type Limits struct {
 	RepoDailyItems            int
 }
 
+// moneyCap is one of the daily money caps with what it covers.
+type moneyCap struct {
+	scope, name string // the counter's scope, the config key
+	cap         int64
+}
+
+// moneyCaps are the money caps that are on for repo: its own, its installation's.
+func (l Limits) moneyCaps(repo string) []moneyCap {
+	var out []moneyCap
+	for _, c := range []moneyCap{{repo, "limits.repo_daily_usd", l.RepoDailyMicroUSD},
+		{ScopeInstallation(repo), "limits.installation_daily_usd", l.InstallationDailyMicroUSD}} {
+		if c.cap > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (l Limits) on() bool {
 	return l.RepoDailyMicroUSD > 0 || l.InstallationDailyMicroUSD > 0 || l.RepoDailyItems > 0
 }
@@ -120,22 +138,15 @@ func runKey(rec *ledger.Record, att *ledger.Attempt) string {
 // installation's day budgets for att and returns what it got: the least of want and
 // what each cap leaves. A cap already spent returns a *capSpent and holds nothing.
 func (s *Service) reserveDaily(ctx context.Context, rec *ledger.Record, att *ledger.Attempt, want int64) (int64, error) {
-	l := s.opts.Limits
-	if l.RepoDailyMicroUSD == 0 && l.InstallationDailyMicroUSD == 0 {
+	caps := s.opts.Limits.moneyCaps(rec.Repository)
+	if len(caps) == 0 {
 		return want, nil
 	}
 	day, end, left := s.today()
 	key := runKey(rec, att)
-	scopes := []struct {
-		scope, name string
-		cap         int64
-	}{{rec.Repository, "limits.repo_daily_usd", l.RepoDailyMicroUSD}, {ScopeInstallation(rec.Repository), "limits.installation_daily_usd", l.InstallationDailyMicroUSD}}
 	grant := want
 	var held []string
-	for _, sc := range scopes {
-		if sc.cap == 0 {
-			continue
-		}
+	for _, sc := range caps {
 		err := s.updateCounter(ctx, sc.scope, day, func(c *DayCounter) error {
 			delete(c.Reserved, key) // a retried exchange holds once
 			room := sc.cap - c.used()
@@ -183,15 +194,8 @@ func (s *Service) mayDispatchToday(ctx context.Context, rec *ledger.Record, star
 // today: a dispatch then waits for the reset rather than start a runner job whose
 // exchange would be refused.
 func (s *Service) dailySpent(ctx context.Context, rec *ledger.Record) error {
-	l := s.opts.Limits
 	day, end, left := s.today()
-	for _, sc := range []struct {
-		scope, name string
-		cap         int64
-	}{{rec.Repository, "limits.repo_daily_usd", l.RepoDailyMicroUSD}, {ScopeInstallation(rec.Repository), "limits.installation_daily_usd", l.InstallationDailyMicroUSD}} {
-		if sc.cap == 0 {
-			continue
-		}
+	for _, sc := range s.opts.Limits.moneyCaps(rec.Repository) {
 		c, _, err := s.opts.Spend.Load(ctx, sc.scope, day)
 		if err != nil {
 			return fmt.Errorf("failed to read the day counter of %s for %s: %w", sc.scope, day, err)
@@ -214,19 +218,12 @@ func (s *Service) releaseDaily(ctx context.Context, scopes []string, day, key st
 // settleDaily replaces att's hold with what it reported it spent, in the day it was
 // granted.
 func (s *Service) settleDaily(ctx context.Context, rec *ledger.Record, att *ledger.Attempt) error {
-	l := s.opts.Limits
-	if att.SpendDay == "" || l.RepoDailyMicroUSD == 0 && l.InstallationDailyMicroUSD == 0 {
+	if att.SpendDay == "" {
 		return nil
 	}
 	key := runKey(rec, att)
 	day, _, _ := s.today()
-	for _, sc := range []struct {
-		scope, name string
-		cap         int64
-	}{{rec.Repository, "limits.repo_daily_usd", l.RepoDailyMicroUSD}, {ScopeInstallation(rec.Repository), "limits.installation_daily_usd", l.InstallationDailyMicroUSD}} {
-		if sc.cap == 0 {
-			continue
-		}
+	for _, sc := range s.opts.Limits.moneyCaps(rec.Repository) {
 		err := s.updateCounter(ctx, sc.scope, att.SpendDay, func(c *DayCounter) error {
 			if _, held := c.Reserved[key]; !held {
 				return nil // settled already (a repeated report)

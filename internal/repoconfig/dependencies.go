@@ -76,3 +76,10 @@ func (p Config) DependenciesOf(repo string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ValidOwner reports whether s is an account's login as GitHub allows it.
+func ValidOwner(s string) bool { return ownerName.MatchString(s) }
+
+// ValidRepoName reports whether s is a repository's name (without its owner) as GitHub
+// allows it: letters, digits, '.', '_', '-', at most 100, not "." or "..".
+func ValidRepoName(s string) bool { return s != "." && s != ".." && repoName.MatchString(s) }
