@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/bumperdev/bumper/app"
+	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/rs/zerolog"
 )
 
@@ -35,17 +36,26 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	go reloadPause(ctx, *path, srv)
+	go reloadPause(ctx, *path, srv, nil)
 	return srv.Run(ctx)
+}
+
+// pauser is what a reload sets: serve's kill switch (app.Server).
+type pauser interface {
+	SetPause(ctx context.Context, p workitem.PauseState) (int, error)
 }
 
 // reloadPause reads the configuration again on each SIGHUP and applies its kill switch
 // (bumper.paused, bumper.pause); every other key needs a restart. A file that no longer
 // loads changes nothing, and says so.
-func reloadPause(ctx context.Context, path string, srv *app.Server) {
+// ready, when not nil, is closed once SIGHUP is caught (tests).
+func reloadPause(ctx context.Context, path string, srv pauser, ready chan<- struct{}) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if ready != nil {
+		close(ready)
+	}
 	log := zerolog.Ctx(ctx)
 	for {
 		select {
