@@ -146,6 +146,7 @@ func (s *Service) reserveDaily(ctx context.Context, rec *ledger.Record, att *led
 	key := runKey(rec, att)
 	grant := want
 	var held []string
+	var holds []int64 // what each held scope holds
 	for _, sc := range caps {
 		err := s.updateCounter(ctx, sc.scope, day, func(c *DayCounter) error {
 			delete(c.Reserved, key) // a retried exchange holds once
@@ -165,10 +166,14 @@ func (s *Service) reserveDaily(ctx context.Context, rec *ledger.Record, att *led
 			return 0, err
 		}
 		held = append(held, sc.scope)
+		holds = append(holds, grant)
 	}
 	// The installation's cap may have lowered the grant after the repository's was
 	// held: hold the same everywhere.
-	for _, scope := range held {
+	for i, scope := range held {
+		if holds[i] == grant {
+			continue
+		}
 		if err := s.updateCounter(ctx, scope, day, func(c *DayCounter) error { c.Reserved[key] = grant; return nil }); err != nil {
 			return 0, err
 		}
