@@ -25,6 +25,7 @@ import (
 	"github.com/bumperdev/bumper/firewall"
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/firewall/credential"
+	"github.com/bumperdev/bumper/internal/cachedir"
 	"github.com/bumperdev/bumper/internal/environment"
 	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -35,6 +36,10 @@ import (
 
 // DefaultSetupTimeout bounds a setup's VM session.
 const DefaultSetupTimeout = 30 * time.Minute
+
+// setupFreeMargin is the free space a setup needs beyond its root disk's size in the
+// image cache: the derived image's manifest and the staging directory.
+const setupFreeMargin = 256 << 20
 
 // logTail is how much of a failed setup's output its error quotes.
 const logTail = 4 << 10
@@ -143,6 +148,12 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if img, ok := image.FindDerived(imagesDir, key.Digest); ok {
 		res.Image = img
 		return res, nil
+	}
+	// The setup's root disk is kept as the environment's image beside the base's: a full
+	// cache fails here, before the setup runs, rather than after it.
+	need := uint64(base.Manifest().Rootfs.SizeBytes) + setupFreeMargin
+	if err := cachedir.EnsureFree(imagesDir, need, "keeping the environment's root disk"); err != nil {
+		return res, err
 	}
 	start := time.Now()
 	img, err := setup(ctx, o, base, key, imagesDir)

@@ -56,6 +56,10 @@ func Build(ctx context.Context, cfg BuildConfig) (*Image, error) {
 	if err := emptyTmp(filepath.Join(cfg.CacheDir, "tmp")); err != nil {
 		return nil, err
 	}
+	// A full cache fails here, before anything is written, rather than halfway.
+	if err := cachedir.EnsureFree(cfg.CacheDir, cachedir.BuildFreeBytes, "building an image"); err != nil {
+		return nil, err
+	}
 	boot, err := buildBoot(ctx, cfg.CacheDir, in.Kernel, in.Busybox, p)
 	if err != nil {
 		return nil, err
