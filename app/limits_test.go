@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	gogithub "github.com/google/go-github/v66/github"
+
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
@@ -137,6 +139,34 @@ func TestDailyLimits(t *testing.T) {
 	// The counters are GitHub's: one ref per scope and day.
 	if refs := h.guardRefs("spend"); len(refs) != 1 {
 		t.Fatalf("the repository's day counters: %v", refs)
+	}
+
+	// A writer rewrites today's counter to look unspent: serve grants nothing from a
+	// counter it did not write, and says so.
+	day := time.Unix(0, now.Load()).UTC().Format(time.DateOnly)
+	w := h.user(ghemu.DefaultMaintainer)
+	ref, _, err := w.Git.GetRef(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "bumper/spend/"+day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := w.Git.GetCommit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, ref.GetObject().GetSHA())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, _, err := w.Git.CreateCommit(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, &gogithub.Commit{
+		Message: gogithub.String(`{"day":"` + day + `","spent_micro_usd":0}`), Tree: old.Tree, Parents: []*gogithub.Commit{{SHA: old.SHA}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Object.SHA = forged.SHA
+	if _, _, err := w.Git.UpdateRef(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, ref, false); err != nil {
+		t.Fatal(err)
+	}
+	n7 := h.openIssue("Make widgets 7", "The widget count should be 7.")
+	h.label(ghemu.DefaultMaintainer, n7, "agent:implement")
+	h.comment(ghemu.DefaultMaintainer, n7, "/approve")
+	if r := h.expectState(n7, ledger.Failed); !strings.Contains(r.Reason, "was not written by serve") {
+		t.Fatalf("after a forged counter: reason %q", r.Reason)
 	}
 
 	// The next UTC day: the fourth item's /retry runs, with a fresh budget.

@@ -82,3 +82,18 @@ func (s *Sealer) verify(payload []byte, sig string) bool {
 func (s *Sealer) ShortID(revision string) string {
 	return hex.EncodeToString(mac(s.short, []byte(revision)))[:ShortIDLen]
 }
+
+// labelCounter separates the day counters' signatures from the records'.
+const labelCounter = "bumper day counter v1\x00"
+
+// SignCounter signs a day counter's JSON (written without its signature): the counters
+// are refs in repositories writers can push to, and serve grants nothing from one it
+// did not write.
+func (s *Sealer) SignCounter(payload []byte) string {
+	return s.sign(append([]byte(labelCounter), payload...))
+}
+
+// VerifyCounter checks SignCounter's signature, with the current or a previous key.
+func (s *Sealer) VerifyCounter(payload []byte, sig string) bool {
+	return s.verify(append([]byte(labelCounter), payload...), sig)
+}

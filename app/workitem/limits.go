@@ -2,6 +2,7 @@ package workitem
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,6 +51,15 @@ type DayCounter struct {
 	SpentMicroUSD int64            `json:"spent_micro_usd"`
 	Reserved      map[string]int64 `json:"reserved,omitempty"`
 	Items         []string         `json:"items,omitempty"`
+	// Sig is serve's signature of the rest (ledger.Sealer.SignCounter).
+	Sig string `json:"sig,omitempty"`
+}
+
+// payload is the counter's JSON without its signature: what the signature covers.
+func (c DayCounter) payload() []byte {
+	c.Sig = ""
+	b, _ := json.Marshal(c)
+	return b
 }
 
 // used is what the day counts against a cap: spent and held.
@@ -73,6 +83,21 @@ type SpendStore interface {
 // ScopeInstallation names an installation's counter: its account, "owner".
 func ScopeInstallation(repo string) string { owner, _, _ := strings.Cut(repo, "/"); return owner }
 
+// loadCounter reads scope's counter of day and refuses, with a *capSpent, one serve
+// did not write: whoever may push to the repository could otherwise lower the day's
+// spending by writing the ref. An absent counter is an empty day.
+func (s *Service) loadCounter(ctx context.Context, scope, day string) (DayCounter, string, error) {
+	c, version, err := s.opts.Spend.Load(ctx, scope, day)
+	if err != nil {
+		return c, "", fmt.Errorf("failed to read the day counter of %s for %s: %w", scope, day, err)
+	}
+	if version != "" && !s.opts.Sealer.VerifyCounter(c.payload(), c.Sig) {
+		return c, "", &capSpent{why: fmt.Sprintf("the day counter of %s for %s (refs/bumper/spend/%s) was not written by serve: its signature does not match, "+
+			"so nothing is granted from it; an admin who means to forget the day's spending deletes that ref", scope, day, day)}
+	}
+	return c, version, nil
+}
+
 // maxCounterRetries bounds how often one update loses a race before it gives up.
 const maxCounterRetries = 20
 
@@ -82,9 +107,9 @@ var errCounterBusy = errors.New("the day counter kept changing under this update
 // updateCounter applies fn to scope's counter of day until its write wins.
 func (s *Service) updateCounter(ctx context.Context, scope, day string, fn func(c *DayCounter) error) error {
 	for range maxCounterRetries {
-		c, version, err := s.opts.Spend.Load(ctx, scope, day)
+		c, version, err := s.loadCounter(ctx, scope, day)
 		if err != nil {
-			return fmt.Errorf("failed to read the day counter of %s for %s: %w", scope, day, err)
+			return err
 		}
 		c.Day = day
 		if c.Reserved == nil {
@@ -93,6 +118,7 @@ func (s *Service) updateCounter(ctx context.Context, scope, day string, fn func(
 		if err := fn(&c); err != nil {
 			return err
 		}
+		c.Sig = s.opts.Sealer.SignCounter(c.payload())
 		ok, err := s.opts.Spend.Save(ctx, scope, day, c, version)
 		if err != nil {
 			return fmt.Errorf("failed to write the day counter of %s for %s: %w", scope, day, err)
@@ -106,6 +132,7 @@ func (s *Service) updateCounter(ctx context.Context, scope, day string, fn func(
 
 // capSpent is a cap found spent: which, how much, when it resets.
 type capSpent struct {
+	why         string // when set, the whole reason (a counter serve cannot trust)
 	name        string // the config key
 	spent, cap  int64
 	items       bool // a count of items, not dollars
@@ -114,6 +141,9 @@ type capSpent struct {
 }
 
 func (c *capSpent) Error() string {
+	if c.why != "" {
+		return c.why
+	}
 	amount := fmt.Sprintf("%s of %s", dollars(c.spent), dollars(c.cap))
 	if c.items {
 		amount = fmt.Sprintf("%d of %d work items started", c.spent, c.cap)
@@ -201,9 +231,9 @@ func (s *Service) mayDispatchToday(ctx context.Context, rec *ledger.Record, star
 func (s *Service) dailySpent(ctx context.Context, rec *ledger.Record) error {
 	day, end, left := s.today()
 	for _, sc := range s.opts.Limits.moneyCaps(rec.Repository) {
-		c, _, err := s.opts.Spend.Load(ctx, sc.scope, day)
+		c, _, err := s.loadCounter(ctx, sc.scope, day)
 		if err != nil {
-			return fmt.Errorf("failed to read the day counter of %s for %s: %w", sc.scope, day, err)
+			return err
 		}
 		if c.used() >= sc.cap {
 			return &capSpent{name: sc.name, spent: c.used(), cap: sc.cap, resets: end, resetsAfter: left}
