@@ -186,6 +186,11 @@ var RunOutcomes = []string{"success", "failure", "stopped", "timed_out", "over_b
 // MaxReason bounds Evidence.Reason, in bytes.
 const MaxReason = 1000
 
+// MaxCostMicroUSD bounds Evidence.CostMicroUSD: a million dollars, the most any cap
+// (bounds.cost_per_*_usd) may be. A figure beyond it, or below 0, is refused: summed
+// into the day's counters it would wrap an int64 or lower what the day spent.
+const MaxCostMicroUSD = 1_000_000 * 1_000_000
+
 // Task is what the agent is asked to do, as the App approved it: the runner writes it
 // into the VM as files, and the agent reads nothing else from GitHub about the issue.
 type Task struct {

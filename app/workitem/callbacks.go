@@ -109,6 +109,9 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	if e.Outcome != "" && !slices.Contains(wire.RunOutcomes, e.Outcome) {
 		return refuse(RefusalInvalidReport, "outcome %q: want one of %s", e.Outcome, strings.Join(wire.RunOutcomes, ", "))
 	}
+	if e.CostMicroUSD < 0 || e.CostMicroUSD > wire.MaxCostMicroUSD {
+		return refuse(RefusalInvalidReport, "cost_micro_usd %d: want 0 to %d", e.CostMicroUSD, int64(wire.MaxCostMicroUSD))
+	}
 	if len(e.Reason) > wire.MaxReason || !utf8.ValidString(e.Reason) {
 		return refuse(RefusalInvalidReport, "reason: want valid UTF-8 of at most %d bytes", wire.MaxReason)
 	}
@@ -126,9 +129,12 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 		}
 	}
 	att := it.rec.CurrentAttempt()
-	spent := e.CostMicroUSD - att.CostMicroUSD
-	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, e.CostMicroUSD
-	if err := s.settleDaily(ctx, it.rec, att); err != nil {
+	// A repeated report never lowers what the run counts (against the work item's
+	// budget and the day's): the runner repeats one it is unsure was heard, and a
+	// higher figure adds what it adds.
+	spent := max(e.CostMicroUSD-att.CostMicroUSD, 0)
+	att.EvidenceDigest, att.ImageDigest, att.CostMicroUSD = e.Digest, e.ImageDigest, att.CostMicroUSD+spent
+	if err := s.settleDaily(ctx, it.rec, att, spent); err != nil {
 		// The run's hold stays in the day's counter: it counts against the cap, never
 		// for it.
 		zerolog.Ctx(ctx).Warn().Err(err).Str(logkey.WorkItem, it.rec.ID()).Msg("failed to settle a run's cost in the day's counters")

@@ -104,6 +104,10 @@ const maxCounterRetries = 20
 // errCounterBusy is what an update that lost every race returns.
 var errCounterBusy = errors.New("the day counter kept changing under this update")
 
+// errUnchanged is what an update's fn returns when it changes nothing: nothing is
+// written (a repeated report is not a commit on the counter each time).
+var errUnchanged = errors.New("the day counter is unchanged")
+
 // updateCounter applies fn to scope's counter of day until its write wins.
 func (s *Service) updateCounter(ctx context.Context, scope, day string, fn func(c *DayCounter) error) error {
 	for range maxCounterRetries {
@@ -115,7 +119,9 @@ func (s *Service) updateCounter(ctx context.Context, scope, day string, fn func(
 		if c.Reserved == nil {
 			c.Reserved = map[string]int64{}
 		}
-		if err := fn(&c); err != nil {
+		if err := fn(&c); errors.Is(err, errUnchanged) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		c.Sig = s.opts.Sealer.SignCounter(c.payload())
@@ -251,8 +257,8 @@ func (s *Service) releaseDaily(ctx context.Context, scopes []string, day, key st
 }
 
 // settleDaily replaces att's hold with what it reported it spent, in the day it was
-// granted.
-func (s *Service) settleDaily(ctx context.Context, rec *ledger.Record, att *ledger.Attempt) error {
+// granted; once settled, a later report adds what it reports more (more).
+func (s *Service) settleDaily(ctx context.Context, rec *ledger.Record, att *ledger.Attempt, more int64) error {
 	if att.SpendDay == "" {
 		return nil
 	}
@@ -260,11 +266,14 @@ func (s *Service) settleDaily(ctx context.Context, rec *ledger.Record, att *ledg
 	day, _, _ := s.today()
 	for _, sc := range s.opts.Limits.moneyCaps(rec.Repository) {
 		err := s.updateCounter(ctx, sc.scope, att.SpendDay, func(c *DayCounter) error {
-			if _, held := c.Reserved[key]; !held {
-				return nil // settled already (a repeated report)
+			if _, held := c.Reserved[key]; held {
+				delete(c.Reserved, key)
+				c.SpentMicroUSD += att.CostMicroUSD
+			} else if more > 0 {
+				c.SpentMicroUSD += more // settled already: a repeated report says more
+			} else {
+				return errUnchanged // settled already (a repeated report)
 			}
-			delete(c.Reserved, key)
-			c.SpentMicroUSD += att.CostMicroUSD
 			if att.SpendDay == day {
 				s.observer().CapLeft(sc.name, sc.scope, sc.cap-c.used())
 			}
