@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem"
 )
 
 // TestCostReportAttacks: a runner (it holds the run token) cannot make its run count
