@@ -55,8 +55,10 @@ func TestReportCommand(t *testing.T) {
 		{"table, without the key", []string{"--config", keyless, "--org", ghemu.DefaultOrg, "--since", "all"}, 0, "Records unverified", "", ""},
 		{"json", []string{"--config", keyed, "--repo", repo, "--format", "json"}, 0, `"verified": true`, "", ""},
 		{"csv", []string{"--config", keyed, "--repo", repo, "--format", "csv"}, 0, "repository,items,", "", ""},
-		{"post", []string{"--config", keyed, "--repo", repo, "--post"}, 0, "metric", "", "(bumper:report): updated"},
-		{"post again", []string{"--config", keyed, "--repo", repo, "--post"}, 0, "metric", "", "(bumper:report): unchanged"},
+		// An absolute --since: a relative one moves with the clock, and a second that
+		// ticks between the two posts changes the body's window line.
+		{"post", []string{"--config", keyed, "--repo", repo, "--since", "2026-01-01", "--post"}, 0, "metric", "", "(bumper:report): updated"},
+		{"post again", []string{"--config", keyed, "--repo", repo, "--since", "2026-01-01", "--post"}, 0, "metric", "", "(bumper:report): unchanged"},
 		{"not installed", []string{"--config", keyed, "--repo", "acme/nothing"}, 1, "", "", "failed to find the App's installation"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
