@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/ghretry"
+
 	"github.com/gregjones/httpcache"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
@@ -97,8 +99,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		return out
 	})
 	// Below go-githubapp's cache and token middleware: each request that reaches
-	// GitHub counts once.
-	clientOpts = append(clientOpts, githubapp.WithTransport(met.Transport(opts.Transport)))
+	// GitHub counts once, a repetition too. Above the metrics, ghretry waits out GitHub's
+	// 5xx and secondary rate limits for every client serve makes.
+	clientOpts = append(clientOpts, githubapp.WithTransport(ghretry.New(met.Transport(opts.Transport))))
 	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub, clientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the GitHub client creator: %w", err)

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/bumperdev/bumper/internal/ghretry"
+
 	"github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/action/appclient"
@@ -208,6 +210,10 @@ func githubClient(cfg Config, token string) (*github.Client, error) {
 	}
 	hc := *cfg.HTTPClient
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	// GitHub's 5xx and secondary rate limits are waited out here, below go-github, as
+	// serve's are (internal/ghretry): a run that opened its pull request must not fail
+	// on a busy minute.
+	hc.Transport = ghretry.New(hc.Transport)
 	gh := github.NewClient(&hc).WithAuthToken(token)
 	gh.BaseURL = base
 	return gh, nil

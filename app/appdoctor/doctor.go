@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bumperdev/bumper/internal/ghretry"
+
 	gogithub "github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
@@ -57,7 +59,7 @@ func Check(ctx context.Context, cfg app.Config, repo string, opts Options) []doc
 	add := func(check string, st doctorreport.Status, detail, fix string) {
 		out = append(out, doctorreport.Finding{Check: check, Status: st, Detail: detail, Fix: fix})
 	}
-	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub)
+	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub, githubapp.WithTransport(ghretry.New(nil)))
 	if err != nil {
 		add("app.identity", doctorreport.Blocking, fmt.Sprintf("cannot make a GitHub client from the configuration: %v", err), "check github.* in serve's configuration")
 		return out

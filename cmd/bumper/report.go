@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bumperdev/bumper/internal/ghretry"
+
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/bumperdev/bumper/app"
@@ -62,7 +64,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub)
+	cc, err := githubapp.NewDefaultCachingClientCreator(cfg.GitHub, githubapp.WithTransport(ghretry.New(nil)))
 	if err != nil {
 		return fmt.Errorf("failed to create the GitHub client creator: %w", err)
 	}

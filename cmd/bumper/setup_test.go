@@ -4,12 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"html"
-	"io"
 	"maps"
-	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,64 +18,6 @@ import (
 	"github.com/bumperdev/bumper/ghemu/emutest"
 	"github.com/bumperdev/bumper/internal/doctorreport"
 )
-
-// pageBrowser is an HTTP client that does what a browser does with the pages of this
-// path: it keeps cookies, follows redirects (to setup's local page too), and sends a
-// form's fields, with the page's origin, to the form's action.
-type pageBrowser struct {
-	t *testing.T
-	c *http.Client
-}
-
-var (
-	formActionRE = regexp.MustCompile(`<form action="([^"]+)" method="post">`)
-	formFieldRE  = regexp.MustCompile(`<input type="(?:hidden|text)" name="([a-z_]+)" value="([^"]*)"`)
-)
-
-func (b *pageBrowser) do(method, u string, form url.Values, origin string) (int, string, *url.URL) {
-	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, u, body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", origin)
-	}
-	resp, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(out), resp.Request.URL
-}
-
-// submit posts the first form of page (from pageURL) with its own fields and extra.
-func (b *pageBrowser) submit(pageURL *url.URL, page string, extra url.Values) (int, string, *url.URL) {
-	b.t.Helper()
-	m := formActionRE.FindStringSubmatch(page)
-	if m == nil {
-		b.t.Fatalf("no form on %s:\n%s", pageURL, page)
-	}
-	action, err := pageURL.Parse(html.UnescapeString(m[1]))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	vals := url.Values{}
-	for _, f := range formFieldRE.FindAllStringSubmatch(page, -1) {
-		vals.Set(f[1], html.UnescapeString(f[2]))
-	}
-	if csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page); csrf != nil {
-		vals.Set("csrf", csrf[1])
-	}
-	maps.Copy(vals, extra)
-	return b.do(http.MethodPost, action.String(), vals, pageURL.Scheme+"://"+pageURL.Host)
-}
 
 // TestAdminSetsUpAgainstTheEmulator is an admin's first hour, on a real emulator:
 // `bumper setup --github-url` alone (the API and the OIDC issuer found by asking the
@@ -131,21 +68,8 @@ func TestAdminSetsUpAgainstTheEmulator(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	jar, _ := cookiejar.New(nil)
-	b := &pageBrowser{t: t, c: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	status, page, at := b.do(http.MethodGet, local, nil, "")
-	if status != http.StatusOK {
-		t.Fatalf("setup's page: %d\n%s", status, page)
-	}
-	// The button: GitHub's page shows the App; its button creates it and sends the browser back.
-	status, page, at = b.submit(at, page, nil)
-	if status != http.StatusOK || !strings.Contains(page, "Create GitHub App for acme") {
-		t.Fatalf("the emulator's manifest page: %d\n%s", status, page)
-	}
-	status, page, at = b.submit(at, page, nil)
-	if status != http.StatusOK || !strings.HasPrefix(at.String(), local+"callback?") || !strings.Contains(page, "installations/new") {
-		t.Fatalf("back at %s: %d\n%s", at, status, page)
-	}
+	b := emutest.NewBrowser(t)
+	b.CreateApp(local, "acme")
 	select {
 	case code := <-done:
 		if code != 0 {
@@ -190,24 +114,7 @@ func TestAdminSetsUpAgainstTheEmulator(t *testing.T) {
 	}
 
 	// The admin signs in on the emulator and installs the App on three repositories.
-	status, page, at = b.do(http.MethodGet, e.BaseURL()+"/login?return="+url.QueryEscape("/apps/"+ident.Slug+"/installations/new"), nil, "")
-	if status != http.StatusOK {
-		t.Fatalf("sign-in page: %d", status)
-	}
-	status, page, at = b.submit(at, strings.Replace(page, `<form class="box-body form" method="post" action="/session">`, `<form action="/session" method="post">`, 1),
-		url.Values{"login": {"olivia"}, "token": {e.UserToken("olivia")}})
-	link := regexp.MustCompile(`href="(/apps/[^"]+/installations/new/permissions\?[^"]+)"`).FindStringSubmatch(page)
-	if status != http.StatusOK || at.Path != "/apps/"+ident.Slug+"/installations/new" || link == nil {
-		t.Fatalf("the install page at %s: %d\n%s", at, status, page)
-	}
-	status, page, at = b.do(http.MethodGet, e.BaseURL()+html.UnescapeString(link[1]), nil, "")
-	if status != http.StatusOK || !strings.Contains(page, `id="install"`) {
-		t.Fatalf("the repositories page: %d\n%s", status, page)
-	}
-	status, page, at = b.submit(at, page, url.Values{"repository_selection": {"selected"}, "repository_ids": repos[:3]})
-	if status != http.StatusOK || !strings.Contains(at.Path, "/settings/installations/") {
-		t.Fatalf("after installing, at %s: %d\n%s", at, status, page)
-	}
+	b.InstallApp(e, ident.Slug, "olivia", repos[:3])
 
 	for _, repo := range repos[:3] {
 		code, rep, report := doctor(repo)

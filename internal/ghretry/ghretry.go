@@ -1,0 +1,234 @@
+// Package ghretry is an http.RoundTripper for GitHub's REST API that waits for what
+// GitHub asks clients to wait for and repeats what is safe to repeat.
+//
+// GitHub answers a busy moment with a 502, 503 or 504, and a client that writes too fast
+// with a secondary rate limit: a 403 or 429 with Retry-After, before which GitHub wants no
+// request at all from that credential (repeating early extends the block, and may get the
+// integration banned). The transport keeps, per credential, the time before which it sends
+// nothing, and holds every request of that credential until then. A rate-limited request
+// was not processed, so it is repeated whatever its method; a 5xx one may have been, so
+// only methods whose repetition changes nothing are repeated (GET, HEAD, OPTIONS, PUT,
+// PATCH, DELETE: GitHub's PATCH sets fields, it never appends). A POST that met a 5xx is
+// returned to its caller, which knows whether creating twice is harmful.
+package ghretry
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of a Transport's zero fields.
+const (
+	DefaultAttempts = 4
+	DefaultMaxWait  = 90 * time.Second
+	// secondaryDefault is how long GitHub asks a client to wait when its secondary rate
+	// limit comes without a Retry-After: at least a minute.
+	secondaryDefault = time.Minute
+	// sniff is how much of a 403's body is read to tell a rate limit from a refusal.
+	sniff = 64 << 10
+)
+
+// Transport repeats GitHub's requests as the package says. Use New.
+type Transport struct {
+	base     http.RoundTripper
+	attempts int
+	maxWait  time.Duration
+	backoff  time.Duration
+	now      func() time.Time
+
+	mu    sync.Mutex
+	until map[string]time.Time // credential → nothing is sent before this
+}
+
+// Option changes a Transport.
+type Option func(*Transport)
+
+// WithAttempts sets how many times a request is sent in all (the first included).
+func WithAttempts(n int) Option { return func(t *Transport) { t.attempts = max(n, 1) } }
+
+// WithMaxWait caps the Retry-After the transport waits out itself; a longer one is
+// handed to the caller with GitHub's answer (and still holds the credential's later
+// requests).
+func WithMaxWait(d time.Duration) Option { return func(t *Transport) { t.maxWait = d } }
+
+// WithBackoff sets the first wait after a 5xx or a failed connection; it doubles.
+func WithBackoff(d time.Duration) Option { return func(t *Transport) { t.backoff = d } }
+
+// New wraps base (nil: http.DefaultTransport).
+func New(base http.RoundTripper, opts ...Option) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t := &Transport{base: base, attempts: DefaultAttempts, maxWait: DefaultMaxWait, backoff: 500 * time.Millisecond,
+		now: time.Now, until: map[string]time.Time{}}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// idempotent reports whether sending the request twice leaves GitHub as sending it once.
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// credential names whose requests a rate limit holds: the token (hashed: the map must
+// not hold secrets), or the host for anonymous requests.
+func credential(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return "host:" + r.URL.Host
+	}
+	sum := sha256.Sum256([]byte(auth))
+	return hex.EncodeToString(sum[:8])
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	cred := credential(r)
+	// A body that cannot be read again can be sent once.
+	replayable := r.Body == nil || r.Body == http.NoBody || r.GetBody != nil
+	wait := t.backoff
+	for attempt := 1; ; attempt++ {
+		if err := t.holdFor(r.Context(), cred); err != nil {
+			return nil, err
+		}
+		req := r
+		if attempt > 1 {
+			req = r.Clone(r.Context())
+			if r.GetBody != nil {
+				body, err := r.GetBody()
+				if err != nil {
+					return nil, fmt.Errorf("failed to read the request's body again: %w", err)
+				}
+				req.Body = body
+			}
+		}
+		resp, err := t.base.RoundTrip(req)
+		last := attempt >= t.attempts || !replayable
+		if err != nil {
+			// A connection that failed may have carried the request; repeat only what is safe.
+			if last || !idempotent(r.Method) || r.Context().Err() != nil {
+				return nil, err
+			}
+			if err := sleep(r.Context(), wait); err != nil {
+				return nil, err
+			}
+			wait *= 2
+			continue
+		}
+		if d, limited := t.rateLimited(resp); limited {
+			t.hold(cred, d)
+			if last || d > t.maxWait {
+				return resp, nil
+			}
+			discard(resp)
+			continue
+		}
+		switch resp.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			if last || !idempotent(r.Method) {
+				return resp, nil
+			}
+			discard(resp)
+			if err := sleep(r.Context(), wait); err != nil {
+				return nil, err
+			}
+			wait *= 2
+			continue
+		}
+		return resp, nil
+	}
+}
+
+// rateLimited reports whether resp is a rate limit and how long GitHub asks to wait.
+// It reads a 403's body to tell (a refusal is also a 403) and puts it back.
+func (t *Transport) rateLimited(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
+		return 0, false
+	}
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 {
+			return time.Duration(n) * time.Second, true
+		}
+	}
+	if resp.Header.Get("X-Ratelimit-Remaining") == "0" {
+		if reset, err := strconv.ParseInt(resp.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
+			return max(time.Unix(reset, 0).Sub(t.now()), 0) + time.Second, true
+		}
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return secondaryDefault, true
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, sniff))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err == nil && bytes.Contains(bytes.ToLower(head), []byte("secondary rate limit")) {
+		return secondaryDefault, true
+	}
+	return 0, false
+}
+
+// hold keeps the credential's requests back for d from now (never shortening a hold).
+func (t *Transport) hold(cred string, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if until := t.now().Add(d); until.After(t.until[cred]) {
+		t.until[cred] = until
+	}
+}
+
+// holdFor waits until the credential may send again.
+func (t *Transport) holdFor(ctx context.Context, cred string) error {
+	for {
+		t.mu.Lock()
+		until, ok := t.until[cred]
+		now := t.now()
+		if ok && !now.Before(until) {
+			delete(t.until, cred)
+		}
+		t.mu.Unlock()
+		if !ok || !now.Before(until) {
+			return nil
+		}
+		if err := sleep(ctx, until.Sub(now)); err != nil {
+			return fmt.Errorf("failed to wait out GitHub's rate limit: %w", err)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-tm.C:
+		return nil
+	}
+}
+
+// discard reads what is left of a response that is not returned, so its connection is
+// reused.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, sniff))
+	resp.Body.Close()
+}

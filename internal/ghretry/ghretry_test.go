@@ -1,0 +1,159 @@
+package ghretry
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// github is a test server that answers each request with the next of its scripted
+// statuses (then 200), and notes when each came and with which token.
+type github struct {
+	mu      sync.Mutex
+	answers []func(w http.ResponseWriter)
+	got     []seen
+}
+
+type seen struct {
+	at     time.Time
+	method string
+	auth   string
+	body   string
+}
+
+func (g *github) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	g.mu.Lock()
+	g.got = append(g.got, seen{time.Now(), r.Method, r.Header.Get("Authorization"), string(body)})
+	var next func(http.ResponseWriter)
+	if len(g.answers) > 0 {
+		next, g.answers = g.answers[0], g.answers[1:]
+	}
+	g.mu.Unlock()
+	if next != nil {
+		next(w)
+		return
+	}
+	_, _ = io.WriteString(w, `{"ok":true}`)
+}
+
+func status(code int, body string, headers ...string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+const secondary = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`
+
+func TestTransport(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		method  string
+		answers []func(http.ResponseWriter)
+		want    int // the status the caller sees
+		sent    int // requests GitHub received
+		waited  time.Duration
+	}{
+		{"a GET repeated after a 502", http.MethodGet, []func(http.ResponseWriter){status(502, `{"message":"Server Error"}`)}, 200, 2, 0},
+		{"a PATCH repeated after two 503s", http.MethodPatch, []func(http.ResponseWriter){status(503, "busy"), status(503, "busy")}, 200, 3, 0},
+		{"a POST not repeated after a 502: it may have been done", http.MethodPost, []func(http.ResponseWriter){status(502, "x")}, 502, 1, 0},
+		{"a POST repeated after a secondary rate limit, not before its Retry-After", http.MethodPost,
+			[]func(http.ResponseWriter){status(403, secondary, "Retry-After", "1")}, 200, 2, time.Second},
+		{"a 429 waited out", http.MethodGet, []func(http.ResponseWriter){status(429, secondary, "Retry-After", "1")}, 200, 2, time.Second},
+		{"a secondary rate limit without Retry-After beyond the cap goes back to the caller", http.MethodGet,
+			[]func(http.ResponseWriter){status(403, secondary)}, 403, 1, 0},
+		{"a 403 that is a refusal is not repeated", http.MethodGet,
+			[]func(http.ResponseWriter){status(403, `{"message":"Resource not accessible by integration"}`)}, 403, 1, 0},
+		{"the attempts end", http.MethodGet, []func(http.ResponseWriter){status(502, "a"), status(502, "b"), status(502, "c"), status(502, "d")}, 502, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &github{answers: tc.answers}
+			srv := httptest.NewServer(g)
+			defer srv.Close()
+			c := &http.Client{Transport: New(nil, WithAttempts(3), WithBackoff(10*time.Millisecond), WithMaxWait(5*time.Second))}
+			req, _ := http.NewRequest(tc.method, srv.URL+"/repos/o/r/issues", strings.NewReader(`{"title":"t"}`))
+			req.Header.Set("Authorization", "token one")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want || len(g.got) != tc.sent {
+				t.Fatalf("status %d after %d requests, want %d after %d (%s)", resp.StatusCode, len(g.got), tc.want, tc.sent, body)
+			}
+			for _, s := range g.got {
+				if s.body != `{"title":"t"}` {
+					t.Errorf("a repeated request's body is %q", s.body)
+				}
+			}
+			if tc.waited > 0 {
+				if gap := g.got[1].at.Sub(g.got[0].at); gap < tc.waited {
+					t.Errorf("repeated %v after a Retry-After of %v", gap, tc.waited)
+				}
+			}
+			if tc.want == 403 && !strings.Contains(string(body), "message") {
+				t.Errorf("the caller lost the refusal's body: %q", body)
+			}
+		})
+	}
+}
+
+// TestRateLimitHoldsTheCredential: after a secondary rate limit, no request of that
+// token reaches GitHub before its Retry-After, not even another caller's; another
+// token's requests are not held.
+func TestRateLimitHoldsTheCredential(t *testing.T) {
+	g := &github{answers: []func(http.ResponseWriter){status(403, secondary, "Retry-After", "3")}}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	tr := New(nil, WithAttempts(1))
+	get := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/x", nil)
+		req.Header.Set("Authorization", "token "+token)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("one"); code != 403 {
+		t.Fatalf("first answer %d", code)
+	}
+	limitedAt := time.Now()
+	if code := get("two"); code != 200 {
+		t.Fatalf("another token's request: %d", code)
+	}
+	if code := get("one"); code != 200 {
+		t.Fatalf("after the wait: %d", code)
+	}
+	if gap := g.got[2].at.Sub(limitedAt); gap < 2900*time.Millisecond {
+		t.Errorf("the limited token's next request came %v after its Retry-After of 3s", gap)
+	}
+	if gap := g.got[1].at.Sub(limitedAt); gap >= 2900*time.Millisecond {
+		t.Errorf("another token was held %v", gap)
+	}
+}
+
+// TestWaitEndsWithTheContext: a caller that gives up is not kept waiting for GitHub.
+func TestWaitEndsWithTheContext(t *testing.T) {
+	g := &github{answers: []func(http.ResponseWriter){status(429, secondary, "Retry-After", "30")}}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/x", nil)
+	_, err := New(nil).RoundTrip(req)
+	if err == nil || !strings.Contains(err.Error(), "rate limit") {
+		t.Fatalf("err %v, want the wait's end", err)
+	}
+}
