@@ -3,7 +3,6 @@ package workitem
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
@@ -80,12 +79,4 @@ func (s *Service) next(ctx context.Context, gh GitHub, it *item, pol repoconfig.
 		}
 	}
 	return nil
-}
-
-// normalizeNewlines keeps a browser's CRLF from reading as an edit.
-func normalizeNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
-
-// textDigest is the digest of a review's body as the record binds it.
-func textDigest(body string) string {
-	return ledger.ContentRevision([]byte(normalizeNewlines(body)))
 }

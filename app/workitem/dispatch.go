@@ -2,8 +2,6 @@ package workitem
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +12,8 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/dailycap"
+	"github.com/bumperdev/bumper/app/workitem/runidentity"
 )
 
 // The stages a run is dispatched for (the workflow's `stage` input), as the wire names
@@ -77,7 +77,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 		return s.hold(ctx, it, nil, by)
 	}
 	if err := s.mayDispatchToday(ctx, rec, n == 1); err != nil {
-		var capErr *capSpent
+		var capErr *dailycap.Spent
 		if !errors.As(err, &capErr) {
 			return err
 		}
@@ -118,11 +118,11 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 			return err
 		}
 	}
-	nonce, err := newNonce()
+	nonce, err := runidentity.NewNonce()
 	if err != nil {
 		return err
 	}
-	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: hashNonce(nonce), StartedAt: s.now().UTC()}
+	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: runidentity.HashNonce(nonce), StartedAt: s.now().UTC()}
 	inputs := map[string]string{wire.DispatchInputWorkItem: rec.ID(), wire.DispatchInputAttempt: strconv.Itoa(n),
 		wire.DispatchInputNonce: nonce, wire.DispatchInputStage: string(stage)}
 	runID, err := gh.Dispatch(ctx, it.repo.FullName, s.opts.Workflow, rec.BaseBranch, inputs)
@@ -164,9 +164,4 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
 		Str(logkey.Stage, string(stage)).Msg("dispatched a run")
 	return nil
-}
-
-func hashNonce(nonce string) string {
-	sum := sha256.Sum256([]byte(nonce))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

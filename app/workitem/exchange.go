@@ -2,15 +2,13 @@ package workitem
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/runidentity"
 )
 
 // RunTokenSigner signs run tokens.
@@ -31,7 +29,7 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err != nil {
 		return none, refuse(RefusalBadRequest, "%v", err)
 	}
-	if err := dispatchedBy(id, w); err != nil {
+	if err := runidentity.DispatchedBy(id, w); err != nil {
 		return none, err
 	}
 	defer s.lock(w.String())()
@@ -39,7 +37,7 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err != nil {
 		return none, err
 	}
-	att, err := s.dispatchedRun(id, it.rec, req)
+	att, err := runidentity.DispatchedRun(id, it.rec, req, s.opts.Workflow)
 	if err != nil {
 		return none, err
 	}
@@ -79,47 +77,6 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 		return none, err
 	}
 	return s.mint(ctx, gh, it, att, perms, bot, deps)
-}
-
-// dispatchedBy checks what the OIDC token says before the work item is looked at: the
-// token is for the work item's repository, and for a run of a workflow_dispatch.
-func dispatchedBy(id Identity, w wire.WorkItem) error {
-	if !strings.EqualFold(id.Repository, w.Repository) {
-		return refuse(RefusalIdentity, "the OIDC token is for repository %s, not %s", id.Repository, w.Repository)
-	}
-	// Fail closed: GitHub always names the triggering event, so a token without one is
-	// not an Actions run Bumper dispatched.
-	if id.EventName != "workflow_dispatch" {
-		return refuse(RefusalIdentity, "the run was triggered by %q, not by Bumper's workflow_dispatch", id.EventName)
-	}
-	return nil
-}
-
-// dispatchedRun checks that the run presenting the token is the one the work item's
-// current attempt was dispatched as: Bumper's runner workflow on the base branch, the
-// attempt's unused nonce, the attempt's workflow run. It returns the attempt.
-func (s *Service) dispatchedRun(id Identity, rec *ledger.Record, req wire.ExchangeRequest) (*ledger.Attempt, error) {
-	wantWF := fmt.Sprintf("%s/.github/workflows/%s@refs/heads/%s", rec.Repository, s.opts.Workflow, rec.BaseBranch)
-	if !strings.EqualFold(id.WorkflowRef, wantWF) {
-		return nil, refuse(RefusalIdentity, "the run's workflow is %s, not Bumper's runner workflow %s", id.WorkflowRef, wantWF)
-	}
-	if id.Ref != "refs/heads/"+rec.BaseBranch {
-		return nil, refuse(RefusalIdentity, "the run's ref is %s, not refs/heads/%s", id.Ref, rec.BaseBranch)
-	}
-	att := rec.CurrentAttempt()
-	if att == nil || att.Number != req.Attempt {
-		return nil, refuse(RefusalAttempt, "attempt %d is not the current attempt of %s", req.Attempt, rec.ID())
-	}
-	if subtle.ConstantTimeCompare([]byte(hashNonce(req.Nonce)), []byte(att.NonceHash)) != 1 {
-		return nil, refuse(RefusalNonce, "the nonce does not match attempt %d's", att.Number)
-	}
-	if att.NonceUsed {
-		return nil, refuse(RefusalNonce, "the nonce of attempt %d was already used", att.Number)
-	}
-	if strconv.FormatInt(att.RunID, 10) != id.RunID {
-		return nil, refuse(RefusalIdentity, "run %s is not the run dispatched for attempt %d", id.RunID, att.Number)
-	}
-	return att, nil
 }
 
 // mayStart checks that the work item's state lets the attempt's stage start now, and

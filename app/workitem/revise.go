@@ -13,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/agentwords"
 	"github.com/bumperdev/bumper/app/workitem/roundreply"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
@@ -69,7 +70,7 @@ func (s *Service) HandleReview(ctx context.Context, gh GitHub, ev ReviewEvent) e
 		return nil // the repository turned revise rounds off; reviews are for its people
 	}
 	return s.askRound(ctx, gh, it, pol, roundAsk{
-		input:    ledger.Input{Kind: wire.ReviewKindReview, ID: rv.ID, Digest: textDigest(rv.Body)},
+		input:    ledger.Input{Kind: wire.ReviewKindReview, ID: rv.ID, Digest: agentwords.Digest(rv.Body)},
 		what:     fmt.Sprintf("@%s's review", rv.User),
 		head:     rv.CommitID,
 		delivery: ev.Delivery,
@@ -180,12 +181,12 @@ func (s *Service) startRevise(ctx context.Context, gh GitHub, it *item, pol repo
 	if err != nil {
 		return err
 	}
-	if len(r.review) == 0 {
-		it.replyAfterSave(rec.PullRequest, roundreply.Text(roundreply.Round{Number: used + 1, Bound: bound, Head: rec.PullHead, Branch: rec.WorkBranch, Review: r.review, LeftOut: r.leftOut, Waiting: r.waiting, Texts: r.texts, Started: false}))
+	if len(r.Review) == 0 {
+		it.replyAfterSave(rec.PullRequest, roundreply.Text(roundreply.Round{Number: used + 1, Bound: bound, Head: rec.PullHead, Branch: rec.WorkBranch, Review: r.Review, LeftOut: r.LeftOut, Waiting: r.Waiting, Texts: r.Texts, Started: false}))
 		rec.Pending = nil
 		return nil
 	}
-	if err := s.move(ctx, it, ledger.Running, fmt.Sprintf("revise round %d of %d on %.12s, answering %d comment(s)", used+1, bound, rec.PullHead, len(r.review))); err != nil {
+	if err := s.move(ctx, it, ledger.Running, fmt.Sprintf("revise round %d of %d on %.12s, answering %d comment(s)", used+1, bound, rec.PullHead, len(r.Review))); err != nil {
 		return err
 	}
 	if err := s.dispatch(ctx, gh, it, StageRevise); err != nil {
@@ -195,8 +196,8 @@ func (s *Service) startRevise(ctx context.Context, gh GitHub, it *item, pol repo
 	if a == nil || a.Stage != StageRevise || a.Outcome != "" {
 		return nil // the dispatch failed: dispatch said so and handed the pull request back
 	}
-	a.Inputs, rec.Pending = r.inputs, r.rest
-	it.replyAfterSave(rec.PullRequest, roundreply.Text(roundreply.Round{Number: used + 1, Bound: bound, Head: rec.PullHead, Branch: rec.WorkBranch, Review: r.review, LeftOut: r.leftOut, Waiting: r.waiting, Texts: r.texts, Started: true}))
+	a.Inputs, rec.Pending = r.Inputs, r.Rest
+	it.replyAfterSave(rec.PullRequest, roundreply.Text(roundreply.Round{Number: used + 1, Bound: bound, Head: rec.PullHead, Branch: rec.WorkBranch, Review: r.Review, LeftOut: r.LeftOut, Waiting: r.Waiting, Texts: r.Texts, Started: true}))
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, a.Number).Int(logkey.Pull, rec.PullRequest).Msg("dispatched a revise round")
 	return nil
 }
@@ -266,7 +267,7 @@ func findingsInput(rec *ledger.Record, pol repoconfig.Config, o verdictOutcome) 
 		len(rec.Pending) >= ledger.MaxPending || rec.HumanPush != nil {
 		return
 	}
-	rec.Pending = append(rec.Pending, ledger.Input{Kind: wire.ReviewKindFinding, ID: o.Rec.ReviewID, Digest: textDigest(o.posted.Body)})
+	rec.Pending = append(rec.Pending, ledger.Input{Kind: wire.ReviewKindFinding, ID: o.Rec.ReviewID, Digest: agentwords.Digest(o.posted.Body)})
 }
 
 // reviewOf is the work item a review is on, with a logger naming who wrote it; ok is

@@ -2,8 +2,6 @@ package workitem
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/workitem/agentwords"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/revision"
 )
@@ -73,9 +72,9 @@ type Service struct {
 	redrives map[string]pendingRedrive
 	// pauses remember each repository's paused flag for should-stop polls.
 	pauses pauseCache
-	// steers remember /steer comments as they were given, by comment id, so that a
-	// run polling for them costs no call to GitHub (see steerOf).
-	steers map[int64]steerText
+	// steers remember /steer comments as they were given, so that a run polling for
+	// them costs no call to GitHub.
+	steers agentwords.Steers
 }
 
 // maxCachedPolicies bounds the policy cache; past it, the cache starts over.
@@ -86,7 +85,7 @@ func New(opts Options) (*Service, error) {
 	switch {
 	case opts.Index == nil:
 		return nil, errors.New("workitem: an index is required")
-	case opts.Limits.on() && opts.Spend == nil:
+	case opts.Limits.On() && opts.Spend == nil:
 		return nil, errors.New("workitem: daily limits need a store for their counters")
 	case opts.Connector == nil:
 		return nil, errors.New("workitem: a GitHub connector is required")
@@ -359,12 +358,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func newNonce() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("failed to make a nonce: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }

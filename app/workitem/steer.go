@@ -2,10 +2,7 @@ package workitem
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -20,17 +17,6 @@ import (
 // code gets the steers given before it was dispatched with its task (Task.Steers), and
 // those given while it works through its should-stop poll (ShouldStop.Steers). Review
 // runs get none: a reviewer judges with a fresh context nobody steers.
-
-// steerText is a /steer comment as it was given (ok), or as found since: deleted,
-// edited or no longer a /steer (not ok, never served).
-type steerText struct {
-	steer wire.Steer
-	ok    bool
-}
-
-// maxRememberedSteers bounds serve's memory of steers; past it, it starts over, and a
-// steer not remembered is read from GitHub again.
-const maxRememberedSteers = 1024
 
 // maxSteerReports bounds the steers one evidence report may speak of.
 const maxSteerReports = 64
@@ -57,7 +43,7 @@ func (s *Service) steer(ctx context.Context, gh GitHub, it *item, ev CommentEven
 		working = a.Number
 	}
 	rec.Steers = append(rec.Steers, ledger.SteerRef{ID: ev.CommentID, By: ev.Author, At: at, For: working})
-	s.remember(wire.Steer{ID: ev.CommentID, Author: ev.Author, CreatedAt: at, Text: cmd.Text}, true)
+	s.steers.Remember(wire.Steer{ID: ev.CommentID, Author: ev.Author, CreatedAt: at, Text: cmd.Text}, true)
 	msg, err := s.steerReply(ctx, gh, rec)
 	if err != nil {
 		return err
@@ -94,42 +80,6 @@ func (s *Service) steerReply(ctx context.Context, gh GitHub, rec *ledger.Record)
 	}
 }
 
-// remember keeps a steer's text in serve's memory.
-func (s *Service) remember(st wire.Steer, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.steers == nil || len(s.steers) >= maxRememberedSteers {
-		s.steers = map[int64]steerText{}
-	}
-	s.steers[st.ID] = steerText{steer: st, ok: ok}
-}
-
-// steerOf is a kept steer's text: from serve's memory of the comment as it was given,
-// else (after a restart, or on another replica) from GitHub, where a comment deleted,
-// edited since it was given or no longer a /steer is never served.
-func (s *Service) steerOf(ctx context.Context, gh GitHub, rec *ledger.Record, ref ledger.SteerRef) (wire.Steer, bool, error) {
-	s.mu.Lock()
-	t, ok := s.steers[ref.ID]
-	s.mu.Unlock()
-	if ok {
-		return t.steer, t.ok, nil
-	}
-	c, err := gh.Comment(ctx, rec.Repository, ref.ID)
-	if errors.Is(err, ErrNotFound) {
-		s.remember(wire.Steer{ID: ref.ID}, false)
-		return wire.Steer{}, false, nil
-	}
-	if err != nil {
-		return wire.Steer{}, false, fmt.Errorf("failed to read steer %d: %w", ref.ID, err)
-	}
-	cmd, isCmd := command.Parse(c.Body)
-	st := wire.Steer{ID: ref.ID, Author: ref.By, CreatedAt: ref.At, Text: cmd.Text}
-	good := isCmd && cmd.Kind == command.Steer && cmd.Text != "" && len(cmd.Text) <= wire.MaxSteerText &&
-		strings.EqualFold(c.Author, ref.By) && !c.UpdatedAt.After(c.CreatedAt)
-	s.remember(st, good)
-	return st, good, nil
-}
-
 // steersFor are the kept steers for a run of attempt att, oldest first: those given
 // while it worked (working: through should-stop), or the others, given before (with its
 // task).
@@ -137,49 +87,12 @@ func (s *Service) steersFor(ctx context.Context, gh GitHub, rec *ledger.Record, 
 	if att == nil || !steerable(att.Stage) {
 		return nil, nil
 	}
-	var out []wire.Steer
-	for _, ref := range rec.Steers {
-		if (ref.For == att.Number) != working {
-			continue
-		}
-		st, ok, err := s.steerOf(ctx, gh, rec, ref)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, st)
-		}
-	}
-	return out, nil
+	return s.steers.For(ctx, words{gh: gh, rec: rec}, rec, att.Number, working)
 }
 
-// steersDelivered takes a run's report of its steers: those delivered are done, and so
-// are those that can no longer be served (deleted or edited since); the others wait for
-// the next run.
+// steersDelivered takes a run's report of its steers (agentwords.Steers.Delivered).
 func (s *Service) steersDelivered(ctx context.Context, gh GitHub, rec *ledger.Record, reports []wire.SteerDelivery) error {
-	if len(reports) == 0 {
-		return nil
-	}
-	done := map[int64]bool{}
-	for _, d := range reports {
-		if !d.DeliveredAt.IsZero() {
-			done[d.ID] = true
-		}
-	}
-	kept := rec.Steers[:0]
-	for _, ref := range rec.Steers {
-		if done[ref.ID] {
-			continue
-		}
-		if _, ok, err := s.steerOf(ctx, gh, rec, ref); err != nil {
-			return err
-		} else if !ok {
-			continue
-		}
-		kept = append(kept, ref)
-	}
-	rec.Steers = slices.Clip(kept)
-	return nil
+	return s.steers.Delivered(ctx, words{gh: gh, rec: rec}, rec, reports)
 }
 
 // checkSteerReports refuses a report of steers that cannot be a run's.

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/bumperdev/bumper/app/authz"
-	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/agentwords"
 )
 
 // stageScopes is the one table of what a run of each stage may call back for. A plan
@@ -108,62 +106,20 @@ func (s *Service) reviseTask(ctx context.Context, gh GitHub, rec *ledger.Record,
 	if err != nil {
 		return err
 	}
-	if len(r.review) == 0 {
-		return refuse(RefusalState, "nothing the round was asked may reach the agent any more (left out: %d)", len(r.leftOut))
+	if len(r.Review) == 0 {
+		return refuse(RefusalState, "nothing the round was asked may reach the agent any more (left out: %d)", len(r.LeftOut))
 	}
-	task.Round, task.Review, task.LeftOut = rec.RoundsSince(rec.PullAttempt(), StageRevise), r.review, r.leftOut
+	task.Round, task.Review, task.LeftOut = rec.RoundsSince(rec.PullAttempt(), StageRevise), r.Review, r.LeftOut
 	return nil
 }
 
-// taskComments are the comments a run may read: written by a person with write
-// permission, before the cutoff (and before the approval comment itself), not edited
-// since, and not a command or one of Bumper's own.
+// taskComments are the comments a run may read (agentwords.TaskComments): a writer's,
+// before the cutoff and the approval comment, not edited since, not a command or
+// Bumper's own.
 func (s *Service) taskComments(ctx context.Context, gh GitHub, rec *ledger.Record, cutoff time.Time, approvalComment int64) ([]wire.TaskComment, error) {
 	bot, err := s.botLogin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	comments, err := gh.Comments(ctx, rec.Repository, rec.Issue)
-	if err != nil {
-		return nil, fmt.Errorf("failed to list the comments of %s: %w", rec.ID(), err)
-	}
-	// GitHub's own time of the approval comment is the cutoff: the App's clock may be
-	// skewed, and it handled the comment a moment after it was written.
-	for _, c := range comments {
-		if approvalComment != 0 && c.ID == approvalComment && c.CreatedAt.Before(cutoff) {
-			cutoff = c.CreatedAt
-		}
-	}
-	perms := map[string]string{}
-	out := []wire.TaskComment{}
-	for _, c := range comments {
-		switch {
-		case strings.EqualFold(c.Author, bot), authz.IsBot(c.Author, c.AuthorType):
-			continue
-		case c.CreatedAt.After(cutoff), c.UpdatedAt.After(cutoff):
-			continue
-		case c.UpdatedAt.After(c.CreatedAt) && !c.UpdatedAt.Before(cutoff):
-			// Edited in the approval's second (GitHub's times are whole seconds): the
-			// edit may have come after the approval.
-			continue
-		case approvalComment != 0 && c.ID >= approvalComment:
-			continue
-		}
-		if _, isCmd := command.Parse(c.Body); isCmd {
-			continue
-		}
-		key := strings.ToLower(c.Author)
-		perm, ok := perms[key]
-		if !ok {
-			if perm, err = gh.Permission(ctx, rec.Repository, c.Author); err != nil {
-				return nil, fmt.Errorf("failed to check the permission of %s on %s: %w", c.Author, rec.Repository, err)
-			}
-			perms[key] = perm
-		}
-		if !authz.AtLeast(perm, "write") {
-			continue
-		}
-		out = append(out, wire.TaskComment{Author: c.Author, CreatedAt: c.CreatedAt.UTC(), Body: c.Body})
-	}
-	return out, nil
+	return agentwords.TaskComments(ctx, words{gh: gh, rec: rec}, wordsOf(rec, bot, ""), cutoff, approvalComment)
 }

