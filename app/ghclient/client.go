@@ -287,15 +287,44 @@ func (c *Client) CreateRef(ctx context.Context, repo, ref, sha string) (bool, er
 	if err != nil {
 		return false, err
 	}
-	_, _, err = c.gh.Git.CreateRef(ctx, owner, name, &gogithub.Reference{Ref: &ref, Object: &gogithub.GitObject{SHA: &sha}})
-	if refExists(err) {
-		return false, nil
+	// A create-if-absent is how replicas agree (DESIGN.md), so an answer that does not say
+	// plainly who made the ref is checked: a 422 "already exists" may be GitHub's own race
+	// with nobody's ref behind it, and a 5xx may or may not have created it. The ref is
+	// read; absent, the create is tried again; present, it is someone's (after a 5xx
+	// perhaps this request's, which the callers' re-drives cover).
+	for try := 1; ; try++ {
+		_, _, err = c.gh.Git.CreateRef(ctx, owner, name, &gogithub.Reference{Ref: &ref, Object: &gogithub.GitObject{SHA: &sha}})
+		if err == nil {
+			return true, nil
+		}
+		if !refExists(err) && status(err) < http.StatusInternalServerError {
+			return false, err
+		}
+		_, _, gerr := c.gh.Git.GetRef(ctx, owner, name, ref)
+		switch {
+		case gerr == nil:
+			return false, nil
+		case status(gerr) != http.StatusNotFound:
+			return false, fmt.Errorf("failed to create %s (%w), and to read it back: %w", ref, err, gerr)
+		case try == createRefAttempts:
+			return false, fmt.Errorf("failed to create %s after %d tries: %w", ref, try, err)
+		}
+		t := time.NewTimer(time.Duration(try) * createRefPause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, fmt.Errorf("failed to create %s: %w", ref, context.Cause(ctx))
+		case <-t.C:
+		}
 	}
-	if err != nil {
-		return false, err
-	}
-	return true, nil
 }
+
+// CreateRef's tries when GitHub answers without creating, and the pause before the
+// next (growing with each).
+const (
+	createRefAttempts = 5
+	createRefPause    = 100 * time.Millisecond
+)
 
 // Dispatch implements workitem.GitHub. It asks for the run's details
 // (return_run_details), which go-github v66 predates, so the request is built by hand.

@@ -3,6 +3,7 @@ package ghclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,12 +13,19 @@ import (
 	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu/faults"
 )
 
 // client is the adapter on an installation token of the emulator's default repository.
 func client(t *testing.T) (*Client, string) {
 	t.Helper()
-	e := emutest.New(t, ghemu.Options{}, emutest.AllowInvalidRequests())
+	return clientOf(t, ghemu.Options{})
+}
+
+// clientOf is client on an emulator made with opts.
+func clientOf(t *testing.T, opts ghemu.Options) (*Client, string) {
+	t.Helper()
+	e := emutest.New(t, opts, emutest.AllowInvalidRequests())
 	tok := emutest.InstallationToken(t, e, ghemu.DefaultOrg, ghemu.DefaultRepo, map[string]string{"contents": "write", "issues": "write"})
 	gh := gogithub.NewClient(nil).WithAuthToken(tok)
 	base, err := url.Parse(strings.TrimRight(e.BaseURL(), "/") + "/")
@@ -53,6 +61,43 @@ func TestCreateRefTellsExistsFromRefused(t *testing.T) {
 			created, err := c.CreateRef(ctx, repo, tc.ref, tc.sha)
 			if created || err == nil {
 				t.Fatalf("create: %v, %v; want an error, not a ref that exists", created, err)
+			}
+		})
+	}
+}
+
+// TestCreateRefThroughGitHubsFaults: a create-if-absent whose answer does not say who
+// made the ref is settled by reading the ref. GitHub's own 422 race with nobody's ref
+// behind it, and a 502, are tried again and end in a created ref; when every answer is
+// a fault, the caller gets an error, never "another replica has it".
+func TestCreateRefThroughGitHubsFaults(t *testing.T) {
+	ctx := context.Background()
+	seed := uint64(7)
+	for _, tc := range []struct {
+		name    string
+		rule    faults.RESTRule
+		created bool
+	}{
+		{"a third of the creates race", faults.RESTRule{Route: "/repos/{owner}/{repo}/git/refs", Methods: []string{"POST"}, Race: 0.3}, true},
+		{"a third of the creates meet a 502", faults.RESTRule{Route: "/repos/{owner}/{repo}/git/refs", Methods: []string{"POST"}, BadGateway: 0.3}, true},
+		{"every create races", faults.RESTRule{Route: "/repos/{owner}/{repo}/git/refs", Methods: []string{"POST"}, Race: 1}, false},
+		{"every create meets a 503", faults.RESTRule{Route: "/repos/{owner}/{repo}/git/refs", Methods: []string{"POST"}, Unavailable: 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, repo := clientOf(t, ghemu.Options{Faults: &ghemu.FaultsConfig{Seed: &seed, REST: []faults.RESTRule{tc.rule}}})
+			head, err := c.BranchHead(ctx, repo, "main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 6 {
+				ref := fmt.Sprintf("refs/bumper/dispatch/%d-abc-1", i+1)
+				created, err := c.CreateRef(ctx, repo, ref, head)
+				if tc.created && (!created || err != nil) {
+					t.Fatalf("%s: %v, %v; want created", ref, created, err)
+				}
+				if !tc.created && (created || err == nil) {
+					t.Fatalf("%s: %v, %v; want an error, not a ref that exists", ref, created, err)
+				}
 			}
 		})
 	}

@@ -207,7 +207,7 @@ func (s *Service) Refresh(ctx context.Context, c wire.RunClaims) error {
 // A run that goes on gets the writers' /steer words given since it was dispatched, not
 // yet reported delivered.
 func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.ShouldStop, error) {
-	gh, it, err := s.current(ctx, c)
+	gh, it, err := s.currentActive(ctx, c)
 	var ref *Refusal
 	if err != nil {
 		if errors.As(err, &ref) {

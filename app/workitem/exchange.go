@@ -244,6 +244,11 @@ func (s *Service) baseMoved(ctx context.Context, gh GitHub, it *item, head strin
 // repository. The runner's word is all there is, so anything it names that is not
 // there is a refusal.
 func (s *Service) runItem(ctx context.Context, w wire.WorkItem) (GitHub, *item, error) {
+	return s.runItemAs(ctx, w, true)
+}
+
+// runItemAs is runItem; verify as loadIssueAs.
+func (s *Service) runItemAs(ctx context.Context, w wire.WorkItem, verify bool) (GitHub, *item, error) {
 	gh, err := s.opts.Connector.ForRepository(ctx, w.Repository)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, refuse(RefusalUnknownItem, "the App is not installed on %s", w.Repository)
@@ -251,7 +256,7 @@ func (s *Service) runItem(ctx context.Context, w wire.WorkItem) (GitHub, *item, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to reach the installation of %s: %w", w.Repository, err)
 	}
-	it, err := s.load(ctx, gh, Repo{FullName: w.Repository}, w.Issue)
+	it, err := s.loadIssueAs(ctx, gh, Repo{FullName: w.Repository}, Issue{Number: w.Issue, Comments: -1}, verify)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,6 +265,25 @@ func (s *Service) runItem(ctx context.Context, w wire.WorkItem) (GitHub, *item, 
 	}
 	it.repo.DefaultBranch = it.rec.BaseBranch
 	return gh, it, nil
+}
+
+// currentActive is current for the should-stop poll, every few seconds of every run:
+// the index's copy answers while it shows the run's attempt under way; anything else
+// (another attempt, an ended item, an unknown one) is read again from GitHub before a
+// run is told to stop, since this replica's copy may predate another replica's writes.
+func (s *Service) currentActive(ctx context.Context, c wire.RunClaims) (GitHub, *item, error) {
+	gh, it, err := s.runItemAs(ctx, c.WorkItem, false)
+	var ref *Refusal
+	if err != nil && !errors.As(err, &ref) {
+		return nil, nil, err
+	}
+	if err == nil {
+		att := it.rec.CurrentAttempt()
+		if att != nil && att.Number == c.Attempt && att.Revision == c.Revision && att.NonceUsed && it.rec.State.Active() {
+			return gh, it, nil
+		}
+	}
+	return s.current(ctx, c)
 }
 
 // current loads the work item a run token names and checks the token is for its

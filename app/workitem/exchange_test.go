@@ -249,3 +249,45 @@ func TestRefresh(t *testing.T) {
 	review := e.grant(e.lastRun())
 	e.must(e.svc.Refresh(e.ctx, review))
 }
+
+// TestStaleReplicaReadsBack: replicas behind one balancer each see only some of the
+// webhooks. A replica whose copy of the item predates the approval (it loaded the item
+// while it waited) gets the run's call-backs: it must read the record back, not refuse
+// the exchange, tell the run to stop, or write its old copy over GitHub's.
+func TestStaleReplicaReadsBack(t *testing.T) {
+	e := newEnv(t, "")
+	it := e.awaiting()
+	stale := e.replica()
+	if _, err := stale.Rebuild(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _, ok := stale.Index().Get(ledger.ID(repoName, it.n)); !ok || rec.State != ledger.AwaitingApproval {
+		t.Fatalf("the second replica's copy: %v %v", ok, rec)
+	}
+	e.comment(it.n, writer, "/approve")
+	e.expect(it.n, ledger.Running)
+	run := e.lastRun()
+
+	// The run's exchange and its polls reach the replica that did not see the approval.
+	if _, err := stale.Exchange(e.ctx, run.Identity(), exchangeRequest(run)); err != nil {
+		t.Fatalf("the stale replica refused the exchange: %v", err)
+	}
+	claims := e.signer.Claims()
+	c := claims[len(claims)-1]
+	for range 2 {
+		got, err := e.svc.ShouldStop(e.ctx, c)
+		e.must(err)
+		if got.Stop {
+			t.Fatalf("the replica that dispatched says stop: %s", got.Reason)
+		}
+		// The first replica's copy predates the exchange, which the other wrote.
+		e.svc, stale = stale, e.svc
+	}
+	if err := stale.Progress(e.ctx, c, wire.Progress{State: string(ledger.Verifying)}); err != nil {
+		t.Fatalf("progress on the replica whose copy predates the exchange: %v", err)
+	}
+	e.svc = stale // the replica that wrote last holds GitHub's copy
+	if r := e.record(it.n); r.State != ledger.Verifying || !r.CurrentAttempt().NonceUsed {
+		t.Fatalf("after both replicas wrote, the record is %s (nonce used %v)", r.State, r.CurrentAttempt().NonceUsed)
+	}
+}

@@ -175,12 +175,50 @@ func (s *Service) load(ctx context.Context, gh GitHub, repo Repo, number int) (*
 	return s.loadIssue(ctx, gh, repo, Issue{Number: number, Comments: -1})
 }
 
+// stillCurrent reports whether the index's copy of a record is the one its status
+// comment holds now. Replicas behind one load balancer each see some of the webhooks,
+// so a copy may be old; the read is a conditional request, answered 304 (and not
+// counted against the rate limit) while nothing changed.
+func (s *Service) stillCurrent(ctx context.Context, gh GitHub, repo string, rec *ledger.Record, commentID int64) (bool, error) {
+	c, err := gh.Comment(ctx, repo, commentID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("failed to read the status comment of %s: %w", rec.ID(), err)
+	}
+	now, err := s.opts.Sealer.Decode(c.Body)
+	if err != nil {
+		return false, nil // the full read decides what an unreadable comment means
+	}
+	return now.Revision == rec.Revision && now.UpdatedAt.Equal(rec.UpdatedAt), nil
+}
+
 // loadIssue is load with what the payload says about the issue.
 func (s *Service) loadIssue(ctx context.Context, gh GitHub, repo Repo, is Issue) (*item, error) {
+	return s.loadIssueAs(ctx, gh, repo, is, true)
+}
+
+// loadIssueAs is loadIssue; without verify it trusts the index's copy as it is, for
+// the hot read-only polls whose callers confirm what matters with a verified read.
+func (s *Service) loadIssueAs(ctx context.Context, gh GitHub, repo Repo, is Issue, verify bool) (*item, error) {
 	number := is.Number
 	id := ledger.ID(repo.FullName, number)
 	if rec, cid, ok := s.idx.Get(id); ok {
-		return &item{repo: repo, commentID: cid, stored: rec, rec: rec.Clone()}, nil
+		if !verify {
+			return &item{repo: repo, commentID: cid, stored: rec, rec: rec.Clone()}, nil
+		}
+		current, err := s.stillCurrent(ctx, gh, repo.FullName, rec, cid)
+		if err != nil {
+			return nil, err
+		}
+		if current {
+			return &item{repo: repo, commentID: cid, stored: rec, rec: rec.Clone()}, nil
+		}
+		// Another replica wrote since (or someone deleted the comment): read it all again,
+		// as at start-up, so this replica never acts on, or writes back, an older record.
+		s.idx.Delete(id)
+		is.Comments = -1
 	}
 	if is.Comments == 0 {
 		return nil, nil
