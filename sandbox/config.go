@@ -36,7 +36,7 @@ type Config struct {
 	Cmdline string
 	// CPUs is the vCPU count (default 2).
 	CPUs int
-	// MemoryMB is the guest memory (default 1024).
+	// MemoryMB is the guest memory (default DefaultMemoryMB).
 	MemoryMB int
 	// DiskSizeMB is the root disk's size; 0 keeps the template's (whose free space the
 	// image build sets). A larger size grows the guest's root filesystem at the start of
@@ -84,6 +84,9 @@ type Config struct {
 	QEMUUser string
 }
 
+// DefaultMemoryMB is Config.MemoryMB's default.
+const DefaultMemoryMB = 1024
+
 // DefaultMaxProcs is Config.MaxProcs's default.
 const DefaultMaxProcs = 512
 
@@ -97,7 +100,7 @@ func (c Config) withDefaults() Config {
 		c.CPUs = 2
 	}
 	if c.MemoryMB == 0 {
-		c.MemoryMB = 1024
+		c.MemoryMB = DefaultMemoryMB
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 30 * time.Minute

@@ -191,6 +191,12 @@ func (c *Client) Progress(ctx context.Context, p wire.Progress) error {
 	return c.report(ctx, wire.PathProgress, p)
 }
 
+// Waiting says the run waits for a VM slot on its runner host, or no longer does (POST
+// /api/v1/run/waiting), repeated as the reports are. It moves nothing at serve.
+func (c *Client) Waiting(ctx context.Context, w wire.Waiting) error {
+	return c.report(ctx, wire.PathWaiting, w)
+}
+
 // Evidence reports the attempt's evidence bundle (POST /api/v1/run/evidence) and
 // returns serve's receipt: the run's signed statement, or why serve signed none (an
 // older serve answers 204, with neither). The statement is not checked here: the runner

@@ -13,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/netns"
+	"github.com/bumperdev/bumper/sandbox/slots"
 )
 
 // machine fakes a runner host: good unless told otherwise.
@@ -113,5 +114,35 @@ func TestHostForReal(t *testing.T) {
 		if s := status(got, c); s != doctorreport.OK {
 			t.Errorf("%s: %s on a machine with root and QEMU: %+v", c, s, got)
 		}
+	}
+}
+
+// TestVMSlots: the finding says the host's limits and what its VMs hold; a bad variable
+// blocks, naming it.
+func TestVMSlots(t *testing.T) {
+	m := slots.Machine{CPUs: 2, MemTotalMB: 8192}
+	dir := filepath.Join(t.TempDir(), "slots")
+	env := map[string]string{slots.EnvDir: dir}
+	get := func(k string) string { return env[k] }
+
+	f := vmSlots(get, m, nil)
+	if f.Check != "host.vm_slots" || f.Status != doctorreport.OK || !strings.Contains(f.Detail, "at most 2 VMs with 6144 MiB") || !strings.Contains(f.Detail, "does not exist yet") {
+		t.Fatalf("no slots yet: %+v", f)
+	}
+	h, err := slots.New(slots.Limits{MaxVMs: 2, MemoryMB: 6144, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.Acquire(context.Background(), 1024, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if f := vmSlots(get, m, nil); f.Status != doctorreport.OK || !strings.Contains(f.Detail, "now 1 of 2 VMs (1024 of 6144 MiB) in use, 0 runs waiting") {
+		t.Fatalf("one VM: %+v", f)
+	}
+	env[slots.EnvMaxVMs] = "many"
+	if f := vmSlots(get, m, nil); f.Status != doctorreport.Blocking || !strings.Contains(f.Detail, slots.EnvMaxVMs) || f.Fix == "" {
+		t.Fatalf("a bad variable: %+v", f)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
+	"github.com/bumperdev/bumper/sandbox/slots"
 )
 
 // Files the run leaves in Config.Out, the run's artifact.
@@ -108,6 +109,10 @@ type Config struct {
 	// Timeout is replaced by the repository's bounds.wall_time (default DefaultWallTime)
 	// and its WorkspaceDir by the prepared workspace.
 	VM sandbox.Config
+	// Slots are the runner host's VM slots (BUMPER_MAX_VMS, BUMPER_VM_MEMORY_MB): the run
+	// waits for one before its first VM boots and gives it back once its VMs are down.
+	// Nil: no limit.
+	Slots *slots.Host
 	// ImageDigest and VMM describe the image and QEMU for the evidence.
 	ImageDigest, VMM string
 	// Environments is how the base image was built (its cache, the guest agent binary,

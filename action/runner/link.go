@@ -134,3 +134,12 @@ func (l *link) progress(ctx context.Context, state, plan string, pull int, head 
 	}
 	return nil
 }
+
+// waiting tells serve the run waits for a VM slot, or no longer does. The status comment
+// is all it changes, so a failure is logged and the run goes on (a serve older than the
+// call-back refuses it).
+func (l *link) waiting(ctx context.Context, waits bool) {
+	if err := l.client().Waiting(ctx, wire.Waiting{Waiting: waits}); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Bool("waiting", waits).Msg("failed to tell serve the run waits for a VM slot")
+	}
+}

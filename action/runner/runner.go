@@ -184,6 +184,11 @@ func execute(ctx context.Context, cfg Config, rec *recorder, cancel context.Canc
 	// and a first snapshot cannot eat the margin the push and the pull request need.
 	vmCtx, cancelVM := context.WithDeadline(ctx, vmDeadline(r.grant.TokenExpiresAt, cfg.Now()))
 	defer cancelVM()
+	// The host's VM slot, before the first VM (the environment's setup or the run's):
+	// the session gives it back once its VMs are down.
+	if p.session.slot, err = r.waitForSlot(vmCtx); err != nil {
+		return p, err
+	}
 	if r.needsImage() {
 		if err := rec.phase(vmCtx, evidence.PhaseEnvironment, 0, func(ctx context.Context) (string, error) {
 			return r.buildEnvironment(ctx, p.session, p.ws)

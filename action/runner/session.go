@@ -19,6 +19,7 @@ import (
 	"github.com/bumperdev/bumper/firewall/audit"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
+	"github.com/bumperdev/bumper/sandbox/slots"
 )
 
 // session is the run's sandbox session: its network namespace with the run's firewall
@@ -36,6 +37,10 @@ type session struct {
 	// suggested change edits (settle).
 	own        string
 	policyFile []byte
+
+	// slot is the runner host's VM slot the run's VMs hold, once it has it: given
+	// back when the session is down.
+	slot *slots.Slot
 
 	closeOnce sync.Once
 	// settled says the evidence holds the firewall's final account (settle).
@@ -153,6 +158,9 @@ func (s *session) shutDown(ctx context.Context) {
 	s.closeOnce.Do(func() {
 		if err := s.Close(context.WithoutCancel(ctx)); err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to shut the VM down cleanly")
+		}
+		if err := s.slot.Release(); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("failed to give the VM slot back (it is freed when this process ends)")
 		}
 	})
 }

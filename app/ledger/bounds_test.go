@@ -29,7 +29,7 @@ func largestRecord() *Record {
 		Verdict: &Verdict{Attempt: 99, Head: strings.Repeat("h", 40), Verdict: "request_changes", Confidence: 0.123456789,
 			Findings: 50, Digest: rev, Problem: worstText, Passed: true, CheckRunID: 1 << 50, ReviewID: 1 << 50},
 		HumanPush: &HumanPush{By: strings.Repeat("u", 39), At: at, Head: strings.Repeat("h", 40)},
-		BaseMoved: strings.Repeat("m", 40), BranchUpdates: 1 << 30,
+		BaseMoved: strings.Repeat("m", 40), BranchUpdates: 1 << 30, SlotWait: &SlotWait{Attempt: 1 << 30, Since: at},
 		Updating: &BranchUpdate{From: strings.Repeat("f", 40), To: strings.Repeat("t", 40), Diff: rev, At: at}}
 	for range MaxPending {
 		r.Pending = append(r.Pending, largestInput(rev))

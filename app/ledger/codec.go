@@ -313,6 +313,9 @@ func (s *Sealer) summary(r *Record, notice string) string {
 		}
 		fmt.Fprintf(&b, "| queue | waiting for a runner: %d of %d of this repository's Bumper runs; starts in %s |\n", q.Position, q.Of, eta)
 	}
+	if w, a := r.SlotWait, r.CurrentAttempt(); w != nil && a != nil && r.State.Active() && w.Attempt == a.Number {
+		fmt.Fprintf(&b, "| runner host | waiting for a VM slot on the runner host (since %s) |\n", w.Since.UTC().Format("15:04 MST"))
+	}
 	if n := len(r.Attempts); n > 0 {
 		a := r.Attempts[n-1]
 		outcome := a.Outcome

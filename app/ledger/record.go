@@ -76,6 +76,9 @@ type Record struct {
 	AuditHead  string `json:"audit_head,omitempty"`
 	// Queue is where the item's dispatched run waits for a runner, while it does.
 	Queue *QueuePlace `json:"queue,omitempty"`
+	// SlotWait says the current attempt's run waits for a VM slot on its runner host,
+	// since when: until the run says it no longer does or reports its next step.
+	SlotWait *SlotWait `json:"slot_wait,omitempty"`
 	// Paused names what paused the item's run (serve's configuration, the repository's
 	// file): the item waits, its approval kept, and starts again once unpaused. Empty
 	// when nothing holds it.
@@ -331,6 +334,13 @@ func (r *Record) Clone() *Record {
 		c.HumanPush = &h
 	}
 	return &c
+}
+
+// SlotWait is a run waiting for a VM slot on its runner host: which attempt's, and
+// since when (serve's clock).
+type SlotWait struct {
+	Attempt int       `json:"attempt"`
+	Since   time.Time `json:"since"`
 }
 
 // QueuePlace is a dispatched run's place among the repository's Bumper runs waiting for

@@ -28,6 +28,7 @@ const maxBody = 1 << 20
 type Ledger interface {
 	Exchange(ctx context.Context, id workitem.Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error)
 	Progress(ctx context.Context, c wire.RunClaims, p wire.Progress) error
+	Waiting(ctx context.Context, c wire.RunClaims, w wire.Waiting) error
 	ReportEvidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) (workitem.Attestable, error)
 	PublishAttestation(ctx context.Context, c wire.RunClaims, head string, statement []byte) error
 	Verdict(ctx context.Context, c wire.RunClaims, v wire.Verdict) error
@@ -54,6 +55,7 @@ func NewHandler(v *Verifier, t *RunTokens, l Ledger) *Handler {
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+wire.PathTokenExchange, h.exchange)
 	mux.HandleFunc("POST "+wire.PathProgress, h.callback(wire.ScopeProgress, report(h.ledger.Progress)))
+	mux.HandleFunc("POST "+wire.PathWaiting, h.callback(wire.ScopeWaiting, report(h.ledger.Waiting)))
 	mux.HandleFunc("POST "+wire.PathEvidence, h.callback(wire.ScopeEvidence, h.evidence))
 	mux.HandleFunc("GET "+attest.KeyPath, h.publicKeys)
 	mux.HandleFunc("POST "+wire.PathVerdict, h.callback(wire.ScopeVerdict, report(h.ledger.Verdict)))

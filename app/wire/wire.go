@@ -18,6 +18,7 @@ const (
 	PathShouldStop    = "/api/v1/run/should-stop"
 	PathTask          = "/api/v1/run/task"
 	PathRefresh       = "/api/v1/run/refresh"
+	PathWaiting       = "/api/v1/run/waiting"
 )
 
 // Scopes a run token may carry; each call-back endpoint needs its own. A run gets only
@@ -28,6 +29,7 @@ const (
 	ScopeVerdict    = "verdict"
 	ScopeShouldStop = "should-stop"
 	ScopeTask       = "task"
+	ScopeWaiting    = "waiting"
 )
 
 // OIDCAudience is the audience a runner asks GitHub's OIDC issuer for.
@@ -122,6 +124,13 @@ type Progress struct {
 	// App checks the pull request's head is exactly this commit.
 	HeadCommit string `json:"head_commit,omitempty"`
 	Plan       string `json:"plan,omitempty"`
+}
+
+// Waiting says a run waits for a VM slot on its runner host (Waiting true), or no longer
+// does. It moves nothing: serve shows it in the status comment, with the time serve
+// heard it, until the run says it no longer waits or reports its next step.
+type Waiting struct {
+	Waiting bool `json:"waiting"`
 }
 
 // Evidence reports the evidence bundle of an attempt.

@@ -66,6 +66,7 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 	if err := ledger.Transition(rec.State, to); err != nil {
 		return refuse(RefusalState, "%v", err)
 	}
+	rec.SlotWait = nil // the run's next step: it no longer waits for a VM
 	if err := s.move(ctx, it, to, p.Message); err != nil {
 		return err
 	}
@@ -87,6 +88,32 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			return fmt.Errorf("failed to post the plan of %s: %w", rec.ID(), err)
 		}
 		rec.PlanComment = id
+	}
+	return s.save(ctx, gh, it, "")
+}
+
+// Waiting notes that the current attempt's run waits for a VM slot on its runner host,
+// or no longer does: the status comment says so, since when serve heard it. The state
+// stays as it is, and a note that changes nothing writes nothing.
+func (s *Service) Waiting(ctx context.Context, c wire.RunClaims, w wire.Waiting) error {
+	defer s.lock(c.WorkItem.String())()
+	gh, it, err := s.current(ctx, c)
+	if err != nil {
+		return err
+	}
+	rec := it.rec
+	if !rec.State.Active() {
+		return refuse(RefusalState, "the %s run is over (the work item is %s): nothing waits", c.Stage, rec.State)
+	}
+	att := rec.CurrentAttempt().Number
+	waits := rec.SlotWait != nil && rec.SlotWait.Attempt == att
+	switch {
+	case w.Waiting == waits:
+		return nil
+	case w.Waiting:
+		rec.SlotWait = &ledger.SlotWait{Attempt: att, Since: s.now().UTC()}
+	default:
+		rec.SlotWait = nil
 	}
 	return s.save(ctx, gh, it, "")
 }
@@ -145,6 +172,7 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 	if e.AuditHead != "" {
 		it.rec.AuditHead = e.AuditHead
 	}
+	it.rec.SlotWait = nil
 	if steerable(c.Stage) {
 		if err := s.steersDelivered(ctx, gh, it.rec, e.Steers); err != nil {
 			return err

@@ -13,14 +13,14 @@ import (
 
 // stageScopes is the one table of what a run of each stage may call back for. A plan
 // run posts its plan; implementation, fix, revise and update runs report progress and
-// evidence; only a review run posts a verdict.
+// evidence; only a review run posts a verdict. Every run may say it waits for a VM slot.
 var stageScopes = map[wire.Stage][]string{
-	StagePlan:      {wire.ScopeProgress, wire.ScopeTask, wire.ScopeShouldStop},
-	StageImplement: {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
-	StageFix:       {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
-	StageRevise:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
-	StageUpdate:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
-	StageReview:    {wire.ScopeVerdict, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop},
+	StagePlan:      {wire.ScopeProgress, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
+	StageImplement: {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
+	StageFix:       {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
+	StageRevise:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
+	StageUpdate:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
+	StageReview:    {wire.ScopeVerdict, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
 }
 
 // ScopesOf is the run-token scope of a stage; nil for an unknown stage.

@@ -20,6 +20,7 @@ import (
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/sandbox"
 	"github.com/bumperdev/bumper/sandbox/image"
+	"github.com/bumperdev/bumper/sandbox/slots"
 )
 
 // Environment of `bumper run` beyond the action's inputs: the model APIs' keys (the
@@ -126,6 +127,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return exitError{code: 2}
 		}
 	}
+	if cfg.Slots, err = vmSlots(os.Getenv); err != nil {
+		env.Errorf("%v", err)
+		return exitError{code: 2}
+	}
 	cfg.RepositoryID, _ = strconv.ParseInt(os.Getenv("GITHUB_REPOSITORY_ID"), 10, 64)
 	cfg.Trigger.RunID, _ = strconv.ParseInt(actx.RunID, 10, 64)
 	cfg.Trigger.RunAttempt, _ = strconv.Atoi(actx.RunAttempt)
@@ -153,6 +158,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// vmSlots is the runner host's VM slots, as its environment sets them
+// (docs/runner-host.md, "Runs at once").
+func vmSlots(getenv func(string) string) (*slots.Host, error) {
+	m, err := slots.ThisMachine()
+	if err != nil {
+		return nil, err
+	}
+	lim, err := slots.FromEnv(getenv, m)
+	if err != nil {
+		return nil, err
+	}
+	return slots.New(lim)
 }
 
 // preconditions runs every preflight check at once, then loads the image and, when the
