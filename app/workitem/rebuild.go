@@ -2,6 +2,7 @@ package workitem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rs/zerolog"
@@ -83,6 +84,15 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 		return false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
 	}
 	rec, commentID, cause := checkRecord(s.opts.Sealer, repo, is, comments, bot)
+	var labels *recordtrust.LabelError
+	if errors.As(cause, &labels) {
+		if from, ok := labels.Interrupted(); ok {
+			if err := s.repairLabel(ctx, gh, repo.FullName, rec, from); err != nil {
+				return false, err
+			}
+			cause = nil
+		}
+	}
 	if cause != nil {
 		if rec != nil && rec.State == ledger.Error {
 			// Already in the visible error state: keep it there, quietly.
@@ -110,6 +120,20 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 	}
 	zerolog.Ctx(ctx).Debug().Str(logkey.WorkItem, id).Str(logkey.State, string(rec.State)).Msg("rebuilt work item")
 	return true, nil
+}
+
+// repairLabel moves the issue's state label from the state a write that stopped halfway
+// left it at to the record's.
+func (s *Service) repairLabel(ctx context.Context, gh GitHub, repo string, rec *ledger.Record, from ledger.State) error {
+	if err := gh.AddLabel(ctx, repo, rec.Issue, rec.State.Label()); err != nil {
+		return fmt.Errorf("failed to label %s %s: %w", rec.ID(), rec.State.Label(), err)
+	}
+	if err := gh.RemoveLabel(ctx, repo, rec.Issue, from.Label()); err != nil {
+		return fmt.Errorf("failed to remove label %s from %s: %w", from.Label(), rec.ID(), err)
+	}
+	zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Str(logkey.From, string(from)).Str(logkey.State, string(rec.State)).
+		Msg("put right the state label a write that stopped halfway left")
+	return nil
 }
 
 // checkRecord finds the status comment and checks the record against GitHub

@@ -50,8 +50,10 @@ func TestRebuild(t *testing.T) {
 		tamper func(e *env, it *item)
 		says   string
 	}{
+		// A label the record's state cannot have come from: not a write Bumper left halfway
+		// (TestRebuildPutsRightAnInterruptedWrite).
 		{name: "a state label that is not the record's", reach: func(e *env) *item { return e.awaiting() },
-			tamper: func(e *env, it *item) { e.gh.SetLabels(repoName, it.n, trigger, ledger.Running.Label()) }, says: "the record says awaiting-approval"},
+			tamper: func(e *env, it *item) { e.gh.SetLabels(repoName, it.n, trigger, ledger.Done.Label()) }, says: "the record says awaiting-approval"},
 		{name: "two state labels", reach: func(e *env) *item { return e.awaiting() },
 			tamper: func(e *env, it *item) {
 				e.gh.SetLabels(repoName, it.n, trigger, ledger.AwaitingApproval.Label(), ledger.Running.Label())
@@ -238,4 +240,34 @@ func TestRedrive(t *testing.T) {
 			t.Fatalf("reply %q", e.lastReply(it.n))
 		}
 	})
+}
+
+// TestRebuildPutsRightAnInterruptedWrite: Bumper writes the status comment, then moves
+// the state label. A replica killed in between (or a label write GitHub failed) leaves
+// the label of the state before; the next start trusts the signed record, moves the
+// label to it, and the item goes on. A writer who sets the label back gets the same.
+func TestRebuildPutsRightAnInterruptedWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reach func(e *env) *item
+		left  ledger.State
+		want  ledger.State
+	}{
+		{"approved, the label still awaiting", func(e *env) *item { return e.running() }, ledger.AwaitingApproval, ledger.Running},
+		{"verifying, the label still running", func(e *env) *item { return e.verifying() }, ledger.Running, ledger.Verifying},
+		{"in review, the label still reviewing", func(e *env) *item { return e.inReview() }, ledger.Reviewing, ledger.InReview},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "")
+			it := tc.reach(e)
+			e.gh.SetLabels(repoName, it.n, trigger, tc.left.Label())
+			e.restart()
+			st, err := e.svc.Rebuild(e.ctx)
+			e.must(err)
+			if st.Untrusted != 0 {
+				t.Fatalf("rebuilt %+v; want the item trusted", st)
+			}
+			e.expect(it.n, tc.want) // checks the one state label too
+		})
+	}
 }

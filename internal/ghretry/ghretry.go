@@ -8,8 +8,9 @@
 // nothing, and holds every request of that credential until then. A rate-limited request
 // was not processed, so it is repeated whatever its method; a 5xx one may have been, so
 // only methods whose repetition changes nothing are repeated (GET, HEAD, OPTIONS, PUT,
-// PATCH, DELETE: GitHub's PATCH sets fields, it never appends). A POST that met a 5xx is
-// returned to its caller, which knows whether creating twice is harmful.
+// PATCH, DELETE: GitHub's PATCH sets fields, it never appends), and the one POST that
+// adds what is there already without a change (an issue's labels). Any other POST that
+// met a 5xx is returned to its caller, which knows whether creating twice is harmful.
 package ghretry
 
 import (
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,11 +78,17 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	return t
 }
 
+// addLabels is GitHub's "add labels to an issue": adding a label an issue has changes
+// nothing, so the POST may be repeated.
+var addLabels = regexp.MustCompile(`/repos/[^/]+/[^/]+/issues/[0-9]+/labels$`)
+
 // idempotent reports whether sending the request twice leaves GitHub as sending it once.
-func idempotent(method string) bool {
-	switch method {
+func idempotent(r *http.Request) bool {
+	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		return true
+	case http.MethodPost:
+		return addLabels.MatchString(r.URL.Path)
 	}
 	return false
 }
@@ -121,7 +129,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		last := attempt >= t.attempts || !replayable
 		if err != nil {
 			// A connection that failed may have carried the request; repeat only what is safe.
-			if last || !idempotent(r.Method) || r.Context().Err() != nil {
+			if last || !idempotent(r) || r.Context().Err() != nil {
 				return nil, err
 			}
 			if err := sleep(r.Context(), wait); err != nil {
@@ -140,7 +148,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		switch resp.StatusCode {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			if last || !idempotent(r.Method) {
+			if last || !idempotent(r) {
 				return resp, nil
 			}
 			discard(resp)

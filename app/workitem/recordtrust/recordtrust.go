@@ -64,9 +64,36 @@ func Find(sealer *ledger.Sealer, id string, labels []string, comments []Comment,
 		return rec, commentID, err
 	}
 	if len(states) != 1 || !strings.EqualFold(states[0], rec.State.Label()) {
-		return rec, commentID, fmt.Errorf("the record says %s but the issue's state labels are %v", rec.State, states)
+		return rec, commentID, &LabelError{State: rec.State, Labels: states}
 	}
 	return rec, commentID, nil
+}
+
+// LabelError is a trusted record whose issue does not carry its state's one label.
+type LabelError struct {
+	State  ledger.State // the record's
+	Labels []string     // the issue's state labels
+}
+
+func (e *LabelError) Error() string {
+	return fmt.Sprintf("the record says %s but the issue's state labels are %v", e.State, e.Labels)
+}
+
+// Interrupted reports whether the labels are what a write that stopped halfway leaves:
+// Bumper writes the status comment first and moves the label after, so a replica killed
+// in between (or a label write GitHub failed) leaves the one label of a state from which
+// the record's state is a legal move. The signed record is the item's state; the label
+// only shows it, and is put right. Anything else (two labels, a label of a state the
+// record cannot have come from) is not Bumper's own doing, and a person looks.
+func (e *LabelError) Interrupted() (from ledger.State, ok bool) {
+	if len(e.Labels) != 1 {
+		return "", false
+	}
+	from = ledger.State(strings.TrimPrefix(strings.ToLower(e.Labels[0]), ledger.LabelPrefix))
+	if !from.Valid() || from == e.State || ledger.Transition(from, e.State) != nil {
+		return "", false
+	}
+	return from, true
 }
 
 // Trusted reads the record out of the bot's status comment c and checks everything
