@@ -108,11 +108,14 @@ func TestMetrics(t *testing.T) {
 	}
 	// Signed, but no handler takes it.
 	h.deliver("star", "star", map[string]any{"action": "created"})
-	// Signed and handled, for an installation GitHub does not know: the handler fails.
-	h.deliver("issues", "lost", map[string]any{"action": "labeled", "issue": map[string]any{"number": 9},
+	// Signed and handled, for an installation GitHub does not know: the handler fails,
+	// and the answer is a 500, so that the redelivery sweep has GitHub send it again.
+	if code := h.deliverAnswered("issues", "lost", map[string]any{"action": "labeled", "issue": map[string]any{"number": 9},
 		"label": map[string]any{"name": "agent:implement"}, "sender": map[string]any{"login": ghemu.DefaultMaintainer},
 		"repository":   map[string]any{"full_name": "nobody/nothing", "name": "nothing", "owner": map[string]any{"login": "nobody"}},
-		"installation": map[string]any{"id": 987654321}})
+		"installation": map[string]any{"id": 987654321}}); code != http.StatusInternalServerError {
+		t.Errorf("a delivery whose handling failed was answered %d, want 500", code)
+	}
 
 	fams := scrape(t, h.hs.URL)
 	account := strings.ToLower(ghemu.DefaultOrg)

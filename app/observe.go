@@ -68,7 +68,10 @@ func (r *readiness) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 func webhookOutcomes(m *metrics.Metrics, known map[string]bool) []githubapp.DispatcherOption {
 	onError := func(w http.ResponseWriter, r *http.Request, err error) {
 		var ve githubapp.ValidationError
-		if errors.As(err, &ve) {
+		var he *handlerError
+		if errors.As(err, &he) {
+			// Handled and counted by the scheduler: only the 500 is left to write.
+		} else if errors.As(err, &ve) {
 			// Unsigned: the event header is anyone's words, so only known names
 			// become a label value.
 			m.Delivery(knownEvent(ve.EventType, known), metrics.DeliveryRejected)

@@ -129,6 +129,14 @@ func (h *harness) rerequest(pr int, by string) {
 // for the events the emulator does not emit itself, and waits until it is handled.
 func (h *harness) deliver(event, delivery string, payload any) {
 	h.t.Helper()
+	if code := h.deliverAnswered(event, delivery, payload); code >= 300 {
+		h.t.Fatalf("%s webhook answered %d", event, code)
+	}
+}
+
+// deliverAnswered is deliver that returns serve's answer, whatever it is.
+func (h *harness) deliverAnswered(event, delivery string, payload any) int {
+	h.t.Helper()
 	raw, _ := json.Marshal(payload)
 	mac := hmac.New(sha256.New, []byte(testSecret))
 	mac.Write(raw)
@@ -142,8 +150,6 @@ func (h *harness) deliver(event, delivery string, payload any) {
 		h.t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		h.t.Fatalf("%s webhook answered %d", event, resp.StatusCode)
-	}
 	h.settle()
+	return resp.StatusCode
 }

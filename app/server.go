@@ -46,7 +46,7 @@ type Options struct {
 type Server struct {
 	cfg     Config
 	svc     *workitem.Service
-	sched   *trackingScheduler
+	sched   *ackScheduler
 	handler http.Handler
 	// metricsHandler serves /metrics, /healthz and /readyz on
 	// server.metrics_address when that is set.
@@ -144,11 +144,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sched := newTrackingScheduler(cfg.Server.QueueSize, cfg.Server.Workers, handledBy(met, opts.OnHandled),
-		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
+	sched := newAckScheduler(cfg.Server.QueueSize, cfg.Server.Workers, handledBy(met, opts.OnHandled),
+		func(ctx context.Context, d githubapp.Dispatch, err error) {
 			zerolog.Ctx(ctx).Error().Err(err).Str(githubapp.LogKeyEventType, d.EventType).
-				Str(githubapp.LogKeyDeliveryID, d.DeliveryID).Msg("failed to handle a webhook; GitHub does not redeliver it on its own: redeliver it from the App's Recent Deliveries")
-		}))
+				Str(githubapp.LogKeyDeliveryID, d.DeliveryID).Msg("failed to handle a webhook; answered 500, so the redelivery sweep has GitHub send it again")
+		})
 	handlers := handler.All(handler.Base{Service: svc, Connector: conn, DispatchGrace: cfg.Server.DispatchGrace})
 	hooks := githubapp.NewEventDispatcher(handlers, cfg.GitHub.App.WebhookSecret,
 		append(webhookOutcomes(met, knownEvents(handlers)), githubapp.WithScheduler(sched))...)
