@@ -51,7 +51,7 @@ func BenchmarkSandbox(b *testing.B) {
 	im := imagetest.Image(b)
 	ctx := zerolog.Nop().WithContext(context.Background())
 	base := Config{
-		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline,
+		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: im.Manifest().Cmdline,
 		CPUs: 2, MemoryMB: 1024, RunDir: b.TempDir(), StateDir: filepath.Join(os.TempDir(), "bumper-sandbox-test-state"),
 		Timeout: 5 * time.Minute, SnapshotDir: filepath.Join(b.TempDir(), "snapshots"), WorkspaceDiskMB: 1024,
 	}
@@ -205,7 +205,7 @@ func BenchmarkSession(b *testing.B) {
 	im := imagetest.Image(b)
 	ctx := zerolog.Nop().WithContext(context.Background())
 	base := Config{
-		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline,
+		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: im.Manifest().Cmdline,
 		CPUs: 2, MemoryMB: 1024, RunDir: b.TempDir(), StateDir: filepath.Join(os.TempDir(), "bumper-sandbox-test-state"),
 		Timeout: 5 * time.Minute, SnapshotDir: filepath.Join(b.TempDir(), "snapshots"), WorkspaceDiskMB: 1024,
 	}

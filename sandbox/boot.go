@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/reaper"
 	"github.com/bumperdev/bumper/sandbox/vmdisk"
 )
@@ -76,7 +77,7 @@ func (m *Machine) start(ctx context.Context) error {
 	}
 	var backing, backingFormat, template string
 	if err := m.step(StepSnapshotLookup, func() error {
-		backing, backingFormat = m.cfg.Rootfs, "raw"
+		backing, backingFormat = m.cfg.Rootfs, m.cfg.RootfsFormat
 		switch {
 		case m.snapshotTo != "":
 			m.boot = BootInfo{Mode: BootSnapshot, Reason: "booting to take a snapshot"}
@@ -182,11 +183,11 @@ func rootDiskBytes(cfg Config) (int64, error) {
 	if cfg.DiskSizeMB > 0 {
 		return int64(cfg.DiskSizeMB) << 20, nil
 	}
-	info, err := os.Stat(cfg.Rootfs)
+	size, err := image.DiskSize(cfg.Rootfs, cfg.RootfsFormat)
 	if err != nil {
 		return 0, fmt.Errorf("failed to size the root disk: %w", err)
 	}
-	return info.Size(), nil
+	return size, nil
 }
 
 func (m *Machine) launch(l qemuLayout) error {

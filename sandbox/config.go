@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/sandbox/agentproto"
+	"github.com/bumperdev/bumper/sandbox/image"
 )
 
 // Accel values for Config.Accel.
@@ -29,9 +30,13 @@ const (
 
 // Config describes one VM. Zero values take the defaults documented per field.
 type Config struct {
-	// Kernel, Initrd and Rootfs are the image's vmlinux, initramfs and raw ext4 template
-	// (the template is only ever a read-only backing file).
+	// Kernel, Initrd and Rootfs are the image's vmlinux, initramfs and root file system
+	// template (the template is only ever a read-only backing file).
 	Kernel, Initrd, Rootfs string
+	// RootfsFormat is Rootfs's format, the run overlay's backing format: "raw" (default;
+	// a built image's ext4) or "qcow2" (a derived image's delta, image.RootfsFormat). It
+	// is never probed from the file: a raw disk a guest wrote could pose as qcow2.
+	RootfsFormat string
 	// Cmdline is the image's kernel command line; the sandbox appends its own arguments.
 	Cmdline string
 	// CPUs is the vCPU count (default 2).
@@ -135,6 +140,9 @@ func (c Config) withDefaults() Config {
 	if c.QEMU == "" {
 		c.QEMU = "qemu-system-x86_64"
 	}
+	if c.RootfsFormat == "" {
+		c.RootfsFormat = image.FormatRaw
+	}
 	return c
 }
 
@@ -157,11 +165,16 @@ func (c Config) Validate() error {
 	if c.MemoryMB < 128 || c.MemoryMB > 256<<10 {
 		errs = append(errs, fmt.Errorf("MemoryMB is %d: use 128 to 262144 (the Debian kernel needs at least 128)", c.MemoryMB))
 	}
+	switch c.RootfsFormat {
+	case image.FormatRaw, image.FormatQcow2:
+	default:
+		errs = append(errs, fmt.Errorf("RootfsFormat is %q: use %q or %q (the image's root file system format)", c.RootfsFormat, image.FormatRaw, image.FormatQcow2))
+	}
 	if c.DiskSizeMB < 0 {
 		errs = append(errs, fmt.Errorf("DiskSizeMB is %d: use 0 (template size) or a positive size", c.DiskSizeMB))
-	} else if info, err := os.Stat(c.Rootfs); err == nil && c.DiskSizeMB > 0 && int64(c.DiskSizeMB)<<20 < info.Size() {
+	} else if size, err := image.DiskSize(c.Rootfs, c.RootfsFormat); err == nil && c.DiskSizeMB > 0 && int64(c.DiskSizeMB)<<20 < size {
 		errs = append(errs, fmt.Errorf("DiskSizeMB is %d but the image's root filesystem is %d MiB: the disk can only grow; use 0 or at least %d",
-			c.DiskSizeMB, info.Size()>>20, (info.Size()+1<<20-1)>>20))
+			c.DiskSizeMB, size>>20, (size+1<<20-1)>>20))
 	}
 	if c.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("invalid Timeout %v: use a positive duration, or 0 for the default", c.Timeout))

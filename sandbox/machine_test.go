@@ -28,7 +28,7 @@ import (
 func testImageConfig(t *testing.T, im *image.Image) Config {
 	t.Helper()
 	return Config{
-		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(),
+		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(),
 		Cmdline: im.Manifest().Cmdline, CPUs: 1, MemoryMB: 512,
 		RunDir: t.TempDir(), StateDir: filepath.Join(os.TempDir(), "bumper-sandbox-test-state"), Timeout: 2 * time.Minute,
 	}

@@ -23,14 +23,17 @@ import (
 const PowerOffTimeout = 2 * time.Minute
 
 // SaveRootDisk shuts the session's VM down cleanly and writes its root disk (the image's
-// root file system with everything the commands left on it) to dest as a standalone,
-// sparse raw ext4 file, checked with e2fsck: what image.Derive takes to make an
-// environment's image. Call it after the session's last Run: the guest agent syncs the
-// disks and powers off (waiting up to PowerOffTimeout; it is never forced, which could
-// lose writes), then the qcow2 overlay over the image's template is converted. dest
-// appears complete or not at all (a temporary file in its directory is renamed). It is
-// refused before Start, after Kill or Close, during a Run, and a second time; Run is
-// refused after it. Close still takes down the rest (proxy, network, run record).
+// root file system with everything the commands left on it, checked with e2fsck) to
+// dest as a qcow2 delta whose backing file is the image's template (Config.Rootfs, by
+// its absolute path, in Config.RootfsFormat): only what differs from the template is in
+// dest. It is what image.Derive takes to make an environment's image. Call it after the
+// session's last Run: the guest agent syncs the disks and powers off (waiting up to
+// PowerOffTimeout; it is never forced, which could lose writes), then the run's overlay
+// (and its backing chain) is flattened into a raw file in the run directory, checked,
+// and compared with the template into the delta (saveDelta). dest appears complete or
+// not at all (a temporary file in its directory is renamed). It is refused before
+// Start, after Kill or Close, during a Run, and a second time; Run is refused after it.
+// Close still takes down the rest (proxy, network, run record).
 func (s *Session) SaveRootDisk(ctx context.Context, dest string) error {
 	s.mu.Lock()
 	refuse := s.unusableLocked("the root disk was saved already and the VM is shut down; a session saves it once",
@@ -62,7 +65,11 @@ func (s *Session) SaveRootDisk(ctx context.Context, dest string) error {
 		return fmt.Errorf("failed to save the root disk: %w", err)
 	}
 	down := time.Since(began)
-	if err := convertRootDisk(ctx, overlay, dest); err != nil {
+	template, err := filepath.Abs(m.cfg.Rootfs)
+	if err != nil {
+		return fmt.Errorf("failed to save the root disk: %w", err)
+	}
+	if err := saveDelta(ctx, overlay, template, m.cfg.RootfsFormat, dest); err != nil {
 		return fmt.Errorf("failed to save the root disk: %w", err)
 	}
 	s.log.Info().Str(logKeyPath, dest).Dur(logKeyPowerOff, down).Dur(logKeyDuration, time.Since(began)).Msg("root disk saved")
@@ -127,11 +134,30 @@ func (m *Machine) powerOff(ctx context.Context, wait time.Duration) (overlay str
 	return overlay, release, nil
 }
 
-// convertRootDisk writes the qcow2 overlay (and its backing chain: the image's template,
-// and a snapshot's root disk after a warm start) to dest as a sparse raw file, then
-// makes and checks it clean. It writes a temporary file beside dest and renames it, so
-// dest is never partial.
-func convertRootDisk(ctx context.Context, overlay, dest string) error {
+// saveDelta writes the root disk the qcow2 overlay (and its backing chain: the image's
+// template, and a snapshot's root disk after a warm start) holds to dest as a qcow2
+// delta over template (of format), made and checked clean first. e2fsck needs a raw
+// file, so the chain is first flattened into a sparse raw one beside the overlay (the
+// run directory, which the caller removes), checked there, and the overlay removed to
+// free its space; then an empty qcow2 over the checked file is rebased onto the
+// template, which compares the two and copies into it only the clusters that differ
+// (qemu-img rebase's safe mode), and qemu-img compare checks that the delta reads
+// exactly as the checked file. A warm start's snapshot disk is thereby folded in. It
+// writes a temporary file beside dest and renames it, so dest is never partial.
+func saveDelta(ctx context.Context, overlay, template, format, dest string) error {
+	checked := filepath.Join(filepath.Dir(overlay), "root-checked.raw")
+	defer os.Remove(checked)
+	// -S 4k: every run of at least 4 KiB of zeros stays a hole, so the file costs about
+	// what the file system holds, not its size.
+	if err := qemuImgRun(ctx, "flatten the root overlay to raw", "convert", "-q", "-f", "qcow2", "-O", "raw", "-S", "4k", overlay, checked); err != nil {
+		return err
+	}
+	if err := checkExt4(ctx, checked); err != nil {
+		return err
+	}
+	if err := os.Remove(overlay); err != nil {
+		return fmt.Errorf("failed to remove the root overlay after flattening it: %w", err)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("failed to create a temporary file beside %s: %w", dest, err)
@@ -146,12 +172,13 @@ func convertRootDisk(ctx context.Context, overlay, dest string) error {
 			_ = os.Remove(name)
 		}
 	}()
-	// -S 4k: every run of at least 4 KiB of zeros stays a hole, so the file costs about
-	// what the file system holds, not its size.
-	if out, err := exec.CommandContext(ctx, "qemu-img", "convert", "-q", "-f", "qcow2", "-O", "raw", "-S", "4k", overlay, name).CombinedOutput(); err != nil {
-		return fmt.Errorf("failed to convert the root overlay to raw (is qemu-utils installed?): %w: %s", err, bytes.TrimSpace(out))
+	if err := qemuImgRun(ctx, "start the delta", "create", "-q", "-f", "qcow2", "-b", checked, "-F", "raw", name); err != nil {
+		return err
 	}
-	if err := checkExt4(ctx, name); err != nil {
+	if err := qemuImgRun(ctx, "make the delta over the template", "rebase", "-q", "-f", "qcow2", "-b", template, "-F", format, name); err != nil {
+		return err
+	}
+	if err := qemuImgRun(ctx, "check the delta against the checked disk", "compare", "-q", "-f", "qcow2", "-F", "raw", name, checked); err != nil {
 		return err
 	}
 	// Like an image's template: QEMU's user reads it, nobody writes it.
@@ -162,6 +189,14 @@ func convertRootDisk(ctx context.Context, overlay, dest string) error {
 		return fmt.Errorf("failed to move the root disk into place: %w", err)
 	}
 	done = true
+	return nil
+}
+
+// qemuImgRun runs qemu-img with args; what says what for an error.
+func qemuImgRun(ctx context.Context, what string, args ...string) error {
+	if out, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("failed to %s (qemu-img %s; is qemu-utils installed?): %w: %s", what, args[0], err, bytes.TrimSpace(out))
+	}
 	return nil
 }
 

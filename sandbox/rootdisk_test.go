@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,11 +51,13 @@ func allocated(t *testing.T, path string) int64 {
 }
 
 // TestSaveRootDiskDerive is an environment's life: a session writes under the agent's
-// home (a small file, and 32 MiB that do not compress, for the figures it logs), saves its root disk (a refused save during the command, a refused second save
-// and a refused Run after it), the disk becomes an image derived from the base, the base
-// is removed, and new sessions of the derived image, cold and warm, see the file;
-// deriving the same disk again under the same key finds the same image, and a prune of
-// an unused derived image takes its snapshot with it.
+// home (a small file, and 32 MiB that do not compress, for the figures it logs), saves
+// its root disk as a qcow2 delta over the base's (a refused save during the command, a
+// refused second save and a refused Run after it), the delta becomes an image derived
+// from the base, and new sessions of the derived image, cold and warm, see the file;
+// deriving the same delta again under the same key finds the same image; a prune keeps
+// the unused base while the derived image is used, and takes both, with the derived
+// image's snapshot, once neither is; without its parent a derived image does not load.
 func TestSaveRootDiskDerive(t *testing.T) {
 	testgate.RequiresQEMU(t)
 	testgate.Command(t, "e2fsck", "e2fsprogs")
@@ -70,7 +73,7 @@ func TestSaveRootDiskDerive(t *testing.T) {
 	if err := s.Start(ctx, ""); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	dest := filepath.Join(t.TempDir(), "root.ext4")
+	dest := filepath.Join(t.TempDir(), "root.qcow2")
 	started := &signalWriter{ch: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
@@ -105,15 +108,28 @@ func TestSaveRootDiskDerive(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*")); len(left) != 0 {
 		t.Errorf("SaveRootDisk left temporary files: %v", left)
 	}
-	if out, err := exec.Command("e2fsck", "-fn", dest).CombinedOutput(); err != nil {
+	// A delta over the base's template, by its absolute path, that reads as a clean file
+	// system.
+	if q, err := image.ReadQcow2(dest); err != nil || q.Backing != base.RootfsPath() || q.BackingFormat != "raw" || q.VirtualSize != base.DiskBytes() {
+		t.Errorf("saved disk header %+v, %v; want a %d-byte delta over %s (raw)", q, err, base.DiskBytes(), base.RootfsPath())
+	}
+	flat := filepath.Join(t.TempDir(), "flat.raw")
+	if out, err := exec.Command("qemu-img", "convert", "-O", "raw", dest, flat).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert: %v: %s", err, out)
+	}
+	if out, err := exec.Command("e2fsck", "-fn", flat).CombinedOutput(); err != nil {
 		t.Errorf("e2fsck -fn of the saved disk: %v\n%s", err, out)
 	}
+	_ = os.Remove(flat)
 	info, err := os.Stat(dest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("SaveRootDisk took %v; saved disk %d MiB, %d MiB on disk; base rootfs %d MiB on disk",
+	t.Logf("SaveRootDisk took %v; saved delta %d MiB, %d MiB on disk; base rootfs %d MiB on disk",
 		took.Round(time.Millisecond), info.Size()>>20, allocated(t, dest)>>20, allocated(t, base.RootfsPath())>>20)
+	if allocated(t, dest) > 64<<20 {
+		t.Errorf("the delta takes %d MiB on disk, want what the session wrote (32 MiB and change)", allocated(t, dest)>>20)
+	}
 
 	sum := sha256.Sum256([]byte("TestSaveRootDiskDerive"))
 	key := "sha256:" + hex.EncodeToString(sum[:])
@@ -125,13 +141,16 @@ func TestSaveRootDiskDerive(t *testing.T) {
 	if _, err := os.Stat(dest); !os.IsNotExist(err) {
 		t.Errorf("Derive left the root disk at %s (%v); it should be moved in", dest, err)
 	}
-	if m := d.Manifest(); m.Parent != base.Manifest().Digest || m.Derivation.Key != key || m.Schema != image.DerivedSchemaVersion {
-		t.Errorf("derived manifest: parent %s, derivation %+v, schema %d", m.Parent, m.Derivation, m.Schema)
+	if m := d.Manifest(); m.Parent != base.Manifest().Digest || m.Derivation.Key != key || m.Schema != image.DeltaSchemaVersion || d.RootfsFormat() != "qcow2" {
+		t.Errorf("derived manifest: parent %s, derivation %+v, schema %d, format %s", m.Parent, m.Derivation, m.Schema, d.RootfsFormat())
 	}
-	// The same disk under the same key is the same image.
-	again := filepath.Join(t.TempDir(), "again.ext4")
+	// The same delta under the same key is the same image.
+	again := filepath.Join(t.TempDir(), "again.qcow2")
 	if out, err := exec.Command("cp", "--sparse=always", d.RootfsPath(), again).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v: %s", err, out)
+	}
+	if out, err := exec.Command("qemu-img", "rebase", "-u", "-b", base.RootfsPath(), "-F", "raw", again).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img rebase: %v: %s", err, out)
 	}
 	if d2, err := image.Derive(base, again, image.Derivation{Key: key, Describe: describe}); err != nil || d2.Dir() != d.Dir() {
 		t.Errorf("Derive of the same disk = %v, %v; want %s again", d2, err, d.Dir())
@@ -140,13 +159,6 @@ func TestSaveRootDiskDerive(t *testing.T) {
 		t.Errorf("FindDerived after a second Derive = %v, %v; want %s", again, ok, d.Dir())
 	}
 
-	// The parent goes; the derived image still loads, hashing everything again.
-	if err := os.RemoveAll(base.Dir()); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(d.Dir(), ".verified")); err != nil {
-		t.Fatal(err)
-	}
 	found, ok := image.FindDerived(image.ImagesDir(cache), key)
 	if !ok || found.Dir() != d.Dir() {
 		t.Fatalf("FindDerived = %v, %v; want %s", found, ok, d.Dir())
@@ -183,12 +195,30 @@ func TestSaveRootDiskDerive(t *testing.T) {
 		})
 	}
 
-	// Unused for long, the derived image goes, and its snapshot with it.
+	// The base, unused for long, stays while the image derived from it is used.
 	snaps, _ := filepath.Glob(filepath.Join(SnapshotsDir(cache), "*"))
 	if len(snaps) != 1 {
 		t.Fatalf("snapshots of the derived image: %v, want one", snaps)
 	}
 	old := time.Now().Add(-60 * 24 * time.Hour)
+	if err := os.Chtimes(base.Dir(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := PruneCache(cache, time.Now().Add(-14*24*time.Hour), false); err != nil || len(removed) != 0 {
+		t.Fatalf("PruneCache with the derived image in use = %+v, %v; want nothing removed", removed, err)
+	}
+	// Without its parent, the derived image does not load, so no run boots it.
+	aside := base.Dir() + ".aside"
+	if err := os.Rename(base.Dir(), aside); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := image.Load(d.Dir()); !errors.Is(err, image.ErrParentGone) {
+		t.Errorf("Load without the parent = %v, want ErrParentGone", err)
+	}
+	if err := os.Rename(aside, base.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	// Unused for long, the derived image goes, its parent and its snapshot with it.
 	if err := os.Chtimes(d.Dir(), old, old); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +230,7 @@ func TestSaveRootDiskDerive(t *testing.T) {
 	for _, r := range removed {
 		gone = append(gone, r.Path)
 	}
-	for _, p := range []string{d.Dir(), snaps[0]} {
+	for _, p := range []string{d.Dir(), base.Dir(), snaps[0]} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after the prune (removed %v)", p, gone)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bumperdev/bumper/internal/cleanup"
+	"github.com/bumperdev/bumper/sandbox/image"
 	"github.com/bumperdev/bumper/sandbox/netns"
 	"github.com/bumperdev/bumper/sandbox/reaper"
 	"github.com/bumperdev/bumper/sandbox/vmdisk"
@@ -136,9 +137,21 @@ func Open(ctx context.Context, spec SessionSpec) (_ *Session, err error) {
 func (s *Session) ProxyAddr() string { return s.proxyAddr }
 
 // BootImage is the image a session's VM boots: its kernel, initramfs, root file system
-// template and kernel command line (the Config fields of the same names).
+// template with its format, and kernel command line (the Config fields of the same
+// names). ImageFiles makes one from a loaded image.
 type BootImage struct {
-	Kernel, Initrd, Rootfs, Cmdline string
+	Kernel, Initrd, Rootfs, RootfsFormat, Cmdline string
+}
+
+// ImageFiles returns what a VM boots of im: use it (or Config.UseImage) rather than
+// copying the paths, so that a derived image's delta is booted as qcow2.
+func ImageFiles(im *image.Image) BootImage {
+	return BootImage{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: im.Manifest().Cmdline}
+}
+
+// UseImage sets the configuration's image files (ImageFiles).
+func (c *Config) UseImage(im BootImage) {
+	c.Kernel, c.Initrd, c.Rootfs, c.RootfsFormat, c.Cmdline = im.Kernel, im.Initrd, im.Rootfs, im.RootfsFormat, im.Cmdline
 }
 
 // UseImage replaces the image the VM will boot, before Start. A run learns which image
@@ -158,7 +171,7 @@ func (s *Session) UseImage(im BootImage) error {
 		return fmt.Errorf("failed to change the session's image: %w: the VM boots the image it started with", ErrStarted)
 	}
 	cfg := s.cfg
-	cfg.Kernel, cfg.Initrd, cfg.Rootfs, cfg.Cmdline = im.Kernel, im.Initrd, im.Rootfs, im.Cmdline
+	cfg.UseImage(im)
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("failed to change the session's image: %w", err)
 	}

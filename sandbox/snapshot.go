@@ -200,7 +200,7 @@ func prepareSnapshot(ctx context.Context, cfg Config, track func(*Machine) error
 		return false, fmt.Errorf("failed to protect the snapshot's root disk: %w", err)
 	}
 	// The template overlay names the root by the path it will have once published.
-	size, err := rootDiskBytes(cfg)
+	size, err := rootDiskBytes(m.cfg)
 	if err != nil {
 		return false, err
 	}

@@ -88,7 +88,7 @@ func BenchmarkEnvironment(b *testing.B) {
 
 	vm := func(im *image.Image) sandbox.Config {
 		return sandbox.Config{
-			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline,
+			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: im.Manifest().Cmdline,
 			CPUs: 2, MemoryMB: 1024, Accel: sandbox.AccelTCG, RunDir: b.TempDir(),
 			StateDir: filepath.Join(os.TempDir(), "bumper-sandbox-test-state"), Timeout: 5 * time.Minute,
 			SnapshotDir: filepath.Join(b.TempDir(), "snapshots"), WorkspaceDiskMB: 1024,

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -37,9 +38,54 @@ import (
 // DefaultSetupTimeout bounds a setup's VM session.
 const DefaultSetupTimeout = 30 * time.Minute
 
-// setupFreeMargin is the free space a setup needs beyond its root disk's size in the
-// image cache: the derived image's manifest and the staging directory.
+// setupFreeMargin is the free space a setup needs in the image cache beyond the most its
+// delta can hold of file data: the base's file system metadata the setup rewrites (inode
+// tables, bitmaps, directories), the delta's qcow2 tables, the manifest.
 const setupFreeMargin = 256 << 20
+
+// ensureSetupSpace fails, before the setup runs, when the disks cannot hold what saving
+// its root disk writes (sandbox.Session.SaveRootDisk, image.Derive), at worst: a setup
+// that fills the base's file system. With disk the base's root disk size and free what
+// its file system leaves free (the disk less the base's allocated blocks): the run's
+// overlay in the run directory grows to free; saving flattens the disk there into a
+// checked raw copy of at most disk, then removes the overlay and writes the delta, at
+// most free plus setupFreeMargin, in the images directory, where it stays. Both
+// directories on one file system (the usual case) need disk + free + setupFreeMargin at
+// the peak; what stays is the delta alone, where it was a full copy of disk before.
+func ensureSetupSpace(base *image.Image, imagesDir, runDir string) error {
+	if runDir == "" {
+		runDir = os.TempDir()
+	}
+	disk := uint64(max(base.DiskBytes(), 0))
+	free := disk
+	if st, err := os.Stat(base.RootfsPath()); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			free -= min(disk, uint64(sys.Blocks)*512)
+		}
+	}
+	keep := free + setupFreeMargin
+	scratch := disk + free
+	if sameFileSystem(imagesDir, runDir) {
+		return cachedir.EnsureFree(imagesDir, disk+free+setupFreeMargin, "saving the environment's root disk (a checked copy in the run directory, then the delta kept as its image)")
+	}
+	if err := cachedir.EnsureFree(imagesDir, keep, "keeping the environment's root disk (a delta over the base's)"); err != nil {
+		return err
+	}
+	return cachedir.EnsureFree(runDir, scratch, "the setup's VM (its root overlay, then a checked copy of its root disk)")
+}
+
+// sameFileSystem reports whether a and b are on one file system (false when either
+// cannot be read).
+func sameFileSystem(a, b string) bool {
+	sa, ea := os.Stat(a)
+	sb, eb := os.Stat(b)
+	if ea != nil || eb != nil {
+		return false
+	}
+	da, oka := sa.Sys().(*syscall.Stat_t)
+	db, okb := sb.Sys().(*syscall.Stat_t)
+	return oka && okb && da.Dev == db.Dev
+}
 
 // logTail is how much of a failed setup's output its error quotes.
 const logTail = 4 << 10
@@ -151,8 +197,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	// The setup's root disk is kept as the environment's image beside the base's: a full
 	// cache fails here, before the setup runs, rather than after it.
-	need := uint64(base.Manifest().Rootfs.SizeBytes) + setupFreeMargin
-	if err := cachedir.EnsureFree(imagesDir, need, "keeping the environment's root disk"); err != nil {
+	if err := ensureSetupSpace(base, imagesDir, o.VM.RunDir); err != nil {
 		return res, err
 	}
 	start := time.Now()
@@ -179,8 +224,7 @@ func setup(ctx context.Context, o Options, base *image.Image, key environment.Id
 		return nil, err
 	}
 	vm := o.VM
-	m := base.Manifest()
-	vm.Kernel, vm.Initrd, vm.Rootfs, vm.Cmdline = base.KernelPath(), base.InitrdPath(), base.RootfsPath(), m.Cmdline
+	vm.UseImage(sandbox.ImageFiles(base))
 	vm.SnapshotDir = "" // the setup boots cold: its disk becomes an image
 	if vm.Timeout <= 0 {
 		vm.Timeout = DefaultSetupTimeout

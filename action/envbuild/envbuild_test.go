@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,12 +73,20 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("first build: built %v, manifest %+v, log %q", first.Built, first.Image.Manifest(), log.String())
 	}
 	t.Logf("setup session %v", first.Setup.Round(time.Millisecond))
-	// Derived images are a full root filesystem each: this run's go with it.
 	t.Cleanup(func() { os.RemoveAll(first.Image.Dir()) })
+	// The environment is kept as a delta over its base: what the setup changed.
+	if first.Image.RootfsFormat() != image.FormatQcow2 || first.Image.Manifest().Parent != first.Base.Manifest().Digest {
+		t.Errorf("the environment's image is %s over %s, want a qcow2 delta over the base %s", first.Image.RootfsFormat(), first.Image.Manifest().Parent, first.Base.Manifest().Digest)
+	}
+	if st, err := os.Stat(first.Image.RootfsPath()); err != nil || st.Sys().(*syscall.Stat_t).Blocks*512 > 64<<20 {
+		t.Errorf("the environment's delta: %v, %v; want under 64 MiB on disk", st, err)
+	} else {
+		t.Logf("the environment's delta takes %d KiB on disk", st.Sys().(*syscall.Stat_t).Blocks/2)
+	}
 
 	// The derived image holds what the setup left.
 	cfg := o.VM
-	cfg.Kernel, cfg.Initrd, cfg.Rootfs, cfg.Cmdline = first.Image.KernelPath(), first.Image.InitrdPath(), first.Image.RootfsPath(), first.Image.Manifest().Cmdline
+	cfg.UseImage(sandbox.ImageFiles(first.Image))
 	var out bytes.Buffer
 	// The setup's cache is there; what it left in /out is not (every run would start
 	// with a plan it never wrote).

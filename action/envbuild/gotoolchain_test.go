@@ -198,7 +198,7 @@ func inImage(t *testing.T, o Options, img *image.Image, dir string, checks []ima
 		t.Fatal(err)
 	}
 	cfg := o.VM
-	cfg.Kernel, cfg.Initrd, cfg.Rootfs, cfg.Cmdline = img.KernelPath(), img.InitrdPath(), img.RootfsPath(), img.Manifest().Cmdline
+	cfg.UseImage(sandbox.ImageFiles(img))
 	s, err := sandbox.Open(ctx, sandbox.SessionSpec{Config: cfg})
 	if err != nil {
 		t.Fatalf("failed to open a VM of %s: %v", img.Dir(), err)

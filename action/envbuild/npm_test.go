@@ -69,7 +69,7 @@ func TestNPMEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	vm := o.VM
-	vm.Kernel, vm.Initrd, vm.Rootfs, vm.Cmdline = res.Image.KernelPath(), res.Image.InitrdPath(), res.Image.RootfsPath(), res.Image.Manifest().Cmdline
+	vm.UseImage(sandbox.ImageFiles(res.Image))
 	vm.WorkspaceDir = ws
 	var out bytes.Buffer
 	rep, err := sandbox.Run(ctx, sandbox.Spec{Config: vm, Stdout: &out, Stderr: &out,

@@ -146,7 +146,7 @@ func budget(usd float64) string {
 
 // bootImage makes im the image the VM boots.
 func (s *session) bootImage(im *image.Image) error {
-	if err := s.UseImage(sandbox.BootImage{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline}); err != nil {
+	if err := s.UseImage(sandbox.ImageFiles(im)); err != nil {
 		return err
 	}
 	s.image = im.Manifest().Digest

@@ -171,7 +171,7 @@ func TestRoundsInVM(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(runDir) })
-		vm := sandbox.Config{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline, CPUs: 2, MemoryMB: 1024,
+		vm := sandbox.Config{Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: im.Manifest().Cmdline, CPUs: 2, MemoryMB: 1024,
 			RunDir: runDir, StateDir: filepath.Join(os.TempDir(), "bumper-sandbox-test-state")}
 		cfg := Config{ServeURL: s.start(t).URL, OIDCToken: func(context.Context) (string, error) { return "oidc", nil },
 			WorkItem: task.WorkItem, Attempt: 2, Nonce: "n", Stage: stage, ServerURL: e.BaseURL(), APIURL: api,

@@ -26,7 +26,7 @@ func TestGuestPaths(t *testing.T) {
 // vmConfig is a sandbox configuration for the shared test image.
 func vmConfig(t testing.TB, im *image.Image) sandbox.Config {
 	return sandbox.Config{
-		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline,
+		Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: im.Manifest().Cmdline,
 		CPUs: 2, MemoryMB: 1024, RunDir: t.TempDir(), StateDir: filepath.Join(os.TempDir(), "bumper-sandbox-test-state"),
 		Timeout: 5 * time.Minute,
 	}

@@ -96,7 +96,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		ServerURL: actx.ServerURL, APIURL: actx.APIURL, CAFile: os.Getenv(envCAFile),
 		Trigger: evidence.Trigger{Event: actx.EventName, WorkflowRef: actx.WorkflowRef, Actor: actx.Actor, Runner: actx.RunnerName},
 		VM: sandbox.Config{
-			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: im.Manifest().Cmdline,
+			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: im.Manifest().Cmdline,
 			CPUs: in.CPUs, MemoryMB: in.MemoryMB(), Accel: accel, QEMUUser: in.QEMUUser,
 			SnapshotDir: sandbox.SnapshotsDir(in.Cache),
 		},

@@ -104,7 +104,7 @@ func (f *sandboxRunFlags) spec(im *image.Image, stdout, stderr io.Writer) (sandb
 	m := im.Manifest()
 	spec := sandbox.Spec{
 		Config: sandbox.Config{
-			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), Cmdline: m.Cmdline,
+			Kernel: im.KernelPath(), Initrd: im.InitrdPath(), Rootfs: im.RootfsPath(), RootfsFormat: im.RootfsFormat(), Cmdline: m.Cmdline,
 			CPUs: f.cpus, MemoryMB: f.memMB, DiskSizeMB: f.diskMB, Timeout: f.timeout, WorkspaceDir: f.ws, Accel: f.accel,
 			QEMUUser: f.qemuUser,
 		},

@@ -51,6 +51,25 @@ type Keep func(path string) string
 // (they are in-progress work or indexes). With dryRun nothing is removed. A missing dir
 // is an empty cache.
 func Prune(dir string, cutoff time.Time, check Keep, dryRun bool) ([]Removed, error) {
+	return PruneWith(dir, func(path string, lastUsed time.Time) string {
+		if lastUsed.Before(cutoff) {
+			return "unused since " + lastUsed.UTC().Format(time.RFC3339)
+		}
+		if check != nil {
+			return check(path)
+		}
+		return ""
+	}, dryRun)
+}
+
+// Reason decides whether the entry at path, last used at lastUsed, goes: it returns why,
+// or "" to keep it.
+type Reason func(path string, lastUsed time.Time) string
+
+// PruneWith removes the subdirectories of dir that reason gives a reason for, in name
+// order. Like Prune, it leaves entries whose names start with "." alone, finishes what
+// an interrupted prune left, and removes nothing with dryRun.
+func PruneWith(dir string, reason Reason, dryRun bool) ([]Removed, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -72,13 +91,7 @@ func Prune(dir string, cutoff time.Time, check Keep, dryRun bool) ([]Removed, er
 		if strings.HasPrefix(filepath.Base(path), pruningPrefix) {
 			return "left by an interrupted prune"
 		}
-		if lastUsed.Before(cutoff) {
-			return "unused since " + lastUsed.UTC().Format(time.RFC3339)
-		}
-		if check != nil {
-			return check(path)
-		}
-		return ""
+		return reason(path, lastUsed)
 	})
 }
 

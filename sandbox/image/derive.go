@@ -41,9 +41,8 @@ const rootDiskPrefix = ".rootdisk-"
 
 // RootDiskStaging makes a directory where a caller may save the root disk it will pass
 // to Derive: in the images directory, on the same file system, so Derive moves the disk
-// rather than copying a gigabyte, and named so that Prune removes one an interrupted
-// caller left after an hour (a root disk is as large as the image). The caller removes
-// it when done.
+// rather than copying it, and named so that Prune removes one an interrupted caller left
+// after an hour. The caller removes it when done.
 func RootDiskStaging(imagesDir string) (string, error) {
 	if err := os.MkdirAll(imagesDir, 0o755); err != nil {
 		return "", fmt.Errorf("failed to create %s: %w", imagesDir, err)
@@ -60,18 +59,23 @@ var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // validDigest reports whether s is "sha256:<64 lowercase hex>".
 func validDigest(s string) bool { return digestPattern.MatchString(s) }
 
-// Derive makes an image from base and rootfs, a raw ext4 file holding base's root file
-// system with what an environment's setup left in it (sandbox.Session.SaveRootDisk
-// writes one). The new image goes in base's images directory, named like any image for
-// the digest of its manifest, which records base's digest as Parent and d; its kernel
-// and initramfs are base's (hard links, or copies across file systems) and rootfs is
-// moved in, so the caller's file is gone on success. The derived image holds all its
-// files: it loads, boots and snapshots without its parent, which may be pruned first.
+// Derive makes an image from base and delta, a qcow2 file whose backing file is base's
+// root disk and which holds what an environment's setup changed in it
+// (sandbox.Session.SaveRootDisk writes one). The new image goes in base's images
+// directory, named like any image for the digest of its manifest (schema
+// DeltaSchemaVersion), which records base's digest as Parent and d; its kernel and
+// initramfs are base's (hard links, or copies across file systems) and delta is moved in
+// as rootfs.qcow2, so the caller's file is gone on success. Its backing file is then
+// named relative to the images directory ("../<base digest hex>/rootfs.ext4"), so the
+// directory can move as a whole. The derived image needs its parent: Load verifies
+// both, and Prune keeps a parent while an image derived from it lives. A failure leaves
+// no image (the staging directory goes) and the caller's file where it was, unless it
+// was already moved.
 //
 // Deriving twice with one key makes two images (a root disk's file times differ from
 // one setup to the next); FindDerived returns the newer, and Prune removes the other
 // once it goes unused.
-func Derive(base *Image, rootfs string, d Derivation) (*Image, error) {
+func Derive(base *Image, delta string, d Derivation) (*Image, error) {
 	if base == nil {
 		return nil, errors.New("failed to derive an image: no base image")
 	}
@@ -81,13 +85,30 @@ func Derive(base *Image, rootfs string, d Derivation) (*Image, error) {
 	if !validDigest(base.manifest.Digest) {
 		return nil, fmt.Errorf("failed to derive an image: base %s has no valid digest; load it with image.Load", base.dir)
 	}
-	info, err := os.Stat(rootfs)
+	info, err := os.Lstat(delta)
 	if err != nil {
 		return nil, fmt.Errorf("failed to derive an image: %w", err)
 	}
 	if !info.Mode().IsRegular() || info.Size() == 0 {
-		return nil, fmt.Errorf("failed to derive an image: %s is not a root file system image (want a non-empty regular file)", rootfs)
+		return nil, fmt.Errorf("failed to derive an image: %s is not a root disk delta (want a non-empty regular file)", delta)
 	}
+	// The delta must read as base's root disk plus the setup's changes: its backing
+	// file is base's, wherever the caller named it from.
+	q, err := ReadQcow2(delta)
+	if err != nil {
+		return nil, fmt.Errorf("failed to derive an image: %w (SaveRootDisk writes a qcow2 delta over the base's root disk)", err)
+	}
+	backing := q.Backing
+	if backing != "" && !filepath.IsAbs(backing) {
+		backing = filepath.Join(filepath.Dir(delta), backing)
+	}
+	if !sameFile(backing, base.RootfsPath()) || q.BackingFormat != base.RootfsFormat() || q.VirtualSize < base.manifest.Rootfs.SizeBytes {
+		return nil, fmt.Errorf("failed to derive an image: %s is a %d-byte delta over %q (format %q), not over the base's root disk %s (at least %d bytes, format %s)",
+			delta, q.VirtualSize, q.Backing, q.BackingFormat, base.RootfsPath(), base.manifest.Rootfs.SizeBytes, base.RootfsFormat())
+	}
+	// Prune keeps what was used lately, and an image's parents while it lives; marking
+	// the base keeps it meanwhile, before the child can protect it.
+	_ = cachedir.MarkUsed(base.dir)
 	imagesDir := filepath.Dir(base.dir)
 	stage, err := os.MkdirTemp(imagesDir, derivePrefix)
 	if err != nil {
@@ -103,23 +124,35 @@ func Derive(base *Image, rootfs string, d Derivation) (*Image, error) {
 			return nil, fmt.Errorf("failed to derive an image: %w", err)
 		}
 	}
-	staged := filepath.Join(stage, RootfsFile)
-	if err := moveFile(rootfs, staged); err != nil {
-		return nil, fmt.Errorf("failed to move the root file system into the image: %w", err)
+	staged := filepath.Join(stage, DeltaFile)
+	if err := moveFile(delta, staged); err != nil {
+		return nil, fmt.Errorf("failed to move the root disk into the image: %w", err)
+	}
+	// The staging directory is the final one's sibling, so the relative name holds in
+	// both; -u rewrites only the header (the content is the same: the same file).
+	rel := deltaBacking(base)
+	if out, err := exec.Command("qemu-img", "rebase", "-q", "-u", "-f", FormatQcow2, "-b", rel, "-F", base.RootfsFormat(), staged).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("failed to name the delta's backing file relative to the images directory (is qemu-utils installed?): %w: %s", err, bytes.TrimSpace(out))
+	}
+	if q, err = ReadQcow2(staged); err != nil {
+		return nil, fmt.Errorf("failed to derive an image: %w", err)
+	}
+	if q.Backing != rel || q.BackingFormat != base.RootfsFormat() {
+		return nil, fmt.Errorf("failed to derive an image: qemu-img recorded the backing file %q (%q), want %q", q.Backing, q.BackingFormat, rel)
 	}
 	// Like a built template: readable by QEMU's user, never written (runs overlay it).
 	if err := os.Chmod(staged, 0o644); err != nil {
-		return nil, fmt.Errorf("failed to set the root file system's permissions: %w", err)
+		return nil, fmt.Errorf("failed to set the root disk's permissions: %w", err)
 	}
 	sum, size, err := hashFile(staged)
 	if err != nil {
 		return nil, err
 	}
 	m := base.Manifest()
-	m.Schema = DerivedSchemaVersion
+	m.Schema = DeltaSchemaVersion
 	// Full precision, unlike a build's: FindDerived orders derivations of one key by it.
 	m.Created = time.Now().UTC()
-	m.Rootfs = Rootfs{SHA256: sum, SizeBytes: size, Format: "raw"}
+	m.Rootfs = Rootfs{SHA256: sum, SizeBytes: q.VirtualSize, Format: FormatQcow2, FileBytes: size}
 	m.Parent = base.manifest.Digest
 	m.Derivation = &Derivation{Key: d.Key, Describe: maps.Clone(d.Describe)}
 	if m.Digest, err = m.computeDigest(); err != nil {
@@ -143,9 +176,25 @@ func Derive(base *Image, rootfs string, d Derivation) (*Image, error) {
 	if err := os.Rename(stage, final); err != nil {
 		return nil, fmt.Errorf("failed to move the derived image into place: %w", err)
 	}
-	// The files were just hashed; recording that spares the first run a second hash.
-	recordVerified(final, m.Digest)
-	return &Image{dir: final, manifest: m}, nil
+	// Verify what is now in place, its parent and the delta's header with it (the files
+	// were just hashed; recording that spares the first run a second hash).
+	recordVerified(final, m.Digest, DeltaFile)
+	im, err := Load(final)
+	if err != nil {
+		_ = os.RemoveAll(final)
+		return nil, fmt.Errorf("failed to derive an image: the new image does not load: %w", err)
+	}
+	return im, nil
+}
+
+// sameFile reports whether a and b name the same file.
+func sameFile(a, b string) bool {
+	ai, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	bi, err := os.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
 }
 
 // FindDerived returns the newest image in imagesDir derived with key that loads (Load

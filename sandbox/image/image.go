@@ -6,7 +6,8 @@
 // An image is a content-addressed directory <images>/<digest-hex>/ with manifest.json
 // (written last: a present manifest means a complete image), vmlinux, initrd.img and
 // rootfs.ext4. The template is never written after the build; runs put a qcow2 overlay
-// on top of it.
+// on top of it. A derived image (Derive) holds rootfs.qcow2 instead: a qcow2 delta whose
+// backing file is its parent's root file system, named relative to the images directory.
 package image
 
 import (
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -32,14 +34,29 @@ const (
 	KernelFile   = "vmlinux"
 	InitrdFile   = "initrd.img"
 	RootfsFile   = "rootfs.ext4"
+	// DeltaFile is a derived image's root disk: a qcow2 delta over its parent's.
+	DeltaFile = "rootfs.qcow2"
 )
 
-// Manifest schemas. Build writes SchemaVersion; Derive writes DerivedSchemaVersion,
-// which adds Parent and Derivation, so that an older bumper refuses a derived image by
-// its schema (saying to rebuild) instead of by an unknown field. Load reads both.
+// Root file system formats (Rootfs.Format).
+const (
+	FormatRaw   = "raw"
+	FormatQcow2 = "qcow2"
+)
+
+// maxChain bounds how many parents a derived image's backing chain may have.
+const maxChain = 8
+
+// Manifest schemas. Build writes SchemaVersion; Derive writes DeltaSchemaVersion: a
+// derived image whose root disk is a qcow2 delta over its parent's (Rootfs.Format
+// "qcow2"), so that an older bumper refuses it by its schema (saying to rebuild) instead
+// of booting the delta as a raw disk. DerivedSchemaVersion is what an earlier bumper's
+// Derive wrote: a derived image holding a full raw copy of its root file system. Load
+// reads all three.
 const (
 	SchemaVersion        = 1
 	DerivedSchemaVersion = 2
+	DeltaSchemaVersion   = 3
 )
 
 // AgentPath is where the guest agent (the bumper binary itself) lives in the rootfs.
@@ -71,11 +88,12 @@ type Manifest struct {
 	Harness *HarnessInfo `json:"harness,omitempty"`
 	// CACerts is the digest of the CA certificates added to Debian's, when any were.
 	CACerts string `json:"ca_certs,omitempty"`
-	// Parent is the digest of the image a derived image was made from (schema 2 only).
-	// It is provenance, not a dependency: a derived image holds all its files, so Load
-	// never reads the parent and pruning the parent leaves the derived image whole.
+	// Parent is the digest of the image a derived image was made from (schemas 2 and 3).
+	// In schema 3 it is a dependency: the root disk is a delta over the parent's, in the
+	// directory this digest names beside this one, so Load verifies the parent too and
+	// Prune keeps it while this image lives. In schema 2 it is provenance only.
 	Parent string `json:"parent,omitempty"`
-	// Derivation says what made a derived image from its parent (schema 2 only).
+	// Derivation says what made a derived image from its parent (schemas 2 and 3).
 	Derivation *Derivation `json:"derivation,omitempty"`
 }
 
@@ -112,12 +130,24 @@ type Initrd struct {
 
 // Rootfs describes the root filesystem template.
 type Rootfs struct {
-	// SHA256 is the hex digest of rootfs.ext4.
+	// SHA256 is the hex digest of the root disk's file (rootfs.ext4, or rootfs.qcow2).
 	SHA256 string `json:"sha256"`
-	// SizeBytes is the size of rootfs.ext4 (the filesystem size, free space included).
+	// SizeBytes is the size of the disk the guest sees (the filesystem size, free space
+	// included): rootfs.ext4's size, or the delta's virtual size.
 	SizeBytes int64 `json:"size_bytes"`
-	// Format is the disk format of the template; always "raw".
+	// Format is the disk format of the template: "raw" (rootfs.ext4, schemas 1 and 2)
+	// or "qcow2" (rootfs.qcow2, a delta over the parent's root disk, schema 3).
 	Format string `json:"format"`
+	// FileBytes is the size of rootfs.qcow2, the delta's file (qcow2 only).
+	FileBytes int64 `json:"file_bytes,omitempty"`
+}
+
+// file is the root disk's file name in the image directory.
+func (r Rootfs) file() string {
+	if r.Format == FormatQcow2 {
+		return DeltaFile
+	}
+	return RootfsFile
 }
 
 // Agent describes the guest agent binary in the rootfs.
@@ -162,14 +192,39 @@ func (im *Image) KernelPath() string { return filepath.Join(im.dir, KernelFile) 
 // InitrdPath returns the path of the initramfs.
 func (im *Image) InitrdPath() string { return filepath.Join(im.dir, InitrdFile) }
 
-// RootfsPath returns the path of the raw ext4 root filesystem template. Never open it
-// for writing: put a qcow2 overlay on it.
-func (im *Image) RootfsPath() string { return filepath.Join(im.dir, RootfsFile) }
+// RootfsPath returns the path of the root filesystem template: raw ext4, or a derived
+// image's qcow2 delta (RootfsFormat says which). Never open it for writing: put a qcow2
+// overlay on it, with RootfsFormat as its backing format.
+func (im *Image) RootfsPath() string { return filepath.Join(im.dir, im.manifest.Rootfs.file()) }
+
+// RootfsFormat returns the format of RootfsPath: "raw" or "qcow2".
+func (im *Image) RootfsFormat() string {
+	if im.manifest.Rootfs.Format == FormatQcow2 {
+		return FormatQcow2
+	}
+	return FormatRaw
+}
+
+// DiskBytes returns the size of the disk the guest sees (the root filesystem's size).
+func (im *Image) DiskBytes() int64 { return im.manifest.Rootfs.SizeBytes }
+
+// ErrParentGone is in Load's error for a derived image whose root disk is a delta over
+// a parent image that is missing or does not load: it can never boot again, and Prune
+// removes it.
+var ErrParentGone = errors.New("its parent image is gone or damaged")
 
 // Load opens the image in dir and verifies it: the manifest's digest must match its
 // content and the directory name, and every file must match its recorded SHA-256.
 // Hashing the rootfs skips its holes, so a sparse 1 GiB template costs well under a second.
-func Load(dir string) (*Image, error) {
+// For a derived image stored as a delta (schema 3) it also loads (and so verifies) the
+// parent, which must be the directory Parent names beside dir, and checks the delta's
+// qcow2 header: its backing file must be exactly that parent's root disk, named
+// relative to the images directory, with the parent's format, and it may name no other
+// file (ReadQcow2). The image's files and directories must be what they say, not
+// symbolic links, so that the backing path QEMU resolves is the one checked here.
+func Load(dir string) (*Image, error) { return load(dir, 0) }
+
+func load(dir string, depth int) (*Image, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("failed to load image %s: no %s, so this is not a complete image; build one with `bumper image build`", dir, ManifestFile)
@@ -196,14 +251,23 @@ func Load(dir string) (*Image, error) {
 	if base := filepath.Base(filepath.Clean(dir)); "sha256:"+base != m.Digest {
 		return nil, fmt.Errorf("failed to load image %s: directory name %s does not match the digest %s", dir, base, m.Digest)
 	}
-	fresh := verifiedFiles(dir, m.Digest)
+	rootName := m.Rootfs.file()
+	if err := noLinks(dir, rootName); err != nil {
+		return nil, fmt.Errorf("failed to load image %s: %w", dir, err)
+	}
+	if m.Rootfs.Format == FormatQcow2 {
+		if err := checkDelta(dir, m, depth); err != nil {
+			return nil, fmt.Errorf("failed to load image %s: %w", dir, err)
+		}
+	}
+	fresh := verifiedFiles(dir, m.Digest, rootName)
 	if len(fresh) == 3 {
 		return &Image{dir: dir, manifest: m}, nil
 	}
 	checks := []struct{ file, sum string }{
 		{KernelFile, m.Kernel.SHA256},
 		{InitrdFile, m.Initrd.SHA256},
-		{RootfsFile, m.Rootfs.SHA256},
+		{rootName, m.Rootfs.SHA256},
 	}
 	for _, c := range checks {
 		if fresh[c.file] {
@@ -216,12 +280,71 @@ func Load(dir string) (*Image, error) {
 		if got != c.sum {
 			return nil, fmt.Errorf("failed to load image %s: %s has SHA-256 %s, the manifest says %s; the file was changed, rebuild the image", dir, c.file, got, c.sum)
 		}
-		if c.file == RootfsFile && size != m.Rootfs.SizeBytes {
-			return nil, fmt.Errorf("failed to load image %s: %s is %d bytes, the manifest says %d", dir, c.file, size, m.Rootfs.SizeBytes)
+		wantSize := m.Rootfs.SizeBytes
+		if m.Rootfs.Format == FormatQcow2 {
+			wantSize = m.Rootfs.FileBytes
+		}
+		if c.file == rootName && size != wantSize {
+			return nil, fmt.Errorf("failed to load image %s: %s is %d bytes, the manifest says %d", dir, c.file, size, wantSize)
 		}
 	}
-	recordVerified(dir, m.Digest)
+	recordVerified(dir, m.Digest, rootName)
 	return &Image{dir: dir, manifest: m}, nil
+}
+
+// noLinks checks that dir and the image's files in it are a directory and regular files,
+// not symbolic links (QEMU resolves a delta's "../<parent>/…" backing physically).
+func noLinks(dir, rootName string) error {
+	if info, err := os.Lstat(filepath.Clean(dir)); err != nil {
+		return err
+	} else if !info.IsDir() {
+		return errors.New("the image directory is a symbolic link or not a directory")
+	}
+	for _, f := range []string{KernelFile, InitrdFile, rootName} {
+		info, err := os.Lstat(filepath.Join(dir, f))
+		if err != nil {
+			return fmt.Errorf("%w; rebuild the image", err)
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (%s); rebuild the image", f, info.Mode().Type())
+		}
+	}
+	return nil
+}
+
+// deltaBacking is the backing file name a delta over the image parent records: its
+// root disk, relative to the delta's directory, so an images directory can move.
+func deltaBacking(parent *Image) string {
+	return "../" + filepath.Base(parent.dir) + "/" + parent.manifest.Rootfs.file()
+}
+
+// checkDelta checks a schema-3 image's delta against its parent, which it loads.
+func checkDelta(dir string, m Manifest, depth int) error {
+	if depth >= maxChain {
+		return fmt.Errorf("its chain of parent images is longer than %d", maxChain)
+	}
+	parentDir := filepath.Join(filepath.Dir(filepath.Clean(dir)), digestHex(m.Parent))
+	if _, err := os.Lstat(parentDir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: its root disk is a delta over the root disk of its parent %s, which is not in %s (pruned or moved apart); remove this image (`bumper image prune` does) and derive it again",
+			ErrParentGone, m.Parent, filepath.Dir(parentDir))
+	}
+	parent, err := load(parentDir, depth+1)
+	if err != nil {
+		return fmt.Errorf("%w: parent %s: %w", ErrParentGone, m.Parent, err)
+	}
+	q, err := ReadQcow2(filepath.Join(dir, DeltaFile))
+	if err != nil {
+		return err
+	}
+	if want := deltaBacking(parent); q.Backing != want || q.BackingFormat != parent.RootfsFormat() {
+		return fmt.Errorf("%s's backing file is %q (format %q), want its parent's root disk %q (format %q); the image was tampered with, derive it again",
+			DeltaFile, q.Backing, q.BackingFormat, want, parent.RootfsFormat())
+	}
+	// A run may grow its disk (sandbox.Config.DiskSizeMB), never shrink it.
+	if q.VirtualSize != m.Rootfs.SizeBytes || m.Rootfs.SizeBytes < parent.manifest.Rootfs.SizeBytes {
+		return fmt.Errorf("%s is a %d-byte disk, the manifest says %d and the parent's is %d", DeltaFile, q.VirtualSize, m.Rootfs.SizeBytes, parent.manifest.Rootfs.SizeBytes)
+	}
+	return nil
 }
 
 // checkSchema checks the schema number against the fields only derived images have.
@@ -231,12 +354,19 @@ func (m Manifest) checkSchema() error {
 		if m.Parent != "" || m.Derivation != nil {
 			return fmt.Errorf("manifest schema %d has a parent or a derivation, which only schema %d has; the manifest is corrupt, rebuild the image", m.Schema, DerivedSchemaVersion)
 		}
-	case DerivedSchemaVersion:
+	case DerivedSchemaVersion, DeltaSchemaVersion:
 		if !validDigest(m.Parent) || m.Derivation == nil || !validDigest(m.Derivation.Key) {
 			return fmt.Errorf("manifest schema %d needs a parent digest and a derivation key (sha256:<64 hex>); the manifest is corrupt, derive the image again", m.Schema)
 		}
 	default:
-		return fmt.Errorf("manifest schema %d, this bumper reads %d and %d; rebuild the image with this bumper", m.Schema, SchemaVersion, DerivedSchemaVersion)
+		return fmt.Errorf("manifest schema %d, this bumper reads %d to %d; rebuild the image with this bumper", m.Schema, SchemaVersion, DeltaSchemaVersion)
+	}
+	// Only a delta is qcow2, and a delta has its file's size: the format decides which
+	// file QEMU opens and how, so it must be the schema's.
+	delta := m.Schema == DeltaSchemaVersion
+	if delta != (m.Rootfs.Format == FormatQcow2) || (!delta && m.Rootfs.Format != FormatRaw) || delta != (m.Rootfs.FileBytes > 0) {
+		return fmt.Errorf("manifest schema %d with root disk format %q (file size %d): schema %d is a qcow2 delta, the others raw; the manifest is corrupt, rebuild the image",
+			m.Schema, m.Rootfs.Format, m.Rootfs.FileBytes, DeltaSchemaVersion)
 	}
 	return nil
 }

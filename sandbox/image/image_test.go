@@ -160,8 +160,8 @@ func TestLoad(t *testing.T) {
 			editManifest(t, dir, func(m map[string]any) { m["extra"] = 1 })
 			return dir
 		}},
-		{name: "other schema", wantErr: "schema 3, this bumper reads 1 and 2", damage: func(t *testing.T, dir string) string {
-			editManifest(t, dir, func(m map[string]any) { m["schema"] = 3 })
+		{name: "other schema", wantErr: "schema 4, this bumper reads 1 to 3", damage: func(t *testing.T, dir string) string {
+			editManifest(t, dir, func(m map[string]any) { m["schema"] = 4 })
 			return dir
 		}},
 		{name: "derived schema without a derivation", wantErr: "needs a parent digest and a derivation key", damage: func(t *testing.T, dir string) string {
@@ -322,7 +322,7 @@ func TestLoadAfterKernelLinked(t *testing.T) {
 	if err := os.Link(filepath.Join(dir, KernelFile), filepath.Join(t.TempDir(), "another-image-vmlinux")); err != nil {
 		t.Fatal(err)
 	}
-	fresh := verifiedFiles(dir, im.Manifest().Digest)
+	fresh := verifiedFiles(dir, im.Manifest().Digest, RootfsFile)
 	if fresh[KernelFile] || !fresh[RootfsFile] || !fresh[InitrdFile] {
 		t.Fatalf("after the kernel was linked elsewhere, still verified: %v; want the rootfs and initrd only", fresh)
 	}

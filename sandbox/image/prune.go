@@ -1,6 +1,7 @@
 package image
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,8 +15,10 @@ import (
 
 // Prune removes from the cache at cacheDir the images (derived ones included), boot
 // files and debootstrap trees that no build, run or FindDerived used since cutoff, index entries of removed images, and leftovers
-// of interrupted work. It holds the cache lock, so no build runs meanwhile. With dryRun
-// it only reports what it would remove.
+// of interrupted work. An image stays, however old, while an image derived from it as a
+// delta stays (its root disk reads the parent's); a delta whose parent is gone can never
+// boot and goes, whatever its age. It holds the cache lock, so no build runs meanwhile.
+// With dryRun it only reports what it would remove.
 func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, error) {
 	if _, err := os.Stat(cacheDir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -27,13 +30,14 @@ func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, 
 	defer unlock()
 	var out []cachedir.Removed
 	var errs []error
-	for _, sub := range []string{"images", "boot", "rootfs"} {
+	rs, err := cachedir.PruneWith(ImagesDir(cacheDir), imageReasons(ImagesDir(cacheDir), cutoff), dryRun)
+	out, errs = append(out, rs...), append(errs, err)
+	for _, sub := range []string{"boot", "rootfs"} {
 		dir := filepath.Join(cacheDir, sub)
 		rs, err := cachedir.Prune(dir, cutoff, nil, dryRun)
 		out, errs = append(out, rs...), append(errs, err)
 	}
-	// Derived images are images like the others: kept by use, not by their parent, which
-	// they do not need. A derivation still being staged after an hour was interrupted.
+	// A derivation still being staged after an hour was interrupted.
 	hourAgo := time.Now().Add(-time.Hour)
 	for _, stale := range []struct{ prefix, why string }{
 		{derivePrefix, "left half-made by an interrupted derivation"},
@@ -56,6 +60,87 @@ func Prune(cacheDir string, cutoff time.Time, dryRun bool) ([]cachedir.Removed, 
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// imageReasons decides, for each image directory in imagesDir, whether Prune removes
+// it: an image unused since cutoff goes unless an image that stays is derived from it
+// (directly or through other parents) as a delta, and a delta whose chain of parents
+// misses one goes whatever its age. Directories without a readable manifest are
+// judged by age alone, as before. It reads the manifests once, up front, under the
+// cache lock; it verifies no file (Load does, before any boot).
+func imageReasons(imagesDir string, cutoff time.Time) cachedir.Reason {
+	type node struct {
+		parent string // the parent's directory name, for a delta only
+		used   time.Time
+	}
+	nodes := map[string]node{}
+	entries, _ := os.ReadDir(imagesDir)
+	for _, e := range entries {
+		if !e.IsDir() || e.Name()[0] == '.' {
+			continue
+		}
+		dir := filepath.Join(imagesDir, e.Name())
+		info, err := os.Stat(dir)
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+		if err != nil {
+			continue
+		}
+		var m struct {
+			Parent string `json:"parent"`
+			Rootfs Rootfs `json:"rootfs"`
+		}
+		if json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		n := node{used: info.ModTime()}
+		if m.Rootfs.Format == FormatQcow2 {
+			n.parent = digestHex(m.Parent)
+			if !validDigest(m.Parent) {
+				n.parent = "(none)" // never a directory: the delta is broken
+			}
+		}
+		nodes[e.Name()] = n
+	}
+	// missing returns the first parent in name's chain that is not there, or "".
+	missing := func(name string) string {
+		for range maxChain + 1 {
+			n, ok := nodes[name]
+			if !ok || n.parent == "" {
+				return ""
+			}
+			if _, ok := nodes[n.parent]; !ok {
+				return n.parent
+			}
+			name = n.parent
+		}
+		return name // a chain longer than Load follows
+	}
+	// needed: the parents of every image that stays.
+	needed := map[string]string{} // parent → a child that keeps it
+	for name, n := range nodes {
+		if n.used.Before(cutoff) || missing(name) != "" {
+			continue
+		}
+		for child, p := name, n.parent; p != "" && needed[p] == ""; child, p = p, nodes[p].parent {
+			needed[p] = child
+		}
+	}
+	return func(path string, lastUsed time.Time) string {
+		name := filepath.Base(path)
+		if gone := missing(name); gone != "" {
+			return "derived as a delta from image " + gone + ", which is gone: it cannot boot without it"
+		}
+		if !lastUsed.Before(cutoff) {
+			return ""
+		}
+		if child := needed[name]; child != "" {
+			return "" // image child's root disk reads this one's
+		}
+		return "unused since " + lastUsed.UTC().Format(time.RFC3339)
+	}
 }
 
 // pruneIndex removes the index entries (input key → image digest) whose image is gone.

@@ -36,9 +36,9 @@ func stampOf(path string) (fileStamp, error) {
 
 // stamps returns the stamps of the image's content files, with the manifest's digest so
 // a stamp never vouches for another manifest.
-func stamps(dir, digest string) (map[string]fileStamp, error) {
+func stamps(dir, digest, rootName string) (map[string]fileStamp, error) {
 	out := map[string]fileStamp{}
-	for _, name := range []string{ManifestFile, KernelFile, InitrdFile, RootfsFile} {
+	for _, name := range []string{ManifestFile, KernelFile, InitrdFile, rootName} {
 		s, err := stampOf(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
@@ -54,7 +54,7 @@ func stamps(dir, digest string) (map[string]fileStamp, error) {
 // kernel and initramfs are hard links shared by many images, so any image built or
 // removed beside them changes their change time; they are small, and hashing them again
 // must not cost every image a hash of its whole root filesystem.
-func verifiedFiles(dir, digest string) map[string]bool {
+func verifiedFiles(dir, digest, rootName string) map[string]bool {
 	raw, err := os.ReadFile(filepath.Join(dir, verifiedFile))
 	if err != nil {
 		return nil
@@ -63,7 +63,7 @@ func verifiedFiles(dir, digest string) map[string]bool {
 	if err := json.Unmarshal(raw, &recorded); err != nil {
 		return nil
 	}
-	now, err := stamps(dir, digest)
+	now, err := stamps(dir, digest, rootName)
 	if err != nil || len(now) != len(recorded) {
 		return nil
 	}
@@ -73,7 +73,7 @@ func verifiedFiles(dir, digest string) map[string]bool {
 		}
 	}
 	ok := map[string]bool{}
-	for _, name := range []string{KernelFile, InitrdFile, RootfsFile} {
+	for _, name := range []string{KernelFile, InitrdFile, rootName} {
 		if r, found := recorded[name]; found && r == now[name] {
 			ok[name] = true
 		}
@@ -83,8 +83,8 @@ func verifiedFiles(dir, digest string) map[string]bool {
 
 // recordVerified writes the stamps after a full verification. Failing to write them only
 // costs the next Load a full hash, so errors are ignored (a read-only cache is fine).
-func recordVerified(dir, digest string) {
-	now, err := stamps(dir, digest)
+func recordVerified(dir, digest, rootName string) {
+	now, err := stamps(dir, digest, rootName)
 	if err != nil {
 		return
 	}
