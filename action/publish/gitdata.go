@@ -367,32 +367,66 @@ func parentTree(ctx context.Context, gh *github.Client, owner, name, parent stri
 }
 
 // moveBranch creates the work branch at p.Head, or fast-forwards it there; with from,
-// only from that commit.
+// only from that commit. GitHub's answer to a ref's create or update is not always the
+// last word: a 422 "already exists" or "not a fast forward" may be its own race, and a
+// 5xx may or may not have moved the ref. So on such an answer the ref is read again and
+// the move decided again: at p.Head it is done, elsewhere it is refused as before.
 func moveBranch(ctx context.Context, gh *github.Client, owner, name string, p *Pushed, from string) error {
+	for try := 1; ; try++ {
+		again, err := moveBranchOnce(ctx, gh, owner, name, p, from)
+		if err == nil && try > 1 {
+			p.UpToDate = false // found where this move, in doubt, had put it
+		}
+		if err == nil || !again || try == moveAttempts {
+			return err
+		}
+		t := time.NewTimer(time.Duration(try) * movePause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// moveBranch's tries when GitHub's answer leaves the ref in doubt, and the pause before
+// the next (growing with each).
+const (
+	moveAttempts = 4
+	movePause    = 200 * time.Millisecond
+)
+
+// moveBranchOnce is one try of moveBranch; again says GitHub's answer leaves the ref in
+// doubt, so reading it again may settle it.
+func moveBranchOnce(ctx context.Context, gh *github.Client, owner, name string, p *Pushed, from string) (again bool, err error) {
 	ref, resp, err := gh.Git.GetRef(ctx, owner, name, p.Ref)
 	missing := resp != nil && resp.StatusCode == http.StatusNotFound
 	switch {
 	case missing && from != "":
-		return &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: %s no longer exists on GitHub; a round on a pull request only moves its branch on from %s, never creates it", ErrPushRefused, p.Ref, from)}
+		return false, &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: %s no longer exists on GitHub; a round on a pull request only moves its branch on from %s, never creates it", ErrPushRefused, p.Ref, from)}
 	case missing:
 		_, _, err = gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String(p.Ref), Object: &github.GitObject{SHA: github.String(p.Head)}})
 	case err != nil:
-		return fmt.Errorf("failed to read %s on GitHub: %w", p.Ref, err)
+		return false, fmt.Errorf("failed to read %s on GitHub: %w", p.Ref, err)
 	case ref.GetObject().GetSHA() == p.Head:
 		p.UpToDate = true
-		return nil
+		return false, nil
 	case from != "" && ref.GetObject().GetSHA() != from:
-		return &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: %s is at %s on GitHub, not at %s where the run started (someone pushed to it since); nothing was moved", ErrPushRefused, p.Ref, ref.GetObject().GetSHA(), from)}
+		return false, &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: %s is at %s on GitHub, not at %s where the run started (someone pushed to it since); nothing was moved", ErrPushRefused, p.Ref, ref.GetObject().GetSHA(), from)}
 	default:
 		_, _, err = gh.Git.UpdateRef(ctx, owner, name, &github.Reference{Ref: github.String(p.Ref), Object: &github.GitObject{SHA: github.String(p.Head)}}, false)
 	}
 	if err != nil {
 		if s := strings.ToLower(err.Error()); strings.Contains(s, "workflow") && strings.Contains(s, "permission") {
-			return workflowsError(p, err.Error(), true)
+			return false, workflowsError(p, err.Error(), true)
 		}
-		return &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: GitHub refused to move %s to %s: %v", ErrPushRefused, p.Ref, p.Head, err)}
+		var er *github.ErrorResponse
+		inDoubt := errors.As(err, &er) && er.Response != nil &&
+			(er.Response.StatusCode == http.StatusUnprocessableEntity || er.Response.StatusCode >= http.StatusInternalServerError)
+		return inDoubt, &PushError{Pushed: p, Sent: true, msg: fmt.Sprintf("%v: GitHub refused to move %s to %s: %v", ErrPushRefused, p.Ref, p.Head, err)}
 	}
-	return nil
+	return false, nil
 }
 
 // PublishOrPush publishes through the API (Publish); a change too large for it is

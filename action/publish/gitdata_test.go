@@ -18,7 +18,9 @@ import (
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/ghemu/faults"
 	"github.com/bumperdev/bumper/ghemu/gitserver"
+	"github.com/bumperdev/bumper/internal/ghretry"
 )
 
 // rewritten is the agent's work rewritten as the App's, as the runner does before
@@ -126,6 +128,39 @@ func TestPublishMakesVerifiedCommits(t *testing.T) {
 			t.Fatalf("a second publication moved the branch: %+v", again)
 		}
 	})
+}
+
+// TestPublishThroughGitHubsFaults: GitHub's 5xx on the objects Publish creates, and its
+// 422 races and 5xx on the branch's creation, neither fail the publication (the runner's
+// client has ghretry's transport, as githubClient gives it) nor leave the branch anywhere
+// but at the published head.
+func TestPublishThroughGitHubsFaults(t *testing.T) {
+	seed := uint64(28)
+	h := newHostWith(t, ghemu.Options{Faults: &ghemu.FaultsConfig{Seed: &seed, REST: []faults.RESTRule{
+		{Route: "/repos/{owner}/{repo}/git/refs", Methods: []string{"POST"}, Race: 0.3, BadGateway: 0.1},
+		{Route: "/repos/*/*/git/*", Methods: []string{"POST"}, BadGateway: 0.15, Unavailable: 0.05},
+	}}})
+	ctx := testCtx(t)
+	gh := github.NewClient(&http.Client{Timeout: 20 * time.Second, Transport: ghretry.New(nil, ghretry.WithBackoff(10*time.Millisecond))}).WithAuthToken(h.token)
+	gh.BaseURL = h.gh.BaseURL
+	for issue := 1; issue <= 3; issue++ {
+		w := h.prepare(t, issue, 1)
+		rw := rewritten(t, h, w, func(repo string) {
+			writeFiles(t, repo, map[string]string{"widgets.sh": fmt.Sprintf("echo %d\n", issue+3), fmt.Sprintf("notes/%d.md", issue): "noted\n"})
+			guestGit(t, repo, "add", "-A")
+			guestGit(t, repo, "commit", "-q", "-m", "Count")
+		})
+		p, err := Publish(ctx, gh, Options{Workspace: w, Head: rw.Head, Permissions: h.perms})
+		if err != nil {
+			t.Fatalf("issue %d: %v (faults so far: %+v)", issue, err, h.e.Faults().Counts())
+		}
+		if got := h.refs(t)[p.Ref]; got != p.Head || p.UpToDate {
+			t.Fatalf("issue %d: the branch is at %s, Publish says %s (up to date: %v)", issue, got, p.Head, p.UpToDate)
+		}
+	}
+	if c := h.e.Faults().Counts(); c.Total() == 0 {
+		t.Fatal("no fault was injected: the test proves nothing")
+	}
 }
 
 // treeTamperer stands between the runner and GitHub and adds a file to every tree the

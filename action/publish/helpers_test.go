@@ -55,8 +55,15 @@ func testCtx(t testing.TB) context.Context {
 
 func newHost(t testing.TB) *host {
 	t.Helper()
+	return newHostWith(t, ghemu.Options{})
+}
+
+// newHostWith is newHost on an emulator made with opts (its faults, say).
+func newHostWith(t testing.TB, opts ghemu.Options) *host {
+	t.Helper()
 	testgate.Command(t, "git", "git")
-	e := emutest.New(t, ghemu.Options{StateDir: t.TempDir()})
+	opts.StateDir = t.TempDir()
+	e := emutest.New(t, opts)
 	h := &host{e: e, perms: runPermissions}
 	h.token = emutest.InstallationToken(t, e, owner, repoName, runPermissions)
 	h.gh = apiClient(t, e, h.token)

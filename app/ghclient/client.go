@@ -324,6 +324,8 @@ func (c *Client) CreateRef(ctx context.Context, repo, ref, sha string) (bool, er
 const (
 	createRefAttempts = 5
 	createRefPause    = 100 * time.Millisecond
+	// dispatchAttempts bounds Dispatch's tries after GitHub's 5xx.
+	dispatchAttempts = 3
 )
 
 // Dispatch implements workitem.GitHub. It asks for the run's details
@@ -345,7 +347,26 @@ func (c *Client) Dispatch(ctx context.Context, repo, workflow, ref string, input
 	var out struct {
 		RunID int64 `json:"workflow_run_id"`
 	}
-	if _, err := c.gh.Do(ctx, req, &out); err != nil {
+	// A 5xx may or may not have started a run. Dispatching again is safe: each dispatch
+	// carries the attempt's single-use nonce, so of two runs only the first to exchange
+	// it gets credentials, and the other ends at its exchange having done nothing.
+	for try := 1; ; try++ {
+		_, err = c.gh.Do(ctx, req, &out)
+		if err == nil || status(err) < http.StatusInternalServerError || try == dispatchAttempts {
+			break
+		}
+		if req, err = c.gh.NewRequest(http.MethodPost, fmt.Sprintf("repos/%s/%s/actions/workflows/%s/dispatches", owner, name, workflow), body); err != nil {
+			return 0, err
+		}
+		t := time.NewTimer(time.Duration(try) * createRefPause * 5)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	if err != nil {
 		return 0, err
 	}
 	if out.RunID == 0 {

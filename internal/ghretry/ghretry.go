@@ -8,9 +8,11 @@
 // nothing, and holds every request of that credential until then. A rate-limited request
 // was not processed, so it is repeated whatever its method; a 5xx one may have been, so
 // only methods whose repetition changes nothing are repeated (GET, HEAD, OPTIONS, PUT,
-// PATCH, DELETE: GitHub's PATCH sets fields, it never appends), and the one POST that
-// adds what is there already without a change (an issue's labels). Any other POST that
-// met a 5xx is returned to its caller, which knows whether creating twice is harmful.
+// PATCH, DELETE: GitHub's PATCH sets fields, it never appends), and the POSTs whose
+// repetition changes nothing: adding an issue's labels, and creating git blobs, trees and
+// commits (objects named by their content; one made twice is one object, or an orphan
+// nothing points at). Any other POST that met a 5xx is returned to its caller, which
+// knows whether creating twice is harmful.
 package ghretry
 
 import (
@@ -78,9 +80,8 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	return t
 }
 
-// addLabels is GitHub's "add labels to an issue": adding a label an issue has changes
-// nothing, so the POST may be repeated.
-var addLabels = regexp.MustCompile(`/repos/[^/]+/[^/]+/issues/[0-9]+/labels$`)
+// repeatablePOST matches the POSTs the package doc names.
+var repeatablePOST = regexp.MustCompile(`/repos/[^/]+/[^/]+/(issues/[0-9]+/labels|git/(blobs|trees|commits))$`)
 
 // idempotent reports whether sending the request twice leaves GitHub as sending it once.
 func idempotent(r *http.Request) bool {
@@ -88,7 +89,7 @@ func idempotent(r *http.Request) bool {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		return true
 	case http.MethodPost:
-		return addLabels.MatchString(r.URL.Path)
+		return repeatablePOST.MatchString(r.URL.Path)
 	}
 	return false
 }

@@ -67,6 +67,7 @@ func TestTransport(t *testing.T) {
 		{"a PATCH repeated after two 503s", http.MethodPatch, []func(http.ResponseWriter){status(503, "busy"), status(503, "busy")}, 200, 3, 0},
 		{"a POST not repeated after a 502: it may have been done", http.MethodPost, []func(http.ResponseWriter){status(502, "x")}, 502, 1, 0},
 		{"adding labels repeated after a 503: adding them twice changes nothing", http.MethodPost, []func(http.ResponseWriter){status(503, "x")}, 200, 2, 0},
+		{"creating a blob repeated after a 502: it is named by its content", http.MethodPost, []func(http.ResponseWriter){status(502, "x")}, 200, 2, 0},
 		{"a POST repeated after a secondary rate limit, not before its Retry-After", http.MethodPost,
 			[]func(http.ResponseWriter){status(403, secondary, "Retry-After", "1")}, 200, 2, time.Second},
 		{"a 429 waited out", http.MethodGet, []func(http.ResponseWriter){status(429, secondary, "Retry-After", "1")}, 200, 2, time.Second},
@@ -82,8 +83,11 @@ func TestTransport(t *testing.T) {
 			defer srv.Close()
 			c := &http.Client{Transport: New(nil, WithAttempts(3), WithBackoff(10*time.Millisecond), WithMaxWait(5*time.Second))}
 			path := "/repos/o/r/issues"
-			if strings.HasPrefix(tc.name, "adding labels") {
+			switch {
+			case strings.HasPrefix(tc.name, "adding labels"):
 				path = "/api/v3/repos/o/r/issues/12/labels"
+			case strings.HasPrefix(tc.name, "creating a blob"):
+				path = "/repos/o/r/git/blobs"
 			}
 			req, _ := http.NewRequest(tc.method, srv.URL+path, strings.NewReader(`{"title":"t"}`))
 			req.Header.Set("Authorization", "token one")
