@@ -12,7 +12,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # images and the Kubernetes manifests), so the main module does not carry their weight.
 DEPLOY := deploy
 
-.PHONY: deps build demo unit test lint tidy-check bench release-check deploy-test
+.PHONY: deps build demo unit test lint tidy-check bench soak release-check deploy-test
 
 # The Debian packages (and agent CLIs) the demo and the tests need, on a fresh Debian 12
 # machine (as root); a machine that has them all passes in well under a second.
@@ -74,3 +74,9 @@ tidy-check:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Bumper's week (docs/benchmarks.md, "A week in the life"): forty items, GitHub's faults,
+# serve replicas and runners killed; prints its figures and fails if a promise broke. As
+# root. `make test` runs the short week (ten items) as e2e TestWeek.
+soak: deps
+	bench/soak.sh

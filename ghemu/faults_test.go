@@ -268,6 +268,37 @@ func TestFaultsEarlyRetries(t *testing.T) {
 	}
 }
 
+// TestFaultsEarlyRetriesAfterTheAnswer: a limit's answer goes out after its rule's
+// latency; a request of that credential sent meanwhile (the client could not know) is
+// not early, and the Retry-After counts from the answer.
+func TestFaultsEarlyRetriesAfterTheAnswer(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	e := emutest.New(t, ghemu.Options{Now: clock, Faults: &ghemu.FaultsConfig{REST: []faults.RESTRule{
+		{Route: commentsRoute, Methods: []string{"POST"}, SecondaryRateLimit: 1, RetryAfter: 10, Latency: faults.Latency{Min: 2 * time.Second, Max: 2 * time.Second}}}}})
+	maintainer := e.UserToken(ghemu.DefaultMaintainer)
+	call(t, e, maintainer, "POST", "/repos/acme/widgets/issues", map[string]any{"title": "t"})
+	if x := call(t, e, maintainer, "POST", "/repos/acme/widgets/issues/1/comments", map[string]any{"body": "b"}); x.status != 403 {
+		t.Fatalf("comment = %d", x.status)
+	}
+	for i, s := range []struct {
+		after time.Duration
+		want  int
+	}{
+		{time.Second, 0},      // while the answer was on its way
+		{10 * time.Second, 1}, // 9 s after it, of 10
+		{2 * time.Second, 1},  // 11 s after it: free again
+	} {
+		advance(s.after)
+		call(t, e, maintainer, "GET", "/repos/acme/widgets/issues/1", nil)
+		if got := e.Faults().EarlyRetries(); got != s.want {
+			t.Fatalf("step %d: %d early retries, want %d", i, got, s.want)
+		}
+	}
+}
+
 // TestFaultsDroppedDelivery: a dropped delivery is a failed one in the App's delivery
 // log, and redelivers with its GUID.
 func TestFaultsDroppedDelivery(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -115,11 +116,11 @@ func EvidenceCheckRun(ctx context.Context, gh *github.Client, o CheckRunOptions)
 		if !e.StartedAt.IsZero() {
 			started = github.Timestamp{Time: e.StartedAt.UTC()}
 		}
-		got, _, err = gh.Checks.CreateCheckRun(ctx, owner, name, github.CreateCheckRunOptions{
+		got, err = CreateCheckRunOnce(ctx, gh, owner, name, github.CreateCheckRunOptions{
 			Name: EvidenceCheckName, HeadSHA: o.Head, DetailsURL: detailsPtr, ExternalID: github.String(externalID),
 			Status: github.String("completed"), Conclusion: github.String(cr.Conclusion), StartedAt: &started, CompletedAt: &now,
 			Output: output,
-		})
+		}, o.AppID)
 		if err != nil {
 			return nil, fmt.Errorf("failed to create the %s check run on %s: %w", EvidenceCheckName, o.Head, err)
 		}
@@ -129,19 +130,52 @@ func EvidenceCheckRun(ctx context.Context, gh *github.Client, o CheckRunOptions)
 	return cr, nil
 }
 
+// CreateCheckRunOnce creates a check run named by opts' name and external ID (which it
+// must carry), once: GitHub's 5xx may or may not have created it, so after one the check
+// runs of that name on the head are read, and the one with that external ID (of appID,
+// when not 0) is taken as made; only when there is none is the create tried again.
+func CreateCheckRunOnce(ctx context.Context, gh *github.Client, owner, name string, opts github.CreateCheckRunOptions, appID int64) (*github.CheckRun, error) {
+	if opts.ExternalID == nil || *opts.ExternalID == "" {
+		return nil, fmt.Errorf("failed to create the %s check run: it needs an external ID to be found again", opts.Name)
+	}
+	for try := 1; ; try++ {
+		got, _, err := gh.Checks.CreateCheckRun(ctx, owner, name, opts)
+		var er *github.ErrorResponse
+		if err == nil || try == checkRunAttempts || !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode < http.StatusInternalServerError {
+			return got, err
+		}
+		found, ferr := findCheckRunNamed(ctx, gh, owner, name, opts.Name, opts.HeadSHA, *opts.ExternalID, appID)
+		if ferr != nil {
+			return nil, fmt.Errorf("%w (and reading back whether it was made: %w)", err, ferr)
+		}
+		if found != nil {
+			return found, nil
+		}
+	}
+}
+
+// checkRunAttempts bounds CreateCheckRunOnce's creates after GitHub's 5xx.
+const checkRunAttempts = 3
+
 // findCheckRun returns this attempt's earlier evidence check run on head, or nil.
 func findCheckRun(ctx context.Context, gh *github.Client, owner, name, head, externalID string, appID int64) (*github.CheckRun, error) {
-	opts := &github.ListCheckRunsOptions{CheckName: github.String(EvidenceCheckName), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
+	return findCheckRunNamed(ctx, gh, owner, name, EvidenceCheckName, head, externalID, appID)
+}
+
+// findCheckRunNamed returns the check run called check with externalID on head (of
+// appID, when not 0), or nil.
+func findCheckRunNamed(ctx context.Context, gh *github.Client, owner, name, check, head, externalID string, appID int64) (*github.CheckRun, error) {
+	opts := &github.ListCheckRunsOptions{CheckName: github.String(check), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
 	if appID != 0 {
 		opts.AppID = github.Int64(appID)
 	}
 	for {
 		res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, head, opts)
 		if err != nil {
-			return nil, fmt.Errorf("failed to list the %s check runs on %s: %w", EvidenceCheckName, head, err)
+			return nil, fmt.Errorf("failed to list the %s check runs on %s: %w", check, head, err)
 		}
 		for _, r := range res.CheckRuns {
-			if r.GetName() == EvidenceCheckName && r.GetExternalID() == externalID && r.GetHeadSHA() == head && (appID == 0 || r.GetApp().GetID() == appID) {
+			if r.GetName() == check && r.GetExternalID() == externalID && r.GetHeadSHA() == head && (appID == 0 || r.GetApp().GetID() == appID) {
 				return r, nil
 			}
 		}

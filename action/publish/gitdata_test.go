@@ -163,6 +163,46 @@ func TestPublishThroughGitHubsFaults(t *testing.T) {
 	}
 }
 
+// TestCheckRunThroughGitHubsFaults: a check run whose create GitHub answers with a 5xx
+// is made once, neither lost nor doubled.
+func TestCheckRunThroughGitHubsFaults(t *testing.T) {
+	seed := uint64(6)
+	h := newHostWith(t, ghemu.Options{Faults: &ghemu.FaultsConfig{Seed: &seed, REST: []faults.RESTRule{
+		{Route: "/repos/{owner}/{repo}/check-runs", Methods: []string{"POST"}, BadGateway: 0.4},
+	}}})
+	ctx := testCtx(t)
+	for i := range 5 {
+		ext := fmt.Sprintf("acme/widgets#%d/attempt-1/gates", i+1)
+		got, err := CreateCheckRunOnce(ctx, h.gh, owner, repoName, github.CreateCheckRunOptions{Name: "bumper/gates", HeadSHA: h.base,
+			ExternalID: github.String(ext), Status: github.String("completed"), Conclusion: github.String("success")}, 0)
+		if err != nil || got.GetExternalID() != ext {
+			t.Fatalf("%s: %v, %v", ext, got, err)
+		}
+	}
+	runs, _, err := h.gh.Checks.ListCheckRunsForRef(ctx, owner, repoName, h.base, &github.ListCheckRunsOptions{CheckName: github.String("bumper/gates"), Filter: github.String("all")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range runs.CheckRuns {
+		seen[r.GetExternalID()]++
+	}
+	if len(seen) != 5 {
+		t.Fatalf("check runs by external ID: %v, want 5, one each", seen)
+	}
+	for ext, n := range seen {
+		if n != 1 {
+			t.Errorf("%s: %d check runs", ext, n)
+		}
+	}
+	if h.e.Faults().Counts().Total() == 0 {
+		t.Fatal("no fault was injected: the test proves nothing")
+	}
+	if _, err := CreateCheckRunOnce(ctx, h.gh, owner, repoName, github.CreateCheckRunOptions{Name: "bumper/gates", HeadSHA: h.base}, 0); err == nil {
+		t.Fatal("a check run without an external ID, which cannot be found again, was created")
+	}
+}
+
 // treeTamperer stands between the runner and GitHub and adds a file to every tree the
 // runner asks for: a GitHub (or anything on the way) that builds another tree than the
 // one verification judged.

@@ -15,6 +15,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/evidence/evidencemd"
 	"github.com/bumperdev/bumper/action/gates"
+	"github.com/bumperdev/bumper/action/publish"
 	"github.com/bumperdev/bumper/action/workspace"
 	"github.com/bumperdev/bumper/internal/fsutil"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -214,7 +215,7 @@ func (r *run) gatesCheckRun(ctx context.Context, head string, res *gates.Result)
 	if r.rec.ev.Trigger.RunID > 0 && r.cfg.ServerURL != "" {
 		opts.DetailsURL = github.String(strings.TrimRight(r.cfg.ServerURL, "/") + "/" + r.cfg.WorkItem.Repository + "/actions/runs/" + strconv.FormatInt(r.rec.ev.Trigger.RunID, 10))
 	}
-	if _, _, err := r.grant.gh.Checks.CreateCheckRun(ctx, owner, name, opts); err != nil {
+	if _, err := publish.CreateCheckRunOnce(ctx, r.grant.gh, owner, name, opts, 0); err != nil {
 		return fmt.Errorf("failed to write the %s check run on %s: %w", GatesCheckName, head, err)
 	}
 	return nil

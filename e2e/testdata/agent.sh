@@ -142,6 +142,15 @@ direct)
 	# The least an agent can do: the right change at once, for the overhead benchmark.
 	sed -i 's/^echo 3$/echo 4/' widgets.sh
 	;;
+note)
+	# The week's items (e2e TestWeek): the count, which an earlier item's merge may have
+	# made already, and a file of this item's own, so that every item changes something
+	# and no two conflict.
+	sed -i 's/^echo 3$/echo 4/' widgets.sh
+	note=$(sed -n 's/^│ note: *\([a-z0-9-]*\)$/\1/p' "$BUMPER_TASK" | head -n 1)
+	mkdir -p notes
+	echo "Noted by the week's agent." >"notes/${note:-unnamed}.md"
+	;;
 changelog | stubborn)
 	# The right change for test.sh; the repository's CI (the test, playing it) also wants a
 	# CHANGELOG.md entry, which the task does not say. A fix round's task carries the

@@ -82,7 +82,7 @@ type Faults struct {
 	mu         sync.Mutex
 	counts     map[Kind]int
 	delay      time.Duration
-	retryUntil map[string]time.Time
+	retryUntil map[string]retryWindow
 	early      []EarlyRetry
 }
 
@@ -99,6 +99,10 @@ type hookRule struct {
 	rng *rand.Rand
 }
 
+// retryWindow is a credential's secondary rate limit: answered at told, in force until
+// until.
+type retryWindow struct{ told, until time.Time }
+
 // EarlyRetry is a request that came before the Retry-After its credential was given
 // had run out.
 type EarlyRetry struct {
@@ -112,7 +116,7 @@ type EarlyRetry struct {
 // New checks the plan against the routes and prepares its random sources. A nil plan
 // gives a Faults that injects nothing, but still has counts to read.
 func New(c *Config, opts Options) (*Faults, error) {
-	f := &Faults{now: opts.Now, counts: map[Kind]int{}, retryUntil: map[string]time.Time{}}
+	f := &Faults{now: opts.Now, counts: map[Kind]int{}, retryUntil: map[string]retryWindow{}}
 	if f.now == nil {
 		f.now = time.Now
 	}
@@ -266,10 +270,14 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
-	if until, ok := f.retryUntil[cred]; ok {
-		if now.Before(until) {
-			f.early = append(f.early, EarlyRetry{Credential: cred, Method: r.Method, Path: r.URL.Path, Early: until.Sub(now)})
-		} else {
+	if win, ok := f.retryUntil[cred]; ok {
+		switch {
+		case !now.After(win.told):
+			// Sent before the limit's answer went out (its added latency): the client
+			// could not know yet.
+		case now.Before(win.until):
+			f.early = append(f.early, EarlyRetry{Credential: cred, Method: r.Method, Path: r.URL.Path, Early: win.until.Sub(now)})
+		default:
 			delete(f.retryUntil, cred)
 		}
 	}
@@ -319,7 +327,10 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 				status = http.StatusTooManyRequests
 			}
 			d.Fault = &Fault{Kind: k.kind, Status: status, Message: msgSecondary, RetryAfter: retryAfter}
-			f.retryUntil[cred] = now.Add(time.Duration(retryAfter) * time.Second)
+			// The client hears of the limit once the answer is written, after the rule's
+			// latency; Retry-After counts from then.
+			told := now.Add(d.Delay)
+			f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(retryAfter) * time.Second)}
 			f.counts[k.kind]++
 		case Race:
 			if msg, ok := Races[method+" "+normalise(template)]; ok {
