@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -40,6 +41,8 @@ type weekPlan struct {
 	// serveKills are the replicas killed with SIGKILL and restarted; runnerKills the
 	// `bumper run` processes killed with SIGKILL mid-run.
 	serveKills, runnerKills int
+	// cacheFull points the runs' snapshot cache at a full file system for a few items.
+	cacheFull bool
 }
 
 func weekPlanFromEnv(t *testing.T) weekPlan {
@@ -48,7 +51,7 @@ func weekPlanFromEnv(t *testing.T) weekPlan {
 	case "", "short":
 		return weekPlan{name: "short", items: 10, repos: repos, parallel: 3, inFlight: 4, serveKills: 1, runnerKills: 1}
 	case "full":
-		return weekPlan{name: "full", items: 40, repos: repos, parallel: 4, inFlight: 6, serveKills: 2, runnerKills: 2}
+		return weekPlan{name: "full", items: 40, repos: repos, parallel: 4, inFlight: 6, serveKills: 2, runnerKills: 2, cacheFull: true}
 	default:
 		t.Fatalf("BUMPER_WEEK=%q: use short (the default) or full", v)
 		return weekPlan{}
@@ -146,7 +149,10 @@ func TestWeek(t *testing.T) {
 	t.Cleanup(lbSrv.Close)
 	w.lb = lb
 	runner := &ghemu.Runner{
-		Command:  []string{"sh", "-c", `INPUT_OUT="$GITHUB_WORKSPACE/bumper-out" exec "$0" run`, bin},
+		// The snapshot cache is the shared one, unless the week points the runs at another
+		// for a while (a full disk, in the full week).
+		Command: []string{"sh", "-c", `cache=$(cat "$0.cache" 2>/dev/null) || cache=$INPUT_CACHE; INPUT_CACHE=$cache INPUT_OUT="$GITHUB_WORKSPACE/bumper-out" exec "$1" run`,
+			filepath.Join(w.runDir, "week"), bin},
 		WorkDir:  w.runDir,
 		Timeout:  15 * time.Minute,
 		Parallel: plan.parallel,
@@ -234,6 +240,14 @@ func (w *week) drive() {
 			}
 			runnerKills++
 		}
+		if w.plan.cacheFull {
+			switch i {
+			case w.plan.items / 3:
+				w.fillCache()
+			case w.plan.items/3 + w.plan.inFlight:
+				w.freeCache()
+			}
+		}
 		repo := w.plan.repos[i%len(w.plan.repos)]
 		sem <- struct{}{}
 		wg.Add(1)
@@ -245,6 +259,39 @@ func (w *week) drive() {
 		time.Sleep(500 * time.Millisecond)
 	}
 	wg.Wait()
+}
+
+// fullCache is the small file system the week fills and points the runs' snapshot
+// cache at, for a few items.
+func (w *week) fullCache() string { return filepath.Join(w.runDir, "full-cache") }
+
+// fillCache mounts a 64 MiB tmpfs, fills it to its last few MiB and points the runs'
+// snapshot cache there: the runs that start meanwhile find no room for a snapshot.
+func (w *week) fillCache() {
+	dir := w.fullCache()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
+		w.t.Fatalf("mounting the small cache: %v: %s", err, out)
+	}
+	w.t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	if out, err := exec.Command("fallocate", "-l", "60M", filepath.Join(dir, "ballast")).CombinedOutput(); err != nil {
+		w.t.Fatalf("filling the small cache: %v: %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(w.runDir, "week.cache"), []byte(dir), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	w.note("image cache's file system full", 0)
+	w.t.Logf("week: the runs' snapshot cache is a full 64 MiB file system")
+}
+
+// freeCache points the runs back at the shared cache.
+func (w *week) freeCache() {
+	if err := os.Remove(filepath.Join(w.runDir, "week.cache")); err != nil {
+		w.t.Error(err)
+	}
+	w.t.Logf("week: the runs' snapshot cache is the shared one again")
 }
 
 // killReplica kills one serve replica with SIGKILL, as a node's failure or a careless

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -90,6 +91,8 @@ type weekFigures struct {
 	wall, setup                   time.Duration
 	kills                         map[string]int
 	lbSkipped                     int64
+	// fullCacheRuns are the runs that found the snapshot cache full (and booted cold).
+	fullCacheRuns int
 }
 
 func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
@@ -101,6 +104,9 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 		}
 	}
 	f.leftovers = s.leftovers()
+	if w.plan.cacheFull {
+		f.leftovers = append(f.leftovers, w.cacheLeftovers()...)
+	}
 	f.peakKiB, f.peakRunKiB, f.peakQEMU = s.peakKiB, s.peakRunKiB, s.peakQEMUKiB
 	for _, r := range w.replicas {
 		f.peakServeKiB = max(f.peakServeKiB, r.peakRSS)
@@ -141,6 +147,11 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 					f.dupRuns++
 				}
 			}
+			if w.plan.cacheFull {
+				if log, _ := w.e.RunLog(ghemu.DefaultOrg, o.repo, run.ID); strings.Contains(string(log), "free in "+w.fullCache()) {
+					f.fullCacheRuns++
+				}
+			}
 			if d, ok := w.overhead(o.repo, run); ok {
 				overheads = append(overheads, d)
 			}
@@ -168,6 +179,24 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 		f.runsPerHour = float64(f.runs) / wall.Hours()
 	}
 	return f
+}
+
+// cacheLeftovers is what the runs that met the full cache left in it: nothing but the
+// week's ballast and the empty snapshot directory may be there.
+func (w *week) cacheLeftovers() []string {
+	var out []string
+	_ = filepath.WalkDir(w.fullCache(), func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(w.fullCache(), p)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("the full cache: %v", err))
+		case rel == "." || rel == "ballast" || rel == "snapshots":
+		default:
+			out = append(out, "in the full cache: "+rel)
+		}
+		return nil
+	})
+	return out
 }
 
 // overhead is a finished run's platform time from its evidence: every phase but the
@@ -260,7 +289,10 @@ func (f weekFigures) table() string {
 	row("requests sent before their Retry-After", strconv.Itoa(len(f.early)))
 	row("leftovers on the host (QEMU, netns with TAP and nftables, veths, mounts, run dirs, overlays)", strconv.Itoa(len(f.leftovers)))
 	row("faults injected", faultLine(f.faults))
-	row("kills", killLine(f.kills))
+	row("kills and a full disk", killLine(f.kills))
+	if f.plan.cacheFull {
+		row("runs that found the snapshot cache full (booted cold, nothing written)", strconv.Itoa(f.fullCacheRuns))
+	}
 	row("GitHub REST calls per item naming it, p50 / p95", fmt.Sprintf("%d / %d", f.callsP50, f.callsP95))
 	row("all of Bumper's REST calls per item", fmt.Sprintf("%.1f", f.callsMean))
 	row("platform overhead per run (runner's phases, agent excluded), p50 / p95", fmt.Sprintf("%.2f s / %.2f s", f.overheadP50.Seconds(), f.overheadP95.Seconds()))

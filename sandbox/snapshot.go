@@ -125,6 +125,10 @@ func findSnapshot(dir string, l qemuLayout) (*snapshot, string) {
 	return &s, ""
 }
 
+// snapshotFreeMargin is the room a snapshot needs besides the guest's memory: the root
+// overlay the warm-up wrote, and the state file's own overhead.
+const snapshotFreeMargin = 256 << 20
+
 // PrepareSnapshot makes sure a snapshot for cfg exists in cfg.SnapshotDir, booting a VM
 // and saving it once the agent is idle when there is none. It returns whether it made
 // one. cfg.Network, when set, must be a TAP the caller can lend for the few seconds this
@@ -156,6 +160,11 @@ func prepareSnapshot(ctx context.Context, cfg Config, track func(*Machine) error
 	}
 	if err := os.MkdirAll(cfg.SnapshotDir, 0o755); err != nil {
 		return false, fmt.Errorf("failed to create %s: %w", cfg.SnapshotDir, err)
+	}
+	// A snapshot holds the guest's memory and its root overlay. Without room for them the
+	// save would fail after a whole cold boot; the caller boots cold at once instead.
+	if err := cachedir.EnsureFree(cfg.SnapshotDir, uint64(m.cfg.MemoryMB)<<20+snapshotFreeMargin, "a snapshot of the VM (its memory and root overlay)"); err != nil {
+		return false, err
 	}
 	tmp, err := os.MkdirTemp(cfg.SnapshotDir, snapshotTmpPrefix+key+"-")
 	if err != nil {

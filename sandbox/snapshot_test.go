@@ -171,3 +171,28 @@ func checkTemplateOverlay(t *testing.T, dir string) {
 		t.Errorf("qemu-img check of the overlay template: %v: %s", err, out)
 	}
 }
+
+// TestSnapshotOnAFullCache: with less room in the snapshot cache than a snapshot takes
+// (the guest's memory and its root overlay), PrepareSnapshot says so before it boots
+// anything, and leaves nothing in the cache; a session then boots cold.
+func TestSnapshotOnAFullCache(t *testing.T) {
+	testgate.RequiresRoot(t)
+	testgate.Command(t, "mount", "util-linux")
+	im := imagetest.Image(t)
+	ctx := testContext(t)
+	cache := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", cache).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", cache).Run() })
+	cfg := testImageConfig(t, im)
+	cfg.SnapshotDir = filepath.Join(cache, "snapshots")
+	made, err := PrepareSnapshot(ctx, cfg)
+	if made || err == nil || !strings.Contains(err.Error(), "free in "+cfg.SnapshotDir) || !strings.Contains(err.Error(), "bumper image prune") {
+		t.Fatalf("PrepareSnapshot on a 64 MiB cache = %v, %v; want a refusal that says how much is free and to prune", made, err)
+	}
+	left, err := os.ReadDir(cfg.SnapshotDir)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("the cache holds %v after the refusal (%v)", left, err)
+	}
+}
