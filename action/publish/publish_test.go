@@ -14,6 +14,7 @@ import (
 	"github.com/bumperdev/bumper/action/evidence"
 	"github.com/bumperdev/bumper/action/evidence/evidencetest"
 	"github.com/bumperdev/bumper/ghemu"
+	"github.com/bumperdev/bumper/ghemu/faults"
 )
 
 // TestPublish is step 6 of a run end to end: the agent's verified commit is pushed
@@ -474,5 +475,33 @@ func TestPullBodySaysDeniedHostsOnce(t *testing.T) {
 				t.Fatalf("want the line %q once, got %d in:\n%.400s", tc.want, n, body)
 			}
 		})
+	}
+}
+
+// TestOpenPullRequestThroughGitHubsFaults: GitHub's 5xx on opening the pull request are
+// tried again (GitHub opens one per branch at most, so a second try cannot make two),
+// and the run gets its one pull request.
+func TestOpenPullRequestThroughGitHubsFaults(t *testing.T) {
+	seed := uint64(4)
+	h := newHostWith(t, ghemu.Options{Faults: &ghemu.FaultsConfig{Seed: &seed, REST: []faults.RESTRule{
+		{Route: "/repos/{owner}/{repo}/pulls", Methods: []string{"POST"}, BadGateway: 0.6},
+	}}})
+	ctx := testCtx(t)
+	w := h.prepare(t, 1, 1)
+	r := agentCommit(t, w, map[string]string{"notes/1.md": "noted\n"})
+	if _, err := Push(ctx, Options{Workspace: w, GitURL: h.gitURL, Issue: 1, Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	o := PullRequestOptions{Repository: fullName, Issue: 1, Attempt: 1, Base: "main", Title: "t", BotLogin: botLogin, Evidence: runEvidence(t, h, r, 1, 1)}
+	pr, err := OpenPullRequest(ctx, h.gh, o)
+	if err != nil || pr.Number == 0 {
+		t.Fatalf("OpenPullRequest: %v, %v", pr, err)
+	}
+	pulls, _, err := h.gh.PullRequests.List(ctx, owner, repoName, &github.PullRequestListOptions{State: "all"})
+	if err != nil || len(pulls) != 1 {
+		t.Fatalf("%d pull requests (%v), want 1", len(pulls), err)
+	}
+	if h.e.Faults().Counts().Total() == 0 {
+		t.Fatal("no fault was injected: the test proves nothing")
 	}
 }

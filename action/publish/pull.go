@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/google/go-github/v66/github"
@@ -79,10 +80,26 @@ func OpenPullRequest(ctx context.Context, gh *github.Client, o PullRequestOption
 	// No look first: GitHub refuses a second open pull request from the branch (422),
 	// and only then is the open one looked for, which saves a call on every first try.
 	body, cuts := pullBody(o)
-	created, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{
-		Title: github.String(pullTitle(o.Title, o.Issue)), Head: github.String(branch), Base: github.String(o.Base),
-		Body: github.String(body), MaintainerCanModify: github.Bool(true),
-	})
+	var created *github.PullRequest
+	// A 5xx may or may not have opened it; trying again is safe for the same reason the
+	// 422 below is read: GitHub opens one pull request per branch at most.
+	for try := 1; ; try++ {
+		created, _, err = gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{
+			Title: github.String(pullTitle(o.Title, o.Issue)), Head: github.String(branch), Base: github.String(o.Base),
+			Body: github.String(body), MaintainerCanModify: github.Bool(true),
+		})
+		var ge *github.ErrorResponse
+		if err == nil || try == pullAttempts || !errors.As(err, &ge) || ge.Response == nil || ge.Response.StatusCode < http.StatusInternalServerError {
+			break
+		}
+		t := time.NewTimer(time.Duration(try) * pullPause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("failed to open the pull request from %s to %s in %s: %w", branch, o.Base, o.Repository, err)
+		case <-t.C:
+		}
+	}
 	if err != nil {
 		// Another try of this run may have opened it meanwhile.
 		var ge *github.ErrorResponse
@@ -95,6 +112,12 @@ func OpenPullRequest(ctx context.Context, gh *github.Client, o PullRequestOption
 	}
 	return &PullRequest{Number: created.GetNumber(), URL: created.GetHTMLURL(), HeadSHA: created.GetHead().GetSHA(), Created: true, Cuts: cuts}, nil
 }
+
+// OpenPullRequest's tries after GitHub's 5xx, and the pause before the next.
+const (
+	pullAttempts = 4
+	pullPause    = 500 * time.Millisecond
+)
 
 func (o PullRequestOptions) check(gh *github.Client) (owner, name string, err error) {
 	var errs []error
