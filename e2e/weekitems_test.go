@@ -184,7 +184,13 @@ func (w *week) itemRuns(o *itemOutcome) []ghemu.RunInfo {
 // slowRun waits until the item's latest run has its agent working (the slow scenario).
 func (w *week) slowRun(o *itemOutcome) (ghemu.RunInfo, bool) {
 	deadline := time.Now().Add(8 * time.Minute)
+	asked := 0
 	for time.Now().Before(deadline) {
+		if r := w.record(o.repo, o.issue); r != nil && r.State == ledger.AwaitingApproval && asked < 3 {
+			asked++ // the approval lapsed (the base moved): approve again
+			w.t.Logf("%s#%d asks for approval again: %s", o.repo, o.issue, stateOf(r))
+			w.approve(o, "/approve "+w.sealer.ShortID(r.TextRevision()), false)
+		}
 		if runs := w.itemRuns(o); len(runs) > 0 {
 			run := runs[len(runs)-1]
 			if log, _ := w.e.RunLog(ghemu.DefaultOrg, o.repo, run.ID); strings.Contains(string(log), "agent: working slowly") {
@@ -213,22 +219,31 @@ func (w *week) stopWhenSlow(o *itemOutcome) {
 // is retried once, as a maintainer reading its reason would.
 func (w *week) pullRequest(o *itemOutcome, sc string) {
 	var r *ledger.Record
-	for try := 0; ; try++ {
+	retried, asked := false, 0
+	for r == nil || r.State != ledger.InReview {
 		var ok bool
-		r, ok = w.waitFor(o.repo, o.issue, 10*time.Minute, inState(ledger.InReview, ledger.Failed, ledger.Stopped, ledger.Error))
-		if !ok {
+		r, ok = w.waitFor(o.repo, o.issue, 10*time.Minute, inState(ledger.InReview, ledger.AwaitingApproval, ledger.Failed, ledger.Stopped, ledger.Error))
+		switch {
+		case !ok:
 			w.t.Errorf("%s#%d: no pull request 10 minutes after its approval: %s", o.repo, o.issue, stateOf(r))
 			return
-		}
-		if r.State == ledger.InReview {
-			break
-		}
-		if r.State != ledger.Failed || try == 1 {
+		case r.State == ledger.AwaitingApproval && asked < 3:
+			// The approval lapsed before the run got its credentials (another item's
+			// merge moved the base branch): the status comment asks again, and so does the
+			// maintainer.
+			asked++
+			w.t.Logf("%s#%d asks for approval again: %s", o.repo, o.issue, stateOf(r))
+			w.approve(o, "/approve "+w.sealer.ShortID(r.TextRevision()), false)
+			r = nil
+		case r.State == ledger.Failed && !retried:
+			retried = true
+			w.t.Logf("%s#%d failed, the maintainer retries: %s", o.repo, o.issue, stateOf(r))
+			w.retry(o)
+			r = nil
+		case r.State != ledger.InReview:
 			w.t.Logf("%s#%d ended %s", o.repo, o.issue, stateOf(r))
 			return
 		}
-		w.t.Logf("%s#%d failed, the maintainer retries: %s", o.repo, o.issue, stateOf(r))
-		w.retry(o)
 	}
 	o.pulls = append(o.pulls, r.PullRequest)
 	mae := w.user(ghemu.DefaultMaintainer)
