@@ -41,6 +41,9 @@ type Options struct {
 	Fault func(workitem.FaultPoint) error
 }
 
+// maxWebhookBody bounds a webhook delivery's body: GitHub caps its payloads at 25 MB.
+const maxWebhookBody = 26 << 20
+
 // Server is `bumper serve`: the webhook route, the runner endpoints, /healthz, /readyz
 // and /metrics.
 type Server struct {
@@ -162,7 +165,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		mux.HandleFunc("GET /readyz", ready.serveReadyz)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST "+cfg.Server.WebhookPath, hooks)
+	// The signature can only be checked over the whole body, which go-githubapp reads
+	// into memory first: anyone can send one, so it is bounded by GitHub's own cap.
+	mux.Handle("POST "+cfg.Server.WebhookPath, http.MaxBytesHandler(hooks, maxWebhookBody))
 	api := runnerapi.NewHandler(verifier, runTokens, svc).WithObserver(met)
 	if attester != nil {
 		api.WithAttester(attester)

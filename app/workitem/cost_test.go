@@ -61,7 +61,11 @@ func TestRoundCosts(t *testing.T) {
 	before = e.calls()
 	_, err = e.svc.ShouldStop(e.ctx, claims)
 	e.must(err)
-	check(t, "a poll for steers", e.callsSince(before), map[string]int{})
+	check(t, "a poll for steers", e.callsSince(before), map[string]int{"Comment": 1})
+	before = e.calls()
+	_, err = e.svc.ShouldStop(e.ctx, claims)
+	e.must(err)
+	check(t, "another poll within 10 s", e.callsSince(before), map[string]int{})
 
 	e = newEnv(t, "")
 	e.gh.RequireUpToDate(repoName, "main", true)

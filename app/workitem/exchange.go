@@ -267,11 +267,37 @@ func (s *Service) runItemAs(ctx context.Context, w wire.WorkItem, verify bool) (
 	return gh, it, nil
 }
 
+// stopReadBack is how long a should-stop poll trusts this replica's copy of a run's
+// record without reading it back: a /stop another replica handled reaches the run
+// within it, even when every poll comes to this replica (a kept-alive connection
+// through a balancer that picks a replica per connection).
+const stopReadBack = 10 * time.Second
+
+// maxReadBacks bounds the should-stop polls' read-back times; past it, they start over.
+const maxReadBacks = 10000
+
 // currentActive is current for the should-stop poll, every few seconds of every run:
-// the index's copy answers while it shows the run's attempt under way; anything else
-// (another attempt, an ended item, an unknown one) is read again from GitHub before a
-// run is told to stop, since this replica's copy may predate another replica's writes.
+// the index's copy answers while it shows the run's attempt under way and was read back
+// from GitHub within stopReadBack; anything else (another attempt, an ended item, an
+// unknown one, a copy not read back lately) is read again from GitHub, since this
+// replica's copy may predate another replica's writes (a /stop among them).
 func (s *Service) currentActive(ctx context.Context, c wire.RunClaims) (GitHub, *item, error) {
+	key := c.WorkItem.String()
+	s.mu.Lock()
+	at, ok := s.readBacks[key]
+	s.mu.Unlock()
+	if !ok || s.now().Sub(at) >= stopReadBack || s.now().Before(at) {
+		gh, it, err := s.current(ctx, c)
+		if err == nil {
+			s.mu.Lock()
+			if s.readBacks == nil || len(s.readBacks) >= maxReadBacks {
+				s.readBacks = map[string]time.Time{}
+			}
+			s.readBacks[key] = s.now()
+			s.mu.Unlock()
+		}
+		return gh, it, err
+	}
 	gh, it, err := s.runItemAs(ctx, c.WorkItem, false)
 	var ref *Refusal
 	if err != nil && !errors.As(err, &ref) {

@@ -291,3 +291,44 @@ func TestStaleReplicaReadsBack(t *testing.T) {
 		t.Fatalf("after both replicas wrote, the record is %s (nonce used %v)", r.State, r.CurrentAttempt().NonceUsed)
 	}
 }
+
+// TestStopReachesRunsThroughEveryReplica: a writer's /stop reaches one replica; the
+// run's should-stop polls go to whichever replica the balancer picks (a kept-alive
+// connection, the same one every time). A replica whose copy still shows the run under
+// way must read the record back and tell the run to stop, not let it go on until its
+// token runs out; and a replica whose copy predates the exchange must not stop a run
+// that goes on.
+func TestStopReachesRunsThroughEveryReplica(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		by   string // the command the first replica handles
+		want bool   // the other replica tells the run to stop
+	}{
+		{"a /stop on another replica", "/stop", true},
+		{"a /status on another replica", "/status", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "")
+			it := e.awaiting()
+			e.comment(it.n, writer, "/approve")
+			e.expect(it.n, ledger.Running)
+			c := e.grant(e.lastRun())
+			other := e.replica()
+			if _, err := other.Rebuild(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := other.ShouldStop(e.ctx, c)
+			e.must(err)
+			if got.Stop {
+				t.Fatalf("before the command the other replica says stop: %s", got.Reason)
+			}
+			e.comment(it.n, writer, tc.by)
+			e.clock.Advance(10 * time.Second) // how long a poll trusts the replica's copy
+			got, err = other.ShouldStop(e.ctx, c)
+			e.must(err)
+			if got.Stop != tc.want {
+				t.Fatalf("after %s handled elsewhere, the other replica says stop=%v (%s), want %v", tc.by, got.Stop, got.Reason, tc.want)
+			}
+		})
+	}
+}

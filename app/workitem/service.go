@@ -75,6 +75,9 @@ type Service struct {
 	// steers remember /steer comments as they were given, so that a run polling for
 	// them costs no call to GitHub.
 	steers agentwords.Steers
+	// readBacks are when each run's should-stop poll last read its record back
+	// (currentActive), under mu.
+	readBacks map[string]time.Time
 }
 
 // maxCachedPolicies bounds the policy cache; past it, the cache starts over.

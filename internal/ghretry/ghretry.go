@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,9 +38,16 @@ const (
 	// secondaryDefault is how long GitHub asks a client to wait when its secondary rate
 	// limit comes without a Retry-After: at least a minute.
 	secondaryDefault = time.Minute
+	// maxHold bounds how long an answer may hold a credential: GitHub's primary limit
+	// resets within the hour, its secondary ones ask for minutes.
+	maxHold = 2 * time.Hour
 	// sniff is how much of a 403's body is read to tell a rate limit from a refusal.
 	sniff = 64 << 10
 )
+
+// ErrHeld is a request not sent because GitHub asked its credential to wait longer than
+// the transport waits itself.
+var ErrHeld = errors.New("GitHub's rate limit holds the credential")
 
 // Transport repeats GitHub's requests as the package says. Use New.
 type Transport struct {
@@ -60,8 +68,8 @@ type Option func(*Transport)
 func WithAttempts(n int) Option { return func(t *Transport) { t.attempts = max(n, 1) } }
 
 // WithMaxWait caps the Retry-After the transport waits out itself; a longer one is
-// handed to the caller with GitHub's answer (and still holds the credential's later
-// requests).
+// handed to the caller with GitHub's answer, and the credential's later requests fail
+// with ErrHeld, unsent, until it is over (at most maxHold).
 func WithMaxWait(d time.Duration) Option { return func(t *Transport) { t.maxWait = d } }
 
 // WithBackoff sets the first wait after a 5xx or a failed connection; it doubles.
@@ -170,13 +178,19 @@ func (t *Transport) rateLimited(resp *http.Response) (time.Duration, bool) {
 		return 0, false
 	}
 	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 {
-			return time.Duration(n) * time.Second, true
+		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil && n >= 0 {
+			// Bounded before it is multiplied: a hostile answer's seconds could overflow
+			// a Duration into a negative wait, repeated at once.
+			return time.Duration(min(n, int64(maxHold/time.Second))) * time.Second, true
 		}
 	}
 	if resp.Header.Get("X-Ratelimit-Remaining") == "0" {
 		if reset, err := strconv.ParseInt(resp.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
-			return max(time.Unix(reset, 0).Sub(t.now()), 0) + time.Second, true
+			now := t.now()
+			if reset > now.Unix()+int64(maxHold/time.Second) { // so far off time.Unix wraps
+				return maxHold + time.Second, true
+			}
+			return min(max(time.Unix(reset, 0).Sub(now), 0), maxHold) + time.Second, true
 		}
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
@@ -202,7 +216,9 @@ func (t *Transport) hold(cred string, d time.Duration) {
 	}
 }
 
-// holdFor waits until the credential may send again.
+// holdFor waits until the credential may send again, or fails at once (ErrHeld) when
+// that is further off than the transport's patience: a caller without a deadline (a
+// serve handler) is not kept for as long as an answer asked.
 func (t *Transport) holdFor(ctx context.Context, cred string) error {
 	for {
 		t.mu.Lock()
@@ -214,6 +230,9 @@ func (t *Transport) holdFor(ctx context.Context, cred string) error {
 		t.mu.Unlock()
 		if !ok || !now.Before(until) {
 			return nil
+		}
+		if until.Sub(now) > t.maxWait {
+			return fmt.Errorf("failed to send before %s: %w", until.UTC().Format(time.RFC3339), ErrHeld)
 		}
 		if err := sleep(ctx, until.Sub(now)); err != nil {
 			return fmt.Errorf("failed to wait out GitHub's rate limit: %w", err)

@@ -2,6 +2,7 @@ package ghretry
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -161,8 +162,64 @@ func TestWaitEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/x", nil)
-	_, err := New(nil).RoundTrip(req)
+	resp, err := New(nil).RoundTrip(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
 	if err == nil || !strings.Contains(err.Error(), "rate limit") {
 		t.Fatalf("err %v, want the wait's end", err)
+	}
+}
+
+// TestHostileWaitDoesNotHang: an answer (GitHub's, or anything between) that asks for a
+// wait of years, or one so long that counting it in nanoseconds overflows, must not
+// hold the credential's later requests for ever: a serve handler's context has no
+// deadline, so such a hold would keep a worker until serve restarts. Past the transport's
+// own patience the caller hears at once that GitHub holds the credential, and GitHub
+// hears nothing from it.
+func TestHostileWaitDoesNotHang(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		headers []string
+	}{
+		{"a Retry-After of 30 years", []string{"Retry-After", "1000000000"}},
+		{"a Retry-After that overflows a Duration", []string{"Retry-After", "10000000000"}},
+		{"a primary limit reset in 30 years", []string{"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", "4000000000"}},
+		{"a primary limit reset past the end of time", []string{"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", "9223372036854775807"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &github{answers: []func(http.ResponseWriter){status(403, secondary, tc.headers...)}}
+			srv := httptest.NewServer(g)
+			defer srv.Close()
+			tr := New(nil, WithAttempts(3), WithBackoff(10*time.Millisecond), WithMaxWait(2*time.Second))
+			send := func() (int, error) {
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/x", nil)
+				req.Header.Set("Authorization", "token one")
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					return 0, err
+				}
+				resp.Body.Close()
+				return resp.StatusCode, nil
+			}
+			if code, err := send(); err != nil || code != 403 {
+				t.Fatalf("the first answer: %d %v, want GitHub's 403 back", code, err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := send(); done <- err }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrHeld) {
+					t.Fatalf("the next request: %v, want ErrHeld", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the credential's next request hangs")
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if len(g.got) != 1 {
+				t.Fatalf("GitHub got %d requests of a held credential, want 1", len(g.got))
+			}
+		})
 	}
 }

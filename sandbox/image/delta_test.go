@@ -245,3 +245,52 @@ func TestReadQcow2(t *testing.T) {
 		})
 	}
 }
+
+// TestReadQcow2HostileHeaders: headers no qemu-img writes, as someone who can write a
+// file in the images directory would craft them to get past the checks Load makes
+// before it hashes the delta: each is refused, and none makes the parser panic.
+func TestReadQcow2HostileHeaders(t *testing.T) {
+	be := binary.BigEndian
+	// header is a version 3 header of a 1 MiB disk with no extensions, the backing name
+	// off bytes at off.
+	header := func(off uint64, n uint32) []byte {
+		b := make([]byte, 4096)
+		be.PutUint32(b[0:], qcow2Magic)
+		be.PutUint32(b[4:], 3)
+		be.PutUint64(b[8:], off)
+		be.PutUint32(b[16:], n)
+		be.PutUint32(b[20:], 16)
+		be.PutUint64(b[24:], 1<<20)
+		be.PutUint32(b[100:], 104)
+		copy(b[512:], "../parent/rootfs.img")
+		return b
+	}
+	for _, tt := range []struct {
+		name string
+		b    []byte
+	}{
+		{"a backing name offset that wraps past 2^64 into the header", header(1<<64-4, 20)},
+		{"a backing name offset past the header", header(1<<40, 20)},
+		{"a backing name of 0 bytes at an offset", header(512, 0)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "rootfs.qcow2")
+			if err := os.WriteFile(p, tt.b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var got Qcow2Info
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("ReadQcow2 panicked: %v", r)
+					}
+				}()
+				got, err = ReadQcow2(p)
+			}()
+			if err == nil || !strings.Contains(err.Error(), "backing file name") {
+				t.Fatalf("ReadQcow2 = %+v, %v; want the backing file name refused", got, err)
+			}
+		})
+	}
+}

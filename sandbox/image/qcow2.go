@@ -113,7 +113,7 @@ func parseQcow2(b []byte) (Qcow2Info, error) {
 		extAt = data + (l+7)/8*8
 	}
 	if backOff != 0 || backLen != 0 {
-		if backLen == 0 || backLen > qcow2MaxBackingSz || backOff < extAt || backOff+uint64(backLen) > uint64(len(b)) {
+		if backLen == 0 || backLen > qcow2MaxBackingSz || backOff < extAt || backOff > uint64(len(b)) || backOff+uint64(backLen) > uint64(len(b)) {
 			return Qcow2Info{}, fmt.Errorf("backing file name at %d, %d bytes", backOff, backLen)
 		}
 		info.Backing = string(b[backOff : backOff+uint64(backLen)])
