@@ -50,6 +50,11 @@ func TestRebuild(t *testing.T) {
 		tamper func(e *env, it *item)
 		says   string
 	}{
+		// A /stop undone: an older record written back, the label left at stopped (a
+		// stopped item may go back to awaiting approval, but only by a /retry Bumper
+		// writes, and that is not put right: TestRebuildPutsRightAnInterruptedWrite).
+		{name: "a stopped label under a record that waits for approval", reach: func(e *env) *item { return e.awaiting() },
+			tamper: func(e *env, it *item) { e.gh.SetLabels(repoName, it.n, trigger, ledger.Stopped.Label()) }, says: "the record says awaiting-approval"},
 		// A label the record's state cannot have come from: not a write Bumper left halfway
 		// (TestRebuildPutsRightAnInterruptedWrite).
 		{name: "a state label that is not the record's", reach: func(e *env) *item { return e.awaiting() },
