@@ -91,7 +91,7 @@ type weekFigures struct {
 	wall, setup                   time.Duration
 	kills                         map[string]int
 	lbSkipped                     int64
-	// fullCacheRuns are the runs that found the snapshot cache full (and booted cold).
+	// fullCacheRuns are the runs that found the image cache full (and were refused).
 	fullCacheRuns int
 }
 
@@ -291,7 +291,7 @@ func (f weekFigures) table() string {
 	row("faults injected", faultLine(f.faults))
 	row("kills and a full disk", killLine(f.kills))
 	if f.plan.cacheFull {
-		row("runs that found the snapshot cache full (booted cold, nothing written)", strconv.Itoa(f.fullCacheRuns))
+		row("runs that found the image cache full (refused before anything was written)", strconv.Itoa(f.fullCacheRuns))
 	}
 	row("GitHub REST calls per item naming it, p50 / p95", fmt.Sprintf("%d / %d", f.callsP50, f.callsP95))
 	row("all of Bumper's REST calls per item", fmt.Sprintf("%.1f", f.callsMean))
