@@ -75,7 +75,7 @@ tidy-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-# Bumper's week (docs/benchmarks.md, "A week in the life"): forty items, GitHub's faults,
+# Bumper's week (docs/week.md): forty items, GitHub's faults,
 # serve replicas and runners killed; prints its figures and fails if a promise broke. As
 # root. `make test` runs the short week (ten items) as e2e TestWeek.
 soak: deps

@@ -4,7 +4,7 @@
 # with GitHub's faults, two serve replicas behind a round-robin balancer (one killed and
 # restarted twice), a runner host running several real microVM runs at once (a runner
 # killed mid-run twice), and a host-wide VM limit. It prints the week's figures as the
-# table docs/benchmarks.md keeps, and exits non-zero if a promise broke (an item neither
+# table docs/week.md keeps, and exits non-zero if a promise broke (an item neither
 # final nor waiting with a reason, a duplicate, a lost approval, a request before its
 # Retry-After, anything left on the host).
 #

@@ -273,7 +273,7 @@ func (f weekFigures) broken() []string {
 
 func mib(kib int64) string { return fmt.Sprintf("%d MiB", kib/1024) }
 
-// table is the week's figures as docs/benchmarks.md keeps them.
+// table is the week's figures as docs/week.md keeps them.
 func (f weekFigures) table() string {
 	var b strings.Builder
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
