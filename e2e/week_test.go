@@ -240,13 +240,11 @@ func (w *week) drive() {
 			}
 			runnerKills++
 		}
-		if w.plan.cacheFull {
-			switch i {
-			case w.plan.items / 3:
-				w.fillCache()
-			case w.plan.items/3 + w.plan.inFlight:
-				w.freeCache()
-			}
+		if w.plan.cacheFull && i == w.plan.items/3 {
+			// For half a minute, as long as an operator takes to notice and prune.
+			w.fillCache()
+			wg.Add(1)
+			go func() { defer wg.Done(); time.Sleep(30 * time.Second); w.freeCache() }()
 		}
 		repo := w.plan.repos[i%len(w.plan.repos)]
 		sem <- struct{}{}

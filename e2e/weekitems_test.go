@@ -184,12 +184,21 @@ func (w *week) itemRuns(o *itemOutcome) []ghemu.RunInfo {
 // slowRun waits until the item's latest run has its agent working (the slow scenario).
 func (w *week) slowRun(o *itemOutcome) (ghemu.RunInfo, bool) {
 	deadline := time.Now().Add(8 * time.Minute)
-	asked := 0
+	asked, retried := 0, false
 	for time.Now().Before(deadline) {
-		if r := w.record(o.repo, o.issue); r != nil && r.State == ledger.AwaitingApproval && asked < 3 {
+		switch r := w.record(o.repo, o.issue); {
+		case r == nil:
+		case r.State == ledger.AwaitingApproval && asked < 3:
 			asked++ // the approval lapsed (the base moved): approve again
 			w.t.Logf("%s#%d asks for approval again: %s", o.repo, o.issue, stateOf(r))
 			w.approve(o, "/approve "+w.sealer.ShortID(r.TextRevision()), false)
+		case r.State == ledger.Failed && !retried:
+			retried = true // the run failed before its agent worked (a full cache, say)
+			w.t.Logf("%s#%d failed, the maintainer retries: %s", o.repo, o.issue, stateOf(r))
+			w.retry(o)
+		case r.State.Terminal():
+			w.t.Logf("%s#%d ended %s", o.repo, o.issue, stateOf(r))
+			return ghemu.RunInfo{}, false
 		}
 		if runs := w.itemRuns(o); len(runs) > 0 {
 			run := runs[len(runs)-1]
