@@ -73,7 +73,7 @@ func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRe
 	if err != nil {
 		return none, err
 	}
-	if err := s.spendNonce(ctx, gh, it, att); err != nil {
+	if it, att, err = s.spendNonce(ctx, gh, it, att); err != nil {
 		return none, err
 	}
 	return s.mint(ctx, gh, it, att, perms, bot, deps)
@@ -138,19 +138,42 @@ func (s *Service) approvedStillHolds(ctx context.Context, gh GitHub, it *item, a
 
 // spendNonce uses up the attempt's nonce: first on GitHub, by creating the attempt's
 // exchange ref, which only one replica can do, then in the record.
-func (s *Service) spendNonce(ctx context.Context, gh GitHub, it *item, att *ledger.Attempt) error {
+// Once the ref is made the nonce is this exchange's, so a record another replica wrote
+// meanwhile (ErrConflict) is read again and the nonce marked used on it, as long as the
+// attempt is still the current one. It returns the item and attempt as written.
+func (s *Service) spendNonce(ctx context.Context, gh GitHub, it *item, att *ledger.Attempt) (*item, *ledger.Attempt, error) {
 	rec := it.rec
 	key := DispatchKey(rec.Issue, att.Revision, att.Number)
 	created, err := gh.CreateRef(ctx, it.repo.FullName, ExchangeRefPrefix+key, rec.BaseCommit)
 	if err != nil {
-		return fmt.Errorf("failed to claim the nonce of %s: %w", key, err)
+		return nil, nil, fmt.Errorf("failed to claim the nonce of %s: %w", key, err)
 	}
 	if !created {
-		return refuse(RefusalNonce, "the nonce of attempt %d was already used", att.Number)
+		return nil, nil, refuse(RefusalNonce, "the nonce of attempt %d was already used", att.Number)
 	}
-	att.NonceUsed = true
-	return s.save(ctx, gh, it, "")
+	for try := 1; ; try++ {
+		att.NonceUsed = true
+		err := s.save(ctx, gh, it, "")
+		if !errors.Is(err, ErrConflict) || try == conflictTries {
+			return it, att, err
+		}
+		if it, err = s.load(ctx, gh, it.repo, rec.Issue); err != nil {
+			return nil, nil, err
+		}
+		if it == nil {
+			return nil, nil, refuse(RefusalUnknownItem, "%s has no work item", rec.ID())
+		}
+		now := it.rec.CurrentAttempt()
+		if now == nil || now.Number != att.Number || now.Revision != att.Revision {
+			return nil, nil, refuse(RefusalAttempt, "attempt %d is no longer the current attempt of %s", att.Number, rec.ID())
+		}
+		att = now
+	}
 }
+
+// conflictTries bounds how often a write that must happen is read again and redone
+// after another replica's write (ErrConflict).
+const conflictTries = 3
 
 // mint makes the run's credentials, the dependency token (contents: read on deps, when
 // any; first, so that its refusal leaves no other token minted), the installation token

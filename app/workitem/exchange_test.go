@@ -332,3 +332,51 @@ func TestStopReachesRunsThroughEveryReplica(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteOverAnotherReplicasWrite: a replica handles a writer's /steer while the run's
+// exchange lands on another replica, between the first's read of the record and its
+// write. The first replica's write is refused (ErrConflict), so the nonce the exchange
+// spent stays spent; handled again (the delivery's redelivery), the steer is kept on the
+// record as it is now.
+func TestWriteOverAnotherReplicasWrite(t *testing.T) {
+	e := newEnv(t, "")
+	it := e.running()
+	other := e.replica()
+	var granted error
+	e.gh.Before("File", func() {
+		_, granted = other.Exchange(e.ctx, it.run.Identity(), exchangeRequest(it.run))
+	})
+	ev, _ := e.gh.Comment(repoName, it.n, writer, "/steer keep it short")
+	if err := e.commentEvent(ev); !errors.Is(err, workitem.ErrConflict) {
+		t.Fatalf("the /steer handled over the other replica's write: %v, want ErrConflict", err)
+	}
+	e.must(granted)
+	if r := e.record(it.n); !r.CurrentAttempt().NonceUsed || len(r.Steers) != 0 {
+		t.Fatalf("after the refused write: nonce used %v, steers %d; want the exchange's record as it wrote it", r.CurrentAttempt().NonceUsed, len(r.Steers))
+	}
+	e.must(e.commentEvent(ev))
+	if r := e.record(it.n); !r.CurrentAttempt().NonceUsed || len(r.Steers) != 1 {
+		t.Fatalf("after the redelivery: nonce used %v, steers %d; want both", r.CurrentAttempt().NonceUsed, len(r.Steers))
+	}
+}
+
+// TestExchangeOverAnotherReplicasWrite: the run's exchange claims its nonce while another
+// replica writes the record (a writer's /steer); the exchange reads the record again and
+// marks the nonce used on it, and neither write is lost.
+func TestExchangeOverAnotherReplicasWrite(t *testing.T) {
+	e := newEnv(t, "")
+	it := e.running()
+	other := e.replica()
+	var steered error
+	e.gh.Before("CreateRef", func() {
+		ev, _ := e.gh.Comment(repoName, it.n, writer, "/steer keep it short")
+		steered = other.HandleComment(e.ctx, e.gh.Client(), ev)
+	})
+	if _, err := e.svc.Exchange(e.ctx, it.run.Identity(), exchangeRequest(it.run)); err != nil {
+		t.Fatalf("the exchange over another replica's write: %v", err)
+	}
+	e.must(steered)
+	if r := e.record(it.n); !r.CurrentAttempt().NonceUsed || len(r.Steers) != 1 {
+		t.Fatalf("nonce used %v, steers %d; want both writes kept", r.CurrentAttempt().NonceUsed, len(r.Steers))
+	}
+}

@@ -160,6 +160,10 @@ var ErrUnprocessable = errors.New("refused by GitHub (HTTP 422)")
 // ErrNotFound is returned by GitHub implementations when the object does not exist.
 var ErrNotFound = errors.New("not found on GitHub")
 
+// ErrConflict is a record write refused because another replica wrote the record since
+// it was read: nothing was written, and the work is done again on the record as it is.
+var ErrConflict = errors.New("the status comment changed since it was read (another replica wrote it); nothing was written")
+
 // GitHub is the part of GitHub's API one installation gives the App. Every method names
 // the repository as "owner/name".
 type GitHub interface {

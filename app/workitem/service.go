@@ -258,6 +258,20 @@ func (s *Service) loadIssueAs(ctx context.Context, gh GitHub, repo Repo, is Issu
 // GitHub does not take is said on the issue (unwritten), never left silent.
 func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string) error {
 	rec := it.rec
+	// GitHub has no compare-and-swap for a comment; this is the nearest: the record is
+	// written only over the one it was read from. Another replica's write since (a run's
+	// exchange while this one handled a comment) makes this write ErrConflict, to be done
+	// again on the record as it is now (a webhook's redelivery, a runner's repeat).
+	if it.stored != nil && it.commentID != 0 {
+		current, err := s.stillCurrent(ctx, gh, it.repo.FullName, it.stored, it.commentID)
+		if err != nil {
+			return err
+		}
+		if !current {
+			s.idx.Delete(rec.ID())
+			return fmt.Errorf("failed to write %s: %w", rec.ID(), ErrConflict)
+		}
+	}
 	rec.Revision++
 	rec.UpdatedAt = s.now().UTC()
 	rec.Compact()
