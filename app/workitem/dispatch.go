@@ -13,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem/dailycap"
+	"github.com/bumperdev/bumper/app/workitem/redrive"
 	"github.com/bumperdev/bumper/app/workitem/runidentity"
 )
 
@@ -96,7 +97,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 		return fmt.Errorf("failed to claim dispatch %s: %w", key, err)
 	}
 	if !created {
-		if redriveOf(ctx) != key {
+		if redrive.Of(ctx) != key {
 			zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("dispatch already made; standing down")
 			// The record has no attempt n (else this would be attempt n+1): the dispatch is
 			// in flight elsewhere, or its replica died. Either way, someone looks again later.

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/bumperdev/bumper/app/workitem/protectionnotice"
 )
 
 // Issue is what the App needs to know about an issue.
@@ -92,10 +94,7 @@ type CheckRun struct {
 
 // RequiredCheck is a status check a branch's protection requires: by name from any
 // source (AppID 0), or pinned to one App, whose check runs alone satisfy it.
-type RequiredCheck struct {
-	Name  string
-	AppID int64
-}
+type RequiredCheck = protectionnotice.RequiredCheck
 
 // ReviewInfo is a pull request review as the App reads it.
 type ReviewInfo struct {
@@ -132,16 +131,7 @@ type PullComment struct {
 }
 
 // Protection is what a branch's protection enforces, as far as the App checks it.
-type Protection struct {
-	// RequiredReviews is the number of approving reviews a merge needs (0: none).
-	RequiredReviews int
-	// BypassApps are the App slugs allowed to merge without the reviews.
-	BypassApps []string
-	// EnforceAdmins applies the rules to administrators too.
-	EnforceAdmins bool
-	// RequiredChecks are the checks a merge needs.
-	RequiredChecks []RequiredCheck
-}
+type Protection = protectionnotice.Protection
 
 // ErrForbidden is returned by GitHub implementations when the App lacks the permission.
 var ErrForbidden = errors.New("forbidden by GitHub (the App lacks a permission)")

@@ -11,6 +11,7 @@ import (
 	"github.com/bumperdev/bumper/app/authz"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/workitem/approverefusal"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -189,7 +190,7 @@ func (s *Service) request(ctx context.Context, gh GitHub, ev IssueEvent, comment
 
 // edited voids approvals when the title or body changed.
 func (s *Service) edited(ctx context.Context, gh GitHub, it *item, ev IssueEvent) error {
-	return s.specChanged(ctx, gh, it, ev.Issue, ev.Sender, changedParts(ev.Changed), ev.Delivery)
+	return s.specChanged(ctx, gh, it, ev.Issue, ev.Sender, approverefusal.ChangedParts(ev.Changed), ev.Delivery)
 }
 
 func (s *Service) stop(ctx context.Context, gh GitHub, it *item, reason, delivery string) error {

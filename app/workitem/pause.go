@@ -3,8 +3,6 @@ package workitem
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
@@ -22,21 +20,6 @@ const (
 	PausedByRepository = "the repository's .github/bumper.yml (paused: true)"
 )
 
-// repoPauseTTL is how long a should-stop poll trusts the repository's paused flag it
-// read: polls come every few seconds from every run, and a pause is seen within it.
-const repoPauseTTL = time.Minute
-
-type repoPause struct {
-	paused bool
-	at     time.Time
-}
-
-// pauseCache remembers each repository's paused flag for should-stop polls.
-type pauseCache struct {
-	mu sync.Mutex
-	m  map[string]repoPause
-}
-
 // pausedBy names what pauses new work in repo now: serve's configuration, or the
 // repository's file at its default branch head; "" when nothing does. A file that does
 // not parse pauses nothing here: the checks that read it refuse on their own.
@@ -51,9 +34,7 @@ func (s *Service) pausedBy(ctx context.Context, gh GitHub, repo string) (string,
 	if err != nil {
 		return "", err
 	}
-	s.pauses.mu.Lock()
-	s.pauses.m[repo] = repoPause{paused: pol.Paused, at: s.now()}
-	s.pauses.mu.Unlock()
+	s.pauses.Put(repo, pol.Paused, s.now())
 	if pol.Paused {
 		return PausedByRepository, nil
 	}
@@ -61,7 +42,8 @@ func (s *Service) pausedBy(ctx context.Context, gh GitHub, repo string) (string,
 }
 
 // stopPaused is pausedBy for a run's should-stop poll: serve's switch at once, the
-// repository's as read within repoPauseTTL; "" also when the pause lets runs finish.
+// repository's as read within policycache.PauseTTL; "" also when the pause lets runs
+// finish.
 func (s *Service) stopPaused(ctx context.Context, gh GitHub, repo string) (string, error) {
 	if s.opts.Pause != nil {
 		if p := s.opts.Pause(); p.Paused {
@@ -71,11 +53,8 @@ func (s *Service) stopPaused(ctx context.Context, gh GitHub, repo string) (strin
 			return PausedByServe, nil
 		}
 	}
-	s.pauses.mu.Lock()
-	c, ok := s.pauses.m[repo]
-	s.pauses.mu.Unlock()
-	if ok && s.now().Sub(c.at) < repoPauseTTL {
-		if c.paused {
+	if paused, ok := s.pauses.Get(repo, s.now()); ok {
+		if paused {
 			return PausedByRepository, nil
 		}
 		return "", nil

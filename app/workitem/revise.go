@@ -314,3 +314,11 @@ func (s *Service) reviewersPolicy(ctx context.Context, gh GitHub, it *item, rv R
 	}
 	return pol, true, nil
 }
+
+// upperFirst capitalizes a sentence that starts a reply.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -13,8 +13,10 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/workitem/agentwords"
+	"github.com/bumperdev/bumper/app/workitem/policycache"
+	"github.com/bumperdev/bumper/app/workitem/redrive"
+	"github.com/bumperdev/bumper/app/workitem/unwritten"
 	"github.com/bumperdev/bumper/internal/repoconfig"
-	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // Options configure a Service.
@@ -65,13 +67,12 @@ type Service struct {
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 	bot   string
-	// policies caches .github/bumper.yml by repository and commit: a commit's content
-	// never changes, and an approval's policy is read at its base commit several times.
-	policies map[string]repoconfig.Config
+	// policies caches .github/bumper.yml by repository and commit.
+	policies policycache.Policies
 	// redrives are the dispatches waiting out their grace period (RedriveLater).
-	redrives map[string]pendingRedrive
+	redrives redrive.Schedule
 	// pauses remember each repository's paused flag for should-stop polls.
-	pauses pauseCache
+	pauses policycache.Pauses
 	// steers remember /steer comments as they were given, so that a run polling for
 	// them costs no call to GitHub.
 	steers agentwords.Steers
@@ -79,9 +80,6 @@ type Service struct {
 	// (currentActive), under mu.
 	readBacks map[string]time.Time
 }
-
-// maxCachedPolicies bounds the policy cache; past it, the cache starts over.
-const maxCachedPolicies = 1024
 
 // New checks the options and returns a Service.
 func New(opts Options) (*Service, error) {
@@ -111,7 +109,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Wait == nil {
 		opts.Wait = sleep
 	}
-	return &Service{opts: opts, idx: opts.Index, now: opts.Now, locks: map[string]*sync.Mutex{}, pauses: pauseCache{m: map[string]repoPause{}}}, nil
+	return &Service{opts: opts, idx: opts.Index, now: opts.Now, locks: map[string]*sync.Mutex{}}, nil
 }
 
 // Index is the service's ledger index.
@@ -278,16 +276,16 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 	rec.NoteDelivery(delivery)
 	body, err := s.opts.Sealer.Encode(rec)
 	if err != nil {
-		return s.unwritten(ctx, gh, it, statusComment, err)
+		return s.unwritten(ctx, gh, it, unwritten.StatusComment, err)
 	}
 	if it.commentID == 0 {
 		id, err := gh.CreateComment(ctx, it.repo.FullName, rec.Issue, body)
 		if err != nil {
-			return s.unwritten(ctx, gh, it, statusComment, fmt.Errorf("failed to create the status comment of %s: %w", rec.ID(), err))
+			return s.unwritten(ctx, gh, it, unwritten.StatusComment, fmt.Errorf("failed to create the status comment of %s: %w", rec.ID(), err))
 		}
 		it.commentID = id
 	} else if err := gh.EditComment(ctx, it.repo.FullName, it.commentID, body); err != nil {
-		return s.unwritten(ctx, gh, it, statusComment, fmt.Errorf("failed to update the status comment of %s: %w", rec.ID(), err))
+		return s.unwritten(ctx, gh, it, unwritten.StatusComment, fmt.Errorf("failed to update the status comment of %s: %w", rec.ID(), err))
 	}
 	var from ledger.State
 	if it.stored != nil {
@@ -295,11 +293,11 @@ func (s *Service) save(ctx context.Context, gh GitHub, it *item, delivery string
 	}
 	if from != rec.State {
 		if err := gh.AddLabel(ctx, it.repo.FullName, rec.Issue, rec.State.Label()); err != nil {
-			return s.unwritten(ctx, gh, it, stateLabel, fmt.Errorf("failed to label %s %s: %w", rec.ID(), rec.State.Label(), err))
+			return s.unwritten(ctx, gh, it, unwritten.StateLabel, fmt.Errorf("failed to label %s %s: %w", rec.ID(), rec.State.Label(), err))
 		}
 		if from != "" {
 			if err := gh.RemoveLabel(ctx, it.repo.FullName, rec.Issue, from.Label()); err != nil {
-				return s.unwritten(ctx, gh, it, stateLabel, fmt.Errorf("failed to remove label %s from %s: %w", from.Label(), rec.ID(), err))
+				return s.unwritten(ctx, gh, it, unwritten.StateLabel, fmt.Errorf("failed to remove label %s from %s: %w", from.Label(), rec.ID(), err))
 			}
 		}
 		zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.From, string(from)).
@@ -350,26 +348,14 @@ func (s *Service) policy(ctx context.Context, gh GitHub, repo string) (repoconfi
 // policyAt reads the policy at a commit: what an approval binds is the policy of the
 // approved base commit, whatever the default branch says now.
 func (s *Service) policyAt(ctx context.Context, gh GitHub, repo, ref string) (repoconfig.Config, error) {
-	key := strings.ToLower(repo) + "@" + ref
-	cacheable := revision.IsCommitID(ref)
-	if cacheable {
-		s.mu.Lock()
-		p, ok := s.policies[key]
-		s.mu.Unlock()
-		if ok {
-			return p, nil
-		}
+	if p, ok := s.policies.Get(repo, ref); ok {
+		return p, nil
 	}
 	p, err := s.readPolicy(ctx, gh, repo, ref)
-	if err != nil || !cacheable {
+	if err != nil {
 		return p, err
 	}
-	s.mu.Lock()
-	if s.policies == nil || len(s.policies) >= maxCachedPolicies {
-		s.policies = map[string]repoconfig.Config{}
-	}
-	s.policies[key] = p
-	s.mu.Unlock()
+	s.policies.Put(repo, ref, p)
 	return p, nil
 }
 

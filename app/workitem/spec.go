@@ -10,6 +10,7 @@ import (
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/reveal"
+	"github.com/bumperdev/bumper/app/workitem/approverefusal"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -21,20 +22,6 @@ const DefaultApproveWindow = 10 * time.Minute
 func setSpec(rec *ledger.Record, title, body string) {
 	rec.SpecRevision = ledger.SpecRevision(title, body)
 	rec.SpecNotice = reveal.Render(append(reveal.ScanTitle(title), reveal.Scan(body)...))
-}
-
-// changedParts names what an edit changed, from the payload's "changes".
-func changedParts(changed []string) string {
-	var parts []string
-	for _, c := range changed {
-		if c == "title" || c == "body" {
-			parts = append(parts, c)
-		}
-	}
-	if len(parts) == 0 {
-		return "title or body"
-	}
-	return strings.Join(parts, " and ")
 }
 
 // noteSpec takes the issue's current text into the record when it differs from the
@@ -86,55 +73,9 @@ func (s *Service) specChanged(ctx context.Context, gh GitHub, it *item, is Issue
 }
 
 // approveRefusal says why this /approve does not approve what is on the issue now, or
-// "" when it does. The approver must name the revision they read when the text changed
-// within the window, and whatever revision they name must be the current one.
+// "" when it does (approverefusal.Refusal).
 func (s *Service) approveRefusal(rec *ledger.Record, cmd command.Command) string {
-	current := s.opts.Sealer.ShortID(rec.TextRevision())
-	changed := ""
-	if c := rec.SpecChange; c != nil {
-		who := "an edit Bumper did not see as it happened"
-		if c.By != "" {
-			who = "@" + c.By
-		}
-		changed = fmt.Sprintf("the %s changed %s ago (%s)", c.What, s.now().Sub(c.At).Round(time.Second), who)
-	}
-	if len(cmd.Args) > 0 {
-		named := strings.ToLower(strings.Trim(cmd.Args[0], "`"))
-		if named == current || named == rec.TextRevision() {
-			return ""
-		}
-		msg := fmt.Sprintf("`%s` is not the current revision of this issue; the current one is `%s`", oneWord(named), current)
-		if changed != "" {
-			msg += ": " + changed
-		}
-		return msg + fmt.Sprintf(". Read the issue again and comment `/approve %s` to approve it as it is now.", current)
-	}
-	if c := rec.SpecChange; c != nil && s.now().Sub(c.At) < s.opts.ApproveWindow {
-		return fmt.Sprintf("%s, so a bare `/approve` could approve text you have not read. "+
-			"The current revision is `%s`: read the issue (and the note on hidden text in the status comment, if any) and comment `/approve %s`.",
-			upperFirst(changed), current, current)
-	}
-	return ""
-}
-
-// oneWord keeps an echoed argument short and inert.
-func oneWord(s string) string {
-	if len(s) > 80 {
-		s = s[:80]
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '`' || r < ' ' {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
+	return approverefusal.Refusal(s.opts.Sealer.ShortID(rec.TextRevision()), rec.TextRevision(), rec.SpecChange, cmd.Args, s.now(), s.opts.ApproveWindow)
 }
 
 // approvedTextHolds re-reads, at the moment credentials are minted, everything an
