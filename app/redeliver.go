@@ -17,15 +17,15 @@ import (
 // GitHub never redelivers a failed webhook delivery on its own. The redeliverer does
 // what GitHub's guide "Automatically redelivering failed deliveries for a GitHub App
 // webhook" recommends: list the App's recent deliveries, group them by GUID (every
-// attempt of one event shares it), and ask once for each GUID none of whose attempts
-// got a 2xx.
+// attempt of one event shares it), and ask again for each GUID none of whose attempts
+// got a 2xx, up to maxRedeliveries times in all (a redelivery can meet GitHub's faults as
+// the delivery did; a delivery serve keeps failing is not asked for at every sweep).
 //
-// "Once" holds across sweeps, restarts and replicas without shared storage, because
-// GitHub remembers for us: a redelivery is listed with redelivery: true, so a GUID with
-// any redelivery among its attempts was already asked for, by this process or another,
-// and is left alone (also when that redelivery failed: a delivery serve keeps failing
-// would otherwise be asked for at every sweep). Between asking and GitHub listing the
-// new attempt, the process remembers what it asked for itself. Two replicas sweeping
+// The count holds across sweeps, restarts and replicas without shared storage, because
+// GitHub remembers for us: a redelivery is listed with redelivery: true, so the GUID's
+// redeliveries among its attempts are the times it was asked for, by this process or
+// another. Between asking and GitHub listing the new attempt, the process remembers what
+// it asked for itself (the GUID with the count it asked at). Two replicas sweeping
 // at the same moment may both ask for one GUID; that is harmless, as a redelivered
 // webhook is handled idempotently like any duplicate (the ledger dispatches once).
 
@@ -59,11 +59,15 @@ type guidState struct {
 	latest     int64 // the newest attempt's delivery ID, the one to redeliver
 	event      string
 	ok         bool // an attempt got a 2xx
-	redelivery bool // an attempt was a redelivery: someone asked already
+	redeliveries int // attempts that were redeliveries: times someone asked already
 }
 
+// maxRedeliveries is how many times a failed delivery is asked for again in all.
+const maxRedeliveries = 3
+
 // sweep lists the deliveries of the last window, newest first, page by page until one
-// is older than the window, and asks GitHub to redeliver each failed GUID once.
+// is older than the window, and asks GitHub to redeliver each failed GUID, up to
+// maxRedeliveries times.
 func (r *redeliverer) sweep(ctx context.Context) (RedeliverStats, error) {
 	var st RedeliverStats
 	gh, err := r.cc.NewAppClient()
@@ -96,7 +100,7 @@ list:
 				g.ok = true
 			}
 			if d.GetRedelivery() {
-				g.redelivery = true
+				g.redeliveries++
 			}
 		}
 		if resp.Cursor == "" {
@@ -113,12 +117,13 @@ list:
 			continue
 		}
 		st.Failed++
-		if g.redelivery || !r.claim(guid) {
+		ask := fmt.Sprintf("%s#%d", guid, g.redeliveries)
+		if g.redeliveries >= maxRedeliveries || !r.claim(ask) {
 			continue
 		}
 		var accepted *gogithub.AcceptedError
 		if _, _, err := gh.Apps.RedeliverHookDelivery(ctx, g.latest); err != nil && !errors.As(err, &accepted) {
-			r.release(guid)
+			r.release(ask)
 			errs = append(errs, fmt.Errorf("failed to ask for delivery %d (%s) again: %w", g.latest, guid, err))
 			continue
 		}

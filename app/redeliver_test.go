@@ -31,8 +31,10 @@ func TestRedeliverFailedDeliveries(t *testing.T) {
 	}{
 		{name: "a dropped /approve still dispatches", drops: 1, sweeps: []int{1, 0}, restartAt: -1,
 			attempts: 2, wantState: ledger.Running, wantRuns: 1},
-		{name: "a failed redelivery is not asked for again, across sweeps and a restart", drops: 2,
-			sweeps: []int{1, 0, 0}, restartAt: 2, attempts: 2, wantState: ledger.AwaitingApproval},
+		{name: "a failed redelivery is asked for again", drops: 2,
+			sweeps: []int{1, 1, 0}, restartAt: -1, attempts: 3, wantState: ledger.Running, wantRuns: 1},
+		{name: "a delivery that keeps failing is asked for three times in all, across sweeps and a restart", drops: 4,
+			sweeps: []int{1, 1, 1, 0, 0}, restartAt: 2, attempts: 4, wantState: ledger.AwaitingApproval},
 		{name: "a delivery that failed then succeeded is left alone", drops: 1, byHand: true,
 			sweeps: []int{0, 0}, restartAt: -1, attempts: 2, wantState: ledger.Running, wantRuns: 1},
 	}

@@ -159,6 +159,10 @@ func (w *week) approve(o *itemOutcome, cmd string, twice bool) {
 // retry has the maintainer /retry a failed item, which asks for approval again, and
 // approve it.
 func (w *week) retry(o *itemOutcome) {
+	if r := w.record(o.repo, o.issue); r != nil && strings.Contains(r.Reason, "attempt bound is reached") {
+		w.t.Logf("%s#%d used its attempts, the maintainer leaves it: %s", o.repo, o.issue, stateOf(r))
+		return
+	}
 	w.comment(ghemu.DefaultMaintainer, o.repo, o.issue, "/retry")
 	if r, ok := w.waitFor(o.repo, o.issue, 3*time.Minute, inState(ledger.AwaitingApproval)); !ok {
 		o.lost++
