@@ -328,6 +328,19 @@ const (
 	dispatchAttempts = 3
 )
 
+// RefExists implements workitem.GitHub.
+func (c *Client) RefExists(ctx context.Context, repo, ref string) (bool, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return false, err
+	}
+	_, _, err = c.gh.Git.GetRef(ctx, owner, name, ref)
+	if status(err) == http.StatusNotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Dispatch implements workitem.GitHub. It asks for the run's details
 // (return_run_details), which go-github v66 predates, so the request is built by hand.
 func (c *Client) Dispatch(ctx context.Context, repo, workflow, ref string, inputs map[string]string) (int64, error) {

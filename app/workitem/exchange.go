@@ -24,6 +24,52 @@ var planPermissions = map[string]string{"contents": "read"}
 // order, each refusing what it checks; the record is written only to void an approval
 // that no longer holds, or to spend the nonce once every check has passed.
 func (s *Service) Exchange(ctx context.Context, id Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error) {
+	// A run can ask before its attempt is on the record: the dispatch goes out first (its
+	// run ID is GitHub's answer to it) and the record is written after, by whichever
+	// replica dispatched. So an attempt ahead of the record is asked about again for a
+	// few seconds, with the item's lock let go meanwhile, before it is refused.
+	// Wall time, not the service's clock: this is a wait for another process.
+	deadline := time.Now().Add(attemptAheadWait)
+	for {
+		resp, err := s.exchange(ctx, id, req)
+		var ref *Refusal
+		if !errors.As(err, &ref) || ref.Kind() != RefusalAttempt || !s.attemptAhead(ctx, req) || !time.Now().Before(deadline) {
+			return resp, err
+		}
+		t := time.NewTimer(attemptAheadPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return resp, err
+		case <-t.C:
+		}
+	}
+}
+
+// How long, and how often, Exchange asks again about an attempt the record does not
+// hold yet.
+const (
+	attemptAheadWait = 5 * time.Second
+	attemptAheadPoll = 250 * time.Millisecond
+)
+
+// attemptAhead reports whether the exchange asks for an attempt after the record's
+// current one (not yet recorded, rather than over).
+func (s *Service) attemptAhead(ctx context.Context, req wire.ExchangeRequest) bool {
+	w, err := wire.ParseWorkItem(req.WorkItem)
+	if err != nil {
+		return false
+	}
+	_, it, err := s.runItem(ctx, w)
+	if err != nil {
+		return false
+	}
+	cur := it.rec.CurrentAttempt()
+	return cur == nil || req.Attempt > cur.Number
+}
+
+// exchange is one try of Exchange.
+func (s *Service) exchange(ctx context.Context, id Identity, req wire.ExchangeRequest) (wire.ExchangeResponse, error) {
 	var none wire.ExchangeResponse
 	w, err := wire.ParseWorkItem(req.WorkItem)
 	if err != nil {
@@ -343,8 +389,22 @@ func (s *Service) current(ctx context.Context, c wire.RunClaims) (GitHub, *item,
 		return nil, nil, err
 	}
 	att := it.rec.CurrentAttempt()
-	if att == nil || att.Number != c.Attempt || att.Revision != c.Revision || !att.NonceUsed {
+	if att == nil || att.Number != c.Attempt || att.Revision != c.Revision {
 		return nil, nil, refuse(RefusalAttempt, "attempt %d is not the current run of %s", c.Attempt, c.WorkItem)
+	}
+	if !att.NonceUsed {
+		// The exchange ref is the nonce's spending, made before any run token: a record
+		// without the mark lost it to another replica's write (last-writer-wins between a
+		// write's last read and the write), and the next write puts it back. Without the
+		// ref, no exchange happened and these claims are no run's.
+		spent, err := gh.RefExists(ctx, it.repo.FullName, ExchangeRefPrefix+DispatchKey(it.rec.Issue, att.Revision, att.Number))
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed to read the exchange ref of %s: %w", c.WorkItem, err)
+		}
+		if !spent {
+			return nil, nil, refuse(RefusalAttempt, "attempt %d is not the current run of %s", c.Attempt, c.WorkItem)
+		}
+		att.NonceUsed = true
 	}
 	return gh, it, nil
 }

@@ -380,3 +380,28 @@ func TestExchangeOverAnotherReplicasWrite(t *testing.T) {
 		t.Fatalf("nonce used %v, steers %d; want both writes kept", r.CurrentAttempt().NonceUsed, len(r.Steers))
 	}
 }
+
+// TestNonceMarkLostToAnotherWrite: between a replica's last read of the record and its
+// write (GitHub has no compare-and-swap), another replica's exchange marks the nonce
+// used; the first write lands over it and the mark is lost. The exchange ref still says
+// the nonce was spent: the run's call-backs go on, and the next write puts the mark back.
+func TestNonceMarkLostToAnotherWrite(t *testing.T) {
+	e := newEnv(t, "")
+	it := e.running()
+	other := e.replica()
+	var granted error
+	e.gh.Before("EditComment", func() {
+		_, granted = other.Exchange(e.ctx, it.run.Identity(), exchangeRequest(it.run))
+	})
+	e.comment(it.n, writer, "/steer keep it short")
+	e.must(granted)
+	if r := e.record(it.n); r.CurrentAttempt().NonceUsed {
+		t.Fatal("the test did not lose the mark: it proves nothing")
+	}
+	claims := e.signer.Claims()
+	c := claims[len(claims)-1]
+	e.must(e.svc.Progress(e.ctx, c, wire.Progress{State: string(ledger.Verifying)}))
+	if r := e.record(it.n); r.State != ledger.Verifying || !r.CurrentAttempt().NonceUsed {
+		t.Fatalf("after the run's progress: %s, nonce used %v", r.State, r.CurrentAttempt().NonceUsed)
+	}
+}

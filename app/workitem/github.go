@@ -182,6 +182,8 @@ type GitHub interface {
 	// CreateRef creates a ref at sha and reports false, without error, when it already
 	// exists: GitHub's one atomic create-if-absent.
 	CreateRef(ctx context.Context, repo, ref, sha string) (bool, error)
+	// RefExists reports whether a ref exists.
+	RefExists(ctx context.Context, repo, ref string) (bool, error)
 	// Dispatch starts a workflow_dispatch run and returns its run ID.
 	Dispatch(ctx context.Context, repo, workflow, ref string, inputs map[string]string) (int64, error)
 	// PullFiles lists the files a pull request changes, with their patches.

@@ -319,6 +319,17 @@ func (c client) CreateRef(_ context.Context, repoName, ref, sha string) (bool, e
 	return true, nil
 }
 
+// RefExists implements workitem.GitHub.
+func (c client) RefExists(_ context.Context, repoName, ref string) (bool, error) {
+	r, unlock, err := c.call("RefExists", repoName)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	_, ok := r.refs[ref]
+	return ok, nil
+}
+
 // Dispatch implements workitem.GitHub: the workflow must be on the ref with a
 // workflow_dispatch trigger, and the inputs exactly those it declares.
 func (c client) Dispatch(_ context.Context, repoName, workflow, ref string, inputs map[string]string) (int64, error) {
