@@ -405,3 +405,24 @@ func TestNonceMarkLostToAnotherWrite(t *testing.T) {
 		t.Fatalf("after the run's progress: %s, nonce used %v", r.State, r.CurrentAttempt().NonceUsed)
 	}
 }
+
+// TestRunEndOnAReplicaThatDidNotDispatch: a run's end reaches the replica that did not
+// dispatch it and never saw its record written (each replica sees only some of the
+// webhooks); it finds the item on GitHub and moves it, rather than ignore a run it does
+// not know.
+func TestRunEndOnAReplicaThatDidNotDispatch(t *testing.T) {
+	e := newEnv(t, "")
+	it := e.awaiting()
+	other := e.replica()
+	if _, err := other.Rebuild(e.ctx); err != nil { // its copy: awaiting approval
+		t.Fatal(err)
+	}
+	e.comment(it.n, writer, "/approve")
+	run := e.lastRun()
+	ev := e.gh.CompleteRun(repoName, run.ID, "failure")
+	e.must(other.HandleRun(e.ctx, e.gh.Client(), ev))
+	e.svc = other
+	if r := e.expect(it.n, ledger.Failed); !strings.Contains(r.Reason, "attempt 1 ended") {
+		t.Fatalf("reason %q", r.Reason)
+	}
+}

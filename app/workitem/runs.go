@@ -32,8 +32,8 @@ func (s *Service) HandleRun(ctx context.Context, gh GitHub, ev RunEvent) error {
 	if ev.WorkflowPath != "" && ev.WorkflowPath != ".github/workflows/"+s.opts.Workflow {
 		return nil
 	}
-	if _, ok := s.itemByRun(ev.Repo.FullName, ev.RunID); !ok {
-		return nil
+	if _, ok, err := s.findRun(ctx, gh, ev.Repo, ev.RunID); err != nil || !ok {
+		return err
 	}
 	if err := s.handleRun(ctx, gh, ev); err != nil {
 		return err
@@ -167,6 +167,43 @@ func (s *Service) itemByRun(repo string, runID int64) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// findRun is itemByRun that, for a run of Bumper's workflow this replica's index does
+// not know, reads the repository's items whose runs may be under way from GitHub: another
+// replica may have dispatched it (each sees only some of the webhooks), and its end must
+// not be lost for that.
+func (s *Service) findRun(ctx context.Context, gh GitHub, repo Repo, runID int64) (string, bool, error) {
+	if id, ok := s.itemByRun(repo.FullName, runID); ok {
+		return id, true, nil
+	}
+	for _, st := range []ledger.State{ledger.Planning, ledger.Running, ledger.Verifying, ledger.Reviewing} {
+		issues, err := gh.IssuesWithLabel(ctx, repo.FullName, st.Label())
+		if err != nil {
+			return "", false, fmt.Errorf("failed to list the %s issues of %s: %w", st.Label(), repo.FullName, err)
+		}
+		for _, is := range issues {
+			it, err := s.loadLocked(ctx, gh, repo, is.Number)
+			if err != nil && !errors.Is(err, errUntrusted) {
+				return "", false, err
+			}
+			if it == nil || it.rec == nil {
+				continue
+			}
+			for _, a := range it.rec.Attempts {
+				if a.RunID == runID {
+					return it.rec.ID(), true, nil
+				}
+			}
+		}
+	}
+	return "", false, nil
+}
+
+// loadLocked is load under the item's lock.
+func (s *Service) loadLocked(ctx context.Context, gh GitHub, repo Repo, number int) (*item, error) {
+	defer s.lock(ledger.ID(repo.FullName, number))()
+	return s.load(ctx, gh, repo, number)
 }
 
 // PullEvent is a pull_request webhook, translated.
