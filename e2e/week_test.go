@@ -235,7 +235,7 @@ func (w *week) drive() {
 		}
 		sc := scenarios[i%len(scenarios)]
 		if sc == scenarioRunnerKill {
-			if runnerKills == w.plan.runnerKills {
+			if runnerKills >= w.plan.runnerKills {
 				sc = scenarioStop
 			}
 			runnerKills++
