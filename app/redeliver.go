@@ -56,10 +56,10 @@ func newRedeliverer(cc githubapp.ClientCreator, window time.Duration, now func()
 
 // guidState is what the sweep learns of one GUID's attempts.
 type guidState struct {
-	latest     int64 // the newest attempt's delivery ID, the one to redeliver
-	event      string
-	ok         bool // an attempt got a 2xx
-	redeliveries int // attempts that were redeliveries: times someone asked already
+	latest       int64 // the newest attempt's delivery ID, the one to redeliver
+	event        string
+	ok           bool // an attempt got a 2xx
+	redeliveries int  // attempts that were redeliveries: times someone asked already
 }
 
 // maxRedeliveries is how many times a failed delivery is asked for again in all.
