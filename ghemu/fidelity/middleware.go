@@ -108,6 +108,12 @@ func (o *OpenAPI) Middleware(next http.Handler, report func(Mismatch)) http.Hand
 		if input == nil || (o.skipResponse != nil && o.skipResponse(r, rec.statusCode())) {
 			return
 		}
+		if r.Context().Err() != nil {
+			// The client went away (a process killed mid-request): whatever the handler
+			// made of its cancelled work reached no one, and GitHub's description says
+			// nothing of an answer nobody read.
+			return
+		}
 		if rec.header == nil {
 			// The handler wrote nothing: net/http sends 200 with the header as it stands.
 			rec.header = w.Header().Clone()

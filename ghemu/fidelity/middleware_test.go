@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -461,6 +462,52 @@ func TestPathCount(t *testing.T) {
 			loaded, in := tt.api.PathCount()
 			if loaded != tt.wantLoaded || in != tt.wantIn {
 				t.Errorf("PathCount() = %d, %d; want %d, %d", loaded, in, tt.wantLoaded, tt.wantIn)
+			}
+		})
+	}
+}
+
+// TestMiddlewareClientGone: a client that hangs up (a process killed mid-request) leaves
+// the handler to answer its cancelled work with a 500 nobody reads; that is not held
+// against the emulator. The same 500 to a client that waits is.
+func TestMiddlewareClientGone(t *testing.T) {
+	api := loadTestOpenAPI(t)
+	for _, tc := range []struct {
+		name    string
+		hangUp  bool
+		reports int
+	}{
+		{"the client hung up", true, 0},
+		{"the client waited", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			reports := 0
+			handled := make(chan struct{})
+			h := api.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(handled)
+				if tc.hangUp {
+					<-r.Context().Done()
+				}
+				http.Error(w, "internal", http.StatusInternalServerError)
+			}), func(Mismatch) { mu.Lock(); reports++; mu.Unlock() })
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/repos/o/r/issues/1", nil)
+			if tc.hangUp {
+				go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+			cancel()
+			<-handled
+			srv.Close() // waits for the middleware to have reported
+			mu.Lock()
+			defer mu.Unlock()
+			if reports != tc.reports {
+				t.Fatalf("%d mismatches reported, want %d", reports, tc.reports)
 			}
 		})
 	}
