@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,7 +114,7 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 
 	var perItem []int
 	var overheads []time.Duration
-	for _, key := range sortedKeys(w.outcomes) {
+	for _, key := range slices.Sorted(maps.Keys(w.outcomes)) {
 		o := w.outcomes[key]
 		f.items++
 		f.approvals += o.approvals
@@ -174,7 +174,7 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 		f.callsMean = float64(w.calls.total) / float64(len(perItem))
 	}
 	f.callsP50, f.callsP95 = percentile(perItem, 50), percentile(perItem, 95)
-	f.overheadP50, f.overheadP95 = percentileD(overheads, 50), percentileD(overheads, 95)
+	f.overheadP50, f.overheadP95 = percentile(overheads, 50), percentile(overheads, 95)
 	if wall > 0 {
 		f.runsPerHour = float64(f.runs) / wall.Hours()
 	}
@@ -223,30 +223,13 @@ func (w *week) overhead(repo string, run ghemu.RunInfo) (time.Duration, bool) {
 	return d, true
 }
 
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func percentile(xs []int, p int) int {
+// percentile is the p-th percentile of xs (nearest rank, low side); zero for none.
+func percentile[T cmp.Ordered](xs []T, p int) T {
+	var zero T
 	if len(xs) == 0 {
-		return 0
+		return zero
 	}
-	s := slices.Clone(xs)
-	sort.Ints(s)
-	return s[(len(s)-1)*p/100]
-}
-
-func percentileD(xs []time.Duration, p int) time.Duration {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
+	s := slices.Sorted(slices.Values(xs))
 	return s[(len(s)-1)*p/100]
 }
 
@@ -279,7 +262,7 @@ func (f weekFigures) table() string {
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
 	fmt.Fprintf(&b, "| the %s week | |\n|---|---|\n", f.plan.name)
 	states := make([]string, 0, len(f.states))
-	for _, k := range sortedKeys(f.states) {
+	for _, k := range slices.Sorted(maps.Keys(f.states)) {
 		states = append(states, fmt.Sprintf("%s %d", k, f.states[k]))
 	}
 	row("work items, repositories, runs at once", fmt.Sprintf("%d, %d, %d", f.items, len(f.plan.repos), f.plan.parallel))
@@ -307,7 +290,7 @@ func (f weekFigures) table() string {
 
 func faultLine(c faults.Counts) string {
 	var parts []string
-	for _, k := range sortedKeys(c.ByKind) {
+	for _, k := range slices.Sorted(maps.Keys(c.ByKind)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, c.ByKind[k]))
 	}
 	return strings.Join(parts, ", ")
@@ -315,7 +298,7 @@ func faultLine(c faults.Counts) string {
 
 func killLine(m map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s ×%d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
