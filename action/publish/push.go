@@ -216,12 +216,17 @@ func workflowsError(p *Pushed, reason string, sent bool) error {
 	return &PushError{Pushed: p, Reason: reason, Sent: sent, msg: msg, workflows: true}
 }
 
-// workflowPaths lists the paths under .github/workflows/ that any commit from the base
-// to head adds, changes or deletes (GitHub looks at the commits, not the net change).
+// workflowPaths lists the paths under .github/workflows/ that any of the push's own
+// commits adds, changes or deletes (GitHub looks at the commits, not the net change).
+// The push's own are the run's (workspace.Own): the commits already on the git host (the
+// pull request's earlier ones, and an update round's base branch with its history,
+// which can reach below the shallow base and look like new work) are not.
 func workflowPaths(ctx context.Context, w *workspace.Workspace, head string) ([]string, error) {
-	// A merge counts with what it changes against its first parent, as GitHub judges it.
-	out, err := w.Git(ctx, nil, 4<<20, "log", "--format=", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
-		"--diff-merges=first-parent", w.Base+".."+head, "--", ":(literal)"+WorkflowsDir)
+	// A merge counts with what it changes against its first parent, as GitHub judges it:
+	// an update round's merge of a base branch that changed a workflow does change it.
+	args := append([]string{"log", "--format=", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--diff-merges=first-parent"},
+		w.Own(head)...)
+	out, err := w.Git(ctx, nil, 4<<20, append(args, "--", ":(literal)"+WorkflowsDir)...)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list the result's changes under %s: %w", WorkflowsDir, err)
 	}

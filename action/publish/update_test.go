@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"errors"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,23 +22,12 @@ import (
 // the pull request before the round keeps its id (the maintainers' commits stay theirs,
 // and main's history is not copied under the App's name); the merge commit's parents
 // are exactly the pull request's old head, then the base branch's head; and the push is
-// a fast-forward from the old head.
+// a fast-forward from the old head, which changes no workflow.
 func TestRewriteKeepsOthersCommits(t *testing.T) {
 	h := newHost(t)
 	ctx := testCtx(t)
 	src := scratchRepo(t, h)
-	person := []string{"GIT_AUTHOR_NAME=Mae Maintainer", "GIT_AUTHOR_EMAIL=maintainer@example.test",
-		"GIT_COMMITTER_NAME=Mae Maintainer", "GIT_COMMITTER_EMAIL=maintainer@example.test"}
-	commit := func(files map[string]string, msg string, parents ...string) string {
-		guestGitEnv(t, src, person, "checkout", "-q", "--detach", parents[0])
-		writeFiles(t, src, files)
-		guestGitEnv(t, src, person, "add", "-A")
-		guestGitEnv(t, src, person, "commit", "-q", "-m", msg)
-		if len(parents) > 1 {
-			guestGitEnv(t, src, person, "merge", "-q", "--no-ff", "-m", "Merge the side branch", parents[1])
-		}
-		return guestGit(t, src, "rev-parse", "HEAD")
-	}
+	commit := maintainerCommits(t, src)
 	older := h.base // below the approved base
 	base := commit(map[string]string{"lib.sh": "x\n"}, "The approved base", older)
 	// The pull request: Bumper's commit (an earlier round's, already the App's), then a
@@ -106,15 +96,76 @@ func TestRewriteKeepsOthersCommits(t *testing.T) {
 			t.Errorf("%s is by %s, not the maintainer who made it", c, who)
 		}
 	}
-	p, err := Push(ctx, Options{Workspace: w, GitURL: h.gitURL, Issue: 1, Attempt: 2, Branch: "bumper/1-1", Head: rw.Head})
+	// The run's token has no workflows permission, and the round changes no workflow:
+	// the commits of main it brings in (the side branch's history reaches below the
+	// shallow base, to a commit that added the repository's workflow) are already on the
+	// git host and are not the push's.
+	p, err := Push(ctx, Options{Workspace: w, GitURL: h.gitURL, Issue: 1, Attempt: 2, Branch: "bumper/1-1", Head: rw.Head, Permissions: h.perms})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(p.Workflows) != 0 {
+		t.Errorf("the round's push is said to change %v", p.Workflows)
 	}
 	if got := h.refs(t)["refs/heads/bumper/1-1"]; got != rw.Head || p.Head != rw.Head {
 		t.Fatalf("the branch is at %s, want %s", got, rw.Head)
 	}
 	if got := h.refs(t)["refs/heads/main-next"]; got != m2 {
 		t.Fatalf("the base branch's head moved to %s", got)
+	}
+}
+
+// maintainerCommits makes a maintainer's commits in a scratch repository: files
+// written on the first parent, merged with the second if there is one.
+func maintainerCommits(t *testing.T, src string) func(files map[string]string, msg string, parents ...string) string {
+	person := []string{"GIT_AUTHOR_NAME=Mae Maintainer", "GIT_AUTHOR_EMAIL=maintainer@example.test",
+		"GIT_COMMITTER_NAME=Mae Maintainer", "GIT_COMMITTER_EMAIL=maintainer@example.test"}
+	return func(files map[string]string, msg string, parents ...string) string {
+		guestGitEnv(t, src, person, "checkout", "-q", "--detach", parents[0])
+		writeFiles(t, src, files)
+		guestGitEnv(t, src, person, "add", "-A")
+		guestGitEnv(t, src, person, "commit", "-q", "-m", msg)
+		if len(parents) > 1 {
+			guestGitEnv(t, src, person, "merge", "-q", "--no-ff", "-m", "Merge the side branch", parents[1])
+		}
+		return guestGit(t, src, "rev-parse", "HEAD")
+	}
+}
+
+// TestUpdateBringingAWorkflowChange: an update round whose merge brings in the base
+// branch's change to a workflow changes that workflow on the pull request's branch, as
+// GitHub judges a merge (against its first parent): without the workflows permission
+// the push is refused before it is sent, naming the file.
+func TestUpdateBringingAWorkflowChange(t *testing.T) {
+	h := newHost(t)
+	ctx := testCtx(t)
+	src := scratchRepo(t, h)
+	commit := maintainerCommits(t, src)
+	head := commit(map[string]string{"widgets.sh": "echo 4\n"}, "Count to 4", h.base)
+	main := commit(map[string]string{".github/workflows/" + ghemu.DefaultWorkflow: "name: changed on main\non: workflow_dispatch\n"}, "A new workflow", h.base)
+	pushFixtures(t, h, src, head+":refs/heads/bumper/1-1", main+":refs/heads/main-next")
+	w, err := workspace.Prepare(ctx, workspace.Options{GitURL: h.gitURL, Base: h.base, Issue: 1, Attempt: 2, Branch: "bumper/1-1", Start: head,
+		UpdateTo: main, Dir: t.TempDir(), Task: map[string][]byte{"TASK.md": []byte("# Update\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r := agentWork(t, w, func(repo string) {
+		cmd := exec.Command("sh", "-c", workspace.MergeScript)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "HOME="+repo, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			workspace.MergeEnvUpdateTo+"="+main, workspace.MergeEnvMessage+"=Merge the base branch's head (issue 1)")
+		out, err := cmd.Output()
+		if m, perr := workspace.ParseMerge(out); err != nil || perr != nil || !m.Clean {
+			t.Fatalf("the merge: %v, %+v, %v", err, m, perr)
+		}
+	})
+	_, err = Push(ctx, Options{Workspace: w, GitURL: h.gitURL, Issue: 1, Attempt: 2, Branch: "bumper/1-1", Head: r.Head, Permissions: h.perms})
+	if !errors.Is(err, ErrWorkflowsPermission) || !strings.Contains(err.Error(), ".github/workflows/"+ghemu.DefaultWorkflow) {
+		t.Fatalf("Push = %v; want ErrWorkflowsPermission naming the workflow", err)
+	}
+	if got := h.refs(t)["refs/heads/bumper/1-1"]; got != head {
+		t.Errorf("the branch moved to %s", got)
 	}
 }
 
