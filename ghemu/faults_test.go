@@ -299,6 +299,44 @@ func TestFaultsEarlyRetriesAfterTheAnswer(t *testing.T) {
 	}
 }
 
+// TestFaultsEarlyRetriesBeforeTheAnswerIsWritten: a busy host writes a limit's answer
+// later than its rule's latency says; a request of that credential that comes meanwhile
+// (the client cannot know yet) is not early, and the Retry-After counts from when the
+// answer was written.
+func TestFaultsEarlyRetriesBeforeTheAnswerIsWritten(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	// The rule's latency is a second of the emulator's clock and of the timer's; the
+	// test moves the clock five seconds on while the timer still runs, as a host too busy
+	// to write the answer on time would.
+	e := emutest.New(t, ghemu.Options{Now: clock, Faults: &ghemu.FaultsConfig{REST: []faults.RESTRule{
+		{Route: commentsRoute, Methods: []string{"POST"}, SecondaryRateLimit: 1, RetryAfter: 10, Latency: faults.Latency{Min: time.Second, Max: time.Second}}}}})
+	maintainer := e.UserToken(ghemu.DefaultMaintainer)
+	call(t, e, maintainer, "POST", "/repos/acme/widgets/issues", map[string]any{"title": "t"})
+	limited := make(chan int, 1)
+	go func() {
+		limited <- call(t, e, maintainer, "POST", "/repos/acme/widgets/issues/1/comments", map[string]any{"body": "b"}).status
+	}()
+	for e.Faults().Counts().ByKind[faults.SecondaryRateLimit] == 0 {
+		time.Sleep(10 * time.Millisecond) // until the limit is decided, its answer not yet written
+	}
+	advance(5 * time.Second)
+	call(t, e, maintainer, "GET", "/repos/acme/widgets/issues/1", nil)
+	if got := e.Faults().EarlyRetries(); got != 0 {
+		t.Fatalf("a request before the limit's answer was written counted as early: %+v", e.Faults().EarlyRetryLog())
+	}
+	if status := <-limited; status != http.StatusForbidden {
+		t.Fatalf("comment = %d", status)
+	}
+	advance(time.Second)
+	call(t, e, maintainer, "GET", "/repos/acme/widgets/issues/1", nil)
+	if log := e.Faults().EarlyRetryLog(); len(log) != 1 || log[0].Early != 9*time.Second {
+		t.Fatalf("a request a second after the answer was written: early retries %+v, want one 9s early", log)
+	}
+}
+
 // TestFaultsDroppedDelivery: a dropped delivery is a failed one in the App's delivery
 // log, and redelivers with its GUID.
 func TestFaultsDroppedDelivery(t *testing.T) {

@@ -100,8 +100,12 @@ type hookRule struct {
 }
 
 // retryWindow is a credential's secondary rate limit: answered at told, in force until
-// until.
-type retryWindow struct{ told, until time.Time }
+// until. While pending, its answer has not been written out yet: the client cannot
+// know of it, and told and until are estimates from the rule's latency.
+type retryWindow struct {
+	told, until time.Time
+	pending     bool
+}
 
 // EarlyRetry is a request that came before the Retry-After its credential was given
 // had run out.
@@ -272,9 +276,9 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 	now := f.now()
 	if win, ok := f.retryUntil[cred]; ok {
 		switch {
-		case !now.After(win.told):
-			// Sent before the limit's answer went out (its added latency): the client
-			// could not know yet.
+		case win.pending || !now.After(win.told):
+			// Sent before the limit's answer went out (its added latency, a busy host's
+			// delay in writing it): the client could not know yet.
 		case now.Before(win.until):
 			f.early = append(f.early, EarlyRetry{Credential: cred, Method: r.Method, Path: r.URL.Path, Early: win.until.Sub(now)})
 		default:
@@ -330,7 +334,7 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 			// The client hears of the limit once the answer is written, after the rule's
 			// latency; Retry-After counts from then.
 			told := now.Add(d.Delay)
-			f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(retryAfter) * time.Second)}
+			f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(retryAfter) * time.Second), pending: true}
 			f.counts[k.kind]++
 		case Race:
 			if msg, ok := Races[method+" "+normalise(template)]; ok {
@@ -340,6 +344,33 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 		break
 	}
 	return d
+}
+
+// Answered notes that the rate limit fault decided for r was written out now (heard),
+// or never was (the client hung up during its latency). Until then the limit binds no
+// request of its credential: the client cannot know of it. Once heard, its Retry-After
+// counts from now, or from when the rule's latency would have ended if that is later.
+// Other faults change nothing.
+func (f *Faults) Answered(r *http.Request, fault *Fault, heard bool) {
+	if f == nil || fault == nil || (fault.Kind != SecondaryRateLimit && fault.Kind != TooManyRequests) {
+		return
+	}
+	cred := Credential(r)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	win, ok := f.retryUntil[cred]
+	if !ok || !win.pending {
+		return
+	}
+	if !heard {
+		delete(f.retryUntil, cred)
+		return
+	}
+	told := win.told
+	if now := f.now(); now.After(told) {
+		told = now
+	}
+	f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(fault.RetryAfter) * time.Second)}
 }
 
 // Count counts a fault that was answered (see Decide).

@@ -110,12 +110,16 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		case <-r.Context().Done():
 			t.Stop()
+			a.faults.Answered(r, fate.Fault, false)
 			return
 		}
 	}
 	if f := fate.Fault; f != nil && f.Kind != faults.Race {
 		faults.Mark(r.Context())
 		f.Write(w, w.Header().Get("X-GitHub-Request-Id"))
+		// A rate limit's Retry-After counts from when the client can read it.
+		_ = http.NewResponseController(w).Flush()
+		a.faults.Answered(r, f, true)
 		return
 	}
 	out := &recorder{header: http.Header{}}
