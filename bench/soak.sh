@@ -9,7 +9,7 @@
 # Retry-After, anything left on the host).
 #
 #   sudo bench/soak.sh                    # the full week (about 20 minutes on 2 cores)
-#   sudo bench/soak.sh --short            # the week CI runs (ten items)
+#   sudo bench/soak.sh --short            # the week CI runs (twelve items)
 #   sudo bench/soak.sh --seed 42          # other faults, replayable by their seed
 #
 # As root, with QEMU and nftables (scripts/install-deps.sh installs them).
@@ -35,7 +35,7 @@ export PATH=/usr/local/go/bin:$PATH
 status=0
 BUMPER_WEEK=$week BUMPER_WEEK_SEED=$seed BUMPER_WEEK_OUT="$out/table.md" \
 	go test ./e2e -run '^TestWeek$' -count=1 -timeout 3h -v >"$out/week.log" 2>&1 || status=$?
-grep -E '^\s+week(items|host|figures)?_test\.go:[0-9]+: ' "$out/week.log" | grep -v '^\s*week_test.go:[0-9]*: *$' || true
+grep -E '^\s+week(items|rounds|host|figures)?_test\.go:[0-9]+: ' "$out/week.log" | grep -v '^\s*week_test.go:[0-9]*: *$' || true
 if [ -s "$out/table.md" ]; then
 	echo
 	cat "$out/table.md"

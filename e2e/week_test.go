@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,6 +25,8 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/repoconfig/repoconfigtest"
 	"github.com/bumperdev/bumper/internal/testgate"
 	"github.com/bumperdev/bumper/sandbox/image/imagetest"
 )
@@ -41,15 +44,15 @@ type weekPlan struct {
 	// serveKills are the replicas killed with SIGKILL and restarted; runnerKills the
 	// `bumper run` processes killed with SIGKILL mid-run.
 	serveKills, runnerKills int
-	// cacheFull points the runs' snapshot cache at a full file system for a few items.
+	// cacheFull points the runs' image cache at a full file system for a few items.
 	cacheFull bool
 }
 
 func weekPlanFromEnv(t *testing.T) weekPlan {
-	repos := []string{"widgets", "gadgets", "gizmos"}
+	repos := []string{weekPlain, weekProtected, weekEnvironment}
 	switch v := os.Getenv("BUMPER_WEEK"); v {
 	case "", "short":
-		return weekPlan{name: "short", items: 10, repos: repos, parallel: 3, inFlight: 4, serveKills: 1, runnerKills: 1}
+		return weekPlan{name: "short", items: 12, repos: repos, parallel: 3, inFlight: 4, serveKills: 1, runnerKills: 1}
 	case "full":
 		return weekPlan{name: "full", items: 40, repos: repos, parallel: 4, inFlight: 6, serveKills: 2, runnerKills: 2, cacheFull: true}
 	default:
@@ -61,9 +64,34 @@ func weekPlanFromEnv(t *testing.T) weekPlan {
 // admin is the week's admin, who sets Bumper up and installs the App.
 const weekAdmin = "olivia"
 
+// The week's repositories, as their teams keep them: one merges what its maintainers
+// accept, one requires its CI (another App's ci/test) on main, one needs an environment
+// (a tool its setup installs, without which its test fails).
+const (
+	weekPlain       = "widgets"
+	weekProtected   = "gadgets"
+	weekEnvironment = "gizmos"
+)
+
+// widgetLintSetup is gizmos' environment setup: it installs the team's linter, which its
+// test.sh runs, into the VM user's ~/bin (first on the runs' PATH).
+const widgetLintSetup = `#!/bin/sh
+# Installs widget-lint, which test.sh runs: the runs find it in the environment's image.
+set -eu
+mkdir -p "$HOME/bin"
+cat >"$HOME/bin/widget-lint" <<'LINT'
+#!/bin/sh
+# widget-lint FILE: a widget script starts with #!/bin/sh and prints one number.
+head -n 1 "$1" | grep -qx '#!/bin/sh' || { echo "widget-lint: $1 does not start with #!/bin/sh"; exit 1; }
+echo "widget-lint: $1 ok"
+LINT
+chmod +x "$HOME/bin/widget-lint"
+echo "setup: widget-lint installed"
+`
+
 // weekSeed is the week's GitHub: acme's three repositories, each the sample project
-// with the scripted agent, no branch protection (the maintainers merge what they
-// accept), and the App not yet installed: the admin installs it.
+// with the scripted agent (gadgets with its CI required, gizmos with its environment),
+// and the App not yet installed: the admin installs it.
 func weekSeed(t *testing.T, repos []string) *ghemu.Seed {
 	s := seed(t)
 	s.Users = append(s.Users, ghemu.SeedUser{Login: weekAdmin, Name: "Olivia Admin"})
@@ -76,6 +104,15 @@ func weekSeed(t *testing.T, repos []string) *ghemu.Seed {
 		r.Files = maps.Clone(base.Files)
 		r.Collaborators = maps.Clone(base.Collaborators)
 		r.Collaborators[weekAdmin] = "admin"
+		switch name {
+		case weekProtected:
+			r.Protected = []ghemu.SeedProtection{{Branch: "main", RequiredChecks: []string{ciCheck}}}
+		case weekEnvironment:
+			r.Files["scripts/env-setup.sh"] = widgetLintSetup
+			r.Files["test.sh"] = strings.Replace(r.Files["test.sh"], "\n", "\nwidget-lint widgets.sh || exit 1\n", 1)
+			r.Files[repoconfig.Path] += "environment:\n  setup: scripts/env-setup.sh\n"
+			repoconfigtest.Valid(t, "gizmos' "+repoconfig.Path, []byte(r.Files[repoconfig.Path]))
+		}
 		s.Repositories = append(s.Repositories, r)
 	}
 	s.Installations = nil
@@ -104,6 +141,8 @@ type week struct {
 	// killedRuns are the workflow runs whose runner the week killed: their failure is
 	// the week's doing.
 	killedRuns map[int64]bool
+	// ciDone are gadgets' CI's conclusions, by "repo@head".
+	ciDone map[string]string
 }
 
 // itemOutcome is what became of one work item.
@@ -111,6 +150,7 @@ type itemOutcome struct {
 	repo      string
 	issue     int
 	scenario  string
+	note      string // the name of the note its agent writes
 	state     ledger.State
 	reason    string
 	approvals int // the writers' /approve comments meant to start a run
@@ -127,10 +167,10 @@ func TestWeek(t *testing.T) {
 	testgate.Command(t, "git", "git")
 	plan := weekPlanFromEnv(t)
 	began := time.Now()
-	img := imagetest.Image(t)
+	imagetest.Image(t) // the runs' base image, in the shared cache
 	bin := imagetest.AgentBinary(t)
 	w := &week{t: t, ctx: context.Background(), plan: plan, bin: bin, runDir: t.TempDir(), calls: newWeekCalls(),
-		outcomes: map[string]*itemOutcome{}, kills: map[string]int{}, killedRuns: map[int64]bool{}, people: map[string]*gogithub.Client{}}
+		outcomes: map[string]*itemOutcome{}, kills: map[string]int{}, killedRuns: map[int64]bool{}, people: map[string]*gogithub.Client{}, ciDone: map[string]string{}}
 
 	faults, err := ghemu.LoadFaults("testdata/week-faults.yml")
 	if err != nil {
@@ -149,15 +189,16 @@ func TestWeek(t *testing.T) {
 	t.Cleanup(lbSrv.Close)
 	w.lb = lb
 	runner := &ghemu.Runner{
-		// The snapshot cache is the shared one, unless the week points the runs at another
-		// for a while (a full disk, in the full week).
+		// The runner host builds its own images (gizmos' environment among them) in the
+		// shared cache, where imagetest built the base image, unless the week points the
+		// runs at another cache for a while (a full disk, in the full week).
 		Command: []string{"sh", "-c", `cache=$(cat "$0.cache" 2>/dev/null) || cache=$INPUT_CACHE; INPUT_CACHE=$cache INPUT_OUT="$GITHUB_WORKSPACE/bumper-out" exec "$1" run`,
 			filepath.Join(w.runDir, "week"), bin},
 		WorkDir:  w.runDir,
 		Timeout:  15 * time.Minute,
 		Parallel: plan.parallel,
 		Env: []string{
-			"INPUT_URL=" + lbSrv.URL, "INPUT_IMAGE=" + img.Dir(), "INPUT_CACHE=" + filepath.Join(imagetest.CacheDir(), "e2e-snapshots"),
+			"INPUT_URL=" + lbSrv.URL, "INPUT_IMAGE=", "INPUT_CACHE=" + imagetest.CacheDir(),
 			"INPUT_ACCEL=tcg", "INPUT_ALLOW_TCG=true", "INPUT_MEMORY=1G", "INPUT_CPUS=2",
 			"ANTHROPIC_API_KEY=" + modelKey,
 			// The host's limit: two VMs at once, whatever else this machine runs, so a third
@@ -223,6 +264,11 @@ func TestWeek(t *testing.T) {
 func (w *week) drive() {
 	sem := make(chan struct{}, w.plan.inFlight)
 	var wg sync.WaitGroup
+	ci, stopCI := context.WithCancel(w.ctx)
+	defer stopCI()
+	if slices.Contains(w.plan.repos, weekProtected) {
+		go w.runCI(ci, weekProtected)
+	}
 	killAt := map[int]int{} // item index → replica to kill before starting it
 	for k := range w.plan.serveKills {
 		killAt[(k+1)*w.plan.items/(w.plan.serveKills+1)] = k % len(w.replicas)
@@ -246,7 +292,7 @@ func (w *week) drive() {
 			wg.Add(1)
 			go func() { defer wg.Done(); time.Sleep(30 * time.Second); w.freeCache() }()
 		}
-		repo := w.plan.repos[i%len(w.plan.repos)]
+		repo := w.repoFor(i, sc)
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -259,12 +305,12 @@ func (w *week) drive() {
 	wg.Wait()
 }
 
-// fullCache is the small file system the week fills and points the runs' snapshot
-// cache at, for a few items.
+// fullCache is the small file system the week fills and points the runs' image cache
+// at, for a few items.
 func (w *week) fullCache() string { return filepath.Join(w.runDir, "full-cache") }
 
 // fillCache mounts a 64 MiB tmpfs, fills it to its last few MiB and points the runs'
-// snapshot cache there: the runs that start meanwhile find no room for a snapshot.
+// image cache there: the runs that start meanwhile find no room for their image.
 func (w *week) fillCache() {
 	dir := w.fullCache()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -281,7 +327,7 @@ func (w *week) fillCache() {
 		w.t.Fatal(err)
 	}
 	w.note("image cache's file system full", 0)
-	w.t.Logf("week: the runs' snapshot cache is a full 64 MiB file system")
+	w.t.Logf("week: the runs' image cache is a full 64 MiB file system")
 }
 
 // freeCache points the runs back at the shared cache.
@@ -289,7 +335,7 @@ func (w *week) freeCache() {
 	if err := os.Remove(filepath.Join(w.runDir, "week.cache")); err != nil {
 		w.t.Error(err)
 	}
-	w.t.Logf("week: the runs' snapshot cache is the shared one again")
+	w.t.Logf("week: the runs' image cache is the shared one again")
 }
 
 // killReplica kills one serve replica with SIGKILL, as a node's failure or a careless

@@ -93,10 +93,31 @@ type weekFigures struct {
 	lbSkipped                     int64
 	// fullCacheRuns are the runs that found the image cache full (and were refused).
 	fullCacheRuns int
+	// scenarios counts the items by scenario; rounds the runs by stage.
+	scenarios, rounds map[string]int
+	// envBuilt and envFound are gizmos' runs that built its environment and that found
+	// it; envMissed its runs that published a head without booting it.
+	envBuilt, envFound int
+	envMissed          []string
+}
+
+// countEnvironment notes whether a run of gizmos built its environment or found it, and
+// whether one that published a head booted it.
+func (w *week) countEnvironment(f *weekFigures, o *itemOutcome, run ghemu.RunInfo, ev *evidence.Evidence) {
+	env := ev.Environment
+	switch {
+	case env != nil && env.Built:
+		f.envBuilt++
+	case env != nil && env.ImageDigest != "":
+		f.envFound++
+	}
+	if ev.HeadCommit != "" && (env == nil || ev.Sandbox == nil || env.ImageDigest == "" || ev.Sandbox.ImageDigest != env.ImageDigest) {
+		f.envMissed = append(f.envMissed, fmt.Sprintf("%s#%d's run %d published %.12s without booting its environment", o.repo, o.issue, run.ID, ev.HeadCommit))
+	}
 }
 
 func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
-	f := weekFigures{plan: w.plan, states: map[string]int{}, wall: wall, setup: setup, kills: w.kills, lbSkipped: w.lb.skipped.Load()}
+	f := weekFigures{plan: w.plan, states: map[string]int{}, scenarios: map[string]int{}, rounds: map[string]int{}, wall: wall, setup: setup, kills: w.kills, lbSkipped: w.lb.skipped.Load()}
 	f.faults = w.e.Faults().Counts()
 	for _, e := range w.e.Faults().EarlyRetryLog() {
 		if !w.calls.creds[e.Credential] {
@@ -117,6 +138,7 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 	for _, key := range slices.Sorted(maps.Keys(w.outcomes)) {
 		o := w.outcomes[key]
 		f.items++
+		f.scenarios[o.scenario]++
 		f.approvals += o.approvals
 		f.lost += o.lost
 		f.states[string(o.state)]++
@@ -152,8 +174,13 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 					f.fullCacheRuns++
 				}
 			}
-			if d, ok := w.overhead(o.repo, run); ok {
+			f.rounds[run.Inputs["stage"]]++
+			ev, _ := w.evidence(o.repo, run)
+			if d, ok := w.overhead(o.repo, run, ev); ok {
 				overheads = append(overheads, d)
+			}
+			if o.repo == weekEnvironment && ev != nil {
+				w.countEnvironment(&f, o, run, ev)
 			}
 		}
 		pulls, _, err := w.user(ghemu.DefaultMaintainer).PullRequests.List(w.ctx, ghemu.DefaultOrg, o.repo, nil)
@@ -182,7 +209,8 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 }
 
 // cacheLeftovers is what the runs that met the full cache left in it: nothing but the
-// week's ballast and the empty snapshot directory may be there.
+// week's ballast, the cache's empty directories, its lock and the image build's note of
+// the kernel it resolved (a few hundred bytes, written before the free space is checked).
 func (w *week) cacheLeftovers() []string {
 	var out []string
 	_ = filepath.WalkDir(w.fullCache(), func(p string, d fs.DirEntry, err error) error {
@@ -190,7 +218,8 @@ func (w *week) cacheLeftovers() []string {
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("the full cache: %v", err))
-		case rel == "." || rel == "ballast" || rel == "snapshots":
+		case rel == "." || rel == "ballast" || rel == ".lock" || rel == ".resolved.json":
+		case d.IsDir() && (rel == "snapshots" || rel == "images" || rel == "tmp"):
 		default:
 			out = append(out, "in the full cache: "+rel)
 		}
@@ -199,17 +228,22 @@ func (w *week) cacheLeftovers() []string {
 	return out
 }
 
-// overhead is a finished run's platform time from its evidence: every phase but the
-// agent's own (and the revocation and report, which come after the pull request).
-func (w *week) overhead(repo string, run ghemu.RunInfo) (time.Duration, bool) {
-	done, err := w.e.Run(ghemu.DefaultOrg, repo, run.ID)
-	if err != nil || done.Conclusion != "success" {
-		return 0, false
-	}
+// evidence is a run's evidence, when it wrote one.
+func (w *week) evidence(repo string, run ghemu.RunInfo) (*evidence.Evidence, bool) {
 	out := filepath.Join(w.runDir, strconv.FormatInt(run.ID, 10), "_work", repo, repo, "bumper-out")
 	raw, err := os.ReadFile(filepath.Join(out, "evidence.json"))
 	var ev evidence.Evidence
-	if err != nil || json.Unmarshal(raw, &ev) != nil || ev.HeadCommit == "" {
+	if err != nil || json.Unmarshal(raw, &ev) != nil {
+		return nil, false
+	}
+	return &ev, true
+}
+
+// overhead is a finished run's platform time from its evidence: every phase but the
+// agent's own (and the revocation and report, which come after the pull request).
+func (w *week) overhead(repo string, run ghemu.RunInfo, ev *evidence.Evidence) (time.Duration, bool) {
+	done, err := w.e.Run(ghemu.DefaultOrg, repo, run.ID)
+	if err != nil || done.Conclusion != "success" || ev == nil || ev.HeadCommit == "" {
 		return 0, false
 	}
 	var d time.Duration
@@ -251,6 +285,10 @@ func (f weekFigures) broken() []string {
 	for _, l := range f.leftovers {
 		out = append(out, "left on the host: "+l)
 	}
+	out = append(out, f.envMissed...)
+	if slices.Contains(f.plan.repos, weekEnvironment) && f.envBuilt+f.envFound == 0 {
+		out = append(out, "no run of "+weekEnvironment+" built or found its environment")
+	}
 	return out
 }
 
@@ -266,13 +304,14 @@ func (f weekFigures) table() string {
 		states = append(states, fmt.Sprintf("%s %d", k, f.states[k]))
 	}
 	row("work items, repositories, runs at once", fmt.Sprintf("%d, %d, %d", f.items, len(f.plan.repos), f.plan.parallel))
+	row("scenarios played", countLine(f.scenarios, ""))
 	row("items final or waiting with a reason", fmt.Sprintf("%d of %d (%s)", f.items-len(f.unfinished), f.items, strings.Join(states, ", ")))
 	row("duplicate dispatches, runs, pull requests", fmt.Sprintf("%d, %d, %d", f.dupDispatches, f.dupRuns, f.dupPulls))
 	row("approvals (and /retry) lost", fmt.Sprintf("%d of %d", f.lost, f.approvals))
 	row("requests sent before their Retry-After", strconv.Itoa(len(f.early)))
 	row("leftovers on the host (QEMU, netns with TAP and nftables, veths, mounts, run dirs, overlays)", strconv.Itoa(len(f.leftovers)))
-	row("faults injected", faultLine(f.faults))
-	row("kills and a full disk", killLine(f.kills))
+	row("faults injected", countLine(f.faults.ByKind, ""))
+	row("kills and a full disk", countLine(f.kills, "×"))
 	if f.plan.cacheFull {
 		row("runs that found the image cache full (refused before anything was written)", strconv.Itoa(f.fullCacheRuns))
 	}
@@ -280,6 +319,10 @@ func (f weekFigures) table() string {
 	row("all of Bumper's REST calls per item", fmt.Sprintf("%.1f", f.callsMean))
 	row("platform overhead per run (runner's phases, agent excluded), p50 / p95", fmt.Sprintf("%.2f s / %.2f s", f.overheadP50.Seconds(), f.overheadP95.Seconds()))
 	row("runs (of which killed by the week)", fmt.Sprintf("%d (%d)", f.runs, f.killedRuns))
+	row("runs by stage (rounds on the pull requests: fix, revise, update)", countLine(f.rounds, ""))
+	if slices.Contains(f.plan.repos, weekEnvironment) {
+		row(weekEnvironment+"' environment: runs that built it, found it", fmt.Sprintf("%d, %d", f.envBuilt, f.envFound))
+	}
 	row("runs per hour on this host", fmt.Sprintf("%.0f", f.runsPerHour))
 	row("peak memory of Bumper's processes at once (serve ×2, runs, QEMU)", mib(f.peakKiB))
 	row("peak of one serve, one `bumper run`, one QEMU", fmt.Sprintf("%s, %s, %s", mib(f.peakServeKiB), mib(f.peakRunKiB), mib(f.peakQEMU)))
@@ -288,18 +331,11 @@ func (f weekFigures) table() string {
 	return b.String()
 }
 
-func faultLine(c faults.Counts) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(c.ByKind)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, c.ByKind[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func killLine(m map[string]int) string {
+// countLine is counts by name, in name order: "a 1, b 2", or with times "a ×1, b ×2".
+func countLine[K ~string](m map[K]int, times string) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s ×%d", k, m[k]))
+		parts = append(parts, fmt.Sprintf("%s %s%d", k, times, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

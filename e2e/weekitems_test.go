@@ -10,6 +10,7 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/ghemu"
 )
 
@@ -18,16 +19,42 @@ const (
 	scenarioMerge      = "merge"         // approved, its pull request merged
 	scenarioNoise      = "reader-noise"  // a reader's /approve and chatter first, refused
 	scenarioEdited     = "edited"        // the issue edited before the approval
+	scenarioEditedLate = "edited-late"   // the issue edited while its run works: approved again
 	scenarioStop       = "stop"          // /stop while the agent works
 	scenarioRunnerKill = "runner-killed" // the runner killed mid-run, /retry, then /stop
+	scenarioFix        = "fix-round"     // the required CI fails on its pull request: a fix round
+	scenarioReview     = "review-round"  // the maintainer requests changes inline: a revise round
+	scenarioConflict   = "conflict"      // main changes what its pull request changes: an update round
 	scenarioClose      = "closed"        // its pull request closed unmerged
 	scenarioTwice      = "approve-twice" // two /approve comments at once: one run
 	scenarioOpen       = "left-open"     // its pull request left for next week
 )
 
-// scenarios repeat in this order over the week's items.
-var scenarios = []string{scenarioMerge, scenarioNoise, scenarioEdited, scenarioStop, scenarioRunnerKill,
-	scenarioClose, scenarioMerge, scenarioTwice, scenarioOpen, scenarioMerge}
+// scenarios repeat in this order over the week's items; the short week's twelve play
+// each once.
+var scenarios = []string{scenarioMerge, scenarioFix, scenarioEdited, scenarioStop, scenarioRunnerKill, scenarioReview,
+	scenarioNoise, scenarioEditedLate, scenarioConflict, scenarioClose, scenarioTwice, scenarioOpen, scenarioMerge, scenarioMerge}
+
+// agentFor is the scripted agent's scenario for a week's scenario.
+func agentFor(sc string) string {
+	switch sc {
+	case scenarioStop, scenarioRunnerKill, scenarioEditedLate:
+		return "slow" // works until stopped (edited-late: until the edit voids its approval)
+	case scenarioFix:
+		return "changelog" // forgets the note's changelog entry until the CI says so
+	default:
+		return "note"
+	}
+}
+
+// repoFor is where the i-th item lives: in turn, but a fix round needs the CI that
+// gadgets requires.
+func (w *week) repoFor(i int, sc string) string {
+	if sc == scenarioFix && slices.Contains(w.plan.repos, weekProtected) {
+		return weekProtected
+	}
+	return w.plan.repos[i%len(w.plan.repos)]
+}
 
 // started are the states an approval moves an item to, at once or soon.
 var started = inState(ledger.Running, ledger.Verifying, ledger.Reviewing, ledger.InReview, ledger.Done, ledger.Failed, ledger.Stopped)
@@ -35,19 +62,16 @@ var started = inState(ledger.Running, ledger.Verifying, ledger.Reviewing, ledger
 // item plays one work item from its issue to its end.
 func (w *week) item(i int, repo, sc string) {
 	mae := w.user(ghemu.DefaultMaintainer)
-	agent := "note"
-	if sc == scenarioStop || sc == scenarioRunnerKill {
-		agent = "slow"
-	}
+	note := fmt.Sprintf("week-item-%d", i+1)
 	title := fmt.Sprintf("Week item %d: count to 4", i+1)
-	body := "test.sh wants 4 widgets, and a note of this item.\n\nscenario: " + agent + "\nnote: week-item-" + fmt.Sprint(i+1)
+	body := "test.sh wants 4 widgets, and a note of this item.\n\nscenario: " + agentFor(sc) + "\nnote: " + note
 	is, _, err := mae.Issues.Create(w.ctx, ghemu.DefaultOrg, repo, &gogithub.IssueRequest{Title: &title, Body: &body})
 	if err != nil {
 		w.t.Errorf("item %d: opening its issue: %v", i+1, err)
 		return
 	}
 	n := is.GetNumber()
-	o := &itemOutcome{repo: repo, issue: n, scenario: sc}
+	o := &itemOutcome{repo: repo, issue: n, scenario: sc, note: note}
 	w.mu.Lock()
 	w.outcomes[fmt.Sprintf("%s#%d", repo, n)] = o
 	w.mu.Unlock()
@@ -120,6 +144,8 @@ func (w *week) item(i int, repo, sc string) {
 		}
 		w.retry(o)
 		w.stopWhenSlow(o)
+	case scenarioEditedLate:
+		w.editWhileWorking(o, body)
 	default:
 		w.pullRequest(o, sc)
 	}
@@ -149,11 +175,25 @@ func (w *week) approve(o *itemOutcome, cmd string, twice bool) {
 		w.comment(ghemu.DefaultMaintainer, o.repo, o.issue, cmd)
 	}
 	if r, ok := w.waitFor(o.repo, o.issue, 3*time.Minute, func(r *ledger.Record) bool {
-		return len(r.Attempts) > attempts && started(r)
+		return len(r.Attempts) > attempts && started(r) || lapsed(before, r)
 	}); !ok {
 		o.lost++
 		w.t.Errorf("%s#%d: %s started nothing within 3 minutes: %s", o.repo, o.issue, cmd, stateOf(r))
 	}
+}
+
+// roundFailed says whether the item's latest run was a round on its pull request that
+// ended without a new head.
+func roundFailed(r *ledger.Record) bool {
+	a := r.CurrentAttempt()
+	return a != nil && a.Stage != wire.StageImplement && a.Outcome != "" && a.Outcome != "success" && a.HeadCommit == ""
+}
+
+// lapsed says whether an approval given at before no longer holds, the item asking
+// for approval again with its reason (the base branch moved before the run got its
+// credentials): not lost, answered.
+func lapsed(before, r *ledger.Record) bool {
+	return r.State == ledger.AwaitingApproval && strings.Contains(r.Reason, "after approval") && (before == nil || r.Reason != before.Reason)
 }
 
 // retry has the maintainer /retry a failed item, which asks for approval again, and
@@ -227,36 +267,25 @@ func (w *week) stopWhenSlow(o *itemOutcome) {
 	}
 }
 
-// pullRequest waits for the item's pull request and has the maintainer merge it, close
-// it or leave it, as the scenario says. A run that failed (GitHub's faults can fail one)
-// is retried once, as a maintainer reading its reason would.
+// pullRequest waits for the item's pull request, plays the scenario's round on it, and
+// has the maintainer merge it, close it or leave it, as the scenario says. Where CI is
+// required, the maintainer merges once it passed.
 func (w *week) pullRequest(o *itemOutcome, sc string) {
-	var r *ledger.Record
-	retried, asked := false, 0
-	for r == nil || r.State != ledger.InReview {
-		var ok bool
-		r, ok = w.waitFor(o.repo, o.issue, 10*time.Minute, inState(ledger.InReview, ledger.AwaitingApproval, ledger.Failed, ledger.Stopped, ledger.Error))
-		switch {
-		case !ok:
-			w.t.Errorf("%s#%d: no pull request 10 minutes after its approval: %s", o.repo, o.issue, stateOf(r))
-			return
-		case r.State == ledger.AwaitingApproval && asked < 3:
-			// The approval lapsed before the run got its credentials (another item's
-			// merge moved the base branch): the status comment asks again, and so does the
-			// maintainer.
-			asked++
-			w.t.Logf("%s#%d asks for approval again: %s", o.repo, o.issue, stateOf(r))
-			w.approve(o, "/approve "+w.sealer.ShortID(r.TextRevision()), false)
-			r = nil
-		case r.State == ledger.Failed && !retried:
-			retried = true
-			w.t.Logf("%s#%d failed, the maintainer retries: %s", o.repo, o.issue, stateOf(r))
-			w.retry(o)
-			r = nil
-		case r.State != ledger.InReview:
-			w.t.Logf("%s#%d ended %s", o.repo, o.issue, stateOf(r))
-			return
-		}
+	r := w.awaitPull(o, "")
+	if r == nil {
+		return
+	}
+	switch sc {
+	case scenarioReview:
+		r = w.reviewRound(o, r)
+	case scenarioConflict:
+		r = w.conflictRound(o, r)
+	}
+	if r != nil && o.repo == weekProtected && sc != scenarioOpen && sc != scenarioClose {
+		r = w.passCI(o, r, sc == scenarioFix)
+	}
+	if r == nil {
+		return
 	}
 	o.pulls = append(o.pulls, r.PullRequest)
 	mae := w.user(ghemu.DefaultMaintainer)
@@ -278,5 +307,45 @@ func (w *week) pullRequest(o *itemOutcome, sc string) {
 	}
 	if r, ok := w.waitFor(o.repo, o.issue, 3*time.Minute, func(r *ledger.Record) bool { return r.State.Terminal() }); !ok {
 		w.t.Errorf("%s#%d: its pull request #%d is %s, and the item is still %s", o.repo, o.issue, r.PullRequest, sc, stateOf(r))
+	}
+}
+
+// awaitPull waits until the item is in review with a pull request whose head is not old
+// (its first, when old is empty; a round's otherwise), and returns its record; nil when
+// the item ended otherwise. An approval that lapsed is given again, as the status comment
+// asks; a first run that failed (GitHub's faults can fail one) is retried once, as a
+// maintainer reading its reason would.
+func (w *week) awaitPull(o *itemOutcome, old string) *ledger.Record {
+	retried, asked := false, 0
+	for {
+		r, ok := w.waitFor(o.repo, o.issue, 10*time.Minute, func(r *ledger.Record) bool {
+			return r.State == ledger.InReview && (r.PullHead != old || roundFailed(r)) ||
+				slices.Contains([]ledger.State{ledger.AwaitingApproval, ledger.Failed, ledger.Stopped, ledger.Error, ledger.Done}, r.State)
+		})
+		switch {
+		case !ok:
+			w.t.Errorf("%s#%d: no pull request (head other than %.7q) within 10 minutes: %s", o.repo, o.issue, old, stateOf(r))
+			return nil
+		case r.State == ledger.InReview && r.PullHead == old:
+			a := r.CurrentAttempt()
+			w.t.Errorf("%s#%d: its %s round ended %s without a new head: %s", o.repo, o.issue, a.Stage, a.Outcome, stateOf(r))
+			return nil
+		case r.State == ledger.AwaitingApproval && asked < 3:
+			// The approval lapsed before the run got its credentials (another item's
+			// merge moved the base branch): the status comment asks again, and so does the
+			// maintainer.
+			asked++
+			w.t.Logf("%s#%d asks for approval again: %s", o.repo, o.issue, stateOf(r))
+			w.approve(o, "/approve "+w.sealer.ShortID(r.TextRevision()), false)
+		case r.State == ledger.Failed && !retried && old == "":
+			retried = true
+			w.t.Logf("%s#%d failed, the maintainer retries: %s", o.repo, o.issue, stateOf(r))
+			w.retry(o)
+		case r.State != ledger.InReview:
+			w.t.Logf("%s#%d ended %s", o.repo, o.issue, stateOf(r))
+			return nil
+		default:
+			return r
+		}
 	}
 }

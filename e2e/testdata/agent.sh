@@ -47,11 +47,18 @@ if grep -q '^## What the merge did' "$BUMPER_TASK"; then
 	echo "agent: update round: kept the pull request's side of each conflict"
 	exit 0
 fi
+# The week's items (e2e TestWeek) name a note of their own: its file, and its entry in
+# changelog.d, which the week's CI requires in one repository.
+note=$(sed -n 's/^│ note: *\([a-z0-9-]*\)$/\1/p' "$BUMPER_TASK" | head -n 1)
 if grep -q '^## Review round [0-9]*: what the writers asked' "$BUMPER_TASK"; then
 	round=$(sed -n 's/^## Review round \([0-9]*\): what the writers asked$/\1/p' "$BUMPER_TASK" | head -n 1)
 	# The round's task into the job log, for the tests to read what reached the agent.
 	sed 's/^/agent: task | /' "$BUMPER_TASK"
-	echo "# Reviewed in round $round." >>widgets.sh
+	if [ -n "$note" ]; then
+		echo "Reviewed in round $round." >>"notes/$note.md"
+	else
+		echo "# Reviewed in round $round." >>widgets.sh
+	fi
 	git commit -q -am "Answer the review"
 	threads=$(sed -n 's/^.*Its review thread is \([0-9]*\): to answer there.*$/\1/p' "$BUMPER_TASK" | sort -u)
 	{
@@ -147,25 +154,33 @@ note)
 	# made already, and a file of this item's own, so that every item changes something
 	# and no two conflict.
 	sed -i 's/^echo 3$/echo 4/' widgets.sh
-	note=$(sed -n 's/^│ note: *\([a-z0-9-]*\)$/\1/p' "$BUMPER_TASK" | head -n 1)
-	mkdir -p notes
+	mkdir -p notes changelog.d
 	echo "Noted by the week's agent." >"notes/${note:-unnamed}.md"
+	echo "- ${note:-unnamed}: noted." >"changelog.d/${note:-unnamed}.md"
 	;;
 changelog | stubborn)
 	# The right change for test.sh; the repository's CI (the test, playing it) also wants a
 	# CHANGELOG.md entry, which the task does not say. A fix round's task carries the
 	# failing check's output: "changelog" reads it and adds the entry, "stubborn" does
-	# something else each round.
+	# something else each round. A week's item (with a note) forgets the note's entry in
+	# changelog.d instead, which the week's CI wants.
 	if grep -q "^## Required checks that fail" "$BUMPER_TASK"; then
 		echo "agent: fix round; the failing checks say:"
 		sed -n '/^## Required checks that fail/,/^---$/p' "$BUMPER_TASK" | sed 's/^/agent: | /'
-		if [ "$scenario" = changelog ] && grep -q "CHANGELOG.md" "$BUMPER_TASK"; then
+		if [ "$scenario" = changelog ] && [ -n "$note" ] && grep -q "changelog.d/$note.md" "$BUMPER_TASK"; then
+			mkdir -p changelog.d
+			echo "- $note: noted." >"changelog.d/$note.md"
+		elif [ "$scenario" = changelog ] && grep -q "CHANGELOG.md" "$BUMPER_TASK"; then
 			echo "- widgets.sh prints 4 widgets." >>CHANGELOG.md
 		else
 			echo "tried at $(date +%s%N)" >>NOTES
 		fi
 	else
 		sed -i 's/^echo 3$/echo 4/' widgets.sh
+		if [ -n "$note" ]; then
+			mkdir -p notes
+			echo "Noted by the week's agent." >"notes/$note.md"
+		fi
 	fi
 	;;
 tamper)
