@@ -59,9 +59,20 @@ func TestRebuild(t *testing.T) {
 		// (TestRebuildPutsRightAnInterruptedWrite).
 		{name: "a state label that is not the record's", reach: func(e *env) *item { return e.awaiting() },
 			tamper: func(e *env, it *item) { e.gh.SetLabels(repoName, it.n, trigger, ledger.Done.Label()) }, says: "the record says awaiting-approval"},
+		// Two labels, neither the record's; three, one of them the record's and one a
+		// write could have left: not a write Bumper left halfway.
 		{name: "two state labels", reach: func(e *env) *item { return e.awaiting() },
 			tamper: func(e *env, it *item) {
-				e.gh.SetLabels(repoName, it.n, trigger, ledger.AwaitingApproval.Label(), ledger.Running.Label())
+				e.gh.SetLabels(repoName, it.n, trigger, ledger.Running.Label(), ledger.Verifying.Label())
+			}, says: "state labels are"},
+		{name: "three state labels", reach: func(e *env) *item { return e.awaiting() },
+			tamper: func(e *env, it *item) {
+				e.gh.SetLabels(repoName, it.n, trigger, ledger.AwaitingApproval.Label(), ledger.Running.Label(), ledger.Verifying.Label())
+			}, says: "state labels are"},
+		// The record's label beside one of an ended state: a /stop written over.
+		{name: "a stopped label beside the record's", reach: func(e *env) *item { return e.awaiting() },
+			tamper: func(e *env, it *item) {
+				e.gh.SetLabels(repoName, it.n, trigger, ledger.AwaitingApproval.Label(), ledger.Stopped.Label())
 			}, says: "state labels are"},
 		{name: "a state label and no status comment", reach: func(e *env) *item { return &item{n: e.open("Tidy", "Tidy.")} },
 			tamper: func(e *env, it *item) { e.gh.SetLabels(repoName, it.n, ledger.Running.Label()) }, says: "has no status comment"},
@@ -248,24 +259,33 @@ func TestRedrive(t *testing.T) {
 }
 
 // TestRebuildPutsRightAnInterruptedWrite: Bumper writes the status comment, then moves
-// the state label. A replica killed in between (or a label write GitHub failed) leaves
-// the label of the state before; the next start trusts the signed record, moves the
-// label to it, and the item goes on. A writer who sets the label back gets the same.
+// the state label (adds the new, removes the old). A replica killed in between (or a
+// label write GitHub failed) leaves the label of the state before, alone or beside the
+// new one (the week killed a replica between the two); the next start trusts the signed
+// record, moves the label to it, and the item goes on. A writer who sets the label back
+// gets the same.
 func TestRebuildPutsRightAnInterruptedWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		reach func(e *env) *item
 		left  ledger.State
+		both  bool // the new label added, the old not yet removed
 		want  ledger.State
 	}{
-		{"approved, the label still awaiting", func(e *env) *item { return e.running() }, ledger.AwaitingApproval, ledger.Running},
-		{"verifying, the label still running", func(e *env) *item { return e.verifying() }, ledger.Running, ledger.Verifying},
-		{"in review, the label still reviewing", func(e *env) *item { return e.inReview() }, ledger.Reviewing, ledger.InReview},
+		{"approved, the label still awaiting", func(e *env) *item { return e.running() }, ledger.AwaitingApproval, false, ledger.Running},
+		{"verifying, the label still running", func(e *env) *item { return e.verifying() }, ledger.Running, false, ledger.Verifying},
+		{"in review, the label still reviewing", func(e *env) *item { return e.inReview() }, ledger.Reviewing, false, ledger.InReview},
+		{"in review, the verifying label not yet removed", func(e *env) *item { return e.inReview() }, ledger.Verifying, true, ledger.InReview},
+		{"edited after approval, the running label not yet removed", func(e *env) *item { return e.awaiting() }, ledger.Running, true, ledger.AwaitingApproval},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, "")
 			it := tc.reach(e)
-			e.gh.SetLabels(repoName, it.n, trigger, tc.left.Label())
+			labels := []string{trigger, tc.left.Label()}
+			if tc.both {
+				labels = append(labels, tc.want.Label())
+			}
+			e.gh.SetLabels(repoName, it.n, labels...)
 			e.restart()
 			st, err := e.svc.Rebuild(e.ctx)
 			e.must(err)

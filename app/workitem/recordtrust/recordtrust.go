@@ -80,20 +80,28 @@ func (e *LabelError) Error() string {
 }
 
 // Interrupted reports whether the labels are what a write that stopped halfway leaves:
-// Bumper writes the status comment first and moves the label after, so a replica killed
-// in between (or a label write GitHub failed) leaves the one label of a state from which
-// the record's state is a legal move, and not one out of an ended state. The signed
-// record is the item's state; the label only shows it, and is put right. Anything else (two labels, a label of a state the
-// record cannot have come from) is not Bumper's own doing, and a person looks.
+// Bumper writes the status comment first and moves the label after (adding the new
+// label, then removing the old), so a replica killed in between (or a label write GitHub
+// failed) leaves the label of a state from which the record's state is a legal move,
+// alone or beside the record's own, and not one out of an ended state. The signed record
+// is the item's state; the label only shows it, and is put right. Anything else (a
+// label of a state the record cannot have come from, two labels neither of which is the
+// record's, three) is not Bumper's own doing, and a person looks.
 func (e *LabelError) Interrupted() (from ledger.State, ok bool) {
-	if len(e.Labels) != 1 {
+	var others []ledger.State
+	for _, l := range e.Labels {
+		if st := ledger.State(strings.TrimPrefix(strings.ToLower(l), ledger.LabelPrefix)); st != e.State {
+			others = append(others, st)
+		}
+	}
+	if len(others) != 1 || len(e.Labels) > 2 {
 		return "", false
 	}
-	from = ledger.State(strings.TrimPrefix(strings.ToLower(e.Labels[0]), ledger.LabelPrefix))
+	from = others[0]
 	// Not out of an ended state: a record written back over a /stop (an older, signed
 	// record, within the clock-skew window notEditedSince allows) would look the same,
 	// and undoing a /stop is what the error state is there to show.
-	if !from.Valid() || from == e.State || from.Terminal() || ledger.Transition(from, e.State) != nil {
+	if !from.Valid() || from.Terminal() || ledger.Transition(from, e.State) != nil {
 		return "", false
 	}
 	return from, true
