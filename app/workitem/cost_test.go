@@ -85,6 +85,6 @@ func TestRoundCosts(t *testing.T) {
 	e.inReview()
 	before = e.calls()
 	e.must(e.pushEvent(e.conflictOnMain()))
-	check(t, "a base push, the pull request conflicting", e.callsSince(before), map[string]int{"Comment": 2, "PullRequest": 2, "Reviews": 1, "File": 1, "CreateRef": 1,
-		"Dispatch": 1, "EditComment": 1, "AddLabel": 1, "RemoveLabel": 1})
+	check(t, "a base push, the pull request conflicting", e.callsSince(before), map[string]int{"Comment": 2, "PullRequest": 2, "BranchHead": 1, "Reviews": 1, "File": 1,
+		"CreateRef": 1, "Dispatch": 1, "EditComment": 1, "AddLabel": 1, "RemoveLabel": 1})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/workitem/verdictpost"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // Keeping the pull request mergeable: when its base branch moves, a pull request that
@@ -161,6 +162,14 @@ func (s *Service) maybeUpdate(ctx context.Context, gh GitHub, it *item, pol repo
 	rec.BaseMoved = ""
 	if !need {
 		return true, nil
+	}
+	if conflicts {
+		// GitHub judged the merge against the base branch as it is now, which may be past
+		// the push this look began with (pushes in a row): the round merges that head, so
+		// one round settles them all. Unread, the push's own head still does.
+		if head, err := gh.BranchHead(ctx, rec.Repository, rec.BaseBranch); err == nil && revision.IsCommitID(head) {
+			to = head
+		}
 	}
 	what := fmt.Sprintf("%s moved to %.12s", rec.BaseBranch, to)
 	if conflicts {

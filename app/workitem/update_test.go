@@ -71,6 +71,28 @@ func TestBaseMovedWhileRunning(t *testing.T) {
 	}
 }
 
+// TestUpdateRoundAfterPushesInARow: two pushes to main land before serve looks at the
+// first (another item's merge, then a conflicting commit). GitHub judges the merge
+// against main as it is now, so the round merges main's head, not the first push's: one
+// round settles both, and the second push's delivery starts none.
+func TestUpdateRoundAfterPushesInARow(t *testing.T) {
+	e := newEnv(t, oneUpdate)
+	it := e.inReview()
+	first := e.elsewhereOnMain()
+	second := e.conflictOnMain()
+	e.must(e.pushEvent(first))
+	rec := e.expect(it.n, ledger.Running)
+	if att := rec.Attempts[len(rec.Attempts)-1]; att.Stage != workitem.StageUpdate || att.UpdateTo != second.After ||
+		!strings.Contains(rec.Reason, "main moved to "+second.After[:12]) {
+		t.Fatalf("attempt %+v (first push %.12s, second %.12s); reason %q", att, first.After, second.After, rec.Reason)
+	}
+	runs := len(e.runs())
+	e.must(e.pushEvent(second))
+	if rec := e.expect(it.n, ledger.Running); len(e.runs()) != runs || rec.BaseMoved != second.After {
+		t.Fatalf("the second push's delivery: runs %v, base moved %q", e.stages(), rec.BaseMoved)
+	}
+}
+
 // TestUpdateBranch: a pull request only behind, where main's protection requires
 // up-to-date branches, is updated by GitHub (update-branch, no VM). Its new head gets
 // the bumper/verdict check: carried over when the diff is the one the reviewer judged,
