@@ -33,7 +33,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export PATH=/usr/local/go/bin:$PATH
 status=0
-BUMPER_WEEK=$week BUMPER_WEEK_SEED=$seed BUMPER_WEEK_OUT="$out/table.md" \
+keep=/var/tmp/bumper-week-$(date +%Y%m%d-%H%M%S)
+BUMPER_WEEK=$week BUMPER_WEEK_SEED=$seed BUMPER_WEEK_OUT="$out/table.md" BUMPER_WEEK_KEEP=$keep \
 	go test ./e2e -run '^TestWeek$' -count=1 -timeout 3h -v >"$out/week.log" 2>&1 || status=$?
 grep -E '^\s+week(items|rounds|host|figures)?_test\.go:[0-9]+: ' "$out/week.log" | grep -v '^\s*week_test.go:[0-9]*: *$' || true
 if [ -s "$out/table.md" ]; then
@@ -42,7 +43,7 @@ if [ -s "$out/table.md" ]; then
 fi
 if [ "$status" != 0 ]; then
 	echo
-	echo "soak.sh: the week broke a promise or did not finish (go test exit $status); its log:" >&2
+	echo "soak.sh: the week broke a promise or did not finish (go test exit $status); serve's logs and the runs' are in $keep; its log:" >&2
 	tail -n 60 "$out/week.log" >&2
 fi
 exit "$status"

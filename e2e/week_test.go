@@ -255,8 +255,14 @@ func TestWeek(t *testing.T) {
 	for _, broken := range figures.broken() {
 		t.Error(broken)
 	}
-	if t.Failed() {
-		t.Logf("serve's logs: %s", logDir)
+	if keep := os.Getenv("BUMPER_WEEK_KEEP"); keep != "" && t.Failed() {
+		// The week's directory (serve's logs, each run's job log and output) goes with the
+		// test; a soak that broke a promise keeps a copy to read.
+		if out, err := exec.Command("cp", "-a", w.runDir, keep).CombinedOutput(); err != nil {
+			t.Errorf("keeping the week's directory in %s: %v: %s", keep, err, out)
+		} else {
+			t.Logf("the week's directory (serve's logs, the runs' job logs and outputs) is kept in %s", keep)
+		}
 	}
 }
 

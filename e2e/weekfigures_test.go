@@ -77,6 +77,7 @@ type weekFigures struct {
 	unfinished                    []string // items neither final nor waiting with a reason
 	dupDispatches, dupRuns        int
 	dupPulls                      int
+	dups                          []string // which, for the log
 	approvals, lost               int
 	faults                        faults.Counts
 	early                         []string
@@ -155,19 +156,21 @@ func (w *week) figures(s *hostSampler, wall, setup time.Duration) weekFigures {
 		perItem = append(perItem, calls)
 
 		// Every run the item dispatched, by attempt and stage: a second one is a duplicate.
-		seen := map[string]int{}
+		seen := map[string]int64{}
 		for _, run := range w.itemRuns(o) {
 			f.runs++
 			if w.killedRuns[run.ID] {
 				f.killedRuns++
 			}
 			k := run.Inputs["attempt"] + "/" + run.Inputs["stage"]
-			seen[k]++
-			if seen[k] == 2 {
+			if first, ok := seen[k]; ok {
 				f.dupDispatches++
 				if run.RunnerName != "" {
 					f.dupRuns++
 				}
+				f.dups = append(f.dups, fmt.Sprintf("%s (%s): attempt %s dispatched again, runs %d and %d", key, o.scenario, k, first, run.ID))
+			} else {
+				seen[k] = run.ID
 			}
 			if w.plan.cacheFull {
 				if log, _ := w.e.RunLog(ghemu.DefaultOrg, o.repo, run.ID); strings.Contains(string(log), "free in "+w.fullCache()) {
@@ -274,7 +277,7 @@ func (f weekFigures) broken() []string {
 		out = append(out, "unfinished: "+u)
 	}
 	if f.dupDispatches+f.dupRuns+f.dupPulls > 0 {
-		out = append(out, fmt.Sprintf("duplicates: %d dispatches, %d runs, %d pull requests", f.dupDispatches, f.dupRuns, f.dupPulls))
+		out = append(out, fmt.Sprintf("duplicates: %d dispatches, %d runs, %d pull requests: %s", f.dupDispatches, f.dupRuns, f.dupPulls, strings.Join(f.dups, "; ")))
 	}
 	if f.lost > 0 {
 		out = append(out, fmt.Sprintf("%d approvals lost", f.lost))

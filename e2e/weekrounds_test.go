@@ -77,18 +77,29 @@ func (w *week) reviewRound(o *itemOutcome, r *ledger.Record) *ledger.Record {
 }
 
 // conflictRound has a maintainer push to main a note of the same name as the item's:
-// the pull request conflicts, and waits for the update round's head.
+// the pull request conflicts, and waits for the update round that merges that commit.
+// Another item's merge just before can start a round of its own first (serve merges
+// the commit each push names), so the rounds are followed until the head holds the push.
 func (w *week) conflictRound(o *itemOutcome, r *ledger.Record) *ledger.Record {
-	if _, err := w.e.PushCommit(w.ctx, ghemu.DefaultOrg, o.repo, "main", map[string][]byte{o.notePath(): []byte("Noted on main by a maintainer.\n")},
-		"Note "+o.note+" on main", ghemu.DefaultMaintainer); err != nil {
+	pushed, err := w.e.PushCommit(w.ctx, ghemu.DefaultOrg, o.repo, "main", map[string][]byte{o.notePath(): []byte("Noted on main by a maintainer.\n")},
+		"Note "+o.note+" on main", ghemu.DefaultMaintainer)
+	if err != nil {
 		w.t.Errorf("%s#%d: the conflicting push to main: %v", o.repo, o.issue, err)
 		return nil
 	}
-	next := w.awaitPull(o, r.PullHead)
-	if next != nil && next.AttemptsOfStage(wire.StageUpdate) == 0 {
-		w.t.Errorf("%s#%d: the pull request's head moved without an update round: %s", o.repo, o.issue, stateOf(next))
+	for range 3 {
+		if r = w.awaitPull(o, r.PullHead); r == nil {
+			return nil
+		}
+		if merged, err := w.e.Git().IsAncestor(w.ctx, ghemu.DefaultOrg, o.repo, pushed, r.PullHead); err == nil && merged {
+			if r.AttemptsOfStage(wire.StageUpdate) == 0 {
+				w.t.Errorf("%s#%d: main's conflicting commit is in the pull request without an update round: %s", o.repo, o.issue, stateOf(r))
+			}
+			return r
+		}
 	}
-	return next
+	w.t.Errorf("%s#%d: three new heads, none of them holding main's conflicting commit %.12s: %s", o.repo, o.issue, pushed, stateOf(r))
+	return nil
 }
 
 // passCI waits for gadgets' CI on the pull request's head; a failure starts a fix
