@@ -39,6 +39,18 @@ func TestWorkflowDispatchRunsAndOIDC(t *testing.T) {
 		}
 	})
 
+	t.Run("the run's title is the workflow's run-name with the inputs", func(t *testing.T) {
+		runs, _, err := bot.Actions.ListRepositoryWorkflowRuns(ctx, org, repo, &github.ListWorkflowRunsOptions{Event: "workflow_dispatch"})
+		if err != nil || len(runs.WorkflowRuns) == 0 {
+			t.Fatalf("runs = %v, %v", runs, err)
+		}
+		for _, r := range runs.WorkflowRuns {
+			if got := r.GetDisplayTitle(); got != "bumper acme/widgets#1 attempt 1 implement" || r.GetName() != "bumper-run" {
+				t.Errorf("run %d: display_title %q, name %q", r.GetID(), got, r.GetName())
+			}
+		}
+	})
+
 	t.Run("bad dispatches are refused", func(t *testing.T) {
 		tests := []struct {
 			name     string

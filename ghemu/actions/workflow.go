@@ -2,6 +2,7 @@ package actions
 
 import (
 	"errors"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +18,10 @@ import (
 // timeout-minutes and whether the permissions grant id-token: write.
 type Workflow struct {
 	Name string `yaml:"name"`
-	On   struct {
+	// RunName is the run's title template (GitHub's run-name), whose ${{ inputs.X }}
+	// and ${{ github.event.inputs.X }} the emulator fills in.
+	RunName string `yaml:"run-name"`
+	On      struct {
 		Dispatch *struct {
 			Inputs map[string]struct {
 				Required bool `yaml:"required"`
@@ -120,6 +124,22 @@ func (wf *Workflow) firstJob() (id string, timeoutMinutes float64, idToken bool)
 	return id, timeoutMinutes, idToken
 }
 
+// runNameExpr is an expression of a run-name the emulator evaluates: an input, by either
+// of the names a workflow_dispatch gives it.
+var runNameExpr = regexp.MustCompile(`\$\{\{\s*(?:inputs|github\.event\.inputs)\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}`)
+
+// Title is a dispatched run's title, as GitHub shows it (display_title): the workflow's
+// run-name with the dispatch's inputs filled in (an input not given is empty, as
+// GitHub's expressions make it), or the workflow's name without one.
+func (wf *Workflow) Title(name string, inputs map[string]string) string {
+	if strings.TrimSpace(wf.RunName) == "" {
+		return name
+	}
+	return runNameExpr.ReplaceAllStringFunc(wf.RunName, func(expr string) string {
+		return inputs[runNameExpr.FindStringSubmatch(expr)[1]]
+	})
+}
+
 // Dispatch creates the run of a workflow_dispatch inside the caller's transaction: the
 // workflow at path, its file read at sha of branch, dispatched by actor with inputs
 // (Inputs' result). It sends workflow_run requested and workflow_job queued, and hands
@@ -136,6 +156,7 @@ func (a *Actions) Dispatch(w *state.World, rp *state.Repo, wf *Workflow, path, b
 	run.JobID = w.NextID()
 	run.WorkflowPath, run.WorkflowName, run.Ref, run.HeadSHA, run.Event = path, name, branch, sha, "workflow_dispatch"
 	run.Actor, run.Inputs, run.Status = actor, inputs, "queued"
+	run.Title = wf.Title(name, inputs)
 	run.CreatedAt, run.UpdatedAt, run.StartedAt = now, now, now
 	run.OIDCRequestToken = state.RandomToken("ghr_")
 	run.Job, run.TimeoutMinutes, run.IDToken = job, timeout, idToken

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ func (r *Renderer) Run(rp *state.Repo, run *state.WorkflowRun) Obj {
 	return Obj{
 		"id": run.ID, "name": run.WorkflowName, "node_id": NodeID("WFR", run.ID),
 		"head_branch": run.Ref, "head_sha": run.HeadSHA, "path": run.WorkflowPath,
-		"display_title": run.WorkflowName, "run_number": run.Number, "event": run.Event,
+		"display_title": cmp.Or(run.Title, run.WorkflowName), "run_number": run.Number, "event": run.Event,
 		"status": run.Status, "conclusion": NilIfEmpty(run.Conclusion), "workflow_id": run.WorkflowID,
 		"check_suite_id": suite, "check_suite_node_id": NodeID("CS", suite),
 		"url": api, "html_url": r.base + "/" + rp.FullName() + "/actions/runs/" + id,

@@ -296,23 +296,25 @@ type CommitStatus struct {
 // completed through the control API. With one, the runner executes it (package
 // actions).
 type WorkflowRun struct {
-	ID           int64             `json:"id"`
-	Number       int               `json:"number"`
-	WorkflowID   int64             `json:"workflow_id"`
-	WorkflowPath string            `json:"workflow_path"`
-	WorkflowName string            `json:"workflow_name"`
-	Ref          string            `json:"ref"`
-	HeadSHA      string            `json:"head_sha"`
-	Event        string            `json:"event"`
-	Actor        string            `json:"actor"`
-	Inputs       map[string]string `json:"inputs"`
-	Status       string            `json:"status"` // queued, in_progress, completed
-	Conclusion   string            `json:"conclusion,omitempty"`
-	JobID        int64             `json:"job_id"`
-	RunnerName   string            `json:"runner_name,omitempty"`
-	CreatedAt    time.Time         `json:"created_at"`
-	UpdatedAt    time.Time         `json:"updated_at"`
-	StartedAt    time.Time         `json:"started_at"`
+	ID           int64  `json:"id"`
+	Number       int    `json:"number"`
+	WorkflowID   int64  `json:"workflow_id"`
+	WorkflowPath string `json:"workflow_path"`
+	WorkflowName string `json:"workflow_name"`
+	// Title is the run's display_title: its workflow's run-name, filled in.
+	Title      string            `json:"title,omitempty"`
+	Ref        string            `json:"ref"`
+	HeadSHA    string            `json:"head_sha"`
+	Event      string            `json:"event"`
+	Actor      string            `json:"actor"`
+	Inputs     map[string]string `json:"inputs"`
+	Status     string            `json:"status"` // queued, in_progress, completed
+	Conclusion string            `json:"conclusion,omitempty"`
+	JobID      int64             `json:"job_id"`
+	RunnerName string            `json:"runner_name,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+	StartedAt  time.Time         `json:"started_at"`
 	// OIDCRequestToken lets the run fetch Actions-style OIDC ID tokens, as
 	// ACTIONS_ID_TOKEN_REQUEST_TOKEN does on GitHub's runners.
 	OIDCRequestToken string `json:"oidc_request_token"`
