@@ -13,7 +13,9 @@ import (
 	gogithub "github.com/google/go-github/v66/github"
 
 	"github.com/bumperdev/bumper/app/ledger"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
+	"github.com/bumperdev/bumper/app/workitem/runidentity"
 	"github.com/bumperdev/bumper/ghemu"
 )
 
@@ -131,5 +133,53 @@ func TestDispatchRedrive(t *testing.T) {
 	}
 	if a := rec.ActiveApproval(); a == nil || a.By != ghemu.DefaultMaintainer {
 		t.Fatalf("the re-driven dispatch holds no approval: %+v", rec.Approvals)
+	}
+}
+
+// TestDispatchRedriveAdoptsTheRun: serve is killed just after it dispatched a run and
+// before it recorded it; the run is there, with the attempt's nonce, and nothing says so
+// but its title (the workflow's run-name). The replica that re-drives the dispatch finds
+// the run by its title and adopts it: one run for the attempt, recorded with its ID and
+// the nonce it carries, so its exchange holds.
+func TestDispatchRedriveAdoptsTheRun(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.cfg.Server.DispatchGrace = time.Minute
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	dying := h.replica(Options{Fault: func(p workitem.FaultPoint) error {
+		if p == workitem.FaultAfterDispatch {
+			return errors.New("serve was killed here")
+		}
+		return nil
+	}})
+	h.commentTo(dying, ghemu.DefaultMaintainer, n, "/approve")
+	dying.hs.Close()
+	runs := h.runs()
+	if len(runs) != 1 {
+		t.Fatalf("after the kill: %d runs, want the one dispatched", len(runs))
+	}
+	h.expectState(n, ledger.AwaitingApproval)
+
+	b := h.replica(Options{Now: clock})
+	h.commentTo(b, ghemu.DefaultMaintainer, n, "/approve")
+	now.Add(int64(time.Minute))
+	if got, err := b.srv.Redrive(h.ctx); got != 1 || err != nil {
+		t.Fatalf("re-drove %d (%v), want the one pending dispatch", got, err)
+	}
+	h.settle()
+	if got := h.runs(); len(got) != 1 {
+		t.Fatalf("%d runs after the re-drive, want the first adopted", len(got))
+	}
+	rec := h.expectState(n, ledger.Running)
+	if len(rec.Attempts) != 1 || rec.Attempts[0].RunID != runs[0].ID {
+		t.Fatalf("attempts %+v, want attempt 1 with run %d", rec.Attempts, runs[0].ID)
+	}
+	if got := runidentity.HashNonce(runs[0].Inputs[wire.DispatchInputNonce]); got != rec.Attempts[0].NonceHash {
+		t.Fatalf("the adopted run's nonce hashes to %s, the record holds %s: its exchange would be refused", got, rec.Attempts[0].NonceHash)
 	}
 }

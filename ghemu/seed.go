@@ -194,6 +194,7 @@ func DefaultSeed() *Seed {
 }
 
 const defaultWorkflowYAML = `name: bumper-run
+run-name: "bumper ${{ inputs.work_item }} attempt ${{ inputs.attempt }} ${{ inputs.stage }}"
 on:
   workflow_dispatch:
     inputs:

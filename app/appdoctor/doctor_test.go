@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/app"
 	"github.com/bumperdev/bumper/app/appdoctor"
 	"github.com/bumperdev/bumper/app/setup"
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
 	"github.com/bumperdev/bumper/internal/doctorreport"
@@ -313,6 +315,7 @@ func TestWorkflowShapes(t *testing.T) {
 		{"read-all", strings.Replace(template(t), "permissions:\n  id-token: write", "permissions: read-all", 1), want{"repo.workflow", doctorreport.Blocking, "id-token: write", "nothing else"}},
 		{"required extra input", strings.Replace(template(t), "    inputs:\n", "    inputs:\n      extra:\n        required: true\n", 1), want{"repo.workflow", doctorreport.Blocking, "never sends: extra", "optional"}},
 		{"hosted runner", strings.Replace(template(t), "runs-on: [self-hosted, bumper]", "runs-on: ubuntu-latest", 1), want{"repo.workflow", doctorreport.Warning, "[self-hosted, bumper]", "runs-on"}},
+		{"no run-name", regexp.MustCompile(`(?m)^run-name:.*\n`).ReplaceAllString(template(t), ""), want{"repo.workflow", doctorreport.Warning, "run-name", wire.RunNameTemplate}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ var releaseTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$
 
 // workflowFile is what doctor reads of a runner workflow.
 type workflowFile struct {
+	RunName     string    `yaml:"run-name"`
 	On          yaml.Node `yaml:"on"`
 	Permissions yaml.Node `yaml:"permissions"`
 	Jobs        map[string]struct {
@@ -49,6 +50,11 @@ func CheckWorkflow(path string, raw []byte) []doctorreport.Finding {
 	var out []doctorreport.Finding
 	add := func(st doctorreport.Status, detail, fix string) {
 		out = append(out, doctorreport.Finding{Check: id, Status: st, Detail: path + ": " + detail, Fix: fix})
+	}
+	if wf.RunName != wire.RunNameTemplate {
+		add(doctorreport.Warning, "its run-name is not Bumper's, so a run's title does not name its dispatch: a serve replica that dies between "+
+			"dispatching a run and recording it is succeeded by one that dispatches the attempt again (the first run is then refused at its exchange)",
+			"set `run-name: \""+wire.RunNameTemplate+"\"`, as the template has")
 	}
 	inputs, dispatch := dispatchInputs(&wf.On)
 	want := wire.DispatchInputs()

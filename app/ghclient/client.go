@@ -388,6 +388,39 @@ func (c *Client) Dispatch(ctx context.Context, repo, workflow, ref string, input
 	return out.RunID, nil
 }
 
+// runPagesSearched bounds RunByTitle's search: the repository's newest
+// workflow_dispatch runs, a page of 100 at a time.
+const runPagesSearched = 3
+
+// RunByTitle implements workitem.GitHub: the repository's newest workflow_dispatch runs,
+// newest first, until one older than since.
+func (c *Client) RunByTitle(ctx context.Context, repo, title string, since time.Time) (int64, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return 0, err
+	}
+	opts := &gogithub.ListWorkflowRunsOptions{Event: "workflow_dispatch", ListOptions: gogithub.ListOptions{PerPage: perPage}}
+	for page := 1; page <= runPagesSearched; page++ {
+		opts.Page = page
+		runs, resp, err := c.gh.Actions.ListRepositoryWorkflowRuns(ctx, owner, name, opts)
+		if err != nil {
+			return 0, fmt.Errorf("failed to list the workflow runs of %s: %w", repo, err)
+		}
+		for _, r := range runs.WorkflowRuns {
+			if r.GetCreatedAt().Before(since) {
+				return 0, nil
+			}
+			if r.GetDisplayTitle() == title {
+				return r.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+	}
+	return 0, nil
+}
+
 // RepoToken implements workitem.GitHub: the token can reach only repo, with only perms.
 func (c *Client) RepoToken(ctx context.Context, repo string, perms map[string]string) (string, time.Time, error) {
 	_, name, err := split(repo)

@@ -21,12 +21,14 @@ import (
 type Sealer struct {
 	record [][]byte // record signing keys; [0] signs, all verify
 	short  []byte   // short-id key, from the current key only
+	nonce  []byte   // dispatch-nonce key, from the current key only
 }
 
 // Domain labels: the same secret signs run tokens, so each use derives its own key.
 const (
 	labelRecord  = "bumper status record v2"
 	labelShortID = "bumper revision id v1"
+	labelNonce   = "bumper dispatch nonce v1"
 )
 
 // ShortIDLen is how many hex digits a short revision id has.
@@ -40,7 +42,7 @@ func NewSealer(current []byte, previous ...[]byte) (*Sealer, error) {
 	if len(current) < 32 {
 		return nil, errors.New("failed to create the record sealer: the key must be at least 32 bytes")
 	}
-	s := &Sealer{short: derive(current, labelShortID)}
+	s := &Sealer{short: derive(current, labelShortID), nonce: derive(current, labelNonce)}
 	for _, k := range append([][]byte{current}, previous...) {
 		if len(k) < 32 {
 			return nil, errors.New("failed to create the record sealer: a previous key is shorter than 32 bytes")
@@ -81,6 +83,15 @@ func (s *Sealer) verify(payload []byte, sig string) bool {
 // `/approve ID` names.
 func (s *Sealer) ShortID(revision string) string {
 	return hex.EncodeToString(mac(s.short, []byte(revision)))[:ShortIDLen]
+}
+
+// DispatchNonce is the single-use nonce of the dispatch named key (an item's attempt of
+// a revision), which its run exchanges for credentials. It is keyed, so nobody without
+// serve's key can compute it, and the same for every replica, so a replica that takes
+// over a dispatch whose replica died after dispatching can adopt the run that is already
+// there (its exchange carries this nonce) rather than dispatch the attempt again.
+func (s *Sealer) DispatchNonce(key string) string {
+	return hex.EncodeToString(mac(s.nonce, []byte(key)))
 }
 
 // labelCounter separates the day counters' signatures from the records'.

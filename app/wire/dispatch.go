@@ -1,5 +1,7 @@
 package wire
 
+import "fmt"
+
 // The runner workflow's workflow_dispatch inputs: the App sends exactly these, the
 // workflow template declares exactly these and passes them to the action under the same
 // names. GitHub's runner (and the emulator's) gives them to `bumper run` as INPUT_<NAME>.
@@ -13,6 +15,18 @@ const (
 // DispatchInputs lists the dispatch inputs in the order the workflow declares them.
 func DispatchInputs() []string {
 	return []string{DispatchInputWorkItem, DispatchInputAttempt, DispatchInputNonce, DispatchInputStage}
+}
+
+// RunNameTemplate is the runner workflow's run-name: GitHub shows it as the run's
+// title (display_title in the REST API), so a run names its dispatch without its inputs,
+// which GitHub's API does not return. A replica that died between dispatching and
+// recording the dispatch is succeeded by one that finds the run by this title instead of
+// dispatching the attempt again.
+const RunNameTemplate = "bumper ${{ inputs.work_item }} attempt ${{ inputs.attempt }} ${{ inputs.stage }}"
+
+// RunName is RunNameTemplate with a dispatch's inputs: the title GitHub gives its run.
+func RunName(workItem string, attempt int, stage Stage) string {
+	return fmt.Sprintf("bumper %s attempt %d %s", workItem, attempt, stage)
 }
 
 // Stage is what a run is dispatched to do: the `stage` input, RunClaims.Stage,

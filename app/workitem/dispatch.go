@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -63,8 +64,13 @@ func DispatchKey(issue int, revision string, attempt int) string {
 	return fmt.Sprintf("%d-%s-%d", issue, rev, attempt)
 }
 
+// redriveLookback is how far back a re-drive looks for the run of the dispatch it takes
+// over: a replica's restart and the grace period take minutes, not a day.
+const redriveLookback = 24 * time.Hour
+
 // dispatch starts the next attempt's run. The dispatch ref is created first: only the
-// caller that creates it dispatches.
+// caller that creates it dispatches. One that takes over a dispatch whose replica died
+// (a re-drive) first looks for the run that replica may have started, and adopts it.
 func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.Stage) (err error) {
 	defer s.observeDispatch(stage, it, len(it.rec.Attempts), &err)
 	rec := it.rec
@@ -96,6 +102,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 	if err != nil {
 		return fmt.Errorf("failed to claim dispatch %s: %w", key, err)
 	}
+	redriving := false
 	if !created {
 		if redrive.Of(ctx) != key {
 			zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("dispatch already made; standing down")
@@ -113,17 +120,34 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 			return &dispatchedElsewhere{item: rec.ID()}
 		}
 		zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Str(logkey.Dispatch, key).Msg("re-driving a dispatch whose replica died after taking its guard ref")
+		redriving = true
 	}
 	if s.opts.Fault != nil {
 		if err := s.opts.Fault(FaultAfterDispatchRef); err != nil {
 			return err
 		}
 	}
-	nonce, err := runidentity.NewNonce()
-	if err != nil {
-		return err
-	}
+	nonce := s.opts.Sealer.DispatchNonce(key)
 	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: runidentity.HashNonce(nonce), StartedAt: s.now().UTC()}
+	if redriving {
+		// The replica that died may have dispatched before it could record: its run is
+		// there under the attempt's title, carrying this nonce. It is adopted, so the
+		// attempt runs once.
+		runID, err := gh.RunByTitle(ctx, it.repo.FullName, wire.RunName(rec.ID(), n, stage), s.now().Add(-redriveLookback))
+		if err != nil {
+			return fmt.Errorf("failed to look for the run of dispatch %s: %w", key, err)
+		}
+		if runID != 0 {
+			att.RunID = runID
+			rec.Attempts = append(rec.Attempts, att)
+			if err := s.idx.PutDispatch(ledger.Dispatch{Key: key, ItemID: rec.ID(), RunID: runID}); err != nil {
+				return err
+			}
+			zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
+				Str(logkey.Stage, string(stage)).Msg("adopted the run a replica dispatched before it died")
+			return nil
+		}
+	}
 	inputs := map[string]string{wire.DispatchInputWorkItem: rec.ID(), wire.DispatchInputAttempt: strconv.Itoa(n),
 		wire.DispatchInputNonce: nonce, wire.DispatchInputStage: string(stage)}
 	runID, err := gh.Dispatch(ctx, it.repo.FullName, s.opts.Workflow, rec.BaseBranch, inputs)
@@ -156,6 +180,11 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 		}
 		zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Msg("dispatch failed")
 		return nil
+	}
+	if s.opts.Fault != nil {
+		if err := s.opts.Fault(FaultAfterDispatch); err != nil {
+			return err
+		}
 	}
 	att.RunID = runID
 	rec.Attempts = append(rec.Attempts, att)

@@ -21,6 +21,10 @@ type FaultPoint string
 // workflow is dispatched and the record written.
 const FaultAfterDispatchRef FaultPoint = "after-dispatch-ref"
 
+// FaultAfterDispatch is just after the workflow was dispatched, before the record of
+// the dispatch was written.
+const FaultAfterDispatch FaultPoint = "after-dispatch"
+
 // PendingDispatch reports the dispatch key of an ErrDispatchedElsewhere whose record
 // did not show the dispatch: it may be in flight on another replica, or its replica
 // may have died after taking the guard ref. The caller schedules a re-drive.

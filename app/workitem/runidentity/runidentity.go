@@ -5,7 +5,6 @@
 package runidentity
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -28,15 +27,6 @@ type Identity struct {
 	RunID       string
 	EventName   string
 	Actor       string
-}
-
-// NewNonce makes a dispatch's nonce: the runner presents it at its exchange, once.
-func NewNonce() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("failed to make a nonce: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // HashNonce is a nonce as the record keeps it: a record anyone can read must not hand

@@ -6,9 +6,11 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem"
 )
 
@@ -328,6 +330,23 @@ func (c client) RefExists(_ context.Context, repoName, ref string) (bool, error)
 	defer unlock()
 	_, ok := r.refs[ref]
 	return ok, nil
+}
+
+// RunByTitle implements workitem.GitHub: the repository's workflow is Bumper's template,
+// whose run-name makes each run's title wire.RunName of its inputs.
+func (c client) RunByTitle(_ context.Context, repoName, title string, _ time.Time) (int64, error) {
+	rp, unlock, err := c.call("RunByTitle", repoName)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	for _, run := range slices.Backward(rp.runs) {
+		attempt, _ := strconv.Atoi(run.Inputs[wire.DispatchInputAttempt])
+		if wire.RunName(run.Inputs[wire.DispatchInputWorkItem], attempt, wire.Stage(run.Inputs[wire.DispatchInputStage])) == title {
+			return run.ID, nil
+		}
+	}
+	return 0, nil
 }
 
 // Dispatch implements workitem.GitHub: the workflow must be on the ref with a
