@@ -109,7 +109,10 @@ func weekServeConfig(t *testing.T, dir string) string {
 		return m
 	}
 	srv := section("server")
+	// A week in minutes: the redelivery sweep every 10 s (default 5 min) and a dispatch
+	// whose replica died re-driven after 20 s (default 2 min).
 	srv["redeliver_interval"] = "10s"
+	srv["dispatch_grace"] = "20s"
 	srv["redeliver_window"] = "1h"
 	srv["shutdown_timeout"] = "5s"
 	out, err := yaml.Marshal(cfg)
