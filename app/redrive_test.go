@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -181,5 +182,53 @@ func TestDispatchRedriveAdoptsTheRun(t *testing.T) {
 	}
 	if got := runidentity.HashNonce(runs[0].Inputs[wire.DispatchInputNonce]); got != rec.Attempts[0].NonceHash {
 		t.Fatalf("the adopted run's nonce hashes to %s, the record holds %s: its exchange would be refused", got, rec.Attempts[0].NonceHash)
+	}
+}
+
+// TestDispatchRedriveAdoptsNoWritersRun attacks the adoption: serve dies after taking a
+// dispatch's guard ref, before dispatching, and a writer dispatches the runner workflow
+// themselves with the attempt's inputs (its title the re-drive looks for) and a nonce of
+// their own. The re-drive must not take the writer's run for the App's: it dispatches the
+// attempt, and records the App's run.
+func TestDispatchRedriveAdoptsNoWritersRun(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.cfg.Server.DispatchGrace = time.Minute
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	dying := h.replica(Options{Fault: func(p workitem.FaultPoint) error {
+		if p == workitem.FaultAfterDispatchRef {
+			return errors.New("serve was killed here")
+		}
+		return nil
+	}})
+	h.commentTo(dying, ghemu.DefaultMaintainer, n, "/approve")
+	dying.hs.Close()
+	item := fmt.Sprintf("%s/%s#%d", ghemu.DefaultOrg, ghemu.DefaultRepo, n)
+	if _, err := h.user(ghemu.DefaultMaintainer).Actions.CreateWorkflowDispatchEventByFileName(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo,
+		ghemu.DefaultWorkflow, gogithub.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{
+			wire.DispatchInputWorkItem: item, wire.DispatchInputAttempt: "1", wire.DispatchInputStage: wire.StageImplement, wire.DispatchInputNonce: "mine"}}); err != nil {
+		t.Fatal(err)
+	}
+	writers := h.runs()
+	if len(writers) != 1 {
+		t.Fatalf("%d runs, want the writer's", len(writers))
+	}
+
+	b := h.replica(Options{Now: clock})
+	h.commentTo(b, ghemu.DefaultMaintainer, n, "/approve")
+	now.Add(int64(time.Minute))
+	if got, err := b.srv.Redrive(h.ctx); got != 1 || err != nil {
+		t.Fatalf("re-drove %d (%v), want the one pending dispatch", got, err)
+	}
+	h.settle()
+	runs := h.runs()
+	rec := h.expectState(n, ledger.Running)
+	if len(runs) != 2 || len(rec.Attempts) != 1 || rec.Attempts[0].RunID == writers[0].ID {
+		t.Fatalf("runs %d, attempts %+v: the writer's run %d was adopted", len(runs), rec.Attempts, writers[0].ID)
 	}
 }

@@ -394,7 +394,7 @@ const runPagesSearched = 3
 
 // RunByTitle implements workitem.GitHub: the repository's newest workflow_dispatch runs,
 // newest first, until one older than since.
-func (c *Client) RunByTitle(ctx context.Context, repo, title string, since time.Time) (int64, error) {
+func (c *Client) RunByTitle(ctx context.Context, repo, title, actor string, since time.Time) (int64, error) {
 	owner, name, err := split(repo)
 	if err != nil {
 		return 0, err
@@ -410,7 +410,7 @@ func (c *Client) RunByTitle(ctx context.Context, repo, title string, since time.
 			if r.GetCreatedAt().Before(since) {
 				return 0, nil
 			}
-			if r.GetDisplayTitle() == title {
+			if r.GetDisplayTitle() == title && strings.EqualFold(r.GetActor().GetLogin(), actor) {
 				return r.GetID(), nil
 			}
 		}

@@ -133,7 +133,11 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 		// The replica that died may have dispatched before it could record: its run is
 		// there under the attempt's title, carrying this nonce. It is adopted, so the
 		// attempt runs once.
-		runID, err := gh.RunByTitle(ctx, it.repo.FullName, wire.RunName(rec.ID(), n, stage), s.now().Add(-redriveLookback))
+		bot, err := s.botLogin(ctx)
+		if err != nil {
+			return err
+		}
+		runID, err := gh.RunByTitle(ctx, it.repo.FullName, wire.RunName(rec.ID(), n, stage), bot, s.now().Add(-redriveLookback))
 		if err != nil {
 			return fmt.Errorf("failed to look for the run of dispatch %s: %w", key, err)
 		}

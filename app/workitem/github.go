@@ -186,10 +186,11 @@ type GitHub interface {
 	RefExists(ctx context.Context, repo, ref string) (bool, error)
 	// Dispatch starts a workflow_dispatch run and returns its run ID.
 	Dispatch(ctx context.Context, repo, workflow, ref string, inputs map[string]string) (int64, error)
-	// RunByTitle finds the newest workflow_dispatch run created at or after since whose
-	// title (display_title: the runner workflow's run-name, wire.RunName) is title, and
-	// returns its ID; 0 when there is none.
-	RunByTitle(ctx context.Context, repo, title string, since time.Time) (int64, error)
+	// RunByTitle finds the newest workflow_dispatch run created at or after since, by
+	// actor (the App's bot: a writer can dispatch the workflow too), whose title
+	// (display_title: the runner workflow's run-name, wire.RunName) is title, and returns
+	// its ID; 0 when there is none.
+	RunByTitle(ctx context.Context, repo, title, actor string, since time.Time) (int64, error)
 	// PullFiles lists the files a pull request changes, with their patches.
 	PullFiles(ctx context.Context, repo string, number int) ([]PullFile, error)
 	// CreateReview posts a pull request review and returns its ID.

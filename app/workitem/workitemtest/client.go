@@ -334,7 +334,7 @@ func (c client) RefExists(_ context.Context, repoName, ref string) (bool, error)
 
 // RunByTitle implements workitem.GitHub: the repository's workflow is Bumper's template,
 // whose run-name makes each run's title wire.RunName of its inputs.
-func (c client) RunByTitle(_ context.Context, repoName, title string, _ time.Time) (int64, error) {
+func (c client) RunByTitle(_ context.Context, repoName, title, actor string, _ time.Time) (int64, error) {
 	rp, unlock, err := c.call("RunByTitle", repoName)
 	if err != nil {
 		return 0, err
@@ -342,7 +342,7 @@ func (c client) RunByTitle(_ context.Context, repoName, title string, _ time.Tim
 	defer unlock()
 	for _, run := range slices.Backward(rp.runs) {
 		attempt, _ := strconv.Atoi(run.Inputs[wire.DispatchInputAttempt])
-		if wire.RunName(run.Inputs[wire.DispatchInputWorkItem], attempt, wire.Stage(run.Inputs[wire.DispatchInputStage])) == title {
+		if run.Actor == actor && wire.RunName(run.Inputs[wire.DispatchInputWorkItem], attempt, wire.Stage(run.Inputs[wire.DispatchInputStage])) == title {
 			return run.ID, nil
 		}
 	}
