@@ -137,6 +137,47 @@ func TestDispatchRedrive(t *testing.T) {
 	}
 }
 
+// killedAt labels an issue and has a replica that dies at point handle its /approve.
+func killedAt(t *testing.T, point workitem.FaultPoint) (*harness, int) {
+	h := newHarness(t, nil)
+	h.cfg.Server.DispatchGrace = time.Minute
+	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
+	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
+	dying := h.replica(Options{Fault: func(p workitem.FaultPoint) error {
+		if p == point {
+			return errors.New("serve was killed here")
+		}
+		return nil
+	}})
+	h.commentTo(dying, ghemu.DefaultMaintainer, n, "/approve")
+	dying.hs.Close()
+	h.expectState(n, ledger.AwaitingApproval)
+	return h, n
+}
+
+// redriveAfterGrace has a live replica meet the dead one's guard ref through the next
+// /approve and re-drive the dispatch once the grace period has passed.
+func redriveAfterGrace(t *testing.T, h *harness, n int) *ledger.Record {
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	b := h.replica(Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	h.commentTo(b, ghemu.DefaultMaintainer, n, "/approve")
+	now.Add(int64(time.Minute))
+	if got, err := b.srv.Redrive(h.ctx); got != 1 || err != nil {
+		t.Fatalf("re-drove %d (%v), want the one pending dispatch", got, err)
+	}
+	h.settle()
+	return h.expectState(n, ledger.Running)
+}
+
+// writerDispatches has a writer dispatch the runner workflow themselves with inputs.
+func writerDispatches(t *testing.T, h *harness, inputs map[string]any) {
+	if _, err := h.user(ghemu.DefaultMaintainer).Actions.CreateWorkflowDispatchEventByFileName(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo,
+		ghemu.DefaultWorkflow, gogithub.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: inputs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDispatchRedriveAdoptsTheRun: serve is killed just after it dispatched a run and
 // before it recorded it; the run is there, with the attempt's nonce, and nothing says so
 // but its title (the workflow's run-name). The replica that re-drives the dispatch finds
@@ -144,39 +185,15 @@ func TestDispatchRedrive(t *testing.T) {
 // the nonce it carries, so its exchange holds.
 func TestDispatchRedriveAdoptsTheRun(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.cfg.Server.DispatchGrace = time.Minute
-	var now atomic.Int64
-	now.Store(time.Now().UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-
-	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
-	dying := h.replica(Options{Fault: func(p workitem.FaultPoint) error {
-		if p == workitem.FaultAfterDispatch {
-			return errors.New("serve was killed here")
-		}
-		return nil
-	}})
-	h.commentTo(dying, ghemu.DefaultMaintainer, n, "/approve")
-	dying.hs.Close()
+	h, n := killedAt(t, workitem.FaultAfterDispatch)
 	runs := h.runs()
 	if len(runs) != 1 {
 		t.Fatalf("after the kill: %d runs, want the one dispatched", len(runs))
 	}
-	h.expectState(n, ledger.AwaitingApproval)
-
-	b := h.replica(Options{Now: clock})
-	h.commentTo(b, ghemu.DefaultMaintainer, n, "/approve")
-	now.Add(int64(time.Minute))
-	if got, err := b.srv.Redrive(h.ctx); got != 1 || err != nil {
-		t.Fatalf("re-drove %d (%v), want the one pending dispatch", got, err)
-	}
-	h.settle()
+	rec := redriveAfterGrace(t, h, n)
 	if got := h.runs(); len(got) != 1 {
 		t.Fatalf("%d runs after the re-drive, want the first adopted", len(got))
 	}
-	rec := h.expectState(n, ledger.Running)
 	if len(rec.Attempts) != 1 || rec.Attempts[0].RunID != runs[0].ID {
 		t.Fatalf("attempts %+v, want attempt 1 with run %d", rec.Attempts, runs[0].ID)
 	}
@@ -192,43 +209,37 @@ func TestDispatchRedriveAdoptsTheRun(t *testing.T) {
 // attempt, and records the App's run.
 func TestDispatchRedriveAdoptsNoWritersRun(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.cfg.Server.DispatchGrace = time.Minute
-	var now atomic.Int64
-	now.Store(time.Now().UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-
-	n := h.openIssue("Make widgets 4", "The widget count should be 4.")
-	h.label(ghemu.DefaultMaintainer, n, "agent:implement")
-	dying := h.replica(Options{Fault: func(p workitem.FaultPoint) error {
-		if p == workitem.FaultAfterDispatchRef {
-			return errors.New("serve was killed here")
-		}
-		return nil
-	}})
-	h.commentTo(dying, ghemu.DefaultMaintainer, n, "/approve")
-	dying.hs.Close()
-	item := fmt.Sprintf("%s/%s#%d", ghemu.DefaultOrg, ghemu.DefaultRepo, n)
-	if _, err := h.user(ghemu.DefaultMaintainer).Actions.CreateWorkflowDispatchEventByFileName(h.ctx, ghemu.DefaultOrg, ghemu.DefaultRepo,
-		ghemu.DefaultWorkflow, gogithub.CreateWorkflowDispatchEventRequest{Ref: "main", Inputs: map[string]any{
-			wire.DispatchInputWorkItem: item, wire.DispatchInputAttempt: "1", wire.DispatchInputStage: wire.StageImplement, wire.DispatchInputNonce: "mine"}}); err != nil {
-		t.Fatal(err)
-	}
+	h, n := killedAt(t, workitem.FaultAfterDispatchRef)
+	writerDispatches(t, h, map[string]any{wire.DispatchInputWorkItem: fmt.Sprintf("%s/%s#%d", ghemu.DefaultOrg, ghemu.DefaultRepo, n),
+		wire.DispatchInputAttempt: "1", wire.DispatchInputStage: wire.StageImplement, wire.DispatchInputNonce: "mine"})
 	writers := h.runs()
 	if len(writers) != 1 {
 		t.Fatalf("%d runs, want the writer's", len(writers))
 	}
-
-	b := h.replica(Options{Now: clock})
-	h.commentTo(b, ghemu.DefaultMaintainer, n, "/approve")
-	now.Add(int64(time.Minute))
-	if got, err := b.srv.Redrive(h.ctx); got != 1 || err != nil {
-		t.Fatalf("re-drove %d (%v), want the one pending dispatch", got, err)
-	}
-	h.settle()
-	runs := h.runs()
-	rec := h.expectState(n, ledger.Running)
-	if len(runs) != 2 || len(rec.Attempts) != 1 || rec.Attempts[0].RunID == writers[0].ID {
+	rec := redriveAfterGrace(t, h, n)
+	if runs := h.runs(); len(runs) != 2 || len(rec.Attempts) != 1 || rec.Attempts[0].RunID == writers[0].ID {
 		t.Fatalf("runs %d, attempts %+v: the writer's run %d was adopted", len(runs), rec.Attempts, writers[0].ID)
+	}
+}
+
+// TestDispatchRedriveWriterCopiesTheAppsNonce attacks it again: serve dies after
+// dispatching, and a writer, who can read the App's run's inputs (its nonce among them),
+// copies them into a dispatch of their own, newer than the App's run, with the same
+// title. The re-drive adopts the App's run, not the writer's (whose exchange the run-ID
+// check refuses anyway).
+func TestDispatchRedriveWriterCopiesTheAppsNonce(t *testing.T) {
+	t.Parallel()
+	h, n := killedAt(t, workitem.FaultAfterDispatch)
+	apps := h.runs()
+	if len(apps) != 1 {
+		t.Fatalf("%d runs, want the App's", len(apps))
+	}
+	in := map[string]any{}
+	for k, v := range apps[0].Inputs {
+		in[k] = v
+	}
+	writerDispatches(t, h, in)
+	if rec := redriveAfterGrace(t, h, n); len(rec.Attempts) != 1 || rec.Attempts[0].RunID != apps[0].ID {
+		t.Errorf("attempts %+v, want the App's run %d adopted", rec.Attempts, apps[0].ID)
 	}
 }

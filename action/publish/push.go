@@ -230,6 +230,13 @@ func workflowPaths(ctx context.Context, w *workspace.Workspace, head string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("failed to list the result's changes under %s: %w", WorkflowsDir, err)
 	}
+	// The net change against the run's start too: own commits whose first-parent line
+	// leaves Start (a root, or an older commit) hide what they change from the above.
+	net, err := w.Git(ctx, nil, 4<<20, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", w.Start, head, "--", ":(literal)"+WorkflowsDir)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the result's changes under %s: %w", WorkflowsDir, err)
+	}
+	out = append(append(out, 0), net...)
 	var paths []string
 	for _, f := range strings.Split(string(out), "\x00") {
 		if f = strings.TrimSpace(f); f != "" && !slices.Contains(paths, f) {

@@ -85,8 +85,8 @@ func (s *Sealer) ShortID(revision string) string {
 	return hex.EncodeToString(mac(s.short, []byte(revision)))[:ShortIDLen]
 }
 
-// DispatchNonce is the single-use nonce of the dispatch named key (an item's attempt of
-// a revision), which its run exchanges for credentials. It is keyed, so nobody without
+// DispatchNonce is the single-use nonce of the dispatch named key (a repository's
+// item's attempt of a revision), which its run exchanges for credentials. It is keyed, so nobody without
 // serve's key can compute it, and the same for every replica, so a replica that takes
 // over a dispatch whose replica died after dispatching can adopt the run that is already
 // there (its exchange carries this nonce) rather than dispatch the attempt again.

@@ -127,7 +127,9 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 			return err
 		}
 	}
-	nonce := s.opts.Sealer.DispatchNonce(key)
+	// The key names no repository: the nonce's input does, so no two repositories of one
+	// serve ever share one.
+	nonce := s.opts.Sealer.DispatchNonce(it.repo.FullName + "/" + key)
 	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: runidentity.HashNonce(nonce), StartedAt: s.now().UTC()}
 	if redriving {
 		// The replica that died may have dispatched before it could record: its run is
