@@ -47,14 +47,7 @@ func TestRewriteKeepsOthersCommits(t *testing.T) {
 	}
 	defer w.Close()
 	r := agentWork(t, w, func(repo string) {
-		cmd := exec.Command("sh", "-c", workspace.MergeScript)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "HOME="+repo, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			workspace.MergeEnvUpdateTo+"="+m2, workspace.MergeEnvMessage+"=Merge the base branch's head (issue 1)")
-		out, err := cmd.Output()
-		if m, perr := workspace.ParseMerge(out); err != nil || perr != nil || !m.Clean {
-			t.Fatalf("the merge: %v, %+v, %v", err, m, perr)
-		}
+		mergeCleanly(t, repo, m2)
 		writeFiles(t, repo, map[string]string{"widgets.sh": "echo 4 # after the update\n"})
 		guestGitEnv(t, repo, claimed, "commit", "-q", "-am", "After the update: Fixes #6 @maintainer")
 	})
@@ -115,6 +108,20 @@ func TestRewriteKeepsOthersCommits(t *testing.T) {
 	}
 }
 
+// mergeCleanly runs the update round's merge of to in the VM's repository, as the
+// runner does before the agent's turn, and wants it clean.
+func mergeCleanly(t *testing.T, repo, to string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", workspace.MergeScript)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "HOME="+repo, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		workspace.MergeEnvUpdateTo+"="+to, workspace.MergeEnvMessage+"=Merge the base branch's head (issue 1)")
+	out, err := cmd.Output()
+	if m, perr := workspace.ParseMerge(out); err != nil || perr != nil || !m.Clean {
+		t.Fatalf("the merge: %v, %+v, %v", err, m, perr)
+	}
+}
+
 // maintainerCommits makes a maintainer's commits in a scratch repository: files
 // written on the first parent, merged with the second if there is one.
 func maintainerCommits(t *testing.T, src string) func(files map[string]string, msg string, parents ...string) string {
@@ -150,16 +157,7 @@ func TestUpdateBringingAWorkflowChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	r := agentWork(t, w, func(repo string) {
-		cmd := exec.Command("sh", "-c", workspace.MergeScript)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "HOME="+repo, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			workspace.MergeEnvUpdateTo+"="+main, workspace.MergeEnvMessage+"=Merge the base branch's head (issue 1)")
-		out, err := cmd.Output()
-		if m, perr := workspace.ParseMerge(out); err != nil || perr != nil || !m.Clean {
-			t.Fatalf("the merge: %v, %+v, %v", err, m, perr)
-		}
-	})
+	r := agentWork(t, w, func(repo string) { mergeCleanly(t, repo, main) })
 	_, err = Push(ctx, Options{Workspace: w, GitURL: h.gitURL, Issue: 1, Attempt: 2, Branch: "bumper/1-1", Head: r.Head, Permissions: h.perms})
 	if !errors.Is(err, ErrWorkflowsPermission) || !strings.Contains(err.Error(), ".github/workflows/"+ghemu.DefaultWorkflow) {
 		t.Fatalf("Push = %v; want ErrWorkflowsPermission naming the workflow", err)

@@ -2,7 +2,6 @@ package publish
 
 import (
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,13 +40,7 @@ func TestAttackUpdateRoundRevertsWorkflowBehindFirstParent(t *testing.T) {
 	}
 	defer w.Close()
 	r, rerr := agentWorkErr(t, w, func(repo string) {
-		cmd := exec.Command("sh", "-c", workspace.MergeScript)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "HOME="+repo, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			workspace.MergeEnvUpdateTo+"="+main, workspace.MergeEnvMessage+"=Merge the base branch's head (issue 1)")
-		if _, err := cmd.Output(); err != nil {
-			t.Fatal(err)
-		}
+		mergeCleanly(t, repo, main)
 		m1 := guestGit(t, repo, "rev-parse", "HEAD")
 		// X: on the old commit below the hardening; no change to workflows.
 		x := guestGit(t, repo, "commit-tree", side+"^{tree}", "-p", side, "-m", "Tidy")
