@@ -314,8 +314,9 @@ func TestArtifactName(t *testing.T) {
 
 // workflow is the runner workflow template, decoded strictly.
 type workflow struct {
-	Name string `yaml:"name"`
-	On   struct {
+	Name    string `yaml:"name"`
+	RunName string `yaml:"run-name"`
+	On      struct {
 		WorkflowDispatch struct {
 			Inputs yaml.Node `yaml:"inputs"`
 		} `yaml:"workflow_dispatch"`
@@ -345,6 +346,9 @@ func TestRunnerWorkflow(t *testing.T) {
 		if !inputs[n].Required {
 			t.Errorf("dispatch input %s must be required", n)
 		}
+	}
+	if w.RunName != wire.RunNameTemplate {
+		t.Errorf("run-name %q, want the App's %q: a re-drive finds a dead replica's run by its title", w.RunName, wire.RunNameTemplate)
 	}
 	if fmt.Sprint(w.Permissions) != "map[id-token:write]" {
 		t.Errorf("permissions %v, want id-token: write only", w.Permissions)
