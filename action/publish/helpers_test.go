@@ -158,6 +158,16 @@ func writeFiles(t testing.TB, repo string, files map[string]string) {
 // agentWork is agentCommit with the agent's work done by work, in the "VM's" checkout.
 func agentWork(t testing.TB, w *workspace.Workspace, work func(repo string)) *workspace.Result {
 	t.Helper()
+	r, err := agentWorkErr(t, w, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// agentWorkErr is agentWork with workspace.Result's refusal returned, not fatal.
+func agentWorkErr(t testing.TB, w *workspace.Workspace, work func(repo string)) (*workspace.Result, error) {
+	t.Helper()
 	vm := filepath.Join(t.TempDir(), "vm")
 	if out, err := exec.Command("cp", "-a", w.Dir, vm).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v: %s", err, out)
@@ -176,11 +186,7 @@ func agentWork(t testing.TB, w *workspace.Workspace, work func(repo string)) *wo
 		args = append(args, a)
 	}
 	guestGit(t, repo, args...)
-	r, err := w.Result(testCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return w.Result(testCtx(t))
 }
 
 // guestGit is the "VM's" git: the machine's, isolated from the machine's configuration.

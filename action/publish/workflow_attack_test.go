@@ -2,8 +2,6 @@ package publish
 
 import (
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,28 +160,4 @@ func TestAttackFirstParentRevertsWorkflowFullHistory(t *testing.T) {
 	if strings.TrimSpace(string(out)) == strings.TrimSpace(old) && len(p.Workflows) == 0 {
 		t.Errorf("ATTACK WORKED: pushed %s reverts %s to its pre-hardening text; Push.Workflows=%v", got, wf, p.Workflows)
 	}
-}
-
-// agentWorkErr is agentWork with workspace.Result's refusal returned, not fatal.
-func agentWorkErr(t testing.TB, w *workspace.Workspace, work func(repo string)) (*workspace.Result, error) {
-	t.Helper()
-	vm := filepath.Join(t.TempDir(), "vm")
-	if out, err := exec.Command("cp", "-a", w.Dir, vm).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	repo := filepath.Join(vm, workspace.RepoDirName)
-	work(repo)
-	argv := w.BundleCommand()
-	args := make([]string, 0, len(argv))
-	for _, a := range argv[1:] {
-		switch a {
-		case workspace.GuestRepo:
-			a = repo
-		case workspace.GuestBundle:
-			a = filepath.Join(w.OutDir, workspace.BundleName)
-		}
-		args = append(args, a)
-	}
-	guestGit(t, repo, args...)
-	return w.Result(testCtx(t))
 }
