@@ -105,6 +105,9 @@ type hookRule struct {
 type retryWindow struct {
 	told, until time.Time
 	pending     bool
+	// writing is when the answer began to be written: the client can read it no
+	// earlier, and may read it before Answered runs.
+	writing time.Time
 }
 
 // EarlyRetry is a request that came before the Retry-After its credential was given
@@ -346,11 +349,27 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 	return d
 }
 
-// Answered notes that the rate limit fault decided for r was written out now (heard),
-// or never was (the client hung up during its latency). Until then the limit binds no
+// Writing notes that the rate limit fault decided for r is about to be written out:
+// the client can hear of it from now on (perhaps before Answered runs, on a busy host),
+// so its Retry-After counts from no later than now. Other faults change nothing.
+func (f *Faults) Writing(r *http.Request, fault *Fault) {
+	if f == nil || fault == nil || (fault.Kind != SecondaryRateLimit && fault.Kind != TooManyRequests) {
+		return
+	}
+	cred := Credential(r)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if win, ok := f.retryUntil[cred]; ok && win.pending {
+		win.writing = f.now()
+		f.retryUntil[cred] = win
+	}
+}
+
+// Answered notes that the rate limit fault decided for r was written out (heard), or
+// never was (the client hung up during its latency). Until then the limit binds no
 // request of its credential: the client cannot know of it. Once heard, its Retry-After
-// counts from now, or from when the rule's latency would have ended if that is later.
-// Other faults change nothing.
+// counts from when the answer began to be written (Writing), or from when the rule's
+// latency would have ended if that is later. Other faults change nothing.
 func (f *Faults) Answered(r *http.Request, fault *Fault, heard bool) {
 	if f == nil || fault == nil || (fault.Kind != SecondaryRateLimit && fault.Kind != TooManyRequests) {
 		return
@@ -366,9 +385,13 @@ func (f *Faults) Answered(r *http.Request, fault *Fault, heard bool) {
 		delete(f.retryUntil, cred)
 		return
 	}
+	at := win.writing
+	if at.IsZero() {
+		at = f.now()
+	}
 	told := win.told
-	if now := f.now(); now.After(told) {
-		told = now
+	if at.After(told) {
+		told = at
 	}
 	f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(fault.RetryAfter) * time.Second)}
 }

@@ -116,8 +116,10 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f := fate.Fault; f != nil && f.Kind != faults.Race {
 		faults.Mark(r.Context())
+		// A rate limit's Retry-After counts from when the client can read it: from the
+		// start of the write, and it binds once the answer is out.
+		a.faults.Writing(r, f)
 		f.Write(w, w.Header().Get("X-GitHub-Request-Id"))
-		// A rate limit's Retry-After counts from when the client can read it.
 		_ = http.NewResponseController(w).Flush()
 		a.faults.Answered(r, f, true)
 		return
