@@ -1,10 +1,7 @@
 # Bumper's build and test targets. CONTRIBUTING.md says which tests need root, QEMU or
 # KVM; the gates live in internal/testgate.
 GO ?= go
-# The three longest packages first (microVMs under TCG: e2e about 23 minutes, envbuild
-# 18, sandbox 6): go test runs two packages at a time on two cores, in this order, so
-# they start at once and the short ones fill in behind instead of delaying them.
-PKGS ?= ./e2e ./action/envbuild ./sandbox ./...
+PKGS ?= ./...
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # The last GoReleaser that builds with Go 1.26 (v2.18 wants Go 1.27).
 GORELEASER_VERSION ?= v2.17.0
