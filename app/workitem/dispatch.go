@@ -127,33 +127,43 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 			return err
 		}
 	}
-	// The key names no repository: the nonce's input does, so no two repositories of one
-	// serve ever share one.
+	// The key names no repository; the nonce's input does, so repositories never share one.
 	nonce := s.opts.Sealer.DispatchNonce(it.repo.FullName + "/" + key)
 	att := ledger.Attempt{Number: n, Stage: stage, Revision: rev, NonceHash: runidentity.HashNonce(nonce), StartedAt: s.now().UTC()}
+	var runID int64
 	if redriving {
-		// The replica that died may have dispatched before it could record: its run is
-		// there under the attempt's title, carrying this nonce. It is adopted, so the
-		// attempt runs once.
+		// The replica that died may have dispatched before it recorded: its run, under the
+		// attempt's title and carrying this nonce, is adopted, so the attempt runs once.
 		bot, err := s.botLogin(ctx)
 		if err != nil {
 			return err
 		}
-		runID, err := gh.RunByTitle(ctx, it.repo.FullName, wire.RunName(rec.ID(), n, stage), bot, s.now().Add(-redriveLookback))
-		if err != nil {
+		if runID, err = gh.RunByTitle(ctx, it.repo.FullName, wire.RunName(rec.ID(), n, stage), bot, s.now().Add(-redriveLookback)); err != nil {
 			return fmt.Errorf("failed to look for the run of dispatch %s: %w", key, err)
 		}
-		if runID != 0 {
-			att.RunID = runID
-			rec.Attempts = append(rec.Attempts, att)
-			if err := s.idx.PutDispatch(ledger.Dispatch{Key: key, ItemID: rec.ID(), RunID: runID}); err != nil {
-				return err
-			}
-			zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
-				Str(logkey.Stage, string(stage)).Msg("adopted the run a replica dispatched before it died")
-			return nil
+	}
+	done := "adopted the run a replica dispatched before it died"
+	if runID == 0 {
+		done = "dispatched a run"
+		if runID, err = s.dispatchRun(ctx, gh, it, att, n, nonce); runID == 0 {
+			return err
 		}
 	}
+	att.RunID = runID
+	rec.Attempts = append(rec.Attempts, att)
+	if err := s.idx.PutDispatch(ledger.Dispatch{Key: key, ItemID: rec.ID(), RunID: runID}); err != nil {
+		return err
+	}
+	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
+		Str(logkey.Stage, string(stage)).Msg(done)
+	return nil
+}
+
+// dispatchRun dispatches attempt att (number n, with nonce) and returns its run ID; 0
+// with nil when the dispatch failed and the item took the failure (the attempt recorded
+// as such), 0 with an error otherwise.
+func (s *Service) dispatchRun(ctx context.Context, gh GitHub, it *item, att ledger.Attempt, n int, nonce string) (int64, error) {
+	rec, stage := it.rec, att.Stage
 	inputs := map[string]string{wire.DispatchInputWorkItem: rec.ID(), wire.DispatchInputAttempt: strconv.Itoa(n),
 		wire.DispatchInputNonce: nonce, wire.DispatchInputStage: string(stage)}
 	runID, err := gh.Dispatch(ctx, it.repo.FullName, s.opts.Workflow, rec.BaseBranch, inputs)
@@ -167,37 +177,30 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 			// The pull request is there: humans get it, with the check saying why no
 			// reviewer judged it.
 			zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Msg("review dispatch failed")
-			return s.reviewMissing(ctx, gh, it, reason)
+			return 0, s.reviewMissing(ctx, gh, it, reason)
 		}
 		if stage == StageRevise || stage == StageUpdate {
 			// The pull request stays as it was: people have it back, and the round is not
 			// counted (its run never started).
 			zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Str(logkey.Stage, string(stage)).Msg("round dispatch failed")
 			if mErr := s.move(ctx, it, ledger.InReview, reason); mErr != nil {
-				return errors.Join(err, mErr)
+				return 0, errors.Join(err, mErr)
 			}
 			if stage == StageRevise {
 				it.replyAfterSave(rec.PullRequest, "The revise round could not start: "+reason+". What it was to answer waits for the next round, which the next review or `/revise` starts.")
 			}
-			return nil
+			return 0, nil
 		}
 		if mErr := s.move(ctx, it, ledger.Failed, reason); mErr != nil {
-			return errors.Join(err, mErr)
+			return 0, errors.Join(err, mErr)
 		}
 		zerolog.Ctx(ctx).Error().Err(err).Str(logkey.WorkItem, rec.ID()).Msg("dispatch failed")
-		return nil
+		return 0, nil
 	}
 	if s.opts.Fault != nil {
 		if err := s.opts.Fault(FaultAfterDispatch); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	att.RunID = runID
-	rec.Attempts = append(rec.Attempts, att)
-	if err := s.idx.PutDispatch(ledger.Dispatch{Key: key, ItemID: rec.ID(), RunID: runID}); err != nil {
-		return err
-	}
-	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
-		Str(logkey.Stage, string(stage)).Msg("dispatched a run")
-	return nil
+	return runID, nil
 }

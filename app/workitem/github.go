@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bumperdev/bumper/app/workitem/protectionnotice"
+	"github.com/bumperdev/bumper/app/workitem/recordtrust"
 )
 
 // Issue is what the App needs to know about an issue.
@@ -26,14 +27,7 @@ type Issue struct {
 }
 
 // Comment is an issue comment.
-type Comment struct {
-	ID         int64
-	Author     string
-	AuthorType string // User, Bot, Organization
-	Body       string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-}
+type Comment = recordtrust.Comment
 
 // Pull is what the App checks of a pull request before it takes it as a work item's.
 type Pull struct {

@@ -140,22 +140,13 @@ func (s *Service) repairLabel(ctx context.Context, gh GitHub, repo string, rec *
 // (recordtrust.Find); commentID is the status comment's, when there is one: the error
 // state is written there.
 func checkRecord(sealer *ledger.Sealer, repo Repo, is Issue, comments []Comment, bot string) (rec *ledger.Record, commentID int64, err error) {
-	return recordtrust.Find(sealer, ledger.ID(repo.FullName, is.Number), is.Labels, trustComments(comments), bot)
+	return recordtrust.Find(sealer, ledger.ID(repo.FullName, is.Number), is.Labels, comments, bot)
 }
 
 // trustedRecord reads the record out of the bot's status comment c and checks
 // everything GitHub can confirm (recordtrust.Trusted).
 func trustedRecord(sealer *ledger.Sealer, id string, c Comment, comments []Comment) (*ledger.Record, error) {
-	return recordtrust.Trusted(sealer, id, recordtrust.Comment(c), trustComments(comments))
-}
-
-// trustComments are comments as recordtrust reads them.
-func trustComments(comments []Comment) []recordtrust.Comment {
-	out := make([]recordtrust.Comment, len(comments))
-	for i, c := range comments {
-		out[i] = recordtrust.Comment(c)
-	}
-	return out
+	return recordtrust.Trusted(sealer, id, c, comments)
 }
 
 // ForgetRepository drops a repository's work items from the index (the App was

@@ -16,6 +16,7 @@ import (
 	"github.com/bumperdev/bumper/app/workitem/agentwords"
 	"github.com/bumperdev/bumper/app/workitem/roundreply"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // ReviewEvent is a pull_request_review webhook, translated. GitHub sends one
@@ -224,7 +225,7 @@ func (s *Service) revise(ctx context.Context, gh GitHub, it *item, ev CommentEve
 		if err != nil {
 			return fmt.Errorf("failed to read pull request #%d: %w", rec.PullRequest, err)
 		}
-		if pr.State != "open" || !strings.EqualFold(pr.HeadRepo, rec.Repository) || pr.HeadRef != rec.WorkBranch || !isCommit(pr.HeadSHA) {
+		if pr.State != "open" || !strings.EqualFold(pr.HeadRepo, rec.Repository) || pr.HeadRef != rec.WorkBranch || !revision.IsObjectID(pr.HeadSHA) {
 			return s.reply(ctx, gh, rec.Repository, rec.PullRequest, fmt.Sprintf("Bumper cannot take `%s` back: pull request #%d is %s, on %s:%s.", rec.WorkBranch, rec.PullRequest, pr.State, pr.HeadRepo, pr.HeadRef))
 		}
 		resumed = fmt.Sprintf("@%s took `%s` back for Bumper at `%.12s`, after @%s's push: rounds go on from there, and keep the commits on it", ev.Author, rec.WorkBranch, pr.HeadSHA, h.By)

@@ -11,8 +11,10 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/pullmatch"
 	"github.com/bumperdev/bumper/internal/mdcode"
 	"github.com/bumperdev/bumper/internal/repoconfig"
+	"github.com/bumperdev/bumper/internal/revision"
 )
 
 // RunEvent is a workflow_run or workflow_job webhook about a run, translated.
@@ -314,10 +316,7 @@ func (s *Service) pushed(ctx context.Context, gh GitHub, it *item, ev PullEvent)
 	return s.save(ctx, gh, it, ev.Delivery)
 }
 
-// pullMismatch says why a pull request cannot be the current attempt's, or "" when it
-// can: it must come from the base repository itself (not a fork), be opened by the App
-// (the runner opens it with the installation token), be on the attempt's work branch,
-// and have as head the commit the run reported pushing.
+// pullMismatch says why a pull request cannot be the current attempt's (pullmatch).
 func pullMismatch(rec *ledger.Record, bot string, pr Pull) string {
 	att := rec.CurrentAttempt()
 	if att == nil {
@@ -327,19 +326,8 @@ func pullMismatch(rec *ledger.Record, bot string, pr Pull) string {
 	if rounds(att.Stage) && rec.WorkBranch != "" {
 		want = rec.WorkBranch
 	}
-	switch {
-	case !strings.EqualFold(pr.HeadRepo, rec.Repository):
-		return fmt.Sprintf("its head is in %s, not in %s", pr.HeadRepo, rec.Repository)
-	case !strings.EqualFold(pr.Author, bot):
-		return fmt.Sprintf("it was opened by @%s, not by Bumper", pr.Author)
-	case pr.HeadRef != want:
-		return fmt.Sprintf("its branch is %s, not %s", pr.HeadRef, want)
-	case att.HeadCommit == "":
-		return "the run has reported no head commit"
-	case pr.HeadSHA != att.HeadCommit:
-		return fmt.Sprintf("its head is %.12s, not the run's commit %.12s", pr.HeadSHA, att.HeadCommit)
-	}
-	return ""
+	return pullmatch.Mismatch(pullmatch.Want{Repository: rec.Repository, Bot: bot, Branch: want, Head: att.HeadCommit},
+		pullmatch.Got{HeadRepo: pr.HeadRepo, Author: pr.Author, HeadRef: pr.HeadRef, HeadSHA: pr.HeadSHA})
 }
 
 // takePull records the pull request a run reports, after checking on GitHub that it is
@@ -350,7 +338,7 @@ func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int,
 	switch {
 	case number < 1:
 		return refuse(RefusalInvalidReport, "in-review needs the pull request number")
-	case !isCommit(head):
+	case !revision.IsObjectID(head):
 		return refuse(RefusalInvalidReport, "the pull request's head commit %q: want the 40-hex commit the run pushed", head)
 	case rec.PullRequest != 0 && rec.PullRequest != number:
 		return refuse(RefusalInvalidReport, "the work item's pull request is #%d, not #%d", rec.PullRequest, number)
@@ -375,18 +363,6 @@ func (s *Service) takePull(ctx context.Context, gh GitHub, it *item, number int,
 	}
 	rec.PullRequest, rec.WorkBranch, rec.PullHead = number, pr.HeadRef, head
 	return nil
-}
-
-func isCommit(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // CheckRerequest is a check_run "rerequested" webhook: someone pressed Re-run on a

@@ -51,7 +51,7 @@ var errMergeUnknown = errors.New("GitHub has not computed whether the pull reque
 // Pushes to a work branch arrive as pull_request synchronize (HandlePull).
 func (s *Service) HandlePush(ctx context.Context, gh GitHub, ev PushEvent) error {
 	branch, ok := strings.CutPrefix(ev.Ref, "refs/heads/")
-	if !ok || ev.Deleted || !isCommit(ev.After) {
+	if !ok || ev.Deleted || !revision.IsObjectID(ev.After) {
 		return nil
 	}
 	var issues []int
@@ -164,9 +164,8 @@ func (s *Service) maybeUpdate(ctx context.Context, gh GitHub, it *item, pol repo
 		return true, nil
 	}
 	if conflicts {
-		// GitHub judged the merge against the base branch as it is now, which may be past
-		// the push this look began with (pushes in a row): the round merges that head, so
-		// one round settles them all. Unread, the push's own head still does.
+		// GitHub judged the merge against the base's head now, perhaps past this push (pushes
+		// in a row): the round merges that head, one round for all; unread, the push's.
 		if head, err := gh.BranchHead(ctx, rec.Repository, rec.BaseBranch); err == nil && revision.IsCommitID(head) {
 			to = head
 		}

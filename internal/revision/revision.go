@@ -28,6 +28,12 @@ func Valid(s string) bool {
 	return err == nil && strings.ToLower(hexPart) == hexPart
 }
 
+// IsObjectID reports whether s is a full git object id of either format: 40 lower-case
+// hex digits (SHA-1) or 64 (SHA-256), as GitHub may name commits of either.
+func IsObjectID(s string) bool {
+	return (len(s) == 40 || len(s) == 64) && strings.Trim(s, "0123456789abcdef") == ""
+}
+
 // IsCommitID reports whether s is a full git commit id: 40 lower-case hex digits (the
 // SHA-1 object format, the one Bumper's git handling accepts). Content named by one
 // never changes, which is what lets it be cached.
