@@ -108,7 +108,18 @@ type retryWindow struct {
 	// writing is when the answer began to be written: the client can read it no
 	// earlier, and may read it before Answered runs.
 	writing time.Time
+	// conn is the connection that carried the limited request (its client's address
+	// and port).
+	conn string
 }
+
+// inFlight is how long after a limit's answer was written a request of its credential
+// on another connection may still have been sent before the client read that answer:
+// the request was on its way, or waiting for a busy host to schedule the goroutine
+// that reads it. On the limited request's own connection there is no such window:
+// HTTP/1.1 answers a connection's requests in order, so its client had the answer
+// before it sent the next one there.
+const inFlight = 100 * time.Millisecond
 
 // EarlyRetry is a request that came before the Retry-After its credential was given
 // had run out.
@@ -282,6 +293,8 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 		case win.pending || !now.After(win.told):
 			// Sent before the limit's answer went out (its added latency, a busy host's
 			// delay in writing it): the client could not know yet.
+		case r.RemoteAddr != win.conn && now.Sub(win.told) < inFlight:
+			// Sent, on another connection, while the answer was on its way to the client.
 		case now.Before(win.until):
 			f.early = append(f.early, EarlyRetry{Credential: cred, Method: r.Method, Path: r.URL.Path, Early: win.until.Sub(now)})
 		default:
@@ -337,7 +350,7 @@ func (f *Faults) Decide(r *http.Request, method, template string) Decision {
 			// The client hears of the limit once the answer is written, after the rule's
 			// latency; Retry-After counts from then.
 			told := now.Add(d.Delay)
-			f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(retryAfter) * time.Second), pending: true}
+			f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(retryAfter) * time.Second), pending: true, conn: r.RemoteAddr}
 			f.counts[k.kind]++
 		case Race:
 			if msg, ok := Races[method+" "+normalise(template)]; ok {
@@ -393,7 +406,7 @@ func (f *Faults) Answered(r *http.Request, fault *Fault, heard bool) {
 	if at.After(told) {
 		told = at
 	}
-	f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(fault.RetryAfter) * time.Second)}
+	f.retryUntil[cred] = retryWindow{told: told, until: told.Add(time.Duration(fault.RetryAfter) * time.Second), conn: win.conn}
 }
 
 // Count counts a fault that was answered (see Decide).
