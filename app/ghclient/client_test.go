@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
 	"github.com/bumperdev/bumper/ghemu/faults"
+	"github.com/bumperdev/bumper/ghemu/gitserver"
 )
 
 // client is the adapter on an installation token of the emulator's default repository.
@@ -109,5 +111,61 @@ func TestCommentsOfMissingIssue(t *testing.T) {
 	c, repo := client(t)
 	if _, err := c.Comments(context.Background(), repo, 999); !errors.Is(err, workitem.ErrNotFound) {
 		t.Fatalf("comments of #999: %v; want workitem.ErrNotFound", err)
+	}
+}
+
+// TestOpenPulls: the open pull requests into one base branch, with their head
+// repository and branch, which is how a push to the base finds the work items it
+// concerns; closed ones and those into other branches are not listed.
+func TestOpenPulls(t *testing.T) {
+	ctx := context.Background()
+	e := emutest.New(t, ghemu.Options{})
+	tok := emutest.InstallationToken(t, e, ghemu.DefaultOrg, ghemu.DefaultRepo, map[string]string{"pull_requests": "read"})
+	gh := gogithub.NewClient(nil).WithAuthToken(tok)
+	base, err := url.Parse(strings.TrimRight(e.BaseURL(), "/") + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh.BaseURL = base
+	c, repo := &Client{gh: gh}, ghemu.DefaultOrg+"/"+ghemu.DefaultRepo
+	bot := emutest.InstallationClient(t, e)
+	refs, err := e.Git().Refs(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(branch, into string) int {
+		t.Helper()
+		if err := e.Git().UpdateRef(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "refs/heads/"+branch, refs["refs/heads/main"], ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Git().CommitFiles(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, branch, refs["refs/heads/main"], map[string][]byte{branch + ".txt": []byte("x")}, "Add "+branch,
+			gitserver.Signature{Name: "bumper", Email: "bumper@example.test"}); err != nil {
+			t.Fatal(err)
+		}
+		pr, resp, err := bot.PullRequests.Create(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, &gogithub.NewPullRequest{
+			Title: gogithub.String(branch), Head: gogithub.String(branch), Base: gogithub.String(into)})
+		emutest.WantStatus(t, resp, err, 201)
+		return pr.GetNumber()
+	}
+	if err := e.Git().UpdateRef(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, "refs/heads/release", refs["refs/heads/main"], ""); err != nil {
+		t.Fatal(err)
+	}
+	first, second := open("bumper/1-1", "main"), open("bumper/2-1", "main")
+	open("bumper/3-1", "release")
+	closed := open("bumper/4-1", "main")
+	_, resp, err := bot.PullRequests.Edit(ctx, ghemu.DefaultOrg, ghemu.DefaultRepo, closed, &gogithub.PullRequest{State: gogithub.String("closed")})
+	emutest.WantStatus(t, resp, err, 200)
+	pulls, err := c.OpenPulls(ctx, repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pulls {
+		got = append(got, fmt.Sprintf("#%d %s:%s into %s", p.Number, p.HeadRepo, p.HeadRef, p.BaseRef))
+	}
+	want := []string{fmt.Sprintf("#%d %s:bumper/1-1 into main", first, repo), fmt.Sprintf("#%d %s:bumper/2-1 into main", second, repo)}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("open pull requests into main: %q, want %q", got, want)
 	}
 }

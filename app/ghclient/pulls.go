@@ -12,6 +12,29 @@ import (
 	"github.com/bumperdev/bumper/app/workitem"
 )
 
+// OpenPulls implements workitem.GitHub; it follows every page.
+func (c *Client) OpenPulls(ctx context.Context, repo, base string) ([]workitem.Pull, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return nil, err
+	}
+	opts := &gogithub.PullRequestListOptions{State: "open", Base: base, ListOptions: gogithub.ListOptions{PerPage: perPage}}
+	var out []workitem.Pull
+	for {
+		page, resp, err := c.gh.PullRequests.List(ctx, owner, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range page {
+			out = append(out, PullOf(pr))
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
 // PullFiles implements workitem.GitHub; it follows every page (GitHub lists at most
 // 3000 files).
 func (c *Client) PullFiles(ctx context.Context, repo string, number int) ([]workitem.PullFile, error) {

@@ -31,7 +31,8 @@ type CommentEvent struct {
 	IsPull bool
 }
 
-// itemByPull finds the work item whose pull request is number.
+// itemByPull finds the work item whose pull request is number, as far as this
+// replica's index knows.
 func (s *Service) itemByPull(repo string, number int) (int, bool) {
 	for _, rec := range s.idx.ByRepository(repo) {
 		if rec.PullRequest == number && number != 0 {
@@ -39,6 +40,39 @@ func (s *Service) itemByPull(repo string, number int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// pullItem is the work item a pull request may be the pull request of: the index's,
+// else the one its work branch names (this replica may not have seen the run report
+// it; a renamed branch is known by number). The name proves nothing: anyone can name a
+// fork's branch so; the caller checks the item's record names this pull request.
+func (s *Service) pullItem(repo string, number int, headRef string) (int, bool) {
+	if n, ok := s.itemByPull(repo, number); ok {
+		return n, true
+	}
+	n, _, ok := WorkBranch(headRef)
+	return n, ok
+}
+
+// commentedPull is the work item whose pull request a command was given on, if it may
+// be one (pullItem); a comment's payload does not name the branch, so a pull request
+// this replica's index does not know is read.
+func (s *Service) commentedPull(ctx context.Context, gh GitHub, repo string, number int) (int, bool, error) {
+	if n, ok := s.itemByPull(repo, number); ok {
+		return n, true, nil
+	}
+	pr, err := gh.PullRequest(ctx, repo, number)
+	if errors.Is(err, ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("failed to read pull request #%d: %w", number, err)
+	}
+	if !strings.EqualFold(pr.HeadRepo, repo) {
+		return 0, false, nil
+	}
+	n, ok := s.pullItem(repo, number, pr.HeadRef)
+	return n, ok, nil
 }
 
 // HandleComment runs the command a comment gives, if any.
@@ -61,10 +95,10 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	repo, n := ev.Repo.FullName, ev.Issue.Number
 	where := n // replies go where the command was given
 	if ev.IsPull {
-		issue, ok := s.itemByPull(repo, n)
-		if !ok {
+		issue, ok, err := s.commentedPull(ctx, gh, repo, n)
+		if err != nil || !ok {
 			// Not a Bumper pull request: its commands are someone else's business.
-			return nil
+			return err
 		}
 		n = issue
 	}
@@ -88,6 +122,9 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	}
 	if it != nil && it.stored.Handled(ev.Delivery) {
 		return nil
+	}
+	if ev.IsPull && (it == nil || it.rec.PullRequest != where) {
+		return nil // a branch named as the item's work branch, not its pull request
 	}
 	pol, err := s.policy(ctx, gh, repo)
 	if err != nil && !isInvalidPolicy(err) {

@@ -72,7 +72,7 @@ func TestRoundCosts(t *testing.T) {
 	e.inReview()
 	before = e.calls()
 	e.must(e.pushEvent(e.elsewhereOnMain()))
-	check(t, "a base push, the pull request behind", e.callsSince(before), map[string]int{"Comment": 2, "PullRequest": 2, "UpToDateRequired": 1, "Reviews": 1,
+	check(t, "a base push, the pull request behind", e.callsSince(before), map[string]int{"OpenPulls": 1, "Comment": 2, "PullRequest": 2, "UpToDateRequired": 1, "Reviews": 1,
 		"PullFiles": 1, "UpdateBranch": 1, "EditComment": 1})
 	before = e.calls()
 	for _, ev := range e.gh.Sent() {
@@ -85,6 +85,6 @@ func TestRoundCosts(t *testing.T) {
 	e.inReview()
 	before = e.calls()
 	e.must(e.pushEvent(e.conflictOnMain()))
-	check(t, "a base push, the pull request conflicting", e.callsSince(before), map[string]int{"Comment": 2, "PullRequest": 2, "BranchHead": 1, "Reviews": 1, "File": 1,
+	check(t, "a base push, the pull request conflicting", e.callsSince(before), map[string]int{"OpenPulls": 1, "Comment": 2, "PullRequest": 2, "BranchHead": 1, "Reviews": 1, "File": 1,
 		"CreateRef": 1, "Dispatch": 1, "EditComment": 1, "AddLabel": 1, "RemoveLabel": 1})
 }

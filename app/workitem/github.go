@@ -8,8 +8,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bumperdev/bumper/app/workitem/agentwords"
 	"github.com/bumperdev/bumper/app/workitem/protectionnotice"
 	"github.com/bumperdev/bumper/app/workitem/recordtrust"
+	"github.com/bumperdev/bumper/app/workitem/verdictpost"
 )
 
 // Issue is what the App needs to know about an issue.
@@ -49,27 +51,14 @@ type Pull struct {
 
 // PullFile is one file a pull request changes, with its diff hunks as GitHub gives them
 // (Patch is empty for a binary file or a diff too large to show).
-type PullFile struct {
-	Path  string
-	Patch string
-}
+type PullFile = verdictpost.File
 
-// Review is a pull request review the App posts. Event is COMMENT or REQUEST_CHANGES:
-// the App never approves.
-type Review struct {
-	CommitID string
-	Event    string
-	Body     string
-	Comments []ReviewComment
-}
+// Review is a pull request review the App posts, with its inline comments
+// (ReviewComment).
+type Review = verdictpost.Review
 
 // ReviewComment is an inline comment of a review, on one line of the diff.
-type ReviewComment struct {
-	Path string
-	Line int
-	Side string // LEFT or RIGHT
-	Body string
-}
+type ReviewComment = verdictpost.Comment
 
 // CheckRun is a check run as the App posts it (completed) or reads it.
 type CheckRun struct {
@@ -91,38 +80,11 @@ type CheckRun struct {
 type RequiredCheck = protectionnotice.RequiredCheck
 
 // ReviewInfo is a pull request review as the App reads it.
-type ReviewInfo struct {
-	ID       int64
-	User     string
-	UserType string
-	// Association is GitHub's author_association (OWNER, MEMBER, COLLABORATOR,
-	// CONTRIBUTOR, NONE, …): for people to read; permission decides.
-	Association string
-	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING
-	CommitID    string
-	Body        string
-	SubmittedAt time.Time
-}
+type ReviewInfo = agentwords.Review
 
 // PullComment is a pull request review comment: one on a line of the diff, in a review
 // (ReviewID), maybe answering a thread's first comment (InReplyTo).
-type PullComment struct {
-	ID          int64
-	ReviewID    int64
-	InReplyTo   int64
-	Author      string
-	AuthorType  string
-	Association string
-	Body        string
-	Path        string
-	Line        int
-	StartLine   int
-	Side        string // LEFT or RIGHT
-	DiffHunk    string
-	CommitID    string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
+type PullComment = agentwords.PullComment
 
 // Protection is what a branch's protection enforces, as far as the App checks it.
 type Protection = protectionnotice.Protection
@@ -168,6 +130,9 @@ type GitHub interface {
 	Comment(ctx context.Context, repo string, id int64) (Comment, error)
 	// PullRequest reads one pull request; ErrNotFound when absent.
 	PullRequest(ctx context.Context, repo string, number int) (Pull, error)
+	// OpenPulls lists the open pull requests into base, every page, without their
+	// mergeability (GitHub's list does not compute it).
+	OpenPulls(ctx context.Context, repo, base string) ([]Pull, error)
 	CreateComment(ctx context.Context, repo string, issue int, body string) (int64, error)
 	EditComment(ctx context.Context, repo string, id int64, body string) error
 	AddLabel(ctx context.Context, repo string, issue int, label string) error

@@ -52,7 +52,7 @@ func (s *Service) postVerdict(ctx context.Context, gh GitHub, it *item, pol repo
 		if err != nil {
 			return o, fmt.Errorf("failed to list the files of pull request #%d: %w", rec.PullRequest, err)
 		}
-		o.posted = postedReview(o.Review(postFiles(files)))
+		o.posted = o.Review(files)
 		if o.Rec.ReviewID, err = gh.CreateReview(ctx, rec.Repository, rec.PullRequest, o.posted); err != nil {
 			return o, fmt.Errorf("failed to post the review of pull request #%d: %w", rec.PullRequest, err)
 		}
@@ -144,24 +144,6 @@ func (s *Service) reviewMissing(ctx context.Context, gh GitHub, it *item, why st
 		return err
 	}
 	return s.reviewed(ctx, gh, it, pol, o)
-}
-
-// postFiles are the pull request's files as verdictpost reads them.
-func postFiles(files []PullFile) []verdictpost.File {
-	out := make([]verdictpost.File, len(files))
-	for i, f := range files {
-		out[i] = verdictpost.File{Path: f.Path, Patch: f.Patch}
-	}
-	return out
-}
-
-// postedReview is verdictpost's review as the GitHub port posts it.
-func postedReview(r verdictpost.Review) Review {
-	out := Review{CommitID: r.CommitID, Event: r.Event, Body: r.Body}
-	for _, c := range r.Comments {
-		out.Comments = append(out.Comments, ReviewComment{Path: c.Path, Line: c.Line, Side: c.Side, Body: c.Body})
-	}
-	return out
 }
 
 // checkRunOf is verdictpost's check as the GitHub port posts it.

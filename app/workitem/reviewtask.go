@@ -37,12 +37,7 @@ func (w words) Permission(ctx context.Context, user string) (string, error) {
 }
 
 func (w words) IssueComments(ctx context.Context) ([]agentwords.Comment, error) {
-	cs, err := w.gh.Comments(ctx, w.rec.Repository, w.rec.Issue)
-	out := make([]agentwords.Comment, len(cs))
-	for i, c := range cs {
-		out[i] = agentwords.Comment(c)
-	}
-	return out, err
+	return w.gh.Comments(ctx, w.rec.Repository, w.rec.Issue)
 }
 
 func (w words) Comment(ctx context.Context, id int64) (agentwords.Comment, bool, error) {
@@ -50,7 +45,7 @@ func (w words) Comment(ctx context.Context, id int64) (agentwords.Comment, bool,
 	if errors.Is(err, ErrNotFound) {
 		return agentwords.Comment{}, false, nil
 	}
-	return agentwords.Comment(c), err == nil, err
+	return c, err == nil, err
 }
 
 func (w words) Review(ctx context.Context, id int64) (agentwords.Review, bool, error) {
@@ -58,14 +53,9 @@ func (w words) Review(ctx context.Context, id int64) (agentwords.Review, bool, e
 	if errors.Is(err, ErrNotFound) {
 		return agentwords.Review{}, false, nil
 	}
-	return agentwords.Review(rv), err == nil, err
+	return rv, err == nil, err
 }
 
 func (w words) PullComments(ctx context.Context) ([]agentwords.PullComment, error) {
-	cs, err := w.gh.PullComments(ctx, w.rec.Repository, w.rec.PullRequest)
-	out := make([]agentwords.PullComment, len(cs))
-	for i, c := range cs {
-		out[i] = agentwords.PullComment(c)
-	}
-	return out, err
+	return w.gh.PullComments(ctx, w.rec.Repository, w.rec.PullRequest)
 }

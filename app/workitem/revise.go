@@ -277,11 +277,9 @@ func findingsInput(rec *ledger.Record, pol repoconfig.Config, o verdictOutcome) 
 // nothing. what ends the debug line that says so.
 func (s *Service) reviewOf(ctx context.Context, ev ReviewEvent, what string) (int, zerolog.Logger, bool, error) {
 	rv := ev.Review
-	n, ok := s.itemByPull(ev.Repo.FullName, ev.Number)
+	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.HeadRef)
 	if !ok {
-		if n, _, ok = WorkBranch(ev.HeadRef); !ok {
-			return 0, zerolog.Nop(), false, nil
-		}
+		return 0, zerolog.Nop(), false, nil
 	}
 	bot, err := s.botLogin(ctx)
 	if err != nil {

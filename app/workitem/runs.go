@@ -234,11 +234,9 @@ func WorkBranch(ref string) (issue, attempt int, ok bool) { return ledger.ParseW
 // bumper/<issue>-<attempt>.
 func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error {
 	// By number first: a renamed work branch's pull request is still the item's.
-	n, ok := s.itemByPull(ev.Repo.FullName, ev.Number)
+	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.HeadRef)
 	if !ok {
-		if n, _, ok = WorkBranch(ev.HeadRef); !ok {
-			return nil
-		}
+		return nil
 	}
 	defer s.lock(ledger.ID(ev.Repo.FullName, n))()
 	it, err := s.load(ctx, gh, ev.Repo, n)

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,21 +50,37 @@ var errMergeUnknown = errors.New("GitHub has not computed whether the pull reque
 // HandlePush follows pushes to the base branches of work items' pull requests: a pull
 // request in review is looked at now; one a run works on, once it is back in review.
 // Pushes to a work branch arrive as pull_request synchronize (HandlePull).
+//
+// The items are those this replica knows of and those whose pull requests GitHub lists
+// into the branch: replicas behind one load balancer each see some of the webhooks, so
+// this one may never have seen the run report the pull request, and a push it alone
+// receives must not pass the item by.
 func (s *Service) HandlePush(ctx context.Context, gh GitHub, ev PushEvent) error {
 	branch, ok := strings.CutPrefix(ev.Ref, "refs/heads/")
-	if !ok || ev.Deleted || !revision.IsObjectID(ev.After) {
+	if _, _, work := WorkBranch(branch); !ok || work || ev.Deleted || !revision.IsObjectID(ev.After) {
 		return nil
 	}
-	var issues []int
+	seen := map[int]bool{}
 	for _, rec := range s.idx.ByRepository(ev.Repo.FullName) {
 		if rec.PullRequest != 0 && rec.BaseBranch == branch && !rec.State.Terminal() {
-			issues = append(issues, rec.Issue)
+			seen[rec.Issue] = true
 		}
 	}
-	sort.Ints(issues)
 	var errs []error
+	pulls, err := gh.OpenPulls(ctx, ev.Repo.FullName, branch)
+	if err != nil {
+		// The items known are still looked at; the delivery fails, so that the rest are
+		// when it is handled again.
+		errs = append(errs, fmt.Errorf("failed to list the pull requests into %s: %w", branch, err))
+	}
+	for _, p := range pulls {
+		if n, ok := s.pullItem(ev.Repo.FullName, p.Number, p.HeadRef); ok && strings.EqualFold(p.HeadRepo, ev.Repo.FullName) {
+			seen[n] = true
+		}
+	}
+	issues := slices.Sorted(maps.Keys(seen))
 	for _, n := range issues {
-		if err := s.baseMovedOn(ctx, gh, ev, n); err != nil {
+		if err := s.baseMovedOn(ctx, gh, ev, branch, n); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -72,14 +89,17 @@ func (s *Service) HandlePush(ctx context.Context, gh GitHub, ev PushEvent) error
 
 // baseMovedOn notes the base's new head on one work item and, if its pull request is in
 // review, looks at whether it still merges.
-func (s *Service) baseMovedOn(ctx context.Context, gh GitHub, ev PushEvent, issue int) error {
+func (s *Service) baseMovedOn(ctx context.Context, gh GitHub, ev PushEvent, branch string, issue int) error {
 	defer s.lock(ledger.ID(ev.Repo.FullName, issue))()
 	it, err := s.load(ctx, gh, ev.Repo, issue)
+	if errors.Is(err, errUntrusted) {
+		return nil // the issue's own events mark it
+	}
 	if err != nil || it == nil {
 		return err
 	}
 	rec := it.rec
-	if it.stored.Handled(ev.Delivery) || rec.PullRequest == 0 || rec.State.Terminal() {
+	if it.stored.Handled(ev.Delivery) || rec.PullRequest == 0 || rec.BaseBranch != branch || rec.State.Terminal() {
 		return nil
 	}
 	rec.BaseMoved = ev.After
@@ -218,7 +238,7 @@ func (s *Service) maybeUpdate(ctx context.Context, gh GitHub, it *item, pol repo
 	if err != nil {
 		return true, fmt.Errorf("failed to update the branch of pull request #%d: %w", rec.PullRequest, err)
 	}
-	rec.Updating = &ledger.BranchUpdate{From: rec.PullHead, To: to, Diff: verdictpost.DiffDigest(postFiles(files)), At: s.now().UTC()}
+	rec.Updating = &ledger.BranchUpdate{From: rec.PullHead, To: to, Diff: verdictpost.DiffDigest(files), At: s.now().UTC()}
 	rec.BranchUpdates++
 	rec.Reason = fmt.Sprintf("%s: GitHub merges it into %s (update %d of %d, no VM)", what, rec.WorkBranch, used+1, bound)
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Pull, rec.PullRequest).Msg("asked GitHub to update the pull request's branch")
@@ -246,7 +266,7 @@ func (s *Service) branchUpdated(ctx context.Context, gh GitHub, it *item, head s
 	}
 	v := rec.Verdict
 	switch {
-	case verdictpost.DiffDigest(postFiles(files)) == u.Diff && v != nil && v.Head == u.From:
+	case verdictpost.DiffDigest(files) == u.Diff && v != nil && v.Head == u.From:
 		id, err := gh.CreateCheckRun(ctx, rec.Repository, checkRunOf(verdictpost.Carried(v, u, head)))
 		if err != nil {
 			return fmt.Errorf("failed to post %s on %.12s: %w", CheckVerdict, head, err)

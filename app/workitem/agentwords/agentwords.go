@@ -18,20 +18,14 @@ import (
 	"github.com/bumperdev/bumper/app/command"
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/recordtrust"
 )
 
 // findingAuthor is the author a finding of Bumper's reviewer carries in a task.
 const findingAuthor = "bumper"
 
 // Comment is an issue comment.
-type Comment struct {
-	ID         int64
-	Author     string
-	AuthorType string // User, Bot, Organization
-	Body       string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-}
+type Comment = recordtrust.Comment
 
 // Review is a pull request review.
 type Review struct {

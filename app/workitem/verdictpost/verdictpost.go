@@ -37,11 +37,13 @@ type Check struct {
 	Head, Conclusion, Title, Summary string
 }
 
-// File is a file of the pull request's diff, with its patch as GitHub gives it.
+// File is a file of the pull request's diff, with its patch as GitHub gives it (empty
+// for a binary file or a diff too large to show).
 type File struct{ Path, Patch string }
 
-// Review is the pull request review of a valid verdict; Comments are on lines of the
-// diff. Event is always COMMENT.
+// Review is a pull request review as the App posts it; Comments are on lines of the
+// diff. Event is COMMENT or REQUEST_CHANGES: the App never approves, and a verdict's
+// review is always COMMENT.
 type Review struct {
 	CommitID, Event, Body string
 	Comments              []Comment

@@ -213,6 +213,25 @@ func (c client) PullRequest(_ context.Context, repoName string, number int) (wor
 	return r.pullView(number), nil
 }
 
+// OpenPulls implements workitem.GitHub: the open pull requests into base, by number,
+// their mergeability null as in GitHub's list.
+func (c client) OpenPulls(_ context.Context, repoName, base string) ([]workitem.Pull, error) {
+	r, unlock, err := c.call("OpenPulls", repoName)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []workitem.Pull
+	for _, n := range slices.Sorted(maps.Keys(r.issues)) {
+		if p := r.issues[n].pull; p != nil && p.State == "open" && p.BaseRef == base {
+			v := *p
+			v.Mergeable, v.MergeableState = nil, ""
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
 // CreateComment implements workitem.GitHub: the App's comment, on an issue or a pull
 // request.
 func (c client) CreateComment(_ context.Context, repoName string, number int, body string) (int64, error) {
