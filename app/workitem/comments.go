@@ -13,6 +13,7 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
+	"github.com/bumperdev/bumper/app/workitem/pullmatch"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 )
 
@@ -31,34 +32,15 @@ type CommentEvent struct {
 	IsPull bool
 }
 
-// itemByPull finds the work item whose pull request is number, as far as this
-// replica's index knows.
-func (s *Service) itemByPull(repo string, number int) (int, bool) {
-	for _, rec := range s.idx.ByRepository(repo) {
-		if rec.PullRequest == number && number != 0 {
-			return rec.Issue, true
-		}
-	}
-	return 0, false
+// pullItem is pullmatch.Item on this replica's index.
+func (s *Service) pullItem(repo string, number int, headRepo, headRef string) (int, bool) {
+	return pullmatch.Item(s.idx.ByRepository(repo), repo, number, headRepo, headRef)
 }
 
-// pullItem is the work item a pull request may be the pull request of: the index's,
-// else the one its work branch names (this replica may not have seen the run report
-// it; a renamed branch is known by number). The name proves nothing: anyone can name a
-// fork's branch so; the caller checks the item's record names this pull request.
-func (s *Service) pullItem(repo string, number int, headRef string) (int, bool) {
-	if n, ok := s.itemByPull(repo, number); ok {
-		return n, true
-	}
-	n, _, ok := WorkBranch(headRef)
-	return n, ok
-}
-
-// commentedPull is the work item whose pull request a command was given on, if it may
-// be one (pullItem); a comment's payload does not name the branch, so a pull request
-// this replica's index does not know is read.
-func (s *Service) commentedPull(ctx context.Context, gh GitHub, repo string, number int) (int, bool, error) {
-	if n, ok := s.itemByPull(repo, number); ok {
+// itemOfPull is pullItem when an event names the pull request by number alone (a
+// comment, a check run): one this replica's index does not know is read from GitHub.
+func (s *Service) itemOfPull(ctx context.Context, gh GitHub, repo string, number int) (int, bool, error) {
+	if n, ok := s.pullItem(repo, number, "", ""); ok {
 		return n, true, nil
 	}
 	pr, err := gh.PullRequest(ctx, repo, number)
@@ -68,10 +50,7 @@ func (s *Service) commentedPull(ctx context.Context, gh GitHub, repo string, num
 	if err != nil {
 		return 0, false, fmt.Errorf("failed to read pull request #%d: %w", number, err)
 	}
-	if !strings.EqualFold(pr.HeadRepo, repo) {
-		return 0, false, nil
-	}
-	n, ok := s.pullItem(repo, number, pr.HeadRef)
+	n, ok := s.pullItem(repo, number, pr.HeadRepo, pr.HeadRef)
 	return n, ok, nil
 }
 
@@ -95,7 +74,7 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	repo, n := ev.Repo.FullName, ev.Issue.Number
 	where := n // replies go where the command was given
 	if ev.IsPull {
-		issue, ok, err := s.commentedPull(ctx, gh, repo, n)
+		issue, ok, err := s.itemOfPull(ctx, gh, repo, n)
 		if err != nil || !ok {
 			// Not a Bumper pull request: its commands are someone else's business.
 			return err

@@ -2,6 +2,7 @@ package workitem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -148,23 +149,29 @@ func (s *Service) HandleCheck(ctx context.Context, gh GitHub, ev CheckEvent) err
 	if ev.Name == CheckEvidence || ev.Name == CheckVerdict || !slices.Contains(failing, ev.Conclusion) {
 		return nil
 	}
-	for _, rec := range s.idx.ByRepository(ev.Repo.FullName) {
-		if rec.PullRequest == 0 || !slices.Contains(ev.PullRequests, rec.PullRequest) {
-			continue
+	for _, pr := range ev.PullRequests {
+		n, ok, err := s.itemOfPull(ctx, gh, ev.Repo.FullName, pr)
+		if err != nil {
+			return err
 		}
-		return s.checkFailed(ctx, gh, ev, rec.Issue)
+		if ok {
+			return s.checkFailed(ctx, gh, ev, n, pr)
+		}
 	}
 	return nil
 }
 
-func (s *Service) checkFailed(ctx context.Context, gh GitHub, ev CheckEvent, issue int) error {
+func (s *Service) checkFailed(ctx context.Context, gh GitHub, ev CheckEvent, issue, pr int) error {
 	defer s.lock(ledger.ID(ev.Repo.FullName, issue))()
 	it, err := s.load(ctx, gh, ev.Repo, issue)
+	if errors.Is(err, errUntrusted) {
+		return nil // the issue's own events mark it
+	}
 	if err != nil || it == nil {
 		return err
 	}
 	rec := it.rec
-	if it.stored.Handled(ev.Delivery) || rec.State != ledger.InReview || rec.PullHead != ev.HeadSHA || rec.Updating != nil {
+	if it.stored.Handled(ev.Delivery) || rec.PullRequest != pr || rec.State != ledger.InReview || rec.PullHead != ev.HeadSHA || rec.Updating != nil {
 		// A check on an older head, or one that fails while a run is under way (the next
 		// review hands the item back and looks at the checks then), changes nothing now.
 		return nil

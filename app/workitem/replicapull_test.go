@@ -104,3 +104,70 @@ func TestAttackDecoyPullRequestOfTheWorkItem(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckReachesAReplicaThatMissedThePullRequest: a required check failing on the
+// pull request reaches the replica that missed it: the fix round starts all the same.
+func TestCheckReachesAReplicaThatMissedThePullRequest(t *testing.T) {
+	e := newEnv(t, "")
+	it, stale := staleReplica(t, e, false)
+	e.svc = stale
+	e.must(e.checkEvent(e.ciFails(it)))
+	e.expect(it.n, ledger.Running)
+	if st := e.lastRun().Inputs[wire.DispatchInputStage]; st != workitem.StageFix {
+		t.Fatalf("dispatched a %s run, want a fix round", st)
+	}
+}
+
+// failedWithPull is an item whose fix round failed, its pull request still on the
+// record, and a replica that saw none of it.
+func failedWithPull(t *testing.T) (*env, *item, *workitem.Service) {
+	t.Helper()
+	e := newEnv(t, "version: 1\nbounds:\n  fix_rounds: 1\n")
+	stale := e.replica()
+	it := e.fixing()
+	e.must(e.runEvent(e.gh.CompleteRun(repoName, it.run.ID, "failure")))
+	if rec := e.expect(it.n, ledger.Failed); rec.PullRequest != it.pr {
+		t.Fatalf("the failed item's record names pull request #%d, want #%d", rec.PullRequest, it.pr)
+	}
+	return e, it, stale
+}
+
+// TestRerequestReachesAReplicaThatMissedThePullRequest: Re-run on a check of a failed
+// item's pull request, handled by a replica that missed it, is /retry all the same.
+func TestRerequestReachesAReplicaThatMissedThePullRequest(t *testing.T) {
+	e, it, stale := failedWithPull(t)
+	e.svc = stale
+	e.must(e.svc.HandleCheckRerequest(e.ctx, e.gh.Client(), e.gh.Rerequest(repoName, it.pr, writer)))
+	e.expect(it.n, ledger.AwaitingApproval)
+}
+
+// TestAttackDecoyPullRequestChecks: a writer's pull request under a later attempt's
+// branch name, its check failing and Re-run pressed on it, reaching a replica that
+// knows neither pull request: the failed item is not retried, and no fix round starts
+// for an item in review.
+func TestAttackDecoyPullRequestChecks(t *testing.T) {
+	decoy := func(e *env, it *item) int {
+		e.gh.Commit(repoName, workitem.WorkBranchName(it.n, 2), map[string]string{"widgets.sh": "echo 9\n"})
+		return e.gh.OpenPull(repoName, workitem.Pull{Author: writer, HeadRef: workitem.WorkBranchName(it.n, 2)})
+	}
+	t.Run("Re-run on the decoy of a failed item", func(t *testing.T) {
+		e, it, stale := failedWithPull(t)
+		pr := decoy(e, it)
+		e.svc = stale
+		e.must(e.svc.HandleCheckRerequest(e.ctx, e.gh.Client(), e.gh.Rerequest(repoName, pr, writer)))
+		e.expect(it.n, ledger.Failed)
+	})
+	t.Run("the required check failing on the decoy of an item in review", func(t *testing.T) {
+		e := newEnv(t, "")
+		it, stale := staleReplica(t, e, false)
+		pr := decoy(e, it)
+		e.svc = stale
+		runs := len(e.runs())
+		ev := e.gh.CheckResult(repoName, workitem.CheckRun{Name: ciCheck, HeadSHA: e.gh.Pull(repoName, pr).HeadSHA, Conclusion: "failure"}, ciApp)
+		e.must(e.checkEvent(ev))
+		e.expect(it.n, ledger.InReview)
+		if len(e.runs()) != runs {
+			t.Fatalf("a run was dispatched for the decoy's check")
+		}
+	})
+}

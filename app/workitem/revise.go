@@ -277,7 +277,7 @@ func findingsInput(rec *ledger.Record, pol repoconfig.Config, o verdictOutcome) 
 // nothing. what ends the debug line that says so.
 func (s *Service) reviewOf(ctx context.Context, ev ReviewEvent, what string) (int, zerolog.Logger, bool, error) {
 	rv := ev.Review
-	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.HeadRef)
+	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.Repo.FullName, ev.HeadRef) // the payload names no head repository: the record decides
 	if !ok {
 		return 0, zerolog.Nop(), false, nil
 	}

@@ -234,7 +234,7 @@ func WorkBranch(ref string) (issue, attempt int, ok bool) { return ledger.ParseW
 // bumper/<issue>-<attempt>.
 func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error {
 	// By number first: a renamed work branch's pull request is still the item's.
-	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.HeadRef)
+	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.Repo.FullName, ev.HeadRef) // a fork's too: the record decides, and the log says
 	if !ok {
 		return nil
 	}
@@ -376,14 +376,23 @@ type CheckRerequest struct {
 // HandleCheckRerequest treats Re-run on a failed work item's pull request as /retry,
 // with the same permission check.
 func (s *Service) HandleCheckRerequest(ctx context.Context, gh GitHub, ev CheckRerequest) error {
-	for _, rec := range s.idx.ByRepository(ev.Repo.FullName) {
-		for _, pr := range ev.PullRequests {
-			if rec.PullRequest != pr || pr == 0 {
-				continue
+	for _, pr := range ev.PullRequests {
+		n, ok, err := s.itemOfPull(ctx, gh, ev.Repo.FullName, pr)
+		if err != nil || !ok {
+			if err != nil {
+				return err
 			}
-			return s.HandleComment(ctx, gh, CommentEvent{Delivery: ev.Delivery, Repo: ev.Repo,
-				Issue: Issue{Number: rec.Issue, Comments: -1}, Author: ev.Sender, AuthorType: ev.SenderType, Body: "/retry"})
+			continue
 		}
+		it, err := s.load(ctx, gh, ev.Repo, n)
+		if err != nil && !errors.Is(err, errUntrusted) {
+			return err
+		}
+		if err != nil || it == nil || it.rec.PullRequest != pr {
+			continue // a pull request named like the item's branch, not its own
+		}
+		return s.HandleComment(ctx, gh, CommentEvent{Delivery: ev.Delivery, Repo: ev.Repo,
+			Issue: Issue{Number: n, Comments: -1}, Author: ev.Sender, AuthorType: ev.SenderType, Body: "/retry"})
 	}
 	return nil
 }

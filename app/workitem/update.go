@@ -74,7 +74,7 @@ func (s *Service) HandlePush(ctx context.Context, gh GitHub, ev PushEvent) error
 		errs = append(errs, fmt.Errorf("failed to list the pull requests into %s: %w", branch, err))
 	}
 	for _, p := range pulls {
-		if n, ok := s.pullItem(ev.Repo.FullName, p.Number, p.HeadRef); ok && strings.EqualFold(p.HeadRepo, ev.Repo.FullName) {
+		if n, ok := s.pullItem(ev.Repo.FullName, p.Number, p.HeadRepo, p.HeadRef); ok {
 			seen[n] = true
 		}
 	}
