@@ -32,16 +32,16 @@ type CommentEvent struct {
 	IsPull bool
 }
 
-// pullItem is pullmatch.Item on this replica's index.
-func (s *Service) pullItem(repo string, number int, headRepo, headRef string) (int, bool) {
-	return pullmatch.Item(s.idx.ByRepository(repo), repo, number, headRepo, headRef)
-}
-
-// itemOfPull is pullItem when an event names the pull request by number alone (a
-// comment, a check run): one this replica's index does not know is read from GitHub.
-func (s *Service) itemOfPull(ctx context.Context, gh GitHub, repo string, number int) (int, bool, error) {
-	if n, ok := s.pullItem(repo, number, "", ""); ok {
+// itemOfPull is pullmatch.Item for an event that names the pull request by number
+// alone (a comment, a check run): one this replica's index does not know is read from
+// GitHub, unless its author is known (author) and is not the App.
+func (s *Service) itemOfPull(ctx context.Context, gh GitHub, repo string, number int, author string) (int, bool, error) {
+	if n, ok := pullmatch.Item(s.idx.ByRepository(repo), repo, "", number, pullmatch.Got{}); ok {
 		return n, true, nil
+	}
+	bot, err := s.botLogin(ctx)
+	if err != nil || (author != "" && !strings.EqualFold(author, bot)) {
+		return 0, false, err
 	}
 	pr, err := gh.PullRequest(ctx, repo, number)
 	if errors.Is(err, ErrNotFound) {
@@ -50,7 +50,7 @@ func (s *Service) itemOfPull(ctx context.Context, gh GitHub, repo string, number
 	if err != nil {
 		return 0, false, fmt.Errorf("failed to read pull request #%d: %w", number, err)
 	}
-	n, ok := s.pullItem(repo, number, pr.HeadRepo, pr.HeadRef)
+	n, ok := pullmatch.Item(s.idx.ByRepository(repo), repo, bot, number, pullmatch.Got{HeadRepo: pr.HeadRepo, Author: pr.Author, HeadRef: pr.HeadRef})
 	return n, ok, nil
 }
 
@@ -74,7 +74,7 @@ func (s *Service) HandleComment(ctx context.Context, gh GitHub, ev CommentEvent)
 	repo, n := ev.Repo.FullName, ev.Issue.Number
 	where := n // replies go where the command was given
 	if ev.IsPull {
-		issue, ok, err := s.itemOfPull(ctx, gh, repo, n)
+		issue, ok, err := s.itemOfPull(ctx, gh, repo, n, ev.Issue.Author)
 		if err != nil || !ok {
 			// Not a Bumper pull request: its commands are someone else's business.
 			return err

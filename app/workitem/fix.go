@@ -149,16 +149,17 @@ func (s *Service) HandleCheck(ctx context.Context, gh GitHub, ev CheckEvent) err
 	if ev.Name == CheckEvidence || ev.Name == CheckVerdict || !slices.Contains(failing, ev.Conclusion) {
 		return nil
 	}
+	// Every pull request listed is looked at: one that is not its item's (another on the
+	// same commit) must not hide the one that is.
+	var errs []error
 	for _, pr := range ev.PullRequests {
-		n, ok, err := s.itemOfPull(ctx, gh, ev.Repo.FullName, pr)
-		if err != nil {
-			return err
+		n, ok, err := s.itemOfPull(ctx, gh, ev.Repo.FullName, pr, "")
+		if err == nil && ok {
+			err = s.checkFailed(ctx, gh, ev, n, pr)
 		}
-		if ok {
-			return s.checkFailed(ctx, gh, ev, n, pr)
-		}
+		errs = append(errs, err)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (s *Service) checkFailed(ctx context.Context, gh GitHub, ev CheckEvent, issue, pr int) error {

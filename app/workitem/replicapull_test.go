@@ -1,6 +1,8 @@
 package workitem_test
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bumperdev/bumper/app/ledger"
@@ -170,4 +172,82 @@ func TestAttackDecoyPullRequestChecks(t *testing.T) {
 			t.Fatalf("a run was dispatched for the decoy's check")
 		}
 	})
+}
+
+// TestAttackDecoyOnTheItemsCommit: a writer pushes the item's head commit to a branch
+// named like a work branch and opens a pull request from it; a failing required check
+// lists both pull requests, the decoy first. The fix round starts all the same, on a
+// replica that knows the item's pull request and on one that does not.
+func TestAttackDecoyOnTheItemsCommit(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		branch func(it *item) string
+		stale  bool
+	}{
+		{"named as another item's, the replica up to date", func(*item) string { return "bumper/999-1" }, false},
+		{"named as another item's, the replica stale", func(*item) string { return "bumper/999-1" }, true},
+		{"named as the item's later attempt, the replica up to date", func(it *item) string { return workitem.WorkBranchName(it.n, 2) }, false},
+		{"named as the item's later attempt, the replica stale", func(it *item) string { return workitem.WorkBranchName(it.n, 2) }, true},
+		// An agent's run pushes the item's commit to its own work branch, and its runner
+		// opens the pull request as the App.
+		{"the App's, from an agent's own work branch, the replica stale", func(*item) string { return "bumper/999-1" }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, "")
+			it, stale := staleReplica(t, e, false)
+			author := writer
+			if strings.HasPrefix(c.name, "the App's") {
+				author = e.gh.Bot()
+			}
+			decoy := e.gh.OpenPull(repoName, workitem.Pull{Author: author, HeadRef: c.branch(it), HeadSHA: it.head})
+			if c.stale {
+				e.svc = stale
+			}
+			ev := e.ciFails(it)
+			ev.PullRequests = []int{decoy, it.pr}
+			e.must(e.checkEvent(ev))
+			e.expect(it.n, ledger.Running)
+		})
+	}
+}
+
+// TestAttackDecoysMultiplyingAPush: a writer opens pull requests into main from two
+// hundred branches named like work branches; a push to main reaching a replica that
+// knows none of them loads the one item whose pull request the App opened, not two
+// hundred; and a push to a branch that is no item's base lists nothing.
+func TestAttackDecoysMultiplyingAPush(t *testing.T) {
+	e := newEnv(t, "")
+	it, stale := staleReplica(t, e, false)
+	for i := range 200 {
+		branch := workitem.WorkBranchName(1000+i, 1)
+		e.gh.Commit(repoName, branch, map[string]string{"x": strconv.Itoa(i)})
+		e.gh.OpenPull(repoName, workitem.Pull{Author: writer, HeadRef: branch})
+	}
+	e.svc = stale
+	before := e.calls()
+	e.must(e.pushEvent(e.elsewhereOnMain()))
+	if got := e.callsSince(before); got["OpenPulls"] != 1 || got["Comments"] > 1 {
+		t.Fatalf("a push to main with 200 decoys cost %v; want one list of the pull requests and at most one item loaded", got)
+	}
+	e.record(it.n)
+	before = e.calls()
+	_, push := e.gh.PushBase(repoName, "feature-x", writer, map[string]string{"x": "y"})
+	e.must(e.pushEvent(push))
+	if got := e.callsSince(before); len(got) != 0 {
+		t.Fatalf("a push to a branch that is no item's base cost %v; want nothing", got)
+	}
+}
+
+// TestCommandOnSomeonesPullRequestReadsNothing: a command on a pull request a person
+// opened is no work item's: a replica that does not know the pull request does not read
+// it from GitHub to find out (the payload names its author).
+func TestCommandOnSomeonesPullRequestReadsNothing(t *testing.T) {
+	e := newEnv(t, "")
+	e.gh.Commit(repoName, "feature", map[string]string{"x": "y"})
+	pr := e.gh.OpenPull(repoName, workitem.Pull{Author: writer, HeadRef: "feature"})
+	before := e.calls()
+	e.comment(pr, reader, "/status")
+	if got := e.callsSince(before); len(got) != 0 {
+		t.Fatalf("a command on a person's pull request cost %v; want nothing", got)
+	}
 }

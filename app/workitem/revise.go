@@ -14,6 +14,7 @@ import (
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem/agentwords"
+	"github.com/bumperdev/bumper/app/workitem/pullmatch"
 	"github.com/bumperdev/bumper/app/workitem/roundreply"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/revision"
@@ -277,7 +278,7 @@ func findingsInput(rec *ledger.Record, pol repoconfig.Config, o verdictOutcome) 
 // nothing. what ends the debug line that says so.
 func (s *Service) reviewOf(ctx context.Context, ev ReviewEvent, what string) (int, zerolog.Logger, bool, error) {
 	rv := ev.Review
-	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.Repo.FullName, ev.HeadRef) // the payload names no head repository: the record decides
+	n, ok := pullmatch.Named(s.idx.ByRepository(ev.Repo.FullName), ev.Number, ev.HeadRef)
 	if !ok {
 		return 0, zerolog.Nop(), false, nil
 	}

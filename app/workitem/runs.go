@@ -234,7 +234,7 @@ func WorkBranch(ref string) (issue, attempt int, ok bool) { return ledger.ParseW
 // bumper/<issue>-<attempt>.
 func (s *Service) HandlePull(ctx context.Context, gh GitHub, ev PullEvent) error {
 	// By number first: a renamed work branch's pull request is still the item's.
-	n, ok := s.pullItem(ev.Repo.FullName, ev.Number, ev.Repo.FullName, ev.HeadRef) // a fork's too: the record decides, and the log says
+	n, ok := pullmatch.Named(s.idx.ByRepository(ev.Repo.FullName), ev.Number, ev.HeadRef)
 	if !ok {
 		return nil
 	}
@@ -377,7 +377,7 @@ type CheckRerequest struct {
 // with the same permission check.
 func (s *Service) HandleCheckRerequest(ctx context.Context, gh GitHub, ev CheckRerequest) error {
 	for _, pr := range ev.PullRequests {
-		n, ok, err := s.itemOfPull(ctx, gh, ev.Repo.FullName, pr)
+		n, ok, err := s.itemOfPull(ctx, gh, ev.Repo.FullName, pr, "")
 		if err != nil || !ok {
 			if err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/logkey"
+	"github.com/bumperdev/bumper/app/workitem/pullmatch"
 	"github.com/bumperdev/bumper/app/workitem/verdictpost"
 	"github.com/bumperdev/bumper/internal/repoconfig"
 	"github.com/bumperdev/bumper/internal/revision"
@@ -60,22 +61,30 @@ func (s *Service) HandlePush(ctx context.Context, gh GitHub, ev PushEvent) error
 	if _, _, work := WorkBranch(branch); !ok || work || ev.Deleted || !revision.IsObjectID(ev.After) {
 		return nil
 	}
-	seen := map[int]bool{}
-	for _, rec := range s.idx.ByRepository(ev.Repo.FullName) {
+	seen, base := map[int]bool{}, branch == ev.Repo.DefaultBranch
+	recs := s.idx.ByRepository(ev.Repo.FullName)
+	for _, rec := range recs {
+		base = base || rec.BaseBranch == branch
 		if rec.PullRequest != 0 && rec.BaseBranch == branch && !rec.State.Terminal() {
 			seen[rec.Issue] = true
 		}
 	}
 	var errs []error
-	pulls, err := gh.OpenPulls(ctx, ev.Repo.FullName, branch)
-	if err != nil {
-		// The items known are still looked at; the delivery fails, so that the rest are
-		// when it is handled again.
-		errs = append(errs, fmt.Errorf("failed to list the pull requests into %s: %w", branch, err))
-	}
-	for _, p := range pulls {
-		if n, ok := s.pullItem(ev.Repo.FullName, p.Number, p.HeadRepo, p.HeadRef); ok {
-			seen[n] = true
+	if base { // items start on the default branch: no other is any item's base
+		bot, err := s.botLogin(ctx)
+		var pulls []Pull
+		if err == nil {
+			pulls, err = gh.OpenPulls(ctx, ev.Repo.FullName, branch)
+		}
+		if err != nil {
+			// The items known are still looked at; the delivery fails, so that the rest
+			// are when it is handled again.
+			errs = append(errs, fmt.Errorf("failed to list the pull requests into %s: %w", branch, err))
+		}
+		for _, p := range pulls {
+			if n, ok := pullmatch.Item(recs, ev.Repo.FullName, bot, p.Number, pullmatch.Got{HeadRepo: p.HeadRepo, Author: p.Author, HeadRef: p.HeadRef}); ok {
+				seen[n] = true
+			}
 		}
 	}
 	issues := slices.Sorted(maps.Keys(seen))

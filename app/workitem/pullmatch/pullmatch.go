@@ -36,21 +36,35 @@ func Mismatch(want Want, got Got) string {
 	return ""
 }
 
-// Item is the work item a pull request of repo may be the pull request of, among recs
-// (the repository's records as one replica's index holds them): the one whose record
-// names it, else, for a pull request from repo itself, the one its work branch names.
-// Replicas behind one load balancer each see some of the webhooks, so one may never
-// have seen the run report its pull request; a renamed branch is known by number. A
-// branch's name proves nothing (a writer can name a branch so): the caller checks that
-// the item's record names this pull request.
-func Item(recs []*ledger.Record, repo string, number int, headRepo, headRef string) (int, bool) {
+// Item is the work item pull request number of repo may be the pull request of, among
+// recs (the repository's records as one replica's index holds them): the one whose
+// record names it; else, for a pull request the App opened (bot) from repo itself, the
+// one its work branch names. Replicas behind one load balancer each see some of the
+// webhooks, so one may never have seen the run report the pull request. Only the App's
+// own pull requests are looked at by name, so that no one's pull requests (a writer's
+// named like work branches, on an item's commit) multiply the work of an event or
+// stand in for an item's; the caller still checks that the item's record names this
+// pull request.
+func Item(recs []*ledger.Record, repo, bot string, number int, got Got) (int, bool) {
 	for _, rec := range recs {
 		if rec.PullRequest == number && number != 0 {
 			return rec.Issue, true
 		}
 	}
-	if !strings.EqualFold(headRepo, repo) {
+	if bot == "" || !strings.EqualFold(got.HeadRepo, repo) || !strings.EqualFold(got.Author, bot) {
 		return 0, false
+	}
+	n, _, ok := ledger.ParseWorkBranch(got.HeadRef)
+	return n, ok
+}
+
+// Named is the work item an event whose payload names the pull request's branch (a
+// pull_request or pull_request_review webhook) may concern: the index's, else the one
+// the branch names, a fork's or a person's included. The handler's check of the
+// record decides, and it logs a pull request that is not the item's.
+func Named(recs []*ledger.Record, number int, headRef string) (int, bool) {
+	if n, ok := Item(recs, "", "", number, Got{}); ok {
+		return n, true
 	}
 	n, _, ok := ledger.ParseWorkBranch(headRef)
 	return n, ok

@@ -117,7 +117,7 @@ func (c client) BranchHead(_ context.Context, repoName, branch string) (string, 
 }
 
 func (is *issue) view(comments int) workitem.Issue {
-	return workitem.Issue{Number: is.number, Title: is.title, Body: is.body, Labels: slices.Clone(is.labels), Comments: comments}
+	return workitem.Issue{Number: is.number, Title: is.title, Body: is.body, Labels: slices.Clone(is.labels), Comments: comments, Author: is.author}
 }
 
 func (r *repo) commentCount(number int) int {
