@@ -47,9 +47,11 @@ func withLib(s *ghemu.Seed) {
 	}
 }
 
-// TestRunWithPrivateGoModule: a Go module whose change requires a private module of
-// another repository of the same owner, listed in its policy's dependencies, gets a pull
-// request whose verification's go test passed with the agent's test of it: go fetched
+// TestRunWithPrivateGoModule: a Go module whose go.mod asks for a Go newer than Debian's,
+// and whose change requires a private module of another repository of the same owner,
+// listed in its policy's dependencies, gets a pull request whose verification's real go
+// test passed in the VM, with the toolchain its environment installed from the Go module
+// proxy and the agent's test of the private module: go fetched
 // the module through the firewall's git gateway with the dependency's own token, as the
 // runner's git rewrites and GOPRIVATE sent it. The agent's push to that repository is
 // refused and the repository is unchanged; a repository of the owner the policy does not
@@ -82,16 +84,23 @@ func TestRunWithPrivateGoModule(t *testing.T) {
 	lib, other := ghemu.DefaultOrg+"/"+libRepo, ghemu.DefaultOrg+"/"+otherRepo
 	r := w.runIssue("Quadruple with the lib", "Add Quadruple(n) with "+lib+"'s Double, with a test.\n\nscenario: golib\nlib: "+lib+"\nother: "+other+"\n", "success")
 	out, ev := r.out, r.ev
-	// The Go environment of TestRunInGoEnvironment, the same key: built by whichever
-	// test ran first on this machine, found by the other.
-	if env := ev.Environment; env == nil || ev.Sandbox == nil || env.ImageDigest != ev.Sandbox.ImageDigest || env.Setup != "scripts/env-setup.sh" {
+	// The Go environment: built when the runner host has not (the first run on a machine),
+	// found otherwise; either way the evidence says which, and the VM booted the
+	// environment's own image, not its base.
+	env := ev.Environment
+	if env == nil || ev.Sandbox == nil || env.ImageDigest != ev.Sandbox.ImageDigest || env.ImageDigest == env.BaseImageDigest || env.Setup != "scripts/env-setup.sh" {
 		t.Fatalf("environment %+v, sandbox %+v", env, ev.Sandbox)
-	} else {
-		t.Logf("environment %s: built %v in %dms", env.ID, env.Built, env.DurationMS)
+	}
+	t.Logf("environment %s: built %v in %dms (setup %dms)", env.ID, env.Built, env.DurationMS, env.SetupMS)
+	if env.Built {
+		if setupLog, _ := os.ReadFile(filepath.Join(out, env.Log)); !strings.Contains(string(setupLog), "go version go1.") {
+			t.Fatalf("the setup's log:\n%s", setupLog)
+		}
 	}
 	agentLog, _ := os.ReadFile(filepath.Join(out, "agent-round-1.log"))
 	t.Logf("the agent's log:\n%s", agentLog)
 	for _, want := range []string{
+		"agent: go version go1.25", // the module's release, which the environment installed
 		"agent: go.mod | require github.com/" + lib + " v0.1.0",
 		"agent: lib push: refused",
 		"[dependency-read-only]",
@@ -133,10 +142,13 @@ func TestRunWithPrivateGoModule(t *testing.T) {
 	}
 
 	// The fetches went through the gateway, each named for the dependency; the push to it
-	// and the read of the other repository were refused there.
+	// and the read of the other repository were refused there. The run's firewall never
+	// let the VM reach the module proxy: the public modules came from the environment.
 	var fetched, pushRefused, otherRefused bool
 	for _, e := range readAuditLines(t, filepath.Join(out, "audit.jsonl")) {
 		switch {
+		case strings.Contains(e.Target, "golang.org"):
+			t.Errorf("the run reached %s (allowed %v): the environment should hold the public modules", e.Target, e.Allowed)
 		case strings.Contains(e.Target, "/"+lib+".git/") && e.Allowed:
 			if !strings.Contains(e.Reason, "git-upload-pack (dependency "+lib+")") {
 				t.Errorf("an allowed request to %s is not a fetch of the dependency: %+v", lib, e)
