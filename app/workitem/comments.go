@@ -36,7 +36,7 @@ type CommentEvent struct {
 // alone (a comment, a check run): one this replica's index does not know is read from
 // GitHub, unless its author is known (author) and is not the App.
 func (s *Service) itemOfPull(ctx context.Context, gh GitHub, repo string, number int, author string) (int, bool, error) {
-	if n, ok := pullmatch.Item(s.idx.ByRepository(repo), repo, "", number, pullmatch.Got{}); ok {
+	if n, ok := pullmatch.ByNumber(s.idx.ByRepository(repo), number); ok {
 		return n, true, nil
 	}
 	bot, err := s.botLogin(ctx)

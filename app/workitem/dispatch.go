@@ -142,9 +142,9 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 			return fmt.Errorf("failed to look for the run of dispatch %s: %w", key, err)
 		}
 	}
-	done := "adopted the run a replica dispatched before it died"
+	log, done := zerolog.Ctx(ctx).Warn, "adopted the run a replica dispatched before it died"
 	if runID == 0 {
-		done = "dispatched a run"
+		log, done = zerolog.Ctx(ctx).Info, "dispatched a run"
 		if runID, err = s.dispatchRun(ctx, gh, it, att, n, nonce); runID == 0 {
 			return err
 		}
@@ -154,7 +154,7 @@ func (s *Service) dispatch(ctx context.Context, gh GitHub, it *item, stage wire.
 	if err := s.idx.PutDispatch(ledger.Dispatch{Key: key, ItemID: rec.ID(), RunID: runID}); err != nil {
 		return err
 	}
-	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
+	log().Str(logkey.WorkItem, rec.ID()).Int(logkey.Attempt, n).Int64(logkey.RunID, runID).
 		Str(logkey.Stage, string(stage)).Msg(done)
 	return nil
 }

@@ -87,8 +87,7 @@ func (s *Service) HandlePush(ctx context.Context, gh GitHub, ev PushEvent) error
 			}
 		}
 	}
-	issues := slices.Sorted(maps.Keys(seen))
-	for _, n := range issues {
+	for _, n := range slices.Sorted(maps.Keys(seen)) {
 		if err := s.baseMovedOn(ctx, gh, ev, branch, n); err != nil {
 			errs = append(errs, err)
 		}

@@ -63,3 +63,17 @@ func TestNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestByNumber: only a record naming the pull request finds its item; number zero,
+// which a record without a pull request holds, finds none.
+func TestByNumber(t *testing.T) {
+	recs := []*ledger.Record{{Issue: 3}, {Issue: 4, PullRequest: 9}}
+	if n, ok := ByNumber(recs, 9); n != 4 || !ok {
+		t.Fatalf("ByNumber(9) = %d, %v; want 4, true", n, ok)
+	}
+	for _, number := range []int{0, 8} {
+		if n, ok := ByNumber(recs, number); ok {
+			t.Fatalf("ByNumber(%d) = %d, true; want none", number, n)
+		}
+	}
+}

@@ -46,10 +46,8 @@ func Mismatch(want Want, got Got) string {
 // stand in for an item's; the caller still checks that the item's record names this
 // pull request.
 func Item(recs []*ledger.Record, repo, bot string, number int, got Got) (int, bool) {
-	for _, rec := range recs {
-		if rec.PullRequest == number && number != 0 {
-			return rec.Issue, true
-		}
+	if n, ok := ByNumber(recs, number); ok {
+		return n, true
 	}
 	if bot == "" || !strings.EqualFold(got.HeadRepo, repo) || !strings.EqualFold(got.Author, bot) {
 		return 0, false
@@ -63,9 +61,19 @@ func Item(recs []*ledger.Record, repo, bot string, number int, got Got) (int, bo
 // the branch names, a fork's or a person's included. The handler's check of the
 // record decides, and it logs a pull request that is not the item's.
 func Named(recs []*ledger.Record, number int, headRef string) (int, bool) {
-	if n, ok := Item(recs, "", "", number, Got{}); ok {
+	if n, ok := ByNumber(recs, number); ok {
 		return n, true
 	}
 	n, _, ok := ledger.ParseWorkBranch(headRef)
 	return n, ok
+}
+
+// ByNumber is the work item among recs whose record names pull request number.
+func ByNumber(recs []*ledger.Record, number int) (int, bool) {
+	for _, rec := range recs {
+		if rec.PullRequest == number && number != 0 {
+			return rec.Issue, true
+		}
+	}
+	return 0, false
 }
