@@ -40,6 +40,15 @@ func (r *readiness) rebuilt(err error) {
 	}
 }
 
+// retrying says why serve is not ready yet while the start-up rebuild is tried again.
+func (r *readiness) retrying(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ready {
+		r.why = why
+	}
+}
+
 // stopping makes serve not ready again: it is shutting down, and a load balancer
 // should send the next delivery to another replica.
 func (r *readiness) stopping() {

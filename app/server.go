@@ -57,6 +57,9 @@ type Server struct {
 	ready          *readiness
 	// redeliver asks GitHub again for the failed webhook deliveries.
 	redeliver *redeliverer
+	// rebuildWait is the first wait after a start-up rebuild GitHub failed; 0:
+	// rebuildFirstWait (tests shorten it).
+	rebuildWait time.Duration
 	// pause is the kill switch as the work items read it (SetPause).
 	pause *atomic.Pointer[workitem.PauseState]
 }
@@ -272,7 +275,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopMetrics()
-	st, err := s.Rebuild(ctx)
+	st, err := s.rebuildAtStart(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to rebuild the ledger from GitHub: %w", err)
 	}

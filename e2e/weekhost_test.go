@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -139,14 +140,24 @@ type replica struct {
 	peakRSS    int64 // the highest VmHWM of its processes, in KiB
 }
 
+// freeAddr is a free loopback address whose port lies below the kernel's ephemeral range
+// (ip_local_port_range, 32768 and up by default). A replica comes back on the same
+// address after a kill; a port from that range may meanwhile be the local end of one of
+// the week's thousands of outgoing connections, and the restart's listen would fail.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for port := 20000 + rand.IntN(10000); ; port++ {
+		if port >= 32000 {
+			port = 20000
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func newReplica(t *testing.T, bin, cfg, logDir string) *replica {
@@ -176,7 +187,8 @@ func (r *replica) start() {
 	}
 	r.cmd = cmd
 	r.mu.Unlock()
-	go func() { _ = cmd.Wait(); logf.Close() }()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + r.mets + "/readyz")
@@ -186,9 +198,24 @@ func (r *replica) start() {
 				return
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-exited:
+			r.t.Fatalf("serve on %s exited before it was ready (%v); the end of its log:\n%s", r.addr, cmd.ProcessState, tail(logf.Name(), 40))
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	r.t.Fatalf("serve on %s was not ready within 2 minutes (log in %s)", r.addr, r.logDir)
+	r.t.Fatalf("serve on %s was not ready within 2 minutes; the end of its log:\n%s", r.addr, tail(logf.Name(), 40))
+}
+
+// tail is the last n lines of a file, for a failure's message: the test's temporary
+// directory, and the log with it, is gone once the test ends.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // kill sends sig and waits for the process to go.

@@ -28,6 +28,10 @@ const (
 	Untrusted    = "untrusted"
 	Address      = "address"
 	Grace        = "grace"
+	// Tries counts the start-up rebuilds GitHub failed so far; Wait is how long serve
+	// waits before the next.
+	Tries = "tries"
+	Wait  = "wait"
 	// HookDelivery is the ID of one webhook delivery attempt (the GUID, which all
 	// attempts share, is go-githubapp's github_delivery_id).
 	HookDelivery     = "hook_delivery"
