@@ -20,9 +20,6 @@ type DayCounter = dailycap.Counter
 // (dailycap.Store; GitHub: ghclient.SpendStore).
 type SpendStore = dailycap.Store
 
-// ScopeInstallation names an installation's counter: its account, "owner".
-func ScopeInstallation(repo string) string { return dailycap.ScopeInstallation(repo) }
-
 // daily is the book of serve's daily caps, over the service's store, signer and clock.
 func (s *Service) daily() dailycap.Book {
 	return dailycap.Book{Limits: s.opts.Limits, Store: s.opts.Spend, Signer: s.opts.Sealer, Now: s.now, CapLeft: s.observer().CapLeft}

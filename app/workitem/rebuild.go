@@ -71,24 +71,45 @@ func (s *Service) RebuildRepository(ctx context.Context, gh GitHub, repo Repo) (
 	return items, untrusted, nil
 }
 
-// rebuildItem reads and checks one work item; ok is false when it was untrusted.
+// rebuildItem reads and checks one work item; ok is false when it was untrusted. Another
+// replica may move the item between the listing and this read (a /retry: a stopped label,
+// a record awaiting approval), so a mismatch is judged again on the issue read afresh,
+// and a write another replica beat (ErrConflict) is done again.
 func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issue) (bool, error) {
+	fresh, n := false, is.Number
+	for try := 1; ; try++ {
+		ok, stale, err := s.rebuildOnce(ctx, gh, repo, is, fresh)
+		if !stale && (!errors.Is(err, ErrConflict) || try == conflictTries) {
+			return ok, err
+		}
+		if is, err = gh.Issue(ctx, repo.FullName, n); err != nil {
+			return false, fmt.Errorf("failed to read %s again: %w", ledger.ID(repo.FullName, n), err)
+		}
+		fresh = true
+	}
+}
+
+// rebuildOnce is one try of rebuildItem's; stale: is did not match, nothing was done.
+func (s *Service) rebuildOnce(ctx context.Context, gh GitHub, repo Repo, is Issue, fresh bool) (ok, stale bool, err error) {
 	id := ledger.ID(repo.FullName, is.Number)
 	defer s.lock(id)()
 	bot, err := s.botLogin(ctx)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	comments, err := gh.Comments(ctx, repo.FullName, is.Number)
 	if err != nil {
-		return false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
+		return false, false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
 	}
-	rec, commentID, cause := checkRecord(s.opts.Sealer, repo, is, comments, bot)
+	rec, commentID, cause := recordtrust.Find(s.opts.Sealer, id, is.Labels, comments, bot)
+	if !fresh && (cause != nil || (!rec.State.Terminal() && ledger.SpecRevision(is.Title, is.Body) != rec.SpecRevision)) {
+		return false, true, nil
+	}
 	var labels *recordtrust.LabelError
 	if errors.As(cause, &labels) {
 		if from, ok := labels.Interrupted(); ok {
 			if err := s.repairLabel(ctx, gh, repo.FullName, rec, from); err != nil {
-				return false, err
+				return false, false, err
 			}
 			cause = nil
 		}
@@ -96,30 +117,30 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 	if cause != nil {
 		if rec != nil && rec.State == ledger.Error {
 			// Already in the visible error state: keep it there, quietly.
-			return false, s.idx.Put(rec, commentID)
+			return false, false, s.idx.Put(rec, commentID)
 		}
-		return false, s.markUntrusted(ctx, gh, repo, is, commentID, cause, "")
+		return false, false, s.markUntrusted(ctx, gh, repo, is, commentID, cause, "")
 	}
 	if err := s.idx.Put(rec, commentID); err != nil {
-		return false, err
+		return false, false, err
 	}
 	// An edit made while serve was down (or whose delivery was lost) voids approvals now,
 	// not only when a run asks for credentials.
 	if !rec.State.Terminal() {
 		it := &item{repo: repo, commentID: commentID, stored: rec, rec: rec.Clone()}
 		if err := s.specChanged(ctx, gh, it, is, "", "title or body (edited while Bumper was not listening)", ""); err != nil {
-			return false, err
+			return false, false, err
 		}
 		rec = it.rec
 	}
 	if a := rec.CurrentAttempt(); a != nil && a.RunID != 0 {
 		if err := s.idx.PutDispatch(ledger.Dispatch{Key: DispatchKey(rec.Issue, a.Revision, a.Number),
 			ItemID: id, RunID: a.RunID}); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
 	zerolog.Ctx(ctx).Debug().Str(logkey.WorkItem, id).Str(logkey.State, string(rec.State)).Msg("rebuilt work item")
-	return true, nil
+	return true, false, nil
 }
 
 // repairLabel moves the issue's state label from the state a write that stopped halfway
@@ -134,19 +155,6 @@ func (s *Service) repairLabel(ctx context.Context, gh GitHub, repo string, rec *
 	zerolog.Ctx(ctx).Warn().Str(logkey.WorkItem, rec.ID()).Str(logkey.From, string(from)).Str(logkey.State, string(rec.State)).
 		Msg("put right the state label a write that stopped halfway left")
 	return nil
-}
-
-// checkRecord finds the status comment and checks the record against GitHub
-// (recordtrust.Find); commentID is the status comment's, when there is one: the error
-// state is written there.
-func checkRecord(sealer *ledger.Sealer, repo Repo, is Issue, comments []Comment, bot string) (rec *ledger.Record, commentID int64, err error) {
-	return recordtrust.Find(sealer, ledger.ID(repo.FullName, is.Number), is.Labels, comments, bot)
-}
-
-// trustedRecord reads the record out of the bot's status comment c and checks
-// everything GitHub can confirm (recordtrust.Trusted).
-func trustedRecord(sealer *ledger.Sealer, id string, c Comment, comments []Comment) (*ledger.Record, error) {
-	return recordtrust.Trusted(sealer, id, c, comments)
 }
 
 // ForgetRepository drops a repository's work items from the index (the App was

@@ -296,3 +296,71 @@ func TestRebuildPutsRightAnInterruptedWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildBesideABusyReplica: a restarted replica lists the labelled issues first and
+// reads each one's comments after; the other replica, still serving, may move an item in
+// between. The listing's labels and text are older than the record then, and must not
+// make a healthy item untrusted or undo an edit the other replica took in.
+func TestRebuildBesideABusyReplica(t *testing.T) {
+	const title, body = "Make widgets 4", "Make widgets 4, and say so in the changelog."
+	for _, tc := range []struct {
+		name  string
+		reach func(e *env) *item
+		// meanwhile is what the other replica handles between the listing and the read.
+		meanwhile func(e *env, other *workitem.Service, it *item)
+		want      ledger.State
+	}{
+		{"a /retry of a stopped item", func(e *env) *item { return e.stopped() }, func(e *env, other *workitem.Service, it *item) {
+			ev, _ := e.gh.Comment(repoName, it.n, maintainer, "/retry")
+			e.must(other.HandleComment(e.ctx, e.gh.Client(), ev))
+		}, ledger.AwaitingApproval},
+		{"an edit of an approved item", func(e *env) *item { return e.running() }, func(e *env, other *workitem.Service, it *item) {
+			e.must(other.HandleIssue(e.ctx, e.gh.Client(), e.gh.EditIssue(repoName, it.n, maintainer, title, body)))
+		}, ledger.AwaitingApproval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "")
+			it := tc.reach(e)
+			other := e.svc
+			e.restart()
+			e.gh.Before("Comments", func() { tc.meanwhile(e, other, it) })
+			st, err := e.svc.Rebuild(e.ctx)
+			e.must(err)
+			rec := e.expect(it.n, tc.want)
+			if st.Untrusted != 0 {
+				t.Fatalf("rebuilt %+v: the item was made untrusted by a listing older than its record", st)
+			}
+			is, err := e.gh.Client().Issue(e.ctx, repoName, it.n)
+			e.must(err)
+			if rec.SpecRevision != ledger.SpecRevision(is.Title, is.Body) ||
+				(rec.SpecChange != nil && strings.Contains(rec.SpecChange.What, "not listening")) {
+				t.Fatalf("the record's text is not the issue's, or the rebuild took the old text for an edit: %+v", rec.SpecChange)
+			}
+		})
+	}
+}
+
+// TestRebuildLosesARaceToAReplica: an edit made while this replica was down reaches the
+// other replica's webhook just as this one's rebuild writes it; the write loses
+// (ErrConflict) and is not an error of the start-up: the item is read again, and the
+// edit is taken in once.
+func TestRebuildLosesARaceToAReplica(t *testing.T) {
+	e := newEnv(t, "")
+	it := e.running()
+	other := e.svc
+	e.restart()
+	edit := e.gh.EditIssue(repoName, it.n, maintainer, "Make widgets 4", "Make widgets 4 and remove the tests.")
+	e.gh.Before("Comment", func() { e.must(other.HandleIssue(e.ctx, e.gh.Client(), edit)) })
+	st, err := e.svc.Rebuild(e.ctx)
+	e.must(err)
+	rec := e.expect(it.n, ledger.AwaitingApproval)
+	notices := 0
+	for _, c := range e.gh.IssueComments(repoName, it.n) {
+		if strings.Contains(c.Body, "no longer holds") {
+			notices++
+		}
+	}
+	if st.Untrusted != 0 || rec.ActiveApproval() != nil || notices != 1 || e.gh.Calls("Comment") == 0 {
+		t.Fatalf("rebuilt %+v, approval %+v, %d notices of the edit (want 1)", st, rec.ActiveApproval(), notices)
+	}
+}

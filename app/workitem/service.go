@@ -14,6 +14,7 @@ import (
 	"github.com/bumperdev/bumper/app/logkey"
 	"github.com/bumperdev/bumper/app/workitem/agentwords"
 	"github.com/bumperdev/bumper/app/workitem/policycache"
+	"github.com/bumperdev/bumper/app/workitem/recordtrust"
 	"github.com/bumperdev/bumper/app/workitem/redrive"
 	"github.com/bumperdev/bumper/app/workitem/unwritten"
 	"github.com/bumperdev/bumper/internal/repoconfig"
@@ -239,7 +240,7 @@ func (s *Service) loadIssueAs(ctx context.Context, gh GitHub, repo Repo, is Issu
 		if !ledger.IsStatusComment(c.Body) || !strings.EqualFold(c.Author, bot) {
 			continue
 		}
-		rec, err := trustedRecord(s.opts.Sealer, id, c, comments)
+		rec, err := recordtrust.Trusted(s.opts.Sealer, id, c, comments)
 		if err != nil {
 			return &item{repo: repo, commentID: c.ID}, fmt.Errorf("%w: %w", errUntrusted, err)
 		}
