@@ -8,7 +8,6 @@ import (
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/runnerapi"
 	"github.com/bumperdev/bumper/app/wire"
-	"github.com/bumperdev/bumper/app/workitem"
 )
 
 // TestWaitingAttacks: the waiting call-back, as an attacker holding some run token would
@@ -42,9 +41,9 @@ func TestWaitingAttacks(t *testing.T) {
 	narrow := claims
 	narrow.Scope = []string{wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop}
 	later := claims
-	later.Attempt, later.Scope = 2, workitem.ScopesOf(wire.StageImplement)
+	later.Attempt, later.Scope = 2, wire.ScopesOf(wire.StageImplement)
 	forged := claims
-	forged.Scope = workitem.ScopesOf(wire.StageImplement)
+	forged.Scope = wire.ScopesOf(wire.StageImplement)
 	forgedToken, _, err := other.Sign(forged)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +67,7 @@ func TestWaitingAttacks(t *testing.T) {
 	}
 
 	review := claims
-	review.Stage, review.Scope = wire.StageReview, workitem.ScopesOf(wire.StageReview)
+	review.Stage, review.Scope = wire.StageReview, wire.ScopesOf(wire.StageReview)
 	if code, body := h.post(http.MethodPost, wire.PathProgress, sign(review), wire.Progress{State: "verifying"}); code != http.StatusForbidden {
 		t.Fatalf("a review run's token (with the waiting scope) reported progress: %d %s", code, body)
 	}

@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // The runner workflow's workflow_dispatch inputs: the App sends exactly these, the
 // workflow template declares exactly these and passes them to the action under the same
@@ -61,3 +64,29 @@ func Stages() []Stage {
 func PullStage(s Stage) bool {
 	return s == StageFix || s == StageReview || s == StageRevise || s == StageUpdate
 }
+
+// RoundStage says a stage's run is a round on the pull request that pushes to its
+// branch (fix, revise, update): it starts from the head Bumper pushed and fast-forwards
+// it, and a person's push stops it.
+func RoundStage(s Stage) bool { return s == StageFix || s == StageRevise || s == StageUpdate }
+
+// WritingStage says a stage's run changes the code, and so opens or moves the pull
+// request (implement and the rounds). These are the runs /steer words reach: a plan run's
+// plan is approved by a person before anything runs, and a review run judges with a
+// fresh context that no one steers.
+func WritingStage(s Stage) bool { return s == StageImplement || RoundStage(s) }
+
+// stageScopes is the one table of what a run of each stage may call back for. A plan
+// run posts its plan; implementation, fix, revise and update runs report progress and
+// evidence; only a review run posts a verdict. Every run may say it waits for a VM slot.
+var stageScopes = map[Stage][]string{
+	StagePlan:      {ScopeProgress, ScopeTask, ScopeShouldStop, ScopeWaiting},
+	StageImplement: {ScopeProgress, ScopeEvidence, ScopeTask, ScopeShouldStop, ScopeWaiting},
+	StageFix:       {ScopeProgress, ScopeEvidence, ScopeTask, ScopeShouldStop, ScopeWaiting},
+	StageRevise:    {ScopeProgress, ScopeEvidence, ScopeTask, ScopeShouldStop, ScopeWaiting},
+	StageUpdate:    {ScopeProgress, ScopeEvidence, ScopeTask, ScopeShouldStop, ScopeWaiting},
+	StageReview:    {ScopeVerdict, ScopeEvidence, ScopeTask, ScopeShouldStop, ScopeWaiting},
+}
+
+// ScopesOf is the run-token scope of a stage; nil for an unknown stage.
+func ScopesOf(stage Stage) []string { return slices.Clone(stageScopes[stage]) }

@@ -22,7 +22,7 @@ const (
 )
 
 // Scopes a run token may carry; each call-back endpoint needs its own. A run gets only
-// those of its stage (see workitem.ScopesOf).
+// those of its stage (ScopesOf).
 const (
 	ScopeProgress   = "progress"
 	ScopeEvidence   = "evidence"

@@ -70,7 +70,7 @@ func attestable(rec *ledger.Record, c wire.RunClaims) Attestable {
 // serve signed, and the run's token is revoked by the time it reports. A review run's
 // statement stays in its artifact: the head's provenance is its writing run's.
 func (s *Service) PublishAttestation(ctx context.Context, c wire.RunClaims, head string, statement []byte) error {
-	if !writes(c.Stage) {
+	if !wire.WritingStage(c.Stage) {
 		return nil
 	}
 	defer s.lock(c.WorkItem.String())()

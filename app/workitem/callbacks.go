@@ -41,8 +41,8 @@ func (s *Service) Progress(ctx context.Context, c wire.RunClaims, p wire.Progres
 			// the item would wait for a plan that never comes.
 			return refuse(RefusalInvalidReport, "the plan, shown for approval, takes %d bytes; a GitHub comment holds %d: write a shorter plan", n, ledger.MaxCommentBytes)
 		}
-	case writes(c.Stage) && to == ledger.Verifying:
-	case writes(c.Stage) && (to == ledger.Reviewing || to == ledger.InReview):
+	case wire.WritingStage(c.Stage) && to == ledger.Verifying:
+	case wire.WritingStage(c.Stage) && (to == ledger.Reviewing || to == ledger.InReview):
 		// The pull request is open. A review run judges it next; the run that wrote the
 		// change hands it to humans itself only where the repository turned its reviewer
 		// off, and otherwise only a review run's verdict does.
@@ -118,10 +118,6 @@ func (s *Service) Waiting(ctx context.Context, c wire.RunClaims, w wire.Waiting)
 	return s.save(ctx, gh, it, "")
 }
 
-// writes reports whether a stage's run changes the code (and so opens or moves the pull
-// request).
-func writes(stage wire.Stage) bool { return stage == StageImplement || rounds(stage) }
-
 // Evidence records an attempt's evidence bundle digest and figures.
 func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidence) error {
 	if !ledger.IsRevision(e.Digest) {
@@ -173,7 +169,7 @@ func (s *Service) Evidence(ctx context.Context, c wire.RunClaims, e wire.Evidenc
 		it.rec.AuditHead = e.AuditHead
 	}
 	it.rec.SlotWait = nil
-	if steerable(c.Stage) {
+	if wire.WritingStage(c.Stage) {
 		if err := s.steersDelivered(ctx, gh, it.rec, e.Steers); err != nil {
 			return err
 		}
@@ -265,7 +261,7 @@ func (s *Service) ShouldStop(ctx context.Context, c wire.RunClaims) (wire.Should
 		}
 		return wire.ShouldStop{Stop: true, Reason: "paused by " + by}, nil
 	}
-	if h := it.rec.HumanPush; h != nil && rounds(c.Stage) {
+	if h := it.rec.HumanPush; h != nil && wire.RoundStage(c.Stage) {
 		return wire.ShouldStop{Stop: true, Reason: fmt.Sprintf("@%s pushed to %s: Bumper does not push there again", h.By, it.rec.WorkBranch)}, nil
 	}
 	steers, err := s.steersFor(ctx, gh, it.rec, it.rec.CurrentAttempt(), true)

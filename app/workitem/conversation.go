@@ -19,18 +19,6 @@ const (
 	StageUpdate = wire.StageUpdate
 )
 
-// rounds reports whether a stage's run is a round on the pull request that pushes to
-// its branch (fix, revise, update): it starts from the head Bumper pushed and
-// fast-forwards it, and a person's push stops it.
-func rounds(stage wire.Stage) bool {
-	return stage == StageFix || stage == StageRevise || stage == StageUpdate
-}
-
-// steerable reports whether a stage's run takes /steer words: the runs that write code.
-// A plan run's plan is approved by a person before anything runs, and a review run
-// judges with a fresh context that no one steers.
-func steerable(stage wire.Stage) bool { return writes(stage) }
-
 // roundGate says why no round may push to the pull request now, or "" when one may: a
 // person pushed to its branch (Bumper stands down until a writer comments /revise), the
 // issue's approval no longer holds, or a person approved the pull request (Bumper never

@@ -133,7 +133,7 @@ func (s *Service) mayStart(rec *ledger.Record, att *ledger.Attempt) (map[string]
 	switch {
 	case att.Stage == StagePlan && rec.State == ledger.Planning:
 		perms = planPermissions
-	case writes(att.Stage) && rec.State == ledger.Running,
+	case wire.WritingStage(att.Stage) && rec.State == ledger.Running,
 		att.Stage == StageReview && rec.State == ledger.Reviewing:
 		if a := rec.ActiveApproval(); a == nil || att.Revision != rec.ApprovalRevision() {
 			return nil, refuse(RefusalApproval, "attempt %d's approval no longer holds", att.Number)
@@ -237,7 +237,7 @@ func (s *Service) mint(ctx context.Context, gh GitHub, it *item, att *ledger.Att
 		return none, fmt.Errorf("failed to mint the installation token of %s: %w", rec.ID(), err)
 	}
 	runTok, runExp, err := s.opts.RunTokens.Sign(wire.RunClaims{WorkItem: rec.WorkItem(), Revision: att.Revision,
-		Attempt: att.Number, Stage: att.Stage, Scope: ScopesOf(att.Stage)})
+		Attempt: att.Number, Stage: att.Stage, Scope: wire.ScopesOf(att.Stage)})
 	if err != nil {
 		return none, err
 	}
@@ -269,7 +269,7 @@ func (s *Service) pullHolds(ctx context.Context, gh GitHub, rec *ledger.Record, 
 	if rec.PullRequest == 0 || rec.WorkBranch == "" || rec.PullHead == "" {
 		return refuse(RefusalState, "%s has no pull request for a %s run", rec.ID(), stage)
 	}
-	if rounds(stage) && rec.HumanPush != nil {
+	if wire.RoundStage(stage) && rec.HumanPush != nil {
 		return refuse(RefusalState, "@%s pushed to %s: Bumper does not push there again", rec.HumanPush.By, rec.WorkBranch)
 	}
 	pr, err := gh.PullRequest(ctx, rec.Repository, rec.PullRequest)

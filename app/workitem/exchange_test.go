@@ -64,7 +64,7 @@ func TestExchangeGrants(t *testing.T) {
 				t.Fatalf("minted %+v, answered %q %v; want one token for %s with %v", toks[tokens:], resp.InstallationToken, resp.Permissions, repoName, tt.perms)
 			}
 			if claims.Stage != tt.stage || claims.Attempt != att.Number || claims.Revision != att.Revision || claims.WorkItem.String() != rec.ID() ||
-				!slices.Equal(claims.Scope, workitem.ScopesOf(tt.stage)) {
+				!slices.Equal(claims.Scope, wire.ScopesOf(tt.stage)) {
 				t.Fatalf("run token claims %+v", claims)
 			}
 			if (tt.stage == workitem.StageReview) != slices.Contains(claims.Scope, wire.ScopeVerdict) {

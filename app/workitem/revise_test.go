@@ -49,7 +49,7 @@ func TestReviseRound(t *testing.T) {
 	resp, claims, err := e.exchange(run)
 	e.must(err)
 	if resp.Stage != workitem.StageRevise || resp.Branch != workitem.WorkBranchName(it.n, 1) || resp.PullRequest != it.pr || resp.HeadCommit != it.head ||
-		!maps.Equal(resp.Permissions, tokenPermissions) || !slices.Equal(claims.Scope, workitem.ScopesOf(workitem.StageFix)) {
+		!maps.Equal(resp.Permissions, tokenPermissions) || !slices.Equal(claims.Scope, wire.ScopesOf(workitem.StageFix)) {
 		t.Fatalf("exchange %+v, claims %+v", resp, claims)
 	}
 	task, err := e.svc.Task(e.ctx, claims)

@@ -123,7 +123,7 @@ func (s *Service) runEnded(ctx context.Context, gh GitHub, it *item, attempt int
 	case err != nil:
 		return err
 	}
-	if a != nil && a.Number == attempt && rounds(a.Stage) && rec.PullRequest != 0 {
+	if a != nil && a.Number == attempt && wire.RoundStage(a.Stage) && rec.PullRequest != 0 {
 		// A round that did not deliver leaves its pull request as it was: humans get it
 		// back, and what waits (words collected meanwhile, a failed check, a moved base)
 		// starts the next round if the bounds allow.
@@ -303,7 +303,7 @@ func (s *Service) pushed(ctx context.Context, gh GitHub, it *item, ev PullEvent)
 	rec.HumanPush = &ledger.HumanPush{By: ev.Sender, At: s.now().UTC(), Head: ev.After}
 	rec.Updating = nil
 	zerolog.Ctx(ctx).Info().Str(logkey.WorkItem, rec.ID()).Str(logkey.User, ev.Sender).Msg("a human pushed to the work branch; Bumper stands down from it")
-	if a := rec.CurrentAttempt(); a != nil && rounds(a.Stage) && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
+	if a := rec.CurrentAttempt(); a != nil && wire.RoundStage(a.Stage) && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
 		if err := s.move(ctx, it, ledger.InReview, fmt.Sprintf("@%s pushed to %s during %s round %d; the round is stopped", ev.Sender, rec.WorkBranch, a.Stage, a.Number)); err != nil {
 			return err
 		}
@@ -321,7 +321,7 @@ func pullMismatch(rec *ledger.Record, bot string, pr Pull) string {
 		return "no run was dispatched"
 	}
 	want := WorkBranchName(rec.Issue, att.Number)
-	if rounds(att.Stage) && rec.WorkBranch != "" {
+	if wire.RoundStage(att.Stage) && rec.WorkBranch != "" {
 		want = rec.WorkBranch
 	}
 	return pullmatch.Mismatch(pullmatch.Want{Repository: rec.Repository, Bot: bot, Branch: want, Head: att.HeadCommit},

@@ -39,7 +39,7 @@ func (s *Service) steer(ctx context.Context, gh GitHub, it *item, ev CommentEven
 		return say(fmt.Sprintf("Not kept: %d steers wait to reach a run already, as many as Bumper keeps. Once a run has them, steer again.", ledger.MaxSteers))
 	}
 	at, working := s.now().UTC(), 0
-	if a := rec.CurrentAttempt(); a != nil && a.Outcome == "" && steerable(a.Stage) && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
+	if a := rec.CurrentAttempt(); a != nil && a.Outcome == "" && wire.WritingStage(a.Stage) && (rec.State == ledger.Running || rec.State == ledger.Verifying) {
 		working = a.Number
 	}
 	rec.Steers = append(rec.Steers, ledger.SteerRef{ID: ev.CommentID, By: ev.Author, At: at, For: working})
@@ -58,7 +58,7 @@ func (s *Service) steerReply(ctx context.Context, gh GitHub, rec *ledger.Record)
 	a := rec.CurrentAttempt()
 	working := a != nil && a.Outcome == "" && (rec.State == ledger.Running || rec.State == ledger.Verifying)
 	switch {
-	case working && steerable(a.Stage):
+	case working && wire.WritingStage(a.Stage):
 		pol, err := s.policyAt(ctx, gh, rec.Repository, rec.BaseCommit)
 		if err != nil && !isInvalidPolicy(err) {
 			return "", err
@@ -84,7 +84,7 @@ func (s *Service) steerReply(ctx context.Context, gh GitHub, rec *ledger.Record)
 // while it worked (working: through should-stop), or the others, given before (with its
 // task).
 func (s *Service) steersFor(ctx context.Context, gh GitHub, rec *ledger.Record, att *ledger.Attempt, working bool) ([]wire.Steer, error) {
-	if att == nil || !steerable(att.Stage) {
+	if att == nil || !wire.WritingStage(att.Stage) {
 		return nil, nil
 	}
 	return s.steers.For(ctx, words{gh: gh, rec: rec}, rec, att.Number, working)

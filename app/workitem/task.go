@@ -3,28 +3,12 @@ package workitem
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/bumperdev/bumper/app/ledger"
 	"github.com/bumperdev/bumper/app/wire"
 	"github.com/bumperdev/bumper/app/workitem/agentwords"
 )
-
-// stageScopes is the one table of what a run of each stage may call back for. A plan
-// run posts its plan; implementation, fix, revise and update runs report progress and
-// evidence; only a review run posts a verdict. Every run may say it waits for a VM slot.
-var stageScopes = map[wire.Stage][]string{
-	StagePlan:      {wire.ScopeProgress, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
-	StageImplement: {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
-	StageFix:       {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
-	StageRevise:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
-	StageUpdate:    {wire.ScopeProgress, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
-	StageReview:    {wire.ScopeVerdict, wire.ScopeEvidence, wire.ScopeTask, wire.ScopeShouldStop, wire.ScopeWaiting},
-}
-
-// ScopesOf is the run-token scope of a stage; nil for an unknown stage.
-func ScopesOf(stage wire.Stage) []string { return slices.Clone(stageScopes[stage]) }
 
 // Task hands a run its task as the App approved it. The agent gets the approved title,
 // body and plan and the comments written before the approval by people with write

@@ -71,7 +71,7 @@ func TestWaitingForSlot(t *testing.T) {
 // TestWaitingScope: every stage's run token may note a wait, and only that.
 func TestWaitingScope(t *testing.T) {
 	for _, st := range wire.Stages() {
-		scope := workitem.ScopesOf(st)
+		scope := wire.ScopesOf(st)
 		if !strings.Contains(strings.Join(scope, " "), wire.ScopeWaiting) {
 			t.Errorf("a %s run's token cannot note a wait: %v", st, scope)
 		}
