@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,7 +288,9 @@ func (c *Config) validate(noKey bool) error {
 	if !strings.Contains(c.GitHub.App.PrivateKey, "PRIVATE KEY") {
 		bad("the App's private key is missing: set github.app.private_key (PEM) or bumper.private_key_file")
 	}
-	if !strings.HasSuffix(c.GitHub.V3APIURL, "/") {
+	if u, err := url.Parse(c.GitHub.V3APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		bad("github.v3_api_url %q must be an https:// URL (http:// for an emulator), such as https://api.github.com/", c.GitHub.V3APIURL)
+	} else if !strings.HasSuffix(c.GitHub.V3APIURL, "/") {
 		bad("github.v3_api_url %q must end with '/'", c.GitHub.V3APIURL)
 	}
 	if c.Server.Address == "" || !strings.HasPrefix(c.Server.WebhookPath, "/") {

@@ -59,6 +59,8 @@ func TestParseConfig(t *testing.T) {
 		{"bad permission level", base + "  token_permissions: {contents: admin}\n", nil, "use read or write", nil},
 		{"workflow path", base + "  workflow: ../evil.yml\n", nil, "must be a file name", nil},
 		{"api url without slash", base, map[string]string{"BUMPER_GITHUB_V3_API_URL": "https://ghe.example/api/v3"}, "must end with '/'", nil},
+		{"api url without a scheme", base, map[string]string{"BUMPER_GITHUB_V3_API_URL": "api.github.com/"}, "must be an https:// URL", nil},
+		{"api url of another scheme", base, map[string]string{"BUMPER_GITHUB_V3_API_URL": "ftp://ghe.example/api/v3/"}, "must be an https:// URL", nil},
 		{"bad log level", base + "log: {level: loud}\n", nil, "log.level", nil},
 		{"metrics on the main listener by default", base, nil, "", func(t *testing.T, c Config) {
 			if c.Server.MetricsAddress != "" {

@@ -146,11 +146,9 @@ type replica struct {
 // the week's thousands of outgoing connections, and the restart's listen would fail.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for port := 20000 + rand.IntN(10000); ; port++ {
-		if port >= 32000 {
-			port = 20000
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	start := rand.IntN(12000)
+	for i := range 12000 {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+(start+i)%12000))
 		if err != nil {
 			continue
 		}
@@ -158,6 +156,8 @@ func freeAddr(t *testing.T) string {
 		ln.Close()
 		return addr
 	}
+	t.Fatal("no free loopback port between 20000 and 31999")
+	return ""
 }
 
 func newReplica(t *testing.T, bin, cfg, logDir string) *replica {

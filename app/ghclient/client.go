@@ -64,8 +64,10 @@ func refExists(err error) bool {
 		strings.Contains(strings.ToLower(er.Message), "already exists")
 }
 
+// notFound marks GitHub's 404, and the 410 it answers for a deleted issue, as
+// workitem.ErrNotFound.
 func notFound(err error) error {
-	if status(err) == http.StatusNotFound {
+	if code := status(err); code == http.StatusNotFound || code == http.StatusGone {
 		return fmt.Errorf("%w: %w", workitem.ErrNotFound, err)
 	}
 	return err

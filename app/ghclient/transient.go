@@ -2,20 +2,27 @@ package ghclient
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gogithub "github.com/google/go-github/v66/github"
 
+	"github.com/bumperdev/bumper/app/workitem"
 	"github.com/bumperdev/bumper/internal/ghretry"
 )
 
 // Transient reports whether err is GitHub failing for a while (a 5xx, a rate limit, a
-// connection that broke or timed out) rather than a refusal that asking again will not
-// change (a 401 for a wrong private key, a 404 for a wrong App ID). ghretry has already
+// connection that broke or timed out, another replica's write that beat this one's)
+// rather than something asking again will not change: a 401 for a wrong private key, a
+// 404 for a wrong App ID, a certificate this host does not trust. ghretry has already
 // repeated what it could; a transient error is worth asking again later, a lasting one
 // is for the admin to fix. A cancelled context is neither: the caller is stopping.
 func Transient(err error) bool {
@@ -24,23 +31,67 @@ func Transient(err error) bool {
 	}
 	var limit *gogithub.RateLimitError
 	var abuse *gogithub.AbuseRateLimitError
-	if errors.As(err, &limit) || errors.As(err, &abuse) || errors.Is(err, ghretry.ErrHeld) {
+	if errors.As(err, &limit) || errors.As(err, &abuse) || errors.Is(err, ghretry.ErrHeld) ||
+		errors.Is(err, workitem.ErrConflict) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
-	if code := status(err); code != 0 {
-		return transientStatus(code)
+	if code, h := answer(err); code != 0 {
+		return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests ||
+			(code == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-Ratelimit-Remaining") == "0"))
 	}
-	// Minting an installation token fails inside the transport, so GitHub's answer comes
-	// wrapped in the *url.Error of the request it was for.
-	var mint *ghinstallation.HTTPError
-	if errors.As(err, &mint) && mint.Response != nil {
-		return transientStatus(mint.Response.StatusCode)
+	// A certificate the host does not trust is the admin's to fix (BUMPER_CA_FILE, a
+	// proxy's CA), not a bad minute.
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host) || errors.As(err, &verify) {
+		return false
 	}
 	var ue *url.Error
 	var ne net.Error
 	return errors.As(err, &ue) || errors.As(err, &ne)
 }
 
-func transientStatus(code int) bool {
-	return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests
+// WaitAsked is how long, from now, GitHub asked to be left alone in err (a rate limit's
+// Retry-After or reset, or ghretry's hold of the credential); 0 when it asked nothing.
+func WaitAsked(err error, now time.Time) time.Duration {
+	var limit *gogithub.RateLimitError
+	var abuse *gogithub.AbuseRateLimitError
+	var held *ghretry.HeldError
+	switch {
+	case errors.As(err, &held):
+		return max(held.Until.Sub(now), 0)
+	case errors.As(err, &abuse) && abuse.RetryAfter != nil:
+		return max(*abuse.RetryAfter, 0)
+	case errors.As(err, &limit):
+		return max(limit.Rate.Reset.Sub(now), 0)
+	}
+	if code, h := answer(err); code != 0 {
+		if n, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err == nil && n > 0 {
+			return time.Duration(min(n, 2*3600)) * time.Second
+		}
+		if h.Get("X-Ratelimit-Remaining") == "0" {
+			if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
+				return min(max(time.Unix(reset, 0).Sub(now), 0), 2*time.Hour)
+			}
+		}
+	}
+	return 0
+}
+
+// answer is the status and headers of GitHub's response in err (0 when there is none):
+// a REST answer go-github turned into an error, or the one to an installation token's
+// minting (which fails inside the transport, so it comes wrapped in the *url.Error of the
+// request it was for).
+func answer(err error) (int, http.Header) {
+	var er *gogithub.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode, er.Response.Header
+	}
+	var mint *ghinstallation.HTTPError
+	if errors.As(err, &mint) && mint.Response != nil {
+		return mint.Response.StatusCode, mint.Response.Header
+	}
+	return 0, nil
 }

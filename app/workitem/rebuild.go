@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -60,6 +61,9 @@ func (s *Service) RebuildRepository(ctx context.Context, gh GitHub, repo Repo) (
 	}
 	for _, is := range seen {
 		ok, err := s.rebuildItem(ctx, gh, repo, is)
+		if errors.Is(err, errGone) {
+			continue
+		}
 		if err != nil {
 			return items, untrusted, err
 		}
@@ -73,24 +77,39 @@ func (s *Service) RebuildRepository(ctx context.Context, gh GitHub, repo Repo) (
 
 // rebuildItem reads and checks one work item; ok is false when it was untrusted. Another
 // replica may move the item between the listing and this read (a /retry: a stopped label,
-// a record awaiting approval), so a mismatch is judged again on the issue read afresh,
+// a record awaiting approval), so a mismatch is judged on the issue read again (after a
+// moment when the record is seconds old: that replica may be moving the label still),
 // and a write another replica beat (ErrConflict) is done again.
 func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issue) (bool, error) {
-	fresh, n := false, is.Number
+	n, id, conflicts := is.Number, ledger.ID(repo.FullName, is.Number), 0
 	for try := 1; ; try++ {
-		ok, stale, err := s.rebuildOnce(ctx, gh, repo, is, fresh)
-		if !stale && (!errors.Is(err, ErrConflict) || try == conflictTries) {
+		ok, again, err := s.rebuildOnce(ctx, gh, repo, is, try)
+		if errors.Is(err, ErrConflict) && conflicts < conflictTries {
+			conflicts++
+		} else if !again {
 			return ok, err
 		}
-		if is, err = gh.Issue(ctx, repo.FullName, n); err != nil {
-			return false, fmt.Errorf("failed to read %s again: %w", ledger.ID(repo.FullName, n), err)
+		if err := s.opts.Wait(ctx, time.Duration(min(try-1, 2))*time.Second); err != nil {
+			return false, err
 		}
-		fresh = true
+		if is, err = gh.Issue(ctx, repo.FullName, n); errors.Is(err, ErrNotFound) || (err == nil && is.Number != n) {
+			s.idx.Delete(id) // deleted or transferred since the listing
+			return false, errGone
+		} else if err != nil {
+			return false, fmt.Errorf("failed to read %s again: %w", id, err)
+		}
 	}
 }
 
-// rebuildOnce is one try of rebuildItem's; stale: is did not match, nothing was done.
-func (s *Service) rebuildOnce(ctx context.Context, gh GitHub, repo Repo, is Issue, fresh bool) (ok, stale bool, err error) {
+// rebuildTries bounds rebuildItem's readings of one item.
+const rebuildTries = 3
+
+// errGone is an item whose issue went away while the rebuild read it.
+var errGone = errors.New("the issue is gone")
+
+// rebuildOnce is one try of rebuildItem's; again: what it read did not match, and
+// nothing was done.
+func (s *Service) rebuildOnce(ctx context.Context, gh GitHub, repo Repo, is Issue, try int) (ok, again bool, err error) {
 	id := ledger.ID(repo.FullName, is.Number)
 	defer s.lock(id)()
 	bot, err := s.botLogin(ctx)
@@ -102,7 +121,8 @@ func (s *Service) rebuildOnce(ctx context.Context, gh GitHub, repo Repo, is Issu
 		return false, false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
 	}
 	rec, commentID, cause := recordtrust.Find(s.opts.Sealer, id, is.Labels, comments, bot)
-	if !fresh && (cause != nil || (!rec.State.Terminal() && ledger.SpecRevision(is.Title, is.Body) != rec.SpecRevision)) {
+	if try < rebuildTries && (cause != nil || (!rec.State.Terminal() && ledger.SpecRevision(is.Title, is.Body) != rec.SpecRevision)) &&
+		(try == 1 || (rec != nil && s.now().Sub(rec.UpdatedAt) < 10*time.Second)) {
 		return false, true, nil
 	}
 	var labels *recordtrust.LabelError

@@ -3,6 +3,8 @@ package workitem_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,4 +365,44 @@ func TestRebuildLosesARaceToAReplica(t *testing.T) {
 	if st.Untrusted != 0 || rec.ActiveApproval() != nil || notices != 1 || e.gh.Calls("Comment") == 0 {
 		t.Fatalf("rebuilt %+v, approval %+v, %d notices of the edit (want 1)", st, rec.ActiveApproval(), notices)
 	}
+}
+
+// TestRebuildWaitsOutAWriteUnderWay: the other replica has written a /retry's record but
+// not yet moved the label when this one reads the issue again; a record seconds old is
+// read once more after a moment, and the label has moved by then. An issue deleted since
+// the listing is left out, not an error of the start-up.
+func TestRebuildWaitsOutAWriteUnderWay(t *testing.T) {
+	t.Run("a label not yet moved", func(t *testing.T) {
+		e := newEnv(t, "")
+		it := e.stopped()
+		other := e.svc
+		e.restart()
+		e.gh.Before("Comments", func() {
+			ev, _ := e.gh.Comment(repoName, it.n, maintainer, "/retry")
+			e.must(other.HandleComment(e.ctx, e.gh.Client(), ev))
+			moved := e.gh.Labels(repoName, it.n)
+			e.gh.SetLabels(repoName, it.n, trigger, ledger.Stopped.Label()) // the record written, the label not yet moved
+			e.gh.Before("Issue", func() {                                   // the first read again still sees that
+				e.gh.Before("Issue", func() { e.gh.SetLabels(repoName, it.n, moved...) })
+			})
+		})
+		st, err := e.svc.Rebuild(e.ctx)
+		e.must(err)
+		e.expect(it.n, ledger.AwaitingApproval)
+		if st.Untrusted != 0 || e.gh.Calls("Issue") != 2 {
+			t.Fatalf("rebuilt %+v after %d reads of the issue; want it trusted on the second", st, e.gh.Calls("Issue"))
+		}
+	})
+	t.Run("an issue deleted since the listing", func(t *testing.T) {
+		e := newEnv(t, "")
+		it := e.awaiting()
+		e.gh.SetLabels(repoName, it.n, trigger, ledger.Running.Label())
+		e.restart()
+		e.gh.FailNext("Issue", fmt.Errorf("GET /repos/%s/issues/%d: 410 Gone: %w", repoName, it.n, workitem.ErrNotFound))
+		st, err := e.svc.Rebuild(e.ctx)
+		e.must(err)
+		if st.Items != 0 || e.svc.Index().Len() != 0 || slices.Contains(e.gh.Labels(repoName, it.n), ledger.Error.Label()) {
+			t.Fatalf("rebuilt %+v, index %d, labels %v; want the gone issue left out", st, e.svc.Index().Len(), e.gh.Labels(repoName, it.n))
+		}
+	})
 }

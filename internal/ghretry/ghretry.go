@@ -19,7 +19,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,8 +48,18 @@ const (
 )
 
 // ErrHeld is a request not sent because GitHub asked its credential to wait longer than
-// the transport waits itself.
+// the transport waits itself. The error returned is a *HeldError, which says until when.
 var ErrHeld = errors.New("GitHub's rate limit holds the credential")
+
+// HeldError is ErrHeld with the time before which the credential sends nothing.
+type HeldError struct{ Until time.Time }
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("failed to send before %s: %v", e.Until.UTC().Format(time.RFC3339), ErrHeld)
+}
+
+// Is makes errors.Is(err, ErrHeld) hold.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
 // Transport repeats GitHub's requests as the package says. Use New.
 type Transport struct {
@@ -102,15 +114,41 @@ func idempotent(r *http.Request) bool {
 	return false
 }
 
-// credential names whose requests a rate limit holds: the token (hashed: the map must
-// not hold secrets), or the host for anonymous requests.
+// credential names whose requests a rate limit holds: the App, for a request signed with
+// its JWT (minted afresh every few seconds, so the token would name a new credential each
+// time while GitHub limits the App); else the token (hashed: the map must not hold
+// secrets), or the host for anonymous requests.
 func credential(r *http.Request) string {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
 		return "host:" + r.URL.Host
 	}
+	if iss := jwtIssuer(auth); iss != "" {
+		return "app:" + iss
+	}
 	sum := sha256.Sum256([]byte(auth))
 	return hex.EncodeToString(sum[:8])
+}
+
+// jwtIssuer is the iss claim of a bearer JWT, unverified (it only names a hold), or "".
+func jwtIssuer(auth string) string {
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	parts := strings.Split(tok, ".")
+	if !ok || len(parts) != 3 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Iss json.RawMessage `json:"iss"`
+	}
+	if json.Unmarshal(raw, &claims) != nil {
+		return ""
+	}
+	// GitHub's App JWTs carry the App's ID (a number) or client ID (a string).
+	return strings.Trim(string(claims.Iss), `"`)
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -232,7 +270,7 @@ func (t *Transport) holdFor(ctx context.Context, cred string) error {
 			return nil
 		}
 		if until.Sub(now) > t.maxWait {
-			return fmt.Errorf("failed to send before %s: %w", until.UTC().Format(time.RFC3339), ErrHeld)
+			return &HeldError{Until: until}
 		}
 		if err := sleep(ctx, until.Sub(now)); err != nil {
 			return fmt.Errorf("failed to wait out GitHub's rate limit: %w", err)

@@ -2,7 +2,9 @@ package ghretry
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -221,5 +223,61 @@ func TestHostileWaitDoesNotHang(t *testing.T) {
 				t.Fatalf("GitHub got %d requests of a held credential, want 1", len(g.got))
 			}
 		})
+	}
+}
+
+// jwt is an App JWT as ghinstallation signs one (the signature is not read here).
+func jwt(iss string, iat int) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." +
+		enc([]byte(fmt.Sprintf(`{"iat":%d,"exp":%d,"iss":%s}`, iat, iat+600, iss))) + "." + enc([]byte("sig"))
+}
+
+// TestAppJWTsShareOneHold: ghinstallation signs a new JWT every few seconds, so a limit
+// GitHub put on the App (listing its installations, minting tokens) must hold the App's
+// next JWT too, not only the one that met it; another App's is not held. The caller
+// learns until when.
+func TestAppJWTsShareOneHold(t *testing.T) {
+	g := &github{answers: []func(http.ResponseWriter){status(403, secondary, "Retry-After", "100")}}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	tr := New(nil, WithAttempts(1), WithMaxWait(time.Second))
+	get := func(auth string) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/app/installations", nil)
+		req.Header.Set("Authorization", auth)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	start := time.Now()
+	if code, err := get("Bearer " + jwt("12345", 1)); code != 403 || err != nil {
+		t.Fatalf("first answer %d %v", code, err)
+	}
+	for _, tc := range []struct {
+		name, auth string
+		held       bool
+	}{
+		{"the App's next JWT", "Bearer " + jwt("12345", 2), true},
+		{"the App's JWT naming it by client ID", "Bearer " + jwt(`"Iv1.12345"`, 3), false},
+		{"another App's JWT", "Bearer " + jwt("999", 2), false},
+		{"an installation token", "token ghs_abc", false},
+		{"a bearer that is no JWT", "Bearer a.b", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, err := get(tc.auth)
+			var held *HeldError
+			if tc.held != errors.As(err, &held) || (!tc.held && (err != nil || code != 200)) {
+				t.Fatalf("answer %d, err %v; want held: %v", code, err, tc.held)
+			}
+			if tc.held && (!errors.Is(err, ErrHeld) || held.Until.Before(start.Add(99*time.Second))) {
+				t.Fatalf("held until %v, want about 100 s after %v", held.Until, start)
+			}
+		})
+	}
+	if len(g.got) != 5 {
+		t.Fatalf("GitHub heard %d requests, want 5 (the held one never sent)", len(g.got))
 	}
 }
