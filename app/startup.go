@@ -19,12 +19,12 @@ const (
 )
 
 // rebuildAtStart rebuilds the index until a rebuild succeeds. A rebuild GitHub failed
-// (a 5xx or rate limit past ghretry's patience, a broken connection) is tried again
-// after a wait that doubles up to a minute, or the longer wait a rate limit asked for,
-// /readyz saying why meanwhile: a replica
-// restarted during one of GitHub's bad minutes would otherwise exit, and under a
-// supervisor start again into the same minute. Any other failure (a wrong private key,
-// an App ID GitHub does not know) returns at once, for the admin to fix.
+// (ghclient.Transient: a 5xx or rate limit past ghretry's patience, a broken connection)
+// is tried again after a wait that doubles up to a minute, or the longer wait a rate
+// limit asked for, /readyz saying why meanwhile: a replica restarted during one of
+// GitHub's bad minutes would otherwise exit, and under a supervisor start again into the
+// same minute. Any other failure (a wrong private key, an App ID GitHub does not know)
+// returns at once, for the admin to fix.
 func (s *Server) rebuildAtStart(ctx context.Context) (workitem.RebuildStats, error) {
 	wait := s.rebuildWait
 	if wait <= 0 {
