@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -189,15 +188,6 @@ func TestReadiness(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	probe := func(path string) (int, string) {
-		resp, err := http.Get(hs.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(raw)
-	}
 	steps := []struct {
 		name     string
 		before   func()
@@ -219,7 +209,7 @@ func TestReadiness(t *testing.T) {
 			if st.before != nil {
 				st.before()
 			}
-			code, body := probe(st.path)
+			code, body := probe(t, hs.URL+st.path)
 			if code != st.wantCode || !strings.HasPrefix(body, st.wantBody) {
 				t.Fatalf("%s answered %d %q, want %d %q", st.path, code, body, st.wantCode, st.wantBody)
 			}

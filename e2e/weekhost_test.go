@@ -28,6 +28,7 @@ import (
 
 	"github.com/bumperdev/bumper/ghemu"
 	"github.com/bumperdev/bumper/ghemu/emutest"
+	"github.com/bumperdev/bumper/internal/textcut"
 	"github.com/bumperdev/bumper/sandbox/netns"
 )
 
@@ -200,22 +201,21 @@ func (r *replica) start() {
 		}
 		select {
 		case <-exited:
-			r.t.Fatalf("serve on %s exited before it was ready (%v); the end of its log:\n%s", r.addr, cmd.ProcessState, tail(logf.Name(), 40))
+			r.t.Fatalf("serve on %s exited before it was ready (%v); the end of its log:\n%s", r.addr, cmd.ProcessState, tail(logf.Name()))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	r.t.Fatalf("serve on %s was not ready within 2 minutes; the end of its log:\n%s", r.addr, tail(logf.Name(), 40))
+	r.t.Fatalf("serve on %s was not ready within 2 minutes; the end of its log:\n%s", r.addr, tail(logf.Name()))
 }
 
-// tail is the last n lines of a file, for a failure's message: the test's temporary
-// directory, and the log with it, is gone once the test ends.
-func tail(path string, n int) string {
+// tail is the end of a file, for a failure's message: the test's temporary directory,
+// and the log with it, is gone once the test ends.
+func tail(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+	return textcut.Tail(string(b), 4<<10)
 }
 
 // kill sends sig and waits for the process to go.

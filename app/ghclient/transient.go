@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -36,8 +34,11 @@ func Transient(err error) bool {
 		return true
 	}
 	if code, h := answer(err); code != 0 {
-		return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests ||
-			(code == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-Ratelimit-Remaining") == "0"))
+		// A 403 is a refusal unless its headers say it is a limit (a spent primary limit
+		// says so even without its reset).
+		_, limited := ghretry.LimitWait(h, time.Now())
+		limited = limited || h.Get("X-Ratelimit-Remaining") == "0"
+		return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests || (code == http.StatusForbidden && limited)
 	}
 	// A certificate the host does not trust is the admin's to fix (BUMPER_CA_FILE, a
 	// proxy's CA), not a bad minute.
@@ -48,9 +49,9 @@ func Transient(err error) bool {
 	if errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host) || errors.As(err, &verify) {
 		return false
 	}
-	var ue *url.Error
+	// A request that got no answer: a *url.Error is a net.Error too.
 	var ne net.Error
-	return errors.As(err, &ue) || errors.As(err, &ne)
+	return errors.As(err, &ne)
 }
 
 // WaitAsked is how long, from now, GitHub asked to be left alone in err (a rate limit's
@@ -68,13 +69,8 @@ func WaitAsked(err error, now time.Time) time.Duration {
 		return max(limit.Rate.Reset.Sub(now), 0)
 	}
 	if code, h := answer(err); code != 0 {
-		if n, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err == nil && n > 0 {
-			return time.Duration(min(n, 2*3600)) * time.Second
-		}
-		if h.Get("X-Ratelimit-Remaining") == "0" {
-			if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
-				return min(max(time.Unix(reset, 0).Sub(now), 0), 2*time.Hour)
-			}
+		if d, ok := ghretry.LimitWait(h, now); ok {
+			return d
 		}
 	}
 	return 0

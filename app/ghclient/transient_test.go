@@ -97,7 +97,9 @@ func TestWaitAsked(t *testing.T) {
 		{"a secondary limit's Retry-After", &gogithub.AbuseRateLimitError{RetryAfter: &minute}, time.Minute},
 		{"the primary limit's reset", &gogithub.RateLimitError{Rate: gogithub.Rate{Reset: gogithub.Timestamp{Time: now.Add(30 * time.Minute)}}}, 30 * time.Minute},
 		{"minting's Retry-After", minted(http.StatusForbidden, "Retry-After", "300"), 5 * time.Minute},
-		{"minting's reset", minted(http.StatusForbidden, "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", reset), 10 * time.Minute},
+		// The reset is in whole seconds: the wait runs to the second after it.
+		{"minting's reset", minted(http.StatusForbidden, "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", reset), 10*time.Minute + time.Second},
+		{"a reset so far off that the clock would wrap", minted(http.StatusForbidden, "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", "9223372036854775807"), 2*time.Hour + time.Second},
 		{"a hostile Retry-After is bounded", minted(http.StatusForbidden, "Retry-After", "99999999999"), 2 * time.Hour},
 	}
 	for _, tt := range tests {

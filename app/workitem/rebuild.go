@@ -101,8 +101,12 @@ func (s *Service) rebuildItem(ctx context.Context, gh GitHub, repo Repo, is Issu
 	}
 }
 
-// rebuildTries bounds rebuildItem's readings of one item.
-const rebuildTries = 3
+// rebuildTries bounds rebuildItem's readings of one item; writeSettles is how long
+// another replica's write may still be moving the label after it wrote the record.
+const (
+	rebuildTries = 3
+	writeSettles = 10 * time.Second
+)
 
 // errGone is an item whose issue went away while the rebuild read it.
 var errGone = errors.New("the issue is gone")
@@ -121,8 +125,9 @@ func (s *Service) rebuildOnce(ctx context.Context, gh GitHub, repo Repo, is Issu
 		return false, false, fmt.Errorf("failed to list the comments of %s: %w", id, err)
 	}
 	rec, commentID, cause := recordtrust.Find(s.opts.Sealer, id, is.Labels, comments, bot)
-	if try < rebuildTries && (cause != nil || (!rec.State.Terminal() && ledger.SpecRevision(is.Title, is.Body) != rec.SpecRevision)) &&
-		(try == 1 || (rec != nil && s.now().Sub(rec.UpdatedAt) < 10*time.Second)) {
+	mismatch := cause != nil || (!rec.State.Terminal() && ledger.SpecRevision(is.Title, is.Body) != rec.SpecRevision)
+	justWritten := rec != nil && s.now().Sub(rec.UpdatedAt) < writeSettles
+	if mismatch && try < rebuildTries && (try == 1 || justWritten) {
 		return false, true, nil
 	}
 	var labels *recordtrust.LabelError

@@ -209,27 +209,36 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 }
 
-// rateLimited reports whether resp is a rate limit and how long GitHub asks to wait.
-// It reads a 403's body to tell (a refusal is also a 403) and puts it back.
-func (t *Transport) rateLimited(resp *http.Response) (time.Duration, bool) {
-	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
-		return 0, false
-	}
-	if s := resp.Header.Get("Retry-After"); s != "" {
+// LimitWait is how long the headers of a GitHub answer ask its credential to wait: its
+// Retry-After, or for a spent primary limit the time to its reset (and a second, the
+// reset being in whole seconds); at most maxHold. ok is false when they ask nothing.
+func LimitWait(h http.Header, now time.Time) (time.Duration, bool) {
+	if s := h.Get("Retry-After"); s != "" {
 		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil && n >= 0 {
 			// Bounded before it is multiplied: a hostile answer's seconds could overflow
 			// a Duration into a negative wait, repeated at once.
 			return time.Duration(min(n, int64(maxHold/time.Second))) * time.Second, true
 		}
 	}
-	if resp.Header.Get("X-Ratelimit-Remaining") == "0" {
-		if reset, err := strconv.ParseInt(resp.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
-			now := t.now()
+	if h.Get("X-Ratelimit-Remaining") == "0" {
+		if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
 			if reset > now.Unix()+int64(maxHold/time.Second) { // so far off time.Unix wraps
 				return maxHold + time.Second, true
 			}
 			return min(max(time.Unix(reset, 0).Sub(now), 0), maxHold) + time.Second, true
 		}
+	}
+	return 0, false
+}
+
+// rateLimited reports whether resp is a rate limit and how long GitHub asks to wait.
+// It reads a 403's body to tell (a refusal is also a 403) and puts it back.
+func (t *Transport) rateLimited(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
+		return 0, false
+	}
+	if d, ok := LimitWait(resp.Header, t.now()); ok {
+		return d, true
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		return secondaryDefault, true
