@@ -406,3 +406,22 @@ func TestRebuildWaitsOutAWriteUnderWay(t *testing.T) {
 		}
 	})
 }
+
+// TestRebuildReReadsDoNotLaunderATamperedLabel: a triager sets a stopped label under a
+// record that waits for approval (an undone /stop, as it looks) and leaves it there. The
+// re-reads meant for another replica's write under way change nothing: the item is
+// untrusted, and the issue was read again at most twice, however the labels are kept.
+func TestRebuildReReadsDoNotLaunderATamperedLabel(t *testing.T) {
+	e := newEnv(t, "")
+	it := e.awaiting()
+	e.gh.SetLabels(repoName, it.n, trigger, ledger.Stopped.Label())
+	e.restart()
+	st, err := e.svc.Rebuild(e.ctx)
+	e.must(err)
+	if st.Untrusted != 1 || e.gh.Calls("Issue") > 2 {
+		t.Fatalf("rebuilt %+v after %d reads of the issue; want it untrusted within two", st, e.gh.Calls("Issue"))
+	}
+	if rec := e.record(it.n); rec == nil || rec.State != ledger.Error {
+		t.Fatalf("record %+v; want the error state", rec)
+	}
+}
